@@ -1,0 +1,58 @@
+# grpo-trl make targets. `make demo` and `make test` work from a fresh clone (they install into .venv first).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The torch to install. The default is the CPU build that this kind of machine has on disk; on a GPU machine use
+# e.g. `make install TORCH='torch==2.9.1'` (or any CUDA build your index provides) before the rest is installed.
+TORCH ?= torch==2.13.0
+RECIPE ?= recipes/demo/tiny-cpu.yaml
+ACCEL ?= single_gpu
+NPROC ?= 1
+SET ?=
+PYTEST_ARGS ?=
+
+.PHONY: install test lint format demo train check serve bench faults clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+test: install
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+lint: install
+	$(PY) -m ruff check grpo_trl tests bench
+	$(PY) -m ruff format --check grpo_trl tests bench
+
+format: install
+	$(PY) -m ruff format grpo_trl tests bench
+	$(PY) -m ruff check --fix grpo_trl tests bench
+
+demo: install
+	$(VENV)/bin/grpo-trl train recipes/demo/tiny-cpu.yaml --overwrite $(SET)
+	$(VENV)/bin/grpo-trl report outputs/tiny-cpu
+
+check: install
+	$(VENV)/bin/grpo-trl check $(RECIPE) $(SET)
+
+# One process: plain. Several: accelerate with a config from recipes/accelerate (ACCEL=ddp|zero2|zero3|fsdp|multi_cpu).
+train: install
+	$(VENV)/bin/accelerate launch --config_file recipes/accelerate/$(ACCEL).yaml --num_processes $(NPROC) \
+		-m grpo_trl.train $(RECIPE) $(SET)
+
+serve: install
+	$(VENV)/bin/grpo-trl serve $(RECIPE) $(SET)
+
+bench: install
+	$(PY) -m bench.run
+
+faults: install
+	$(PY) -m pytest -q tests/faults $(PYTEST_ARGS)
+
+clean:
+	rm -rf outputs .pytest_cache .ruff_cache bench/results.json

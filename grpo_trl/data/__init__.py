@@ -1,0 +1,33 @@
+"""Conversational dataset builders: GSM8K, Countdown (Hub or generated), MATH, the user's own files.
+
+Example:
+    >>> from grpo_trl.data import build_dataset
+    >>> ds = build_dataset({"builder": "countdown", "source": "generate", "size": 4}).train
+    >>> [turn["role"] for turn in ds[0]["prompt"]], sorted(c for c in ds.column_names if c != "prompt")
+    (['system', 'user'], ['nums', 'reference_equation', 'target'])
+"""
+
+from grpo_trl.data.prompts import SYSTEM_PROMPTS, resolve_system_prompt
+from grpo_trl.data.registry import (
+    DataError,
+    DataResult,
+    build_dataset,
+    expected_size,
+    get_builder,
+    list_builders,
+    register_builder,
+    validate_data_config,
+)
+
+__all__ = [
+    "SYSTEM_PROMPTS",
+    "DataError",
+    "DataResult",
+    "build_dataset",
+    "expected_size",
+    "get_builder",
+    "list_builders",
+    "register_builder",
+    "resolve_system_prompt",
+    "validate_data_config",
+]

@@ -1,0 +1,89 @@
+"""Countdown: reach ``target`` from ``nums`` with + - * /, each number once. From the Hub or generated offline.
+
+``source: generate`` makes solvable problems from a seed (no download): the numbers are drawn first, a random
+expression over all of them is evaluated, and problems whose value is not a positive integer are redrawn. The
+expression is kept in ``reference_equation``, and scores 1.0 with the ``countdown`` reward.
+
+Example:
+    >>> rows = generate_problems(3, seed=0)
+    >>> sorted(rows[0])
+    ['nums', 'reference_equation', 'target']
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+from pathlib import Path
+
+from grpo_trl.data.registry import DataError, load_hub_or_file, register_builder, require_columns
+
+# The user turn of the Countdown write-up (ms-swift CoundownTaskPreprocessor / mini-deepseek-r1).
+USER_TEMPLATE = (
+    "Using the numbers {numbers}, create an equation that equals {target}. You can use basic arithmetic operations "
+    "(+, -, *, /) and each number can only be used once. Show your work in <think> </think> tags. And return the "
+    "final equation and answer in <answer> </answer> tags, for example <answer> (1 + 2) / 3 * 4 = 4 </answer>."
+)
+
+_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b}
+
+
+def _random_expression(nums: list[int], rng: random.Random) -> tuple[str, Fraction] | None:
+    """Combine all numbers pairwise in random order with random operators; None on division by zero."""
+    items = [(str(n), Fraction(n)) for n in nums]
+    rng.shuffle(items)
+    while len(items) > 1:
+        i, j = rng.sample(range(len(items)), 2)
+        (ea, va), (eb, vb) = items[i], items[j]
+        op = rng.choice("+-*/")
+        if op == "/" and vb == 0:
+            return None
+        merged = (f"({ea} {op} {eb})", _OPS[op](va, vb))
+        items = [it for k, it in enumerate(items) if k not in (i, j)] + [merged]
+    expr, value = items[0]
+    return (expr[1:-1] if expr.startswith("(") else expr), value
+
+
+def generate_problems(
+    size: int, seed: int = 0, min_numbers: int = 3, max_numbers: int = 4, max_number: int = 99, max_target: int = 999
+) -> list[dict]:
+    """``size`` solvable problems: ``nums``, ``target`` (a positive integer), ``reference_equation``."""
+    if not 2 <= min_numbers <= max_numbers:
+        raise DataError("data: countdown generator needs 2 <= min_numbers <= max_numbers")
+    rng = random.Random(seed)
+    rows: list[dict] = []
+    while len(rows) < size:
+        nums = [rng.randint(1, max_number) for _ in range(rng.randint(min_numbers, max_numbers))]
+        made = _random_expression(nums, rng)
+        if made is None:
+            continue
+        expr, value = made
+        if value.denominator != 1 or not 1 <= value <= max_target:
+            continue
+        rows.append({"nums": nums, "target": int(value), "reference_equation": expr})
+    return rows
+
+
+@register_builder("countdown", system_prompt="countdown", known_sizes={"train": 490364})
+def countdown(
+    split: str = "train",
+    *,
+    source: str = "Jiayi-Pan/Countdown-Tasks-3to4",
+    config: str | None = None,
+    path: str | None = None,
+    base_dir: Path | None = None,
+    size: int = 1000,
+    generator_seed: int = 0,
+    min_numbers: int = 3,
+    max_numbers: int = 4,
+    max_number: int = 99,
+):
+    """Countdown numbers game: columns ``user``, ``nums``, ``target`` (+ ``reference_equation`` when generated)."""
+    from datasets import Dataset
+
+    if source == "generate":
+        ds = Dataset.from_list(generate_problems(size, generator_seed, min_numbers, max_numbers, max_number))
+    else:
+        ds = load_hub_or_file(source, config, split, path, base_dir)
+    require_columns(ds, ["nums", "target"], f"countdown data ({path or source})")
+    return ds.map(lambda row: {"user": USER_TEMPLATE.format(numbers=row["nums"], target=row["target"])})

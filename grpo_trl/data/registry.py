@@ -1,0 +1,332 @@
+"""Dataset builders and the options every builder shares.
+
+A builder turns a source (the Hub, a local file, a generator) into a ``datasets.Dataset`` with a ``user`` column
+(the user turn) and the columns rewards read (``solution``, ``nums``, ``target``...). ``build_dataset`` adds what is
+common: the system prompt, the conversational ``prompt`` column, shuffle/limit, token-length filters, a held-out
+split, and weighted mixtures.
+
+Example:
+    >>> from grpo_trl.data import build_dataset
+    >>> result = build_dataset({"builder": "countdown", "source": "generate", "size": 8, "system_prompt": "none"})
+    >>> result.train[0]["prompt"][0]["role"], len(result.train)
+    ('user', 8)
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grpo_trl.data.prompts import PromptError, resolve_system_prompt
+
+logger = logging.getLogger(__name__)
+
+COMMON_OPTIONS = {
+    "builder": None,
+    "split": "train",
+    "limit": None,
+    "shuffle": False,
+    "seed": 42,
+    "system_prompt": None,  # None: the builder's default
+    "eval_split": None,
+    "eval_size": None,
+    "max_prompt_tokens": None,
+    "max_solution_tokens": None,
+    "solution_column": "solution",
+}
+MIXTURE_OPTIONS = {"mixture", "size", "seed", "shuffle", "eval_size", "system_prompt"}
+
+
+class DataError(ValueError):
+    """A dataset could not be built. The message names the column, file or dataset and the fix."""
+
+
+@dataclass
+class Builder:
+    name: str
+    func: Callable[..., Any]
+    default_system_prompt: str | None
+    known_sizes: dict[str, int]
+    description: str
+
+
+@dataclass
+class DataResult:
+    """What ``build_dataset`` returns: the train set, an optional held-out set, and what happened on the way."""
+
+    train: Any
+    eval: Any = None
+    loaded: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        drops = ", ".join(f"{v} by {k}" for k, v in self.dropped.items() if v) or "none"
+        held = f", eval {len(self.eval)}" if self.eval is not None else ""
+        return f"{self.loaded} rows loaded, dropped: {drops}; train {len(self.train)}{held}"
+
+
+_BUILDERS: dict[str, Builder] = {}
+
+
+def register_builder(
+    name: str, *, system_prompt: str | None = None, known_sizes: dict[str, int] | None = None
+) -> Callable[[Callable], Callable]:
+    """Register a dataset builder ``func(split, **options) -> Dataset`` with a ``user`` column. Duplicates are an error."""
+
+    def decorator(func: Callable) -> Callable:
+        if name in _BUILDERS:
+            raise DataError(f"dataset builder {name!r} is already registered")
+        doc = (inspect.getdoc(func) or "").split("\n")[0]
+        _BUILDERS[name] = Builder(name, func, system_prompt, dict(known_sizes or {}), doc)
+        return func
+
+    return decorator
+
+
+def _load_builtins() -> None:
+    from grpo_trl.data import countdown, files, gsm8k, math  # noqa: F401
+
+
+def list_builders() -> list[Builder]:
+    _load_builtins()
+    return [_BUILDERS[k] for k in sorted(_BUILDERS)]
+
+
+def get_builder(name: str) -> Builder:
+    _load_builtins()
+    if name not in _BUILDERS:
+        close = difflib.get_close_matches(str(name), list(_BUILDERS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise DataError(f"unknown dataset builder {name!r}{hint}; available: {', '.join(sorted(_BUILDERS))}")
+    return _BUILDERS[name]
+
+
+def builder_params(builder: Builder) -> dict[str, Any]:
+    sig = inspect.signature(builder.func)
+    return {k: p.default for k, p in sig.parameters.items() if k not in ("split", "base_dir") and p.kind is p.KEYWORD_ONLY}
+
+
+def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
+    """Problems in a ``data:`` section as ``(key path, message)`` pairs; empty when it is fine. Builds nothing."""
+    problems: list[tuple[str, str]] = []
+    if not isinstance(cfg, dict):
+        return [("data", "must be a mapping with a 'builder' key (or 'mixture')")]
+    if "mixture" in cfg:
+        for key in cfg:
+            if key not in MIXTURE_OPTIONS:
+                problems.append((f"data.{key}", f"not a mixture option; mixture options: {', '.join(sorted(MIXTURE_OPTIONS))}"))
+        parts = cfg["mixture"]
+        if not isinstance(parts, list) or not parts:
+            return problems + [("data.mixture", "must be a non-empty list of {builder, weight, ...}")]
+        for i, part in enumerate(parts):
+            if not isinstance(part, dict):
+                problems.append((f"data.mixture.{i}", "must be a mapping"))
+                continue
+            part = dict(part)
+            weight = part.pop("weight", 1.0)
+            if not isinstance(weight, (int, float)) or weight <= 0:
+                problems.append((f"data.mixture.{i}.weight", f"must be a positive number, got {weight!r}"))
+            problems += [(f"data.mixture.{i}.{k[5:]}", m) for k, m in validate_data_config(part)]
+        return problems
+    if "builder" not in cfg:
+        return [("data.builder", "missing; name a builder (gsm8k, countdown, math, files) or give data.mixture")]
+    try:
+        builder = get_builder(cfg["builder"])
+    except DataError as exc:
+        return [("data.builder", str(exc))]
+    params = builder_params(builder)
+    allowed = set(COMMON_OPTIONS) | set(params)
+    for key in cfg:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, sorted(allowed), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append((f"data.{key}", f"unknown option for builder {builder.name!r}{hint}; options: {', '.join(sorted(allowed))}"))
+    for key, default in params.items():
+        if default is inspect.Parameter.empty and key not in cfg:
+            problems.append((f"data.{key}", f"required by builder {builder.name!r}"))
+    try:
+        resolve_system_prompt(cfg.get("system_prompt"))
+    except PromptError as exc:
+        problems.append(("data.system_prompt", str(exc)))
+    for key in ("limit", "eval_size", "max_prompt_tokens", "max_solution_tokens"):
+        value = cfg.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+            problems.append((f"data.{key}", f"must be a positive integer, got {value!r}"))
+    return problems
+
+
+def expected_size(cfg: dict) -> tuple[int | None, bool]:
+    """Rows the ``data:`` section should give, without building it: ``(rows or None, exact)``. Filters make it inexact."""
+    if "mixture" in cfg:
+        return cfg.get("size"), cfg.get("size") is not None
+    builder = get_builder(cfg["builder"])
+    size = cfg.get("size") if cfg.get("source") == "generate" else builder.known_sizes.get(cfg.get("split", "train"))
+    limit = cfg.get("limit")
+    if limit is not None:
+        size = limit if size is None else min(size, limit)
+    if size is not None and cfg.get("eval_size") and not cfg.get("eval_split"):
+        size = max(0, size - cfg["eval_size"])
+    exact = not (cfg.get("max_prompt_tokens") or cfg.get("max_solution_tokens"))
+    return size, exact and size is not None
+
+
+def to_conversation(user: str, system_prompt: str | None) -> list[dict[str, str]]:
+    """The ``prompt`` column: an optional system turn and the user turn."""
+    turns = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    return turns + [{"role": "user", "content": user}]
+
+
+def _prompt_ids(tokenizer: Any, prompt: list[dict]) -> list[int]:
+    ids = tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True)
+    if hasattr(ids, "keys"):  # transformers 5 may return a BatchEncoding
+        ids = ids["input_ids"]
+    return list(ids)
+
+
+def _build_one(cfg: dict, tokenizer: Any, base_dir: Path | None, split_key: str = "split") -> tuple[Any, int, dict]:
+    problems = validate_data_config(cfg)
+    if problems:
+        raise DataError("; ".join(f"{k}: {m}" for k, m in problems))
+    builder = get_builder(cfg["builder"])
+    options = {k: v for k, v in cfg.items() if k not in COMMON_OPTIONS}
+    if "base_dir" in inspect.signature(builder.func).parameters:
+        options["base_dir"] = base_dir
+    ds = builder.func(split=cfg.get(split_key) or "train", **options)
+    if "user" not in ds.column_names:  # pragma: no cover - a builder bug
+        raise DataError(f"builder {builder.name!r} returned no 'user' column")
+    loaded = len(ds)
+    seed = cfg.get("seed", 42)
+    if cfg.get("shuffle"):
+        ds = ds.shuffle(seed=seed)
+    system = resolve_system_prompt(cfg.get("system_prompt", builder.default_system_prompt))
+    ds = ds.map(lambda row: {"prompt": to_conversation(row["user"], system)}, remove_columns=["user"])
+    dropped: dict[str, int] = {}
+    max_p, max_s = cfg.get("max_prompt_tokens"), cfg.get("max_solution_tokens")
+    if max_p or max_s:
+        if tokenizer is None:
+            raise DataError("data.max_prompt_tokens / max_solution_tokens need the recipe's tokenizer")
+        sol_col = cfg.get("solution_column", "solution")
+        if max_s and sol_col not in ds.column_names:
+            raise DataError(f"data.max_solution_tokens: no column {sol_col!r}; columns: {', '.join(ds.column_names)}")
+        if max_p:
+            before = len(ds)
+            ds = ds.filter(lambda row: len(_prompt_ids(tokenizer, row["prompt"])) <= max_p)
+            dropped["max_prompt_tokens"] = before - len(ds)
+        if max_s:
+            before = len(ds)
+            ds = ds.filter(lambda row: len(tokenizer.encode(str(row[sol_col]), add_special_tokens=False)) <= max_s)
+            dropped["max_solution_tokens"] = before - len(ds)
+    if cfg.get("limit") is not None:
+        ds = ds.select(range(min(cfg["limit"], len(ds))))
+    return ds, loaded, dropped
+
+
+def _align(parts: list) -> list:
+    """Give every dataset the union of columns (missing ones as None) so they can be concatenated."""
+    from datasets import concatenate_datasets  # noqa: F401 - imported for the caller's benefit
+
+    columns: list[str] = []
+    for ds in parts:
+        columns += [c for c in ds.column_names if c not in columns]
+    out = []
+    for ds in parts:
+        for col in columns:
+            if col not in ds.column_names:
+                feature = next(p.features[col] for p in parts if col in p.column_names)
+                ds = ds.add_column(col, [None] * len(ds), feature=feature)
+        out.append(ds.select_columns(columns))
+    return out
+
+
+def build_dataset(cfg: dict, tokenizer: Any = None, base_dir: str | Path | None = None) -> DataResult:
+    """Build the recipe's ``data:`` section into a ``DataResult`` (train, optional eval, counts)."""
+    from datasets import concatenate_datasets
+
+    base = Path(base_dir) if base_dir else None
+    cfg = dict(cfg)
+    if "mixture" in cfg:
+        problems = validate_data_config(cfg)
+        if problems:
+            raise DataError("; ".join(f"{k}: {m}" for k, m in problems))
+        built, loaded, dropped = [], 0, {}
+        weights = []
+        for part in cfg["mixture"]:
+            part = dict(part)
+            weights.append(float(part.pop("weight", 1.0)))
+            if "system_prompt" in cfg and "system_prompt" not in part:
+                part["system_prompt"] = cfg["system_prompt"]
+            ds, n, d = _build_one(part, tokenizer, base)
+            built.append(ds)
+            loaded += n
+            for k, v in d.items():
+                dropped[k] = dropped.get(k, 0) + v
+        total_w = sum(weights)
+        shares = [w / total_w for w in weights]
+        size = cfg.get("size") or int(min(len(ds) / s for ds, s in zip(built, shares)))
+        counts = [round(size * s) for s in shares]
+        for ds, c, part in zip(built, counts, cfg["mixture"]):
+            if c > len(ds):
+                raise DataError(f"data.mixture: builder {part['builder']!r} has {len(ds)} rows, the mixture asks for {c}")
+        seed = cfg.get("seed", 42)
+        pieces = [ds.shuffle(seed=seed).select(range(c)) for ds, c in zip(built, counts)]
+        train = concatenate_datasets(_align(pieces)).shuffle(seed=seed)
+        result = DataResult(train, None, loaded, dropped)
+    else:
+        train, loaded, dropped = _build_one(cfg, tokenizer, base)
+        result = DataResult(train, None, loaded, dropped)
+        if cfg.get("eval_split"):
+            result.eval, _, _ = _build_one({**cfg, "limit": cfg.get("eval_size")}, tokenizer, base, "eval_split")
+    if cfg.get("eval_size") and result.eval is None:
+        n = cfg["eval_size"]
+        if n >= len(result.train):
+            raise DataError(f"data.eval_size ({n}) must be smaller than the dataset ({len(result.train)} rows)")
+        split = result.train.train_test_split(test_size=n, seed=cfg.get("seed", 42), shuffle=True)
+        result.train, result.eval = split["train"], split["test"]
+    if len(result.train) == 0:
+        raise DataError(
+            f"the dataset is empty after filtering ({result.summary()}); raise data.max_prompt_tokens / "
+            "max_solution_tokens or check the source"
+        )
+    return result
+
+
+def load_hub_or_file(source: str, config: str | None, split: str, path: str | None, base_dir: Path | None) -> Any:
+    """``load_dataset(source, config, split=split)``, or a local file at ``path``; clear error when unreachable."""
+    from datasets import load_dataset
+
+    if path is not None:
+        return load_file(path, base_dir)
+    try:
+        return load_dataset(source, config, split=split)
+    except Exception as exc:  # noqa: BLE001 - offline, missing split, gated...
+        raise DataError(
+            f"cannot load dataset {source!r} (config {config!r}, split {split!r}): {type(exc).__name__}: "
+            f"{str(exc)[:200]}. Offline? Download it elsewhere and set data.path to a local JSONL/Parquet/CSV file "
+            "with the same columns."
+        ) from exc
+
+
+def load_file(path: str | Path, base_dir: Path | None = None) -> Any:
+    """A local JSONL, JSON, Parquet or CSV file as a ``Dataset`` (``path`` relative to the recipe's folder)."""
+    from datasets import load_dataset
+
+    p = Path(path).expanduser()
+    if not p.is_absolute() and base_dir is not None and not p.exists():
+        p = base_dir / p
+    if not p.exists():
+        raise DataError(f"data file {str(path)!r} does not exist (looked at {p})")
+    kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(p.suffix.lower())
+    if kind is None:
+        raise DataError(f"data file {str(path)!r}: unsupported extension {p.suffix!r}; use .jsonl, .json, .parquet or .csv")
+    return load_dataset(kind, data_files=str(p), split="train")
+
+
+def require_columns(ds: Any, columns: list[str], what: str) -> None:
+    missing = [c for c in columns if c not in ds.column_names]
+    if missing:
+        raise DataError(f"{what}: missing column(s) {', '.join(missing)}; the data has: {', '.join(ds.column_names)}")

@@ -1,0 +1,39 @@
+"""Rewards in TRL's ``(completions, **kwargs) -> list[float | None]`` signature, and the registry that names them.
+
+Example:
+    >>> from grpo_trl.rewards import get_reward
+    >>> countdown = get_reward("countdown")
+    >>> countdown(["<answer>(78 + 9) - (58 - 44) = 73</answer>"], nums=[[58, 9, 78, 44]], target=[73])
+    [1.0]
+"""
+
+from grpo_trl.rewards.registry import (
+    NamedReward,
+    RewardError,
+    RewardInfo,
+    SafeReward,
+    check_reward_args,
+    get_reward,
+    list_rewards,
+    load_plugin,
+    register_reward,
+    unregister_reward,
+)
+from grpo_trl.rewards.text import completion_text, extract_answer, extract_tag, parse_number
+
+__all__ = [
+    "NamedReward",
+    "RewardError",
+    "RewardInfo",
+    "SafeReward",
+    "check_reward_args",
+    "completion_text",
+    "extract_answer",
+    "extract_tag",
+    "get_reward",
+    "list_rewards",
+    "load_plugin",
+    "parse_number",
+    "register_reward",
+    "unregister_reward",
+]

@@ -1,0 +1,39 @@
+"""Math-verify in a child process: ``python -m grpo_trl.rewards._verify_worker``.
+
+Protocol: one JSON array ``[gold, answer]`` per line on stdin; one JSON value per line on stdout (1.0, 0.0, or null
+when the gold cannot be parsed). Runs math-verify with its signal timeouts off: the parent enforces a deadline per
+item by killing this process, which works from any thread (``signal.alarm`` only works in the main thread).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+
+def main() -> None:
+    logging.disable(logging.WARNING)  # math-verify warns that its own timeout is disabled: the parent has one
+    from math_verify import parse, verify
+
+    gold_cache: dict[str, list] = {}
+    for line in sys.stdin:
+        try:
+            gold, answer = json.loads(line)
+            if gold not in gold_cache:
+                if len(gold_cache) > 10_000:
+                    gold_cache.clear()
+                gold_cache[gold] = parse(gold, parsing_timeout=None)
+            gold_parsed = gold_cache[gold]
+            if not gold_parsed:
+                result = None
+            else:
+                result = float(verify(gold_parsed, parse(answer, parsing_timeout=None), timeout_seconds=None))
+        except Exception:  # noqa: BLE001 - math-verify failing on hostile input is a wrong answer
+            result = 0.0
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+"""The training entry point, top to bottom: recipe -> dataset, rewards, GRPOConfig -> ``trl.GRPOTrainer.train()``.
+
+Run it as ``grpo-trl train RECIPE`` or, under accelerate (one process per GPU, any engine accelerate knows)::
+
+    accelerate launch --config_file recipes/accelerate/zero3.yaml -m grpo_trl.train recipes/gsm8k/qwen2.5-1.5b-instruct.yaml
+
+Example (Python API):
+    >>> from grpo_trl import load_recipe, train
+    >>> result = train(load_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.max_steps=2"]))  # doctest: +SKIP
+    >>> result.output_dir  # doctest: +SKIP
+    'outputs/tiny-cpu'
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import logging
+import os
+import shutil
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError, load_recipe
+
+logger = logging.getLogger("grpo_trl")
+
+MIN_FREE_MB = int(os.environ.get("GRPO_TRL_MIN_FREE_MB", "200"))
+
+
+@dataclass
+class TrainResult:
+    """What ``train`` returns: where everything went and how the reward moved."""
+
+    output_dir: str
+    global_step: int
+    log_history: list[dict] = field(default_factory=list)
+    alerts: list[dict] = field(default_factory=list)
+
+    def reward_trend(self, window: int = 20, key: str = "reward") -> tuple[float, float] | None:
+        """Mean of ``key`` over the first and last ``window`` logged steps (``None`` if nothing was logged)."""
+        values = [h[key] for h in self.log_history if h.get(key) is not None and "loss" in h]
+        if not values:
+            return None
+        w = min(window, max(1, len(values) // 2))
+        return sum(values[:w]) / w, sum(values[-w:]) / w
+
+
+def check_output_dir(path: str | Path, min_free_mb: int = MIN_FREE_MB) -> None:
+    """Fail before training when ``path`` cannot be written or its disk has less than ``min_free_mb`` free."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / ".grpo_trl_write_test"
+        probe.write_bytes(b"\0" * 1024)
+        probe.unlink()
+    except OSError as exc:
+        raise RecipeError(
+            [Problem("trainer", "output_dir", f"{str(p)!r} is not writable ({exc.strerror or exc}); choose another with --set trainer.output_dir=DIR")]
+        ) from exc
+    free_mb = shutil.disk_usage(p).free / 2**20
+    if free_mb < min_free_mb:
+        raise RecipeError(
+            [
+                Problem(
+                    "trainer",
+                    "output_dir",
+                    f"only {free_mb:.0f} MB free on the disk of {str(p)!r}, checkpoints need at least {min_free_mb} MB; "
+                    "free space or point trainer.output_dir elsewhere (GRPO_TRL_MIN_FREE_MB sets the threshold)",
+                )
+            ]
+        )
+
+
+def resolve_model(recipe: Recipe, output_dir: str) -> str:
+    """The model path to load: ``builtin:tiny`` is built (once) into ``<output_dir>/tiny-model``."""
+    name = recipe.model["name"]
+    if name != BUILTIN_TINY:
+        return name
+    from grpo_trl.testing import build_tiny_model
+
+    path = Path(output_dir) / "tiny-model"
+    if not (path / "config.json").exists():
+        build_tiny_model(path, **(recipe.model.get("tiny") or {}))
+    return str(path)
+
+
+def load_tokenizer(recipe: Recipe, model_path: str):
+    """The model's tokenizer, with ``model.chat_template`` (file or text) applied when given."""
+    from transformers import AutoTokenizer
+
+    model = recipe.model
+    kwargs = {k: model[k] for k in ("revision", "trust_remote_code") if model.get(k) is not None}
+    tokenizer = AutoTokenizer.from_pretrained(model_path, **kwargs)
+    template = model.get("chat_template")
+    if template:
+        path = recipe.base_dir / str(template)
+        tokenizer.chat_template = path.read_text() if "{" not in str(template) and path.is_file() else template
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def reward_columns(reward: Any) -> list[str]:
+    """Dataset columns a reward reads: parameters of its call without a default, besides TRL's own."""
+    from grpo_trl.rewards.registry import TRL_KWARGS
+
+    target = getattr(reward, "reward", reward)  # SafeReward
+    func = getattr(target, "func", target)  # NamedReward
+    call = func if inspect.isfunction(func) or inspect.ismethod(func) else getattr(func, "__call__", func)
+    try:
+        params = inspect.signature(call).parameters
+    except (TypeError, ValueError):
+        return []
+    bound = getattr(target, "args", {})
+    return [
+        name
+        for name, p in params.items()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in TRL_KWARGS and name not in bound
+    ]
+
+
+def check_reward_columns(recipe: Recipe, rewards: list, columns: list[str]) -> None:
+    problems = []
+    for i, reward in enumerate(rewards):
+        missing = [c for c in reward_columns(reward) if c not in columns]
+        if missing:
+            problems.append(
+                Problem(
+                    recipe.file,
+                    f"rewards.{i}",
+                    f"reward {reward.__name__!r} reads column(s) {', '.join(missing)} that the dataset lacks "
+                    f"(columns: {', '.join(c for c in columns if c != 'prompt')}); choose a builder that provides them",
+                )
+            )
+    if problems:
+        raise RecipeError(problems)
+
+
+def run(recipe: Recipe, *, resume: bool = False, overwrite: bool = False, extra_callbacks: list | None = None) -> TrainResult:
+    """Train with the recipe. ``resume``: continue from the last checkpoint in ``output_dir``."""
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import GRPOTrainer
+
+    from grpo_trl.callbacks import Alerts, CompletionSamples, GenerationTimer
+    from grpo_trl.data import build_dataset
+    from grpo_trl.generation import preflight
+
+    config = recipe.to_grpo_config()
+    output_dir = config.output_dir
+    check_output_dir(output_dir)
+    last = get_last_checkpoint(output_dir) if Path(output_dir).is_dir() else None
+    if last and not resume and not overwrite:
+        raise RecipeError(
+            [
+                Problem(
+                    recipe.file,
+                    "trainer.output_dir",
+                    f"{output_dir!r} already holds {Path(last).name}; pass --resume to continue it, --overwrite to "
+                    "start again, or --set trainer.output_dir=NEW_DIR",
+                )
+            ]
+        )
+    preflight(recipe, config)  # vLLM installed, server reachable: fail in seconds, not after loading the model
+
+    rewards, _weights = recipe.build_rewards()
+    model_path = resolve_model(recipe, output_dir)
+    tokenizer = load_tokenizer(recipe, model_path)
+    data = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir)
+    check_reward_columns(recipe, rewards, data.train.column_names)
+    logger.info("dataset: %s", data.summary())
+
+    trainer = GRPOTrainer(
+        model=model_path,
+        reward_funcs=rewards,
+        args=config,
+        train_dataset=data.train,
+        eval_dataset=data.eval if config.eval_strategy != "no" else None,
+        processing_class=tokenizer,
+        peft_config=recipe.lora_config(),
+    )
+    log_cfg = recipe.logging
+    alerts = Alerts(output_dir, patience=int(log_cfg.get("alert_patience", 10))) if log_cfg.get("alerts", True) else None
+    callbacks = [
+        CompletionSamples(trainer, every=log_cfg.get("completions_every", 10), samples=log_cfg.get("completions_samples", 4)),
+        GenerationTimer(trainer),
+        *([alerts] if alerts else []),
+        *(extra_callbacks or []),
+    ]
+    for cb in callbacks:
+        trainer.add_callback(cb)
+    if trainer.accelerator.is_main_process:
+        (Path(output_dir) / "recipe.yaml").write_text(recipe.to_yaml())
+
+    resume_from = None
+    if resume:
+        resume_from = last
+        if resume_from is None:
+            logger.warning("--resume: no checkpoint in %s, starting from step 0", output_dir)
+        else:
+            logger.info("resuming from %s", resume_from)
+    trainer.train(resume_from_checkpoint=resume_from)
+    trainer.save_model(output_dir)
+    trainer.save_state()
+    return TrainResult(output_dir, trainer.state.global_step, list(trainer.state.log_history), alerts.fired if alerts else [])
+
+
+def print_summary(result: TrainResult) -> None:
+    trend = result.reward_trend()
+    print(f"\ngrpo-trl: trained {result.global_step} steps; results in {result.output_dir}/")
+    if trend:
+        print(f"grpo-trl: reward mean, first vs last 20 logged steps: {trend[0]:.3f} -> {trend[1]:.3f}")
+    for alert in result.alerts:
+        print(f"grpo-trl: ALERT ({alert['kind']}) at step {alert['step']}: {alert['message']}")
+    print(f"grpo-trl: plots and samples: grpo-trl report {result.output_dir}")
+
+
+def train(recipe: Recipe | str, overrides: list[str] | tuple = (), **kwargs: Any) -> TrainResult:
+    """Python API: train from a ``Recipe`` or a recipe path (with ``--set``-style overrides)."""
+    if not isinstance(recipe, Recipe):
+        recipe = load_recipe(recipe, overrides)
+    return run(recipe, **kwargs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="grpo-trl train", description="Train a model with GRPO from a YAML recipe.")
+    parser.add_argument("recipe", help="path to the recipe YAML")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a recipe value, e.g. --set trainer.learning_rate=1e-6 (repeatable)")
+    parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
+    parser.add_argument("--overwrite", action="store_true", help="start from step 0 even if output_dir has checkpoints")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation chatter from transformers/TRL
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        recipe = load_recipe(args.recipe, args.overrides)
+        result = run(recipe, resume=args.resume, overwrite=args.overwrite)
+    except RecipeError as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 1
+    if int(os.environ.get("RANK", "0")) == 0:
+        print_summary(result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
