@@ -58,6 +58,7 @@ REMOVED_FIELDS = {
     "torch_dtype": "moved: set model.dtype (bfloat16, float16, float32 or auto)",
     "wandb_log_unique_prompts": "renamed: use trainer.log_unique_prompts",
     "vllm_guided_decoding_regex": "renamed: use trainer.vllm_structured_outputs_regex",
+    "warmup_ratio": "removed in transformers 5: trainer.warmup_steps takes a float in [0, 1) as a ratio",
     "model_init_kwargs": "set through the model: section (dtype, attn_implementation, trust_remote_code, revision)",
 }
 

@@ -39,7 +39,7 @@ def think_format(completions: list, prefilled_think: bool = False, **kwargs) -> 
 def tag_count(completions: list, **kwargs) -> list[float]:
     """0.25 for each of ``<think>\\n``, ``\\n</think>\\n``, ``\\n<answer>\\n``, ``\\n</answer>`` appearing exactly once."""
     markers = ("<think>\n", "\n</think>\n", "\n<answer>\n", "\n</answer>")
-    return [sum(0.25 for m in markers if text.count(m) == 1) for text in text_of(completions)]
+    return [float(sum(0.25 for m in markers if text.count(m) == 1)) for text in text_of(completions)]
 
 
 @register_reward("reasoning_steps")
@@ -57,4 +57,4 @@ def xml_format(
     ``args: {tags: [think, answer]}`` gives the ``<think>`` variant.
     """
     needles = [f"<{t}>" for t in tags] + [f"</{t}>" for t in tags]
-    return [round(sum(per_tag for n in needles if n in text), 10) for text in text_of(completions)]
+    return [float(round(sum(per_tag for n in needles if n in text), 10)) for text in text_of(completions)]

@@ -1,0 +1,59 @@
+"""Shared fixtures: a tiny offline model (built once per session) and a helper that writes recipes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # `tests.naive_rewards` and `bench` import from the checkout
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> str:
+    from grpo_trl.testing import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def tiny_recipe(tmp_path: Path, model: str, *, rewards=None, trainer=None, data=None, extra=None) -> Path:
+    """A small, fast recipe on the tiny model; sections can be replaced or extended."""
+    recipe = {
+        "model": {"name": model, "dtype": "float32"},
+        "data": data or {"builder": "countdown", "source": "generate", "size": 64, "system_prompt": "none"},
+        "rewards": rewards or [{"name": "xml_format", "args": {"tags": ["think", "answer"], "per_tag": 0.25}}],
+        "trainer": {
+            "output_dir": str(tmp_path / "out"),
+            "max_steps": 4,
+            "num_generations": 4,
+            "per_device_train_batch_size": 8,
+            "max_completion_length": 12,
+            "learning_rate": 1e-3,
+            "logging_steps": 1,
+            "save_strategy": "no",
+            "report_to": "none",
+            "seed": 0,
+            "use_cpu": True,
+            "bf16": False,
+            **(trainer or {}),
+        },
+        **(extra or {}),
+    }
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def make_recipe(tmp_path, tiny_model):
+    def make(**kwargs) -> Path:
+        return tiny_recipe(tmp_path, tiny_model, **kwargs)
+
+    return make
