@@ -200,15 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = recipe_cmd("serve", "start TRL's vLLM server for the recipe's model (server mode); prints the command")
     p.add_argument("--dry-run", action="store_true", help="print the command and exit")
-    p.add_argument("extra", nargs=argparse.REMAINDER, help="extra arguments for vllm serve (after --)")
+    p.epilog = "Arguments after -- go to vllm serve as they are."
     p.set_defaults(func=cmd_serve)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
     args = build_parser().parse_args(argv)
-    if getattr(args, "extra", None) and args.extra[:1] == ["--"]:
-        args.extra = args.extra[1:]
+    args.extra = extra
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation chatter from transformers/TRL
     return args.func(args)

@@ -29,7 +29,7 @@ import yaml
 TOP_KEYS = ("extends", "model", "data", "rewards", "plugins", "generation", "trainer", "logging", "launch")
 MODEL_KEYS = ("name", "dtype", "attn_implementation", "chat_template", "trust_remote_code", "revision", "lora", "tiny")
 REWARD_KEYS = ("name", "weight", "args", "alias", "timeout")
-LOGGING_KEYS = ("completions_every", "completions_samples", "alerts", "timing")
+LOGGING_KEYS = ("completions_every", "completions_samples", "alerts", "alert_patience")
 LAUNCH_KEYS = ("num_processes", "num_machines", "accelerate_config", "vllm_gpus")
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 BUILTIN_TINY = "builtin:tiny"

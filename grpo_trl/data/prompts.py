@@ -45,7 +45,7 @@ def resolve_system_prompt(value: str | None) -> str | None:
         return SYSTEM_PROMPTS[value]
     if any(ch.isspace() for ch in value.strip()):
         return value
-    close = difflib.get_close_matches(value, list(SYSTEM_PROMPTS), n=1)
+    close = difflib.get_close_matches(value, list(SYSTEM_PROMPTS), n=1, cutoff=0.5)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise PromptError(
         f"unknown system prompt {value!r}{hint}; use one of {', '.join(SYSTEM_PROMPTS)} or write the literal text"

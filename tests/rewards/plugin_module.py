@@ -25,3 +25,7 @@ def odd_values(completions, **kwargs):
 def sleeps(completions, seconds: float = 1.0, **kwargs):
     time.sleep(seconds)
     return [1.0] * len(completions)
+
+
+def zero(completions, **kwargs):
+    return [0.0] * len(completions)

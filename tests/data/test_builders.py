@@ -1,0 +1,176 @@
+"""Dataset builders on small files written here in the Hub datasets' schemas (no network), filters, mixtures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grpo_trl.data import DataError, build_dataset
+from grpo_trl.data.countdown import generate_problems
+from grpo_trl.data.prompts import SYSTEM_PROMPTS
+from grpo_trl.rewards import get_reward
+
+GSM8K_ROWS = [
+    {"question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+                 "How many clips did Natalia sell altogether in April and May?",
+     "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips.\n#### 72"},
+    {"question": "Weng earns $12 an hour for babysitting. How much did she earn for 50 minutes?",
+     "answer": "Weng earns 12/60 = $<<12/60=0.2>>0.2 per minute.\nShe earned 0.2 x 50 = $<<0.2*50=10>>10.\n#### 10"},
+    {"question": "A big number question.", "answer": "It is large.\n#### 1,000"},
+]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture
+def gsm8k_file(tmp_path):
+    return write_jsonl(tmp_path / "gsm8k.jsonl", GSM8K_ROWS)
+
+
+def test_gsm8k_builder(gsm8k_file):
+    ds = build_dataset({"builder": "gsm8k", "path": str(gsm8k_file)}).train
+    assert ds["solution"] == ["72", "10", "1000"]
+    row = ds[0]
+    assert row["prompt"][0] == {"role": "system", "content": SYSTEM_PROMPTS["xml"]}  # the tutorial's default
+    assert row["prompt"][1]["role"] == "user" and row["prompt"][1]["content"].startswith("Natalia")
+    assert "#### 72" in row["reasoning"]
+
+
+def test_system_prompt_by_name_literal_and_none(gsm8k_file):
+    base = {"builder": "gsm8k", "path": str(gsm8k_file)}
+    assert build_dataset({**base, "system_prompt": "r1"}).train[0]["prompt"][0]["content"] == SYSTEM_PROMPTS["r1"]
+    assert build_dataset({**base, "system_prompt": "Be brief."}).train[0]["prompt"][0]["content"] == "Be brief."
+    assert [t["role"] for t in build_dataset({**base, "system_prompt": "none"}).train[0]["prompt"]] == ["user"]
+
+
+def test_math_builder(tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "math.parquet"
+    pd.DataFrame(
+        [
+            {"problem": "What is 1/2 + 0?", "solution": "We get $\\boxed{\\frac{1}{2}}$."},
+            {"problem": "Nested?", "solution": "So $\\boxed{\\sqrt{\\frac{a}{b}}}$ it is."},
+        ]
+    ).to_parquet(path)
+    ds = build_dataset({"builder": "math", "path": str(path)}).train
+    assert ds["solution"] == ["\\frac{1}{2}", "\\sqrt{\\frac{a}{b}}"]
+    assert "boxed" in ds[0]["worked_solution"]
+
+
+def test_countdown_builder_from_file_has_write_up_prompt(tmp_path):
+    path = write_jsonl(tmp_path / "cd.jsonl", [{"nums": [58, 9, 78, 44], "target": 73}])
+    ds = build_dataset({"builder": "countdown", "path": str(path)}).train
+    user = ds[0]["prompt"][-1]["content"]
+    assert "Using the numbers [58, 9, 78, 44], create an equation that equals 73." in user
+    assert "<think> </think>" in user and "<answer> </answer>" in user
+    assert ds[0]["nums"] == [58, 9, 78, 44] and ds[0]["target"] == 73
+
+
+def test_generator_problems_are_solvable_and_seeded():
+    rows = generate_problems(300, seed=3)
+    assert rows == generate_problems(300, seed=3)
+    assert rows != generate_problems(300, seed=4)
+    assert {len(r["nums"]) for r in rows} == {3, 4}
+    reward = get_reward("countdown")
+    completions = [f"<answer>{r['reference_equation']} = {r['target']}</answer>" for r in rows]
+    scores = reward(completions, nums=[r["nums"] for r in rows], target=[r["target"] for r in rows])
+    assert scores == [1.0] * len(rows)
+
+
+def test_files_builder_csv_template_and_columns(tmp_path):
+    path = tmp_path / "mine.csv"
+    path.write_text("q,gold,topic\nWhat is 2+2?,4,arith\nWhat is 3*3?,9,arith\n")
+    ds = build_dataset(
+        {"builder": "files", "path": str(path), "question_column": "q", "columns": ["gold"],
+         "user_template": "[{topic}] {q}", "system_prompt": "none"}
+    ).train
+    assert ds.column_names == ["gold", "prompt"]
+    assert ds[0]["prompt"] == [{"role": "user", "content": "[arith] What is 2+2?"}]
+
+
+def test_files_builder_relative_path(tmp_path):
+    write_jsonl(tmp_path / "rel.jsonl", [{"question": "q", "solution": "1"}])
+    ds = build_dataset({"builder": "files", "path": "rel.jsonl"}, base_dir=tmp_path).train
+    assert ds["solution"] == ["1"]
+
+
+@pytest.mark.parametrize(
+    ("cfg", "match"),
+    [
+        ({"builder": "files", "path": "x.jsonl", "question_column": "question"}, "does not exist"),
+        ({"builder": "files", "path": "{file}", "question_column": "prompt_text"}, "missing column\\(s\\) prompt_text; the data has: question, solution"),
+        ({"builder": "files", "path": "{file}", "user_template": "{nope}"}, "names column\\(s\\) nope"),
+        ({"builder": "gsm8k", "path": "{file}"}, "missing column\\(s\\) answer"),
+        ({"builder": "files", "path": "{file}", "max_prompt_tokens": 1}, "need the recipe's tokenizer"),
+    ],
+)
+def test_clear_errors(tmp_path, cfg, match):
+    file = write_jsonl(tmp_path / "f.jsonl", [{"question": "q", "solution": "1"}])
+    cfg = {k: (str(file) if v == "{file}" else v) for k, v in cfg.items()}
+    with pytest.raises(DataError, match=match):
+        build_dataset(cfg, base_dir=tmp_path)
+
+
+def test_unreachable_hub_dataset_says_how_to_use_a_local_file(monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataError, match="set data.path to a local JSONL"):
+        build_dataset({"builder": "gsm8k", "source": "no-such-org/no-such-dataset-xyz"})
+
+
+def test_shuffle_limit_and_eval_split(gsm8k_file):
+    base = {"builder": "countdown", "source": "generate", "size": 40}
+    a = build_dataset({**base, "shuffle": True, "seed": 1, "limit": 10}).train
+    b = build_dataset({**base, "shuffle": True, "seed": 1, "limit": 10}).train
+    c = build_dataset({**base, "limit": 10}).train
+    assert len(a) == 10 and a["target"] == b["target"] and a["target"] != c["target"]
+    result = build_dataset({**base, "eval_size": 8})
+    assert (len(result.train), len(result.eval)) == (32, 8)
+    held = build_dataset({"builder": "gsm8k", "path": str(gsm8k_file), "eval_split": "test", "eval_size": 2})
+    assert len(held.eval) == 2
+
+
+def test_token_filters_with_the_tiny_tokenizer(gsm8k_file, tiny_model):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    base = {"builder": "gsm8k", "path": str(gsm8k_file), "system_prompt": "none"}
+    lengths = []
+    for row in build_dataset(base).train:
+        ids = tok.apply_chat_template(row["prompt"], tokenize=True, add_generation_prompt=True)
+        lengths.append(len(ids["input_ids"] if hasattr(ids, "keys") else ids))
+    limit = sorted(lengths)[1]  # keeps the two shortest prompts
+    result = build_dataset({**base, "max_prompt_tokens": limit}, tokenizer=tok)
+    assert len(result.train) == sum(n <= limit for n in lengths) == 2
+    assert result.dropped["max_prompt_tokens"] == 1
+    sol_lengths = {s: len(tok.encode(s, add_special_tokens=False)) for s in ["72", "10", "1000"]}
+    limit = sol_lengths["72"]
+    result = build_dataset({**base, "max_solution_tokens": limit}, tokenizer=tok)
+    kept = [s for s in ["72", "10", "1000"] if sol_lengths[s] <= limit]
+    assert result.train["solution"] == kept and result.dropped["max_solution_tokens"] == 3 - len(kept) >= 1
+    with pytest.raises(DataError, match="empty after filtering"):
+        build_dataset({**base, "max_prompt_tokens": 1}, tokenizer=tok)
+
+
+def test_weighted_mixture_is_seeded_and_keeps_columns(gsm8k_file):
+    cfg = {
+        "mixture": [
+            {"builder": "countdown", "source": "generate", "size": 50, "weight": 3},
+            {"builder": "gsm8k", "path": str(gsm8k_file), "weight": 1},
+        ],
+        "size": 12,
+        "seed": 5,
+    }
+    a, b = build_dataset(cfg).train, build_dataset(cfg).train
+    assert len(a) == 12 and a["target"] == b["target"]
+    from_gsm8k = [s is not None for s in a["solution"]]
+    assert sum(from_gsm8k) == 3  # weight 1 of 4
+    assert {"nums", "target", "solution", "prompt"} <= set(a.column_names)
+    with pytest.raises(DataError, match="has 3 rows, the mixture asks for 6"):
+        build_dataset({**cfg, "size": 24})
