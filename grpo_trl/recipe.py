@@ -291,6 +291,8 @@ class Recipe:
         self._check_section("logging", LOGGING_KEYS)
         self._check_section("launch", LAUNCH_KEYS)
         trainer_ok = self._check_trainer()
+        if not self._problems:
+            self._check_columns()
         if trainer_ok and not self._problems:
             self._check_with_trl(world_size or self.world_size)
         return list(self._problems)
@@ -384,6 +386,28 @@ class Recipe:
                     "give one of them an alias",
                 )
             names[label] = i
+
+    def _check_columns(self) -> None:
+        """Local data files exist and have their columns; every reward's columns are in the dataset."""
+        from grpo_trl.data.registry import DataError, dataset_columns
+        from grpo_trl.rewards.registry import get_reward, required_columns
+
+        try:
+            columns = dataset_columns(self.dataset, self.base_dir)
+        except DataError as exc:
+            self._p("data", str(exc))
+            return
+        source = self.dataset.get("builder", "the mixture")
+        for i, spec in enumerate(self.rewards):
+            spec = {"name": spec} if isinstance(spec, str) else spec
+            reward = get_reward(spec["name"], alias=spec.get("alias"), **self._reward_args(spec))
+            missing = [c for c in required_columns(reward) if c not in columns]
+            if missing:
+                self._p(
+                    f"rewards.{i}",
+                    f"reward {reward.__name__!r} reads column(s) {', '.join(missing)} that data ({source}) does not "
+                    f"provide (it gives: {', '.join(sorted(columns)) or 'nothing'}); use a builder with those columns",
+                )
 
     def _reward_args(self, spec: dict) -> dict:
         """The reward's args, with ``max_completion_len`` / ``max_len`` filled from the trainer when not given."""

@@ -14,7 +14,7 @@ Example (Python API):
 from __future__ import annotations
 
 import argparse
-import inspect
+import json
 import logging
 import os
 import shutil
@@ -75,6 +75,25 @@ def check_output_dir(path: str | Path, min_free_mb: int = MIN_FREE_MB) -> None:
         )
 
 
+def last_complete_checkpoint(output_dir: str | Path) -> str | None:
+    """The newest ``checkpoint-N`` whose ``trainer_state.json`` (written last by the Trainer) is complete.
+
+    A run killed while saving leaves a partial folder; resuming from it would fail, so it is skipped.
+    """
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return None
+    found = [p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
+    for path in sorted(found, key=lambda p: int(p.name.split("-")[-1]), reverse=True):
+        try:
+            json.loads((path / "trainer_state.json").read_text())
+        except (OSError, ValueError):
+            logger.warning("skipping incomplete checkpoint %s (no readable trainer_state.json)", path)
+            continue
+        return str(path)
+    return None
+
+
 def resolve_model(recipe: Recipe, output_dir: str) -> str:
     """The model path to load: ``builtin:tiny`` is built (once) into ``<output_dir>/tiny-model``."""
     name = recipe.model["name"]
@@ -104,29 +123,13 @@ def load_tokenizer(recipe: Recipe, model_path: str):
     return tokenizer
 
 
-def reward_columns(reward: Any) -> list[str]:
-    """Dataset columns a reward reads: parameters of its call without a default, besides TRL's own."""
-    from grpo_trl.rewards.registry import TRL_KWARGS
-
-    target = getattr(reward, "reward", reward)  # SafeReward
-    func = getattr(target, "func", target)  # NamedReward
-    call = func if inspect.isfunction(func) or inspect.ismethod(func) else getattr(func, "__call__", func)
-    try:
-        params = inspect.signature(call).parameters
-    except (TypeError, ValueError):
-        return []
-    bound = getattr(target, "args", {})
-    return [
-        name
-        for name, p in params.items()
-        if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in TRL_KWARGS and name not in bound
-    ]
-
-
 def check_reward_columns(recipe: Recipe, rewards: list, columns: list[str]) -> None:
+    """Raise ``RecipeError`` when a reward reads a column the built dataset lacks."""
+    from grpo_trl.rewards.registry import required_columns
+
     problems = []
     for i, reward in enumerate(rewards):
-        missing = [c for c in reward_columns(reward) if c not in columns]
+        missing = [c for c in required_columns(reward) if c not in columns]
         if missing:
             problems.append(
                 Problem(
@@ -142,7 +145,6 @@ def check_reward_columns(recipe: Recipe, rewards: list, columns: list[str]) -> N
 
 def run(recipe: Recipe, *, resume: bool = False, overwrite: bool = False, extra_callbacks: list | None = None) -> TrainResult:
     """Train with the recipe. ``resume``: continue from the last checkpoint in ``output_dir``."""
-    from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOTrainer
 
     from grpo_trl.callbacks import Alerts, CompletionSamples, GenerationTimer
@@ -152,7 +154,7 @@ def run(recipe: Recipe, *, resume: bool = False, overwrite: bool = False, extra_
     config = recipe.to_grpo_config()
     output_dir = config.output_dir
     check_output_dir(output_dir)
-    last = get_last_checkpoint(output_dir) if Path(output_dir).is_dir() else None
+    last = last_complete_checkpoint(output_dir)
     if last and not resume and not overwrite:
         raise RecipeError(
             [

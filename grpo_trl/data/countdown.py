@@ -64,7 +64,7 @@ def generate_problems(
     return rows
 
 
-@register_builder("countdown", system_prompt="countdown", known_sizes={"train": 490364})
+@register_builder("countdown", system_prompt="countdown", known_sizes={"train": 490364}, columns=("nums", "target"))
 def countdown(
     split: str = "train",
     *,

@@ -53,6 +53,7 @@ class Builder:
     default_system_prompt: str | None
     known_sizes: dict[str, int]
     description: str
+    columns: tuple[str, ...] = ()  # reward columns the builder always produces (beside ``prompt``)
 
 
 @dataclass
@@ -74,7 +75,11 @@ _BUILDERS: dict[str, Builder] = {}
 
 
 def register_builder(
-    name: str, *, system_prompt: str | None = None, known_sizes: dict[str, int] | None = None
+    name: str,
+    *,
+    system_prompt: str | None = None,
+    known_sizes: dict[str, int] | None = None,
+    columns: tuple[str, ...] = (),
 ) -> Callable[[Callable], Callable]:
     """Register a dataset builder ``func(split, **options) -> Dataset`` with a ``user`` column. Duplicates are an error."""
 
@@ -82,7 +87,7 @@ def register_builder(
         if name in _BUILDERS:
             raise DataError(f"dataset builder {name!r} is already registered")
         doc = (inspect.getdoc(func) or "").split("\n")[0]
-        _BUILDERS[name] = Builder(name, func, system_prompt, dict(known_sizes or {}), doc)
+        _BUILDERS[name] = Builder(name, func, system_prompt, dict(known_sizes or {}), doc, tuple(columns))
         return func
 
     return decorator
@@ -173,6 +178,29 @@ def expected_size(cfg: dict) -> tuple[int | None, bool]:
         size = max(0, size - cfg["eval_size"])
     exact = not (cfg.get("max_prompt_tokens") or cfg.get("max_solution_tokens"))
     return size, exact and size is not None
+
+
+def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str]:
+    """The columns the ``data:`` section will give rewards, without building it (local files are read).
+
+    Raises ``DataError`` when a local file is missing or lacks a named column.
+    """
+    if "mixture" in cfg:
+        out: set[str] = set()
+        for part in cfg["mixture"]:
+            out |= dataset_columns({k: v for k, v in part.items() if k != "weight"}, base_dir)
+        return out
+    builder = get_builder(cfg["builder"])
+    base = Path(base_dir) if base_dir else None
+    if builder.name == "files":
+        ds = builder.func(split="train", **{k: v for k, v in cfg.items() if k not in COMMON_OPTIONS}, base_dir=base)
+        return set(ds.column_names) - {"user"}
+    columns = set(builder.columns)
+    if builder.name == "countdown" and cfg.get("source") == "generate":
+        columns.add("reference_equation")
+    if cfg.get("path"):  # a local copy in the Hub schema: check it has what the builder needs
+        _build_one({**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None}, None, base)
+    return columns
 
 
 def to_conversation(user: str, system_prompt: str | None) -> list[dict[str, str]]:

@@ -224,7 +224,7 @@ class SafeReward:
 
     - completions in either format reach the reward as TRL sent them; the result is checked:
       a wrong length makes every row ``None`` (logged), a non-number or NaN/inf becomes ``None`` for that row;
-    - an exception makes the batch ``None`` with a warning;
+    - an exception makes the reward be called again row by row, so only the rows that raise become ``None``;
     - with ``timeout`` (seconds) the call runs in a worker thread and is abandoned after that long (rows ``None``).
       Python cannot kill a thread: a reward stuck in pure Python keeps a core busy until it returns.
 
@@ -257,36 +257,84 @@ class SafeReward:
             raise box["error"]
         return box.get("value")
 
+    def _checked(self, completions: list, kwargs: dict) -> tuple[list[float | None], int]:
+        """Call once; validate the result. Raises on an exception, a timeout or a wrong length."""
+        n = len(completions)
+        raw = self._call(completions, kwargs)
+        if not isinstance(raw, (list, tuple)) or len(raw) != n:
+            got = len(raw) if isinstance(raw, (list, tuple)) else type(raw).__name__
+            raise LengthError(f"returned {got} values for {n} completions")
+        out, bad = [], 0
+        for value in raw:
+            if value is None:
+                out.append(None)
+                continue
+            f = float(value) if isinstance(value, numbers.Real) else math.nan  # "1.0" (a str) is not a score
+            if not math.isfinite(f):
+                bad += 1
+                out.append(None)
+            else:
+                out.append(f)
+        return out, bad
+
+    def _row_by_row(self, completions: list, kwargs: dict) -> tuple[list[float | None], int]:
+        """After an exception: score each row alone, so only the rows that fail become None."""
+        n = len(completions)
+        out, bad = [], 0
+        for i in range(n):
+            row_kwargs = {k: (v[i : i + 1] if isinstance(v, list) and len(v) == n else v) for k, v in kwargs.items()}
+            try:
+                value, row_bad = self._checked(completions[i : i + 1], row_kwargs)
+                out.append(value[0])
+                bad += row_bad
+            except Exception:  # noqa: BLE001 - this row is the faulty one
+                out.append(None)
+                bad += 1
+        return out, bad
+
     def __call__(self, completions: list, **kwargs: Any) -> list[float | None]:
         n = len(completions)
         log_metric = kwargs.get("log_metric")
         start = time.perf_counter()
         try:
-            raw = self._call(completions, kwargs)
-            if not isinstance(raw, (list, tuple)) or len(raw) != n:
-                got = len(raw) if isinstance(raw, (list, tuple)) else type(raw).__name__
-                raise ValueError(f"returned {got} values for {n} completions")
-            out, bad = [], 0
-            for value in raw:
-                if value is None:
-                    out.append(None)
-                    continue
-                f = float(value) if isinstance(value, numbers.Real) else math.nan  # "1.0" (a str) is not a score
-                if not math.isfinite(f):
-                    bad += 1
-                    out.append(None)
-                else:
-                    out.append(f)
+            out, bad = self._checked(completions, kwargs)
             if bad:
-                logger.warning("reward %r returned %d non-finite or non-numeric value(s); scored as None", self.__name__, bad)
-        except Exception as exc:  # noqa: BLE001 - a reward must never end a run
-            logger.warning("reward %r failed on a batch of %d: %s: %s; rows scored None", self.__name__, n, type(exc).__name__, exc)
+                logger.warning("reward %r returned %d non-finite or non-numeric value(s); scored None", self.__name__, bad)
+        except (TimeoutError, LengthError) as exc:  # retrying row by row would repeat the hang / the bug n times
+            logger.warning("reward %r on a batch of %d: %s; rows scored None", self.__name__, n, exc)
             out, bad = [None] * n, n
+        except Exception as exc:  # noqa: BLE001 - a reward must never end a run
+            out, bad = self._row_by_row(completions, kwargs) if n > 1 else ([None] * n, n)
+            logger.warning(
+                "reward %r raised %s: %s; %d of %d row(s) scored None", self.__name__, type(exc).__name__, exc, bad, n
+            )
         self.faults += bad
         if callable(log_metric):
             log_metric(f"reward_faults/{self.__name__}", float(bad))
             log_metric(f"timing/reward_s/{self.__name__}", time.perf_counter() - start)
         return out
+
+
+class LengthError(ValueError):
+    """A reward returned a list of the wrong length (or not a list)."""
+
+
+def required_columns(reward: Callable) -> list[str]:
+    """Dataset columns a reward reads: parameters of its call without a default, besides TRL's own and bound args."""
+    target = getattr(reward, "reward", reward)  # SafeReward -> NamedReward
+    func = getattr(target, "func", target)  # NamedReward -> function or factory product
+    call = func if inspect.isfunction(func) or inspect.ismethod(func) else getattr(func, "__call__", func)
+    try:
+        params = inspect.signature(call).parameters
+    except (TypeError, ValueError):
+        return []
+    bound = getattr(target, "args", {})
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [
+        name
+        for name, p in params.items()
+        if p.default is p.empty and p.kind in kinds and name not in TRL_KWARGS and name not in bound
+    ]
 
 
 def text_of(completions: list) -> list[str]:

@@ -132,7 +132,8 @@ def test_wrapper_wrong_length_gives_none_and_counts():
 def test_wrapper_exception_nan_and_non_numbers():
     logged, log_metric = _fake_log()
     raises = SafeReward(get_reward("tests.rewards.plugin_module:raises_on_boom"))
-    assert raises(["ok", "boom"], log_metric=log_metric) == [None, None]
+    assert raises(["ok", "boom", "ok"], log_metric=log_metric) == [1.0, None, 1.0]  # only the failing row
+    assert logged["reward_faults/raises_on_boom"] == [1.0]
     odd = SafeReward(get_reward("tests.rewards.plugin_module:odd_values"))
     assert odd(["a"] * 5, log_metric=log_metric) == [1.0, None, None, None, None]
     assert logged["reward_faults/odd_values"] == [3.0]  # nan, inf and "1.0"; None is "not applicable"
