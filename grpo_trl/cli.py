@@ -35,8 +35,11 @@ def _user_errors() -> tuple[type, ...]:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate a recipe and print the plan."""
+    from datasets.utils.logging import disable_progress_bar
+
     from grpo_trl.recipe import RecipeError, load_recipe
 
+    disable_progress_bar()  # check reads small local files at most: keep its output to the verdict
     try:
         recipe = load_recipe(args.recipe, args.overrides, validate=False)
         problems = recipe.validate(world_size=args.world_size)

@@ -461,11 +461,15 @@ class Recipe:
                 value = self._coerce(key, value, types)
                 if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
                     ok = False
-                    names = "/".join(t.__name__ for t in types if t is not type(None))
+                    names = "/".join(dict.fromkeys(t.__name__ for t in types if t is not type(None)))
                     self._p(where, f"expected {names}, got {type(value).__name__} {value!r}")
         return ok
 
     def _coerce(self, key: str, value: Any, types: tuple[type, ...]) -> Any:
+        # YAML 1.1 reads an unquoted `no` as False: for string fields (save_strategy: no) it meant "no".
+        if value is False and str in types and bool not in types:
+            self.data["trainer"][key] = "no"
+            return "no"
         # PyYAML reads 1e-6 (no dot) as a string; accept it for float fields.
         if isinstance(value, str) and float in types and str not in types:
             try:

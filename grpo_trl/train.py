@@ -49,8 +49,9 @@ class TrainResult:
         return sum(values[:w]) / w, sum(values[-w:]) / w
 
 
-def check_output_dir(path: str | Path, min_free_mb: int = MIN_FREE_MB) -> None:
+def check_output_dir(path: str | Path, min_free_mb: int | None = None) -> None:
     """Fail before training when ``path`` cannot be written or its disk has less than ``min_free_mb`` free."""
+    min_free_mb = MIN_FREE_MB if min_free_mb is None else min_free_mb
     p = Path(path)
     try:
         p.mkdir(parents=True, exist_ok=True)

@@ -170,3 +170,8 @@ def test_check_broken_recipe_one_line_per_problem(tmp_path, capsys):
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(lines) == 3
     assert all(str(path) in line for line in lines)
+
+
+def test_yaml_no_means_no_for_string_fields(tmp_path):
+    recipe = load_recipe(write(tmp_path, BASE), ["trainer.save_strategy=no"])
+    assert recipe.to_grpo_config().save_strategy == "no"

@@ -17,7 +17,7 @@ def main() -> None:
     from math_verify import parse, verify
 
     gold_cache: dict[str, list] = {}
-    for line in sys.stdin:
+    for line in sys.stdin.buffer:
         try:
             gold, answer = json.loads(line)
             if gold not in gold_cache:
@@ -31,8 +31,8 @@ def main() -> None:
                 result = float(verify(gold_parsed, parse(answer, parsing_timeout=None), timeout_seconds=None))
         except Exception:  # noqa: BLE001 - math-verify failing on hostile input is a wrong answer
             result = 0.0
-        sys.stdout.write(json.dumps(result) + "\n")
-        sys.stdout.flush()
+        sys.stdout.buffer.write(json.dumps(result).encode() + b"\n")
+        sys.stdout.buffer.flush()
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from grpo_trl.rewards.text import extract_tag
 MAX_EQUATION_CHARS = 256  # longer "equations" are not Countdown answers
 MAX_OPERAND = 10**6  # bigger literals are rejected: keeps every intermediate value small
 _ALLOWED = re.compile(r"[0-9+\-*/().\s]+\Z")  # ASCII digits only: str.isdigit() admits unicode digits
+_INTEGER = re.compile(r"[0-9]+")
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
 
@@ -68,9 +69,13 @@ def score_equation(equation: str | None, nums: Any, target: Any, tolerance: floa
     if equation is None:
         return 0.0
     equation = equation.split("=", 1)[0]
-    result = evaluate_equation(equation)
     expected = _as_numbers(nums)
-    if result is None or expected is None:
+    if expected is None or len(equation) > MAX_EQUATION_CHARS:
+        return 0.0
+    if sorted(int(d) for d in _INTEGER.findall(equation)) != expected:  # cheap rejection before parsing
+        return 0.0
+    result = evaluate_equation(equation)
+    if result is None:
         return 0.0
     value, used = result
     try:

@@ -15,6 +15,7 @@ import select
 import subprocess
 import sys
 import threading
+import time
 
 from grpo_trl.rewards.registry import register_reward, text_of
 from grpo_trl.rewards.text import extract_answer, extract_tag, parse_number
@@ -24,6 +25,7 @@ logger = logging.getLogger(__name__)
 # Plain integers (no leading zeros) compare exactly like math-verify compares them; tested against math-verify.
 _PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,14})\Z")
 MAX_ANSWER_CHARS = 2_000  # answers longer than this are wrong without asking math-verify
+CHUNK = 256  # items written to the child at once (their results always fit the pipe: no deadlock)
 
 
 class MathVerifier:
@@ -39,6 +41,7 @@ class MathVerifier:
         self.cache_size = cache_size
         self._cache: dict[tuple[str, str], float | None] = {}
         self._proc: subprocess.Popen | None = None
+        self._buf = b""
         self._lock = threading.Lock()
         self.timeouts = 0
 
@@ -48,15 +51,19 @@ class MathVerifier:
     def __setstate__(self, state: dict) -> None:
         self.__init__(**state)
 
+    def clear_cache(self) -> None:
+        """Forget cached scores (the child process keeps its parsed golds)."""
+        with self._lock:
+            self._cache.clear()
+
     def _start(self) -> subprocess.Popen:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self._buf = b""
         return subprocess.Popen(
             [sys.executable, "-m", "grpo_trl.rewards._verify_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
 
     def _kill(self) -> None:
@@ -75,47 +82,82 @@ class MathVerifier:
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
-    def _ask(self, gold: str, answer: str) -> float | None:
-        # The first call pays for the child's start-up (importing sympy): allow for it on top of the item budget.
-        startup = 0.0
-        if self._proc is None or self._proc.poll() is not None:
-            self._proc, startup = self._start(), 30.0
-        try:
-            self._proc.stdin.write(json.dumps([gold, answer]) + "\n")
-            self._proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            self._kill()
-            return 0.0
-        ready, _, _ = select.select([self._proc.stdout], [], [], self.timeout + startup)
-        line = self._proc.stdout.readline() if ready else ""
-        if not line:
-            self.timeouts += 1
-            logger.warning("math-verify exceeded %.1f s on an answer of %d chars; scored 0.0", self.timeout, len(answer))
-            self._kill()
-            return 0.0
-        return json.loads(line)
+    def _readline(self, timeout: float) -> bytes | None:
+        """One result line from the child within ``timeout`` seconds, else None (own buffer: select-safe)."""
+        deadline = time.monotonic() + timeout
+        fd = self._proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:  # the child died
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
+
+    def _ask_many(self, items: list[tuple[str, str]]) -> list[float | None]:
+        """Pipeline ``items`` through the child in chunks; each result must arrive within ``timeout`` of the last."""
+        results: list[float | None] = []
+        pending = list(items)
+        while pending:
+            chunk = pending[:CHUNK]
+            startup = 0.0
+            if self._proc is None or self._proc.poll() is not None:
+                # the first call pays for the child's start-up (importing sympy): allowed on top of the item budget
+                self._proc, startup = self._start(), 30.0
+            try:
+                self._proc.stdin.write(b"".join(json.dumps(item).encode() + b"\n" for item in chunk))
+                self._proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                self._kill()
+                results.append(0.0)
+                pending = pending[1:]
+                continue
+            for i, (_, answer) in enumerate(chunk):
+                line = self._readline(self.timeout + (startup if i == 0 else 0.0))
+                if line is None:
+                    self.timeouts += 1
+                    logger.warning("math-verify exceeded %.1f s on an answer of %d chars; scored 0.0", self.timeout, len(answer))
+                    self._kill()  # the rest of the chunk is sent again to a fresh child
+                    results.append(0.0)
+                    pending = pending[i + 1 :]
+                    break
+                results.append(json.loads(line))
+            else:
+                pending = pending[len(chunk) :]
+        return results
 
     def score(self, pairs: list[tuple[str, str]]) -> list[float | None]:
         """Scores for ``(gold, answer)`` pairs: 1.0 equivalent, 0.0 not, ``None`` when the gold cannot be parsed."""
-        out: list[float | None] = []
+        out: list[float | None] = [None] * len(pairs)
+        ask: dict[tuple[str, str], list[int]] = {}
         with self._lock:
-            for gold, answer in pairs:
+            for i, (gold, answer) in enumerate(pairs):
                 key = (gold, answer)
                 if key in self._cache:
-                    out.append(self._cache[key])
+                    out[i] = self._cache[key]
                     continue
                 g, a = gold.strip(), answer.strip()
                 if _PLAIN_INT.match(g) and _PLAIN_INT.match(a):
-                    result = 1.0 if int(g) == int(a) else 0.0
+                    out[i] = self._remember(key, 1.0 if int(g) == int(a) else 0.0)
                 elif len(answer) > MAX_ANSWER_CHARS:
-                    result = 0.0
+                    out[i] = self._remember(key, 0.0)
                 else:
-                    result = self._ask(gold, answer)
-                if len(self._cache) >= self.cache_size:
-                    self._cache.clear()
-                self._cache[key] = result
-                out.append(result)
+                    ask.setdefault(key, []).append(i)
+            if ask:
+                for key, result in zip(ask, self._ask_many(list(ask))):
+                    self._remember(key, result)
+                    for i in ask[key]:
+                        out[i] = result
         return out
+
+    def _remember(self, key: tuple[str, str], result: float | None) -> float | None:
+        if len(self._cache) >= self.cache_size:
+            self._cache.clear()
+        self._cache[key] = result
+        return result
 
 
 @register_reward("accuracy")
