@@ -9,8 +9,16 @@ import tempfile
 from pathlib import Path
 
 # Qwen2.5-0.5B's shapes (config.json of Qwen/Qwen2.5-0.5B-Instruct)
-QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                  num_key_value_heads=2, max_position_embeddings=32768, rope_theta=1000000.0, tie_word_embeddings=True)
+QWEN25_05B = dict(
+    hidden_size=896,
+    intermediate_size=4864,
+    num_hidden_layers=24,
+    num_attention_heads=14,
+    num_key_value_heads=2,
+    max_position_embeddings=32768,
+    rope_theta=1000000.0,
+    tie_word_embeddings=True,
+)
 
 
 def build_model(path: Path) -> str:
@@ -42,15 +50,31 @@ def run_gpu_bench(lengths: tuple[int, ...] = (128, 512), steps: int = 6) -> dict
     rows = []
     for length in lengths:
         torch.cuda.reset_peak_memory_stats()
-        config = GRPOConfig(output_dir=str(tmp / f"out{length}"), max_steps=steps, num_generations=8,
-                            per_device_train_batch_size=8, max_completion_length=length, bf16=True,
-                            logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
-                            generation_kwargs={"min_new_tokens": length})
+        config = GRPOConfig(
+            output_dir=str(tmp / f"out{length}"),
+            max_steps=steps,
+            num_generations=8,
+            per_device_train_batch_size=8,
+            max_completion_length=length,
+            bf16=True,
+            logging_steps=1,
+            save_strategy="no",
+            report_to="none",
+            disable_tqdm=True,
+            generation_kwargs={"min_new_tokens": length},
+        )
         trainer = GRPOTrainer(model=model, reward_funcs=[no_eos], args=config, train_dataset=data)
         trainer.train()
         hist = [h for h in trainer.state.log_history if "step_time" in h][1:]
         step = statistics.median(h["step_time"] for h in hist)
         tokens = statistics.median(h["completions/mean_length"] * 8 for h in hist)
-        rows.append({"max_completion_length": length, "step_s": step, "gen_tokens_per_s": tokens / step,
-                     "peak_mem_gb": torch.cuda.max_memory_allocated() / 2**30, "device": torch.cuda.get_device_name()})
+        rows.append(
+            {
+                "max_completion_length": length,
+                "step_s": step,
+                "gen_tokens_per_s": tokens / step,
+                "peak_mem_gb": torch.cuda.max_memory_allocated() / 2**30,
+                "device": torch.cuda.get_device_name(),
+            }
+        )
     return {"rows": rows, "step_time_ratio": rows[-1]["step_s"] / rows[0]["step_s"]}

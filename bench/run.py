@@ -77,7 +77,10 @@ def realistic_gsm8k(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
                 ans = f"{gold}.0"
             else:
                 ans = f"{gold} apples"
-            texts.append(f"<reasoning>\nStep 1: add the numbers.\nStep 2: {gold} is the total.\n</reasoning>\n<answer>{ans}</answer>")
+            texts.append(
+                f"<reasoning>\nStep 1: add the numbers.\nStep 2: {gold} is the total.\n</reasoning>\n"
+                f"<answer>{ans}</answer>"
+            )
             golds.append(str(gold))
     return texts, golds
 
@@ -91,14 +94,27 @@ def bench_rewards(n: int, repeats: int) -> dict:
     columns = {"nums": nums, "target": targets}
     out: dict = {"completions": n, "per_reward": {}}
     args = {"cosine": {"max_len": 256}, "soft_overlong": {"max_completion_len": 256, "soft_punish_cache": 64}}
-    for name in ["countdown", "think_format", "tag_count", "reasoning_steps", "xml_format", "gsm8k", "accuracy",
-                 "cosine", "length", "repetition_penalty", "soft_overlong"]:
+    for name in [
+        "countdown",
+        "think_format",
+        "tag_count",
+        "reasoning_steps",
+        "xml_format",
+        "gsm8k",
+        "accuracy",
+        "cosine",
+        "length",
+        "repetition_penalty",
+        "soft_overlong",
+    ]:
         texts, cols = (cd_texts, columns) if name in ("countdown",) else (gsm_texts, {"solution": golds})
 
         reward = get_reward(name, **args.get(name, {}))  # one instance, as in training
         verifier = getattr(reward.func, "verifier", None)
         if verifier is not None:
-            reward(["<answer>x+1</answer>"], solution=["x+1"])  # start math-verify's process, as a run's first step does
+            reward(
+                ["<answer>x+1</answer>"], solution=["x+1"]
+            )  # start math-verify's process, as a run's first step does
 
         def score(reward=reward, verifier=verifier, texts=texts, cols=cols):
             if verifier is not None:
@@ -122,8 +138,16 @@ def bench_rewards(n: int, repeats: int) -> dict:
 
     naive_acc_s = _median_time(lambda: naive_accuracy(gsm_texts, golds), max(1, repeats // 2))
     ours_acc_s = _median_time(ours_acc, repeats)
-    out["countdown_vs_naive"] = {"ours_per_s": n / ours_cd_s, "naive_per_s": n / naive_cd_s, "ratio": naive_cd_s / ours_cd_s}
-    out["accuracy_vs_naive"] = {"ours_per_s": n / ours_acc_s, "naive_per_s": n / naive_acc_s, "ratio": naive_acc_s / ours_acc_s}
+    out["countdown_vs_naive"] = {
+        "ours_per_s": n / ours_cd_s,
+        "naive_per_s": n / naive_cd_s,
+        "ratio": naive_cd_s / ours_cd_s,
+    }
+    out["accuracy_vs_naive"] = {
+        "ours_per_s": n / ours_acc_s,
+        "naive_per_s": n / naive_acc_s,
+        "ratio": naive_acc_s / ours_acc_s,
+    }
     return out
 
 
@@ -139,8 +163,14 @@ def bench_startup(repeats: int) -> dict:
     check_s = _median_time(lambda: run([*cli, "check", "recipes/demo/tiny-cpu.yaml"]), repeats)
     trl_s = _median_time(lambda: run([str(exe), "-c", "import trl"]), repeats)
     grpo_config_s = _median_time(lambda: run([str(exe), "-c", "from trl import GRPOConfig"]), repeats)
-    return {"help_s": help_s, "check_s": check_s, "import_trl_s": trl_s, "import_grpoconfig_s": grpo_config_s,
-            "help_vs_import_trl": help_s / trl_s, "check_vs_import_grpoconfig": check_s / grpo_config_s}
+    return {
+        "help_s": help_s,
+        "check_s": check_s,
+        "import_trl_s": trl_s,
+        "import_grpoconfig_s": grpo_config_s,
+        "help_vs_import_trl": help_s / trl_s,
+        "check_vs_import_grpoconfig": check_s / grpo_config_s,
+    }
 
 
 # ------------------------------------------------------------------------------------------------ overhead
@@ -176,7 +206,9 @@ def bench_overhead(steps: int, repeats: int) -> dict:
         data = build_dataset(recipe.dataset, tokenizer=tokenizer).train
         funcs, _ = recipe.build_rewards()
         raw = [f.reward for f in funcs]  # the bare reward callables, no safety wrapper, no callbacks
-        trainer = GRPOTrainer(model=model, reward_funcs=raw, args=config, train_dataset=data, processing_class=tokenizer)
+        trainer = GRPOTrainer(
+            model=model, reward_funcs=raw, args=config, train_dataset=data, processing_class=tokenizer
+        )
         trainer.train()
         return [h["step_time"] for h in trainer.state.log_history if "step_time" in h]
 
@@ -203,27 +235,36 @@ def table(results: dict) -> str:
     rows = ["| figure | value |", "|---|---|"]
     ov = results.get("overhead")
     if ov:
-        rows.append(f"| wrapper overhead: per-step time, grpo-trl / plain TRL ({ov['steps']} steps x {ov['repeats']}) | "
-                    f"{ov['ratio']:.3f} ({ov['ours_step_s'] * 1e3:.0f} ms vs {ov['plain_step_s'] * 1e3:.0f} ms) |")
+        rows.append(
+            f"| wrapper overhead: per-step time, grpo-trl / plain TRL ({ov['steps']} steps x {ov['repeats']}) | "
+            f"{ov['ratio']:.3f} ({ov['ours_step_s'] * 1e3:.0f} ms vs {ov['plain_step_s'] * 1e3:.0f} ms) |"
+        )
     st = results.get("startup")
     if st:
         rows.append(f"| `grpo-trl --help` | {st['help_s']:.2f} s ({st['help_vs_import_trl']:.2f}x `import trl`) |")
-        rows.append(f"| `grpo-trl check recipes/demo/tiny-cpu.yaml` | {st['check_s']:.2f} s "
-                    f"({st['check_vs_import_grpoconfig']:.2f}x `from trl import GRPOConfig`, {st['import_grpoconfig_s']:.2f} s) |")
+        rows.append(
+            f"| `grpo-trl check recipes/demo/tiny-cpu.yaml` | {st['check_s']:.2f} s "
+            f"({st['check_vs_import_grpoconfig']:.2f}x `from trl import GRPOConfig`, "
+            f"{st['import_grpoconfig_s']:.2f} s) |"
+        )
     rw = results.get("rewards")
     if rw:
         for name, v in rw["per_reward"].items():
             rows.append(f"| reward `{name}` ({rw['completions']} completions) | {v['completions_per_s']:,.0f} /s |")
         for key in ("countdown_vs_naive", "accuracy_vs_naive"):
             v = rw[key]
-            rows.append(f"| `{key.split('_')[0]}` vs naive reference (same scores) | {v['ratio']:.1f}x "
-                        f"({v['ours_per_s']:,.0f} vs {v['naive_per_s']:,.0f} /s) |")
+            rows.append(
+                f"| `{key.split('_')[0]}` vs naive reference (same scores) | {v['ratio']:.1f}x "
+                f"({v['ours_per_s']:,.0f} vs {v['naive_per_s']:,.0f} /s) |"
+            )
     gpu = results.get("gpu", {})
     if "skipped" in gpu:
         rows.append(f"| GPU step time / tokens/s / memory | skipped: {gpu['skipped']} |")
     for row in gpu.get("rows", []):
-        rows.append(f"| GPU, max_completion_length {row['max_completion_length']} | {row['step_s']:.2f} s/step, "
-                    f"{row['gen_tokens_per_s']:,.0f} gen tokens/s, {row['peak_mem_gb']:.1f} GB peak |")
+        rows.append(
+            f"| GPU, max_completion_length {row['max_completion_length']} | {row['step_s']:.2f} s/step, "
+            f"{row['gen_tokens_per_s']:,.0f} gen tokens/s, {row['peak_mem_gb']:.1f} GB peak |"
+        )
     return "\n".join(rows)
 
 

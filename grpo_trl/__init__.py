@@ -22,4 +22,13 @@ def train(recipe, overrides=(), **kwargs):
     return _train(recipe, overrides, **kwargs)
 
 
-__all__ = ["Recipe", "RecipeError", "get_reward", "list_rewards", "load_recipe", "register_reward", "train", "__version__"]
+__all__ = [
+    "Recipe",
+    "RecipeError",
+    "get_reward",
+    "list_rewards",
+    "load_recipe",
+    "register_reward",
+    "train",
+    "__version__",
+]

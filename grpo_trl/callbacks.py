@@ -28,7 +28,9 @@ logger = logging.getLogger("grpo_trl")
 
 def _text(messages: Any) -> str:
     if isinstance(messages, list):
-        return "\n".join(f"[{m.get('role', '?')}] {m.get('content', '')}" if isinstance(m, dict) else str(m) for m in messages)
+        return "\n".join(
+            f"[{m.get('role', '?')}] {m.get('content', '')}" if isinstance(m, dict) else str(m) for m in messages
+        )
     return str(messages)
 
 
@@ -136,7 +138,7 @@ class Alerts(TrainerCallback):
             if key.startswith("rewards/") and key.endswith("/mean") and value == 0:
                 name = key[len("rewards/") : -len("/mean")]
                 found[f"reward_zero:{name}"] = (
-                    f"reward {name!r} is exactly 0 on every completion: a format it never sees (does the chat template "
+                    f"reward {name!r} is exactly 0 on every completion: a format it never sees (does the template "
                     "pre-fill <think>? use args: {prefilled_think: true}), a column it lacks, or a task out of reach"
                 )
         clipped = logs.get("completions/clipped_ratio")

@@ -49,19 +49,43 @@ def cmd_check(args: argparse.Namespace) -> int:
     except _user_errors() as exc:
         return _errors(exc)
     rows = plan["dataset_rows"]
-    rows_s = "unknown (built at train time)" if rows is None else f"{rows}{'' if plan['dataset_rows_exact'] else ' at most (token filters apply at train time)'}"
+    rows_s = (
+        "unknown (built at train time)"
+        if rows is None
+        else f"{rows}{'' if plan['dataset_rows_exact'] else ' at most (token filters apply at train time)'}"
+    )
     total = plan["total_optimizer_steps"]
     print(f"recipe {args.recipe}: OK")
     if args.show_config:
         print(recipe.to_yaml())
     print(f"  model               {recipe.model['name']}" + (" + LoRA" if recipe.model.get("lora") else ""))
     print(f"  data                {recipe.dataset.get('builder', 'mixture')}: {rows_s} rows")
-    rewards = ", ".join(f"{(r if isinstance(r, str) else r.get('alias') or r['name'])} x{(1.0 if isinstance(r, str) else r.get('weight', 1.0))}" for r in recipe.rewards)
+    rewards = ", ".join(
+        f"{spec.get('alias') or spec['name']} x{spec.get('weight', 1.0)}"
+        for spec in ({"name": r} if isinstance(r, str) else r for r in recipe.rewards)
+    )
     print(f"  rewards             {rewards}")
-    print(f"  world size          {plan['world_size']} training process(es)" + ("" if args.world_size else " (launch.num_processes; --world-size N to change)"))
-    print(f"  per optimizer step  {plan['prompts_per_optimizer_step']:g} prompts x {plan['num_generations']} generations = {plan['completions_per_optimizer_step']} completions")
-    print(f"  generation batch    {plan['generation_batch_size']} completions ({plan['prompts_per_generation']} prompts), reused for {plan['steps_per_generation']} step(s) x {plan['num_iterations']} iteration(s)")
-    print(f"  optimizer steps     {'unknown' if total is None else total}" + ("" if recipe.trainer.get("max_steps", -1) > 0 else "  (epochs x rows x generations x iterations / completions per step)"))
+    print(
+        f"  world size          {plan['world_size']} training process(es)"
+        + ("" if args.world_size else " (launch.num_processes; --world-size N to change)")
+    )
+    print(
+        f"  per optimizer step  {plan['prompts_per_optimizer_step']:g} prompts x {plan['num_generations']} generations"
+        f" = {plan['completions_per_optimizer_step']} completions"
+    )
+    print(
+        f"  generation batch    {plan['generation_batch_size']} completions"
+        f" ({plan['prompts_per_generation']} prompts), reused for {plan['steps_per_generation']} step(s)"
+        f" x {plan['num_iterations']} iteration(s)"
+    )
+    print(
+        f"  optimizer steps     {'unknown' if total is None else total}"
+        + (
+            ""
+            if recipe.trainer.get("max_steps", -1) > 0
+            else "  (epochs x rows x generations x iterations / completions per step)"
+        )
+    )
     print(f"  generation          {plan['generation']}")
     print(f"  output_dir          {plan['output_dir']}")
     return 0
@@ -77,6 +101,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_rewards(args: argparse.Namespace) -> int:
+    import inspect
+
     from grpo_trl.rewards.registry import RewardError, list_rewards, load_plugin
 
     try:
@@ -85,7 +111,7 @@ def cmd_rewards(args: argparse.Namespace) -> int:
     except RewardError as exc:
         return _errors(exc)
     for info in list_rewards():
-        params = ", ".join(k if v is info.__class__ or str(v) == "<class 'inspect._empty'>" else f"{k}={v!r}" for k, v in info.params.items())
+        params = ", ".join(k if v is inspect.Parameter.empty else f"{k}={v!r}" for k, v in info.params.items())
         print(f"{info.name:20s} {info.description}")
         if params:
             print(f"{'':20s} args: {params}")
@@ -110,7 +136,10 @@ def cmd_data(args: argparse.Namespace) -> int:
         row = result.train[i]
         text = tokenizer.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
         extra = {k: v for k, v in row.items() if k != "prompt"}
-        print(f"\n--- prompt {i} as the model sees it ---\n{text}\n--- reward columns: {json.dumps(extra, default=str)[:300]}")
+        print(
+            f"\n--- prompt {i} as the model sees it ---\n{text}\n"
+            f"--- reward columns: {json.dumps(extra, default=str)[:300]}"
+        )
     return 0
 
 
@@ -120,8 +149,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     try:
         recipe = load_recipe(args.recipe, args.overrides)
-        report = evaluate(recipe, model=args.model, split=args.split, n=args.n, limit=args.limit, output_dir=args.output_dir,
-                          max_new_tokens=args.max_new_tokens, batch_size=args.batch_size)
+        report = evaluate(
+            recipe,
+            model=args.model,
+            split=args.split,
+            n=args.n,
+            limit=args.limit,
+            output_dir=args.output_dir,
+            max_new_tokens=args.max_new_tokens,
+            batch_size=args.batch_size,
+        )
     except _user_errors() as exc:
         return _errors(exc)
     print(json.dumps({k: v for k, v in report.items() if k != "per_prompt"}, indent=2))
@@ -165,12 +202,23 @@ def build_parser() -> argparse.ArgumentParser:
     def recipe_cmd(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.add_argument("recipe", help="path to the recipe YAML")
-        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                       help="override a recipe value, e.g. --set trainer.learning_rate=1e-6 (repeatable)")
+        p.add_argument(
+            "--set",
+            dest="overrides",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override a recipe value, e.g. --set trainer.learning_rate=1e-6 (repeatable)",
+        )
         return p
 
     p = recipe_cmd("check", "validate a recipe (no model is loaded) and print the training plan")
-    p.add_argument("--world-size", type=int, default=None, help="training processes to plan for (default: launch.num_processes or 1)")
+    p.add_argument(
+        "--world-size",
+        type=int,
+        default=None,
+        help="training processes to plan for (default: launch.num_processes or 1)",
+    )
     p.add_argument("--show-config", action="store_true", help="print the resolved recipe too")
     p.set_defaults(func=cmd_check)
 

@@ -51,8 +51,16 @@ def _pass_rule(recipe: Recipe) -> tuple[str, float]:
     return first.get("alias") or str(first["name"]).rpartition(":")[2], 1.0
 
 
-def _generate(model_path: str, tokenizer: Any, prompts: list, n: int, max_new_tokens: int, temperature: float,
-              batch_size: int, seed: int) -> tuple[list[list[str]], list[list[int]]]:
+def _generate(
+    model_path: str,
+    tokenizer: Any,
+    prompts: list,
+    n: int,
+    max_new_tokens: int,
+    temperature: float,
+    batch_size: int,
+    seed: int,
+) -> tuple[list[list[str]], list[list[int]]]:
     import torch
     from tqdm.auto import tqdm
     from transformers import AutoModelForCausalLM
@@ -68,8 +76,14 @@ def _generate(model_path: str, tokenizer: Any, prompts: list, n: int, max_new_to
         rendered = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in batch]
         enc = tokenizer(rendered, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
         with torch.no_grad():
-            out = model.generate(**enc, do_sample=True, temperature=temperature, max_new_tokens=max_new_tokens,
-                                 num_return_sequences=n, pad_token_id=tokenizer.pad_token_id)
+            out = model.generate(
+                **enc,
+                do_sample=True,
+                temperature=temperature,
+                max_new_tokens=max_new_tokens,
+                num_return_sequences=n,
+                pad_token_id=tokenizer.pad_token_id,
+            )
         new = out[:, enc["input_ids"].shape[1] :]
         for i in range(len(batch)):
             group_text, group_len = [], []
@@ -85,9 +99,17 @@ def _generate(model_path: str, tokenizer: Any, prompts: list, n: int, max_new_to
     return texts, lengths
 
 
-def evaluate(recipe: Recipe, model: str | None = None, split: str | None = None, n: int = 8, limit: int | None = None,
-             output_dir: str | None = None, max_new_tokens: int | None = None, batch_size: int = 16,
-             seed: int = 0) -> dict:
+def evaluate(
+    recipe: Recipe,
+    model: str | None = None,
+    split: str | None = None,
+    n: int = 8,
+    limit: int | None = None,
+    output_dir: str | None = None,
+    max_new_tokens: int | None = None,
+    batch_size: int = 16,
+    seed: int = 0,
+) -> dict:
     """Evaluate ``model`` (default: the recipe's output_dir) on the recipe's data; write and return the report."""
     from grpo_trl.data import build_dataset
     from grpo_trl.train import check_reward_columns, load_tokenizer, resolve_model
@@ -108,8 +130,16 @@ def evaluate(recipe: Recipe, model: str | None = None, split: str | None = None,
     rewards, weights = recipe.build_rewards()
     check_reward_columns(recipe, rewards, ds.column_names)
     prompts = list(ds["prompt"])
-    texts, lengths = _generate(model_path, tokenizer, prompts, n, max_new_tokens or config.max_completion_length,
-                               config.temperature, batch_size, seed)
+    texts, lengths = _generate(
+        model_path,
+        tokenizer,
+        prompts,
+        n,
+        max_new_tokens or config.max_completion_length,
+        config.temperature,
+        batch_size,
+        seed,
+    )
 
     flat_completions = [[{"role": "assistant", "content": t}] for group in texts for t in group]
     columns = {c: [v for v in ds[c] for _ in range(n)] for c in ds.column_names if c != "prompt"}
@@ -117,7 +147,9 @@ def evaluate(recipe: Recipe, model: str | None = None, split: str | None = None,
     flat_lengths = [x for group in lengths for x in group]
     scores = {}
     for reward in rewards:
-        scores[reward.__name__] = reward(flat_completions, prompts=flat_prompts, completion_ids=[[0] * k for k in flat_lengths], **columns)
+        scores[reward.__name__] = reward(
+            flat_completions, prompts=flat_prompts, completion_ids=[[0] * k for k in flat_lengths], **columns
+        )
 
     pass_name, threshold = _pass_rule(recipe)
     rows, passed = [], []
@@ -128,15 +160,17 @@ def evaluate(recipe: Recipe, model: str | None = None, split: str | None = None,
             value = scores[pass_name][k]
             ok = value is not None and value >= threshold - 1e-9
             flags.append(ok)
-            rows.append({
-                "prompt_index": i,
-                "sample": j,
-                "prompt": prompt,
-                "completion": texts[i][j],
-                "length": flat_lengths[k],
-                "rewards": {name: vals[k] for name, vals in scores.items()},
-                "passed": ok,
-            })
+            rows.append(
+                {
+                    "prompt_index": i,
+                    "sample": j,
+                    "prompt": prompt,
+                    "completion": texts[i][j],
+                    "length": flat_lengths[k],
+                    "rewards": {name: vals[k] for name, vals in scores.items()},
+                    "passed": ok,
+                }
+            )
         passed.append(flags)
     p1, pn = pass_at(passed)
 

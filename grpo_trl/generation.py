@@ -66,7 +66,13 @@ def preflight(recipe: Recipe, config: Any = None) -> None:
         return
     if recipe.vllm_mode == "colocate" and not vllm_installed():
         raise GenerationError(
-            [Problem(recipe.file, "generation.backend", "vllm is not installed; pip install 'grpo-trl[vllm]' (GPU machines), or use backend: transformers")]
+            [
+                Problem(
+                    recipe.file,
+                    "generation.backend",
+                    "vllm is not installed; pip install 'grpo-trl[vllm]' (GPU machines), or use backend: transformers",
+                )
+            ]
         )
     if recipe.vllm_mode == "server":
         gen = dict(recipe.generation)
@@ -82,8 +88,8 @@ def preflight(recipe: Recipe, config: Any = None) -> None:
                     Problem(
                         recipe.file,
                         "generation",
-                        f"no vLLM server at {url} ({why}) — start it with `grpo-trl serve {recipe.file}` on the GPU(s) "
-                        "not used for training",
+                        f"no vLLM server at {url} ({why}) — start it with `grpo-trl serve {recipe.file}` "
+                        "on the GPU(s) not used for training",
                     )
                 ]
             )

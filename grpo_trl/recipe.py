@@ -318,7 +318,10 @@ class Recipe:
             self._p("model.dtype", f"{dtype!r} is not a dtype{suggest(dtype, DTYPES)}; use one of {', '.join(DTYPES)}")
         template = model.get("chat_template")
         if template is not None and "{" not in str(template) and not (self.base_dir / str(template)).is_file():
-            self._p("model.chat_template", f"file {template!r} not found; give a path to a .jinja file or the template text")
+            self._p(
+                "model.chat_template",
+                f"file {template!r} not found; give a path to a .jinja file or the template text",
+            )
         lora = model.get("lora")
         if lora is not None:
             if not isinstance(lora, dict):
@@ -362,7 +365,9 @@ class Recipe:
                 continue
             for k in spec:
                 if k not in REWARD_KEYS:
-                    self._p(f"{key}.{k}", f"unknown key{suggest(k, REWARD_KEYS)}; reward keys: {', '.join(REWARD_KEYS)}")
+                    self._p(
+                        f"{key}.{k}", f"unknown key{suggest(k, REWARD_KEYS)}; reward keys: {', '.join(REWARD_KEYS)}"
+                    )
             weight = spec.get("weight", 1.0)
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
                 self._p(f"{key}.weight", f"must be a number, got {weight!r}")
@@ -376,7 +381,10 @@ class Recipe:
             try:
                 check_reward_args(spec["name"], self._reward_args(spec))
             except RewardError as exc:
-                self._p(f"{key}.name" if "unknown reward" in str(exc) or "cannot import" in str(exc) else f"{key}.args", str(exc))
+                self._p(
+                    f"{key}.name" if "unknown reward" in str(exc) or "cannot import" in str(exc) else f"{key}.args",
+                    str(exc),
+                )
                 continue
             label = spec.get("alias") or str(spec["name"]).rpartition(":")[2]
             if label in names:
@@ -423,7 +431,10 @@ class Recipe:
         gen = self.generation
         backend = gen.get("backend", "transformers")
         if backend not in ("transformers", "vllm"):
-            self._p("generation.backend", f"{backend!r} is not a backend{suggest(backend, ('transformers', 'vllm'))}; use transformers or vllm")
+            self._p(
+                "generation.backend",
+                f"{backend!r} is not a backend{suggest(backend, ('transformers', 'vllm'))}; use transformers or vllm",
+            )
         for key, trl_name in GENERATION_FIELDS.items():
             if key in gen and trl_name in self.trainer and gen[key] != self.trainer[trl_name]:
                 self._p(f"generation.{key}", f"conflicts with trainer.{trl_name}; set it in one place")
@@ -431,7 +442,10 @@ class Recipe:
             self._p("generation.vllm_mode", "only applies with generation.backend: vllm")
         mode = gen.get("vllm_mode")
         if mode is not None and mode not in ENUM_FIELDS["vllm_mode"]:
-            self._p("generation.vllm_mode", f"{mode!r} is not one of server, colocate{suggest(mode, ('server', 'colocate'))}")
+            self._p(
+                "generation.vllm_mode",
+                f"{mode!r} is not one of server, colocate{suggest(mode, ('server', 'colocate'))}",
+            )
 
     def _check_trainer(self) -> bool:
         trainer = self.data.get("trainer") or {}
@@ -447,14 +461,20 @@ class Recipe:
                 if key in REMOVED_FIELDS:
                     self._p(where, REMOVED_FIELDS[key])
                 else:
-                    self._p(where, f"not a trl.GRPOConfig field{suggest(key, fields)} (checked against the installed TRL)")
+                    self._p(
+                        where, f"not a trl.GRPOConfig field{suggest(key, fields)} (checked against the installed TRL)"
+                    )
                 continue
             if key in ("output_dir",) and value is None:
                 continue
             if key in ENUM_FIELDS and value not in ENUM_FIELDS[key]:
                 ok = False
                 choices = ", ".join(str(c) for c in ENUM_FIELDS[key])
-                self._p(where, f"{value!r} is not allowed{suggest(value, [str(c) for c in ENUM_FIELDS[key]])}; use one of {choices}")
+                self._p(
+                    where,
+                    f"{value!r} is not allowed{suggest(value, [str(c) for c in ENUM_FIELDS[key]])}; "
+                    f"use one of {choices}",
+                )
                 continue
             types = _expected_types(fields[key])
             if types is not None and value is not None:
@@ -489,7 +509,8 @@ class Recipe:
             if "divisible" in msg or "num_generations" in msg:
                 hint = (
                     f" (world size {world_size}: per_device_train_batch_size x {world_size} processes x "
-                    "steps_per_generation must be a multiple of num_generations; change trainer.per_device_train_batch_size, "
+                    "steps_per_generation must be a multiple of num_generations; change "
+                    "trainer.per_device_train_batch_size, "
                     "trainer.gradient_accumulation_steps or trainer.num_generations)"
                 )
             self._p("trainer", msg + hint)
@@ -507,7 +528,7 @@ class Recipe:
         return kwargs
 
     def grpo_kwargs(self) -> dict:
-        """The keyword arguments for ``trl.GRPOConfig``: trainer fields + generation mapping + model kwargs + weights."""
+        """Keyword arguments for ``trl.GRPOConfig``: trainer fields, generation mapping, model kwargs, weights."""
         kwargs = dict(self.trainer)
         gen = self.generation
         if gen.get("backend") == "vllm":
@@ -520,7 +541,7 @@ class Recipe:
         init = self.model_init_kwargs()
         if init:
             kwargs["model_init_kwargs"] = init
-        kwargs["reward_weights"] = [float((s.get("weight", 1.0) if isinstance(s, dict) else 1.0)) for s in self.rewards]
+        kwargs["reward_weights"] = [float(s.get("weight", 1.0) if isinstance(s, dict) else 1.0) for s in self.rewards]
         kwargs.setdefault("output_dir", "outputs/" + (self.path.stem if self.path else "run"))
         return kwargs
 

@@ -18,13 +18,25 @@ from pathlib import Path
 
 # plot file -> (title, series chooser)
 PLOTS = {
-    "rewards.png": ("Mean reward (total and per reward)", lambda k: k == "reward" or (k.startswith("rewards/") and k.endswith("/mean"))),
+    "rewards.png": (
+        "Mean reward (total and per reward)",
+        lambda k: k == "reward" or (k.startswith("rewards/") and k.endswith("/mean")),
+    ),
     "reward_std.png": ("Reward std", lambda k: k == "reward_std" or (k.startswith("rewards/") and k.endswith("/std"))),
-    "lengths.png": ("Completion length (tokens)", lambda k: k in ("completions/mean_length", "completions/min_length", "completions/max_length")),
+    "lengths.png": (
+        "Completion length (tokens)",
+        lambda k: k in ("completions/mean_length", "completions/min_length", "completions/max_length"),
+    ),
     "kl_entropy.png": ("KL to reference and entropy", lambda k: k in ("kl", "entropy")),
     "clip_ratio.png": ("Clip ratios", lambda k: k.startswith("clip_ratio/") or k == "completions/clipped_ratio"),
-    "zero_std.png": ("Fraction of groups with zero reward std (no learning signal)", lambda k: k == "frac_reward_zero_std"),
-    "timing.png": ("Seconds per step: total, generation, rewards", lambda k: k == "step_time" or k.startswith("timing/")),
+    "zero_std.png": (
+        "Fraction of groups with zero reward std (no learning signal)",
+        lambda k: k == "frac_reward_zero_std",
+    ),
+    "timing.png": (
+        "Seconds per step: total, generation, rewards",
+        lambda k: k == "step_time" or k.startswith("timing/"),
+    ),
 }
 
 
@@ -32,9 +44,13 @@ def _state_file(output_dir: Path) -> Path:
     direct = output_dir / "trainer_state.json"
     if direct.exists():
         return direct
-    checkpoints = sorted(output_dir.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.split("-")[-1]))
+    checkpoints = sorted(
+        output_dir.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.split("-")[-1])
+    )
     if not checkpoints:
-        raise FileNotFoundError(f"no trainer_state.json in {output_dir} or its checkpoints; is it a training output_dir?")
+        raise FileNotFoundError(
+            f"no trainer_state.json in {output_dir} or its checkpoints; is it a training output_dir?"
+        )
     return checkpoints[-1]
 
 
@@ -126,14 +142,18 @@ def write_report(output_dir: str | Path) -> str:
         f'{base64.b64encode((out / f).read_bytes()).decode()}"/>'
         for f in drawn
     )
-    alert_html = "".join(f"<li>step {a['step']}: <b>{html.escape(a['kind'])}</b> {html.escape(a['message'])}</li>" for a in alerts)
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>grpo-trl report: {html.escape(str(output_dir))}</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}} pre{{white-space:pre-wrap;max-width:420px;font-size:11px}}
+    alert_html = "".join(
+        f"<li>step {a['step']}: <b>{html.escape(a['kind'])}</b> {html.escape(a['message'])}</li>" for a in alerts
+    )
+    title = html.escape(str(output_dir))
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>grpo-trl report: {title}</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}}
+pre{{white-space:pre-wrap;max-width:420px;font-size:11px}}
 table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:4px;vertical-align:top}}</style></head><body>
 <h1>GRPO run: {html.escape(str(output_dir))}</h1>
-<p>{len(history)} logged steps; reward {summary['reward_first']} at step {summary['first_step']} &rarr;
-{summary['reward_last']} at step {summary['last_step']}.</p>
-<h2>Alerts</h2><ul>{alert_html or '<li>none</li>'}</ul>
+<p>{len(history)} logged steps; reward {summary["reward_first"]} at step {summary["first_step"]} &rarr;
+{summary["reward_last"]} at step {summary["last_step"]}.</p>
+<h2>Alerts</h2><ul>{alert_html or "<li>none</li>"}</ul>
 <h2>Curves</h2>{images}
 <h2>Sample completions (first, middle, last logged steps)</h2>{_samples_table(samples)}
 </body></html>"""

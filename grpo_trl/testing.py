@@ -56,9 +56,8 @@ def build_tiny_model(
     Deterministic for a given ``seed``. Takes well under a second on a CPU.
     """
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-    from tokenizers import AddedToken
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,8 @@
 
 Run it as ``grpo-trl train RECIPE`` or, under accelerate (one process per GPU, any engine accelerate knows)::
 
-    accelerate launch --config_file recipes/accelerate/zero3.yaml -m grpo_trl.train recipes/gsm8k/qwen2.5-1.5b-instruct.yaml
+    accelerate launch --config_file recipes/accelerate/zero3.yaml \\
+        -m grpo_trl.train recipes/gsm8k/qwen2.5-1.5b-instruct.yaml
 
 Example (Python API):
     >>> from grpo_trl import load_recipe, train
@@ -60,7 +61,14 @@ def check_output_dir(path: str | Path, min_free_mb: int | None = None) -> None:
         probe.unlink()
     except OSError as exc:
         raise RecipeError(
-            [Problem("trainer", "output_dir", f"{str(p)!r} is not writable ({exc.strerror or exc}); choose another with --set trainer.output_dir=DIR")]
+            [
+                Problem(
+                    "trainer",
+                    "output_dir",
+                    f"{str(p)!r} is not writable ({exc.strerror or exc}); "
+                    "choose another with --set trainer.output_dir=DIR",
+                )
+            ]
         ) from exc
     free_mb = shutil.disk_usage(p).free / 2**20
     if free_mb < min_free_mb:
@@ -69,7 +77,8 @@ def check_output_dir(path: str | Path, min_free_mb: int | None = None) -> None:
                 Problem(
                     "trainer",
                     "output_dir",
-                    f"only {free_mb:.0f} MB free on the disk of {str(p)!r}, checkpoints need at least {min_free_mb} MB; "
+                    f"only {free_mb:.0f} MB free on the disk of {str(p)!r}, checkpoints need at least "
+                    f"{min_free_mb} MB; "
                     "free space or point trainer.output_dir elsewhere (GRPO_TRL_MIN_FREE_MB sets the threshold)",
                 )
             ]
@@ -137,14 +146,17 @@ def check_reward_columns(recipe: Recipe, rewards: list, columns: list[str]) -> N
                     recipe.file,
                     f"rewards.{i}",
                     f"reward {reward.__name__!r} reads column(s) {', '.join(missing)} that the dataset lacks "
-                    f"(columns: {', '.join(c for c in columns if c != 'prompt')}); choose a builder that provides them",
+                    f"(columns: {', '.join(c for c in columns if c != 'prompt')}); "
+                    "choose a builder that provides them",
                 )
             )
     if problems:
         raise RecipeError(problems)
 
 
-def run(recipe: Recipe, *, resume: bool = False, overwrite: bool = False, extra_callbacks: list | None = None) -> TrainResult:
+def run(
+    recipe: Recipe, *, resume: bool = False, overwrite: bool = False, extra_callbacks: list | None = None
+) -> TrainResult:
     """Train with the recipe. ``resume``: continue from the last checkpoint in ``output_dir``."""
     from trl import GRPOTrainer
 
@@ -186,9 +198,13 @@ def run(recipe: Recipe, *, resume: bool = False, overwrite: bool = False, extra_
         peft_config=recipe.lora_config(),
     )
     log_cfg = recipe.logging
-    alerts = Alerts(output_dir, patience=int(log_cfg.get("alert_patience", 10))) if log_cfg.get("alerts", True) else None
+    alerts = (
+        Alerts(output_dir, patience=int(log_cfg.get("alert_patience", 10))) if log_cfg.get("alerts", True) else None
+    )
     callbacks = [
-        CompletionSamples(trainer, every=log_cfg.get("completions_every", 10), samples=log_cfg.get("completions_samples", 4)),
+        CompletionSamples(
+            trainer, every=log_cfg.get("completions_every", 10), samples=log_cfg.get("completions_samples", 4)
+        ),
         GenerationTimer(trainer),
         *([alerts] if alerts else []),
         *(extra_callbacks or []),
@@ -208,7 +224,9 @@ def run(recipe: Recipe, *, resume: bool = False, overwrite: bool = False, extra_
     trainer.train(resume_from_checkpoint=resume_from)
     trainer.save_model(output_dir)
     trainer.save_state()
-    return TrainResult(output_dir, trainer.state.global_step, list(trainer.state.log_history), alerts.fired if alerts else [])
+    return TrainResult(
+        output_dir, trainer.state.global_step, list(trainer.state.log_history), alerts.fired if alerts else []
+    )
 
 
 def print_summary(result: TrainResult) -> None:
@@ -231,10 +249,18 @@ def train(recipe: Recipe | str, overrides: list[str] | tuple = (), **kwargs: Any
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grpo-trl train", description="Train a model with GRPO from a YAML recipe.")
     parser.add_argument("recipe", help="path to the recipe YAML")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a recipe value, e.g. --set trainer.learning_rate=1e-6 (repeatable)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a recipe value, e.g. --set trainer.learning_rate=1e-6 (repeatable)",
+    )
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
-    parser.add_argument("--overwrite", action="store_true", help="start from step 0 even if output_dir has checkpoints")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="start from step 0 even if output_dir has checkpoints"
+    )
     return parser
 
 

@@ -44,23 +44,34 @@ def test_two_process_cpu_training(tmp_path, make_recipe):
     path = make_recipe(
         rewards=[{"name": "t_rank", "args": {"log_dir": str(tmp_path)}}],
         data={"builder": "countdown", "source": "generate", "size": 16, "system_prompt": "none"},
-        trainer={"max_steps": -1, "num_train_epochs": 1, "num_generations": 4, "per_device_train_batch_size": 8,
-                 "save_strategy": "no"},
+        trainer={
+            "max_steps": -1,
+            "num_train_epochs": 1,
+            "num_generations": 4,
+            "per_device_train_batch_size": 8,
+            "save_strategy": "no",
+        },
         extra={"plugins": ["rank_rewards.py"], "launch": {"num_processes": 2}},
     )
     planned = load_recipe(path).plan()["total_optimizer_steps"]
     assert planned == 4  # 16 rows x 4 generations / (8 per device x 2 processes); 8 with one process
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     cmd = [
-        sys.executable, "-m", "accelerate.commands.launch",
-        "--config_file", str(ROOT / "recipes/accelerate/multi_cpu.yaml"),
-        "--main_process_port", str(_free_port()),
-        "-m", "grpo_trl.train", str(path),
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(ROOT / "recipes/accelerate/multi_cpu.yaml"),
+        "--main_process_port",
+        str(_free_port()),
+        "-m",
+        "grpo_trl.train",
+        str(path),
     ]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = {r: [json.loads(x) for x in (tmp_path / f"rank{r}.jsonl").read_text().splitlines()] for r in (0, 1)}
-    for rank, rows in records.items():
+    for rows in records.values():
         assert len(rows) == planned  # every step, both ranks generated and scored their own share
         assert all(row["world"] == 2 and row["backend"] == "gloo" and row["n"] == 8 for row in rows)
     state = json.loads((tmp_path / "out" / "trainer_state.json").read_text())

@@ -85,8 +85,16 @@ def _server_recipe(tmp_path, port, extra=None):
         "model": {"name": "Qwen/Qwen2.5-0.5B-Instruct", "dtype": "bfloat16"},
         "data": {"builder": "countdown", "source": "generate", "size": 8},
         "rewards": [{"name": "countdown"}],
-        "generation": {"backend": "vllm", "vllm_mode": "server", "server_host": "127.0.0.1", "server_port": port,
-                       "health_timeout": 1, "gpu_memory_utilization": 0.7, "tensor_parallel_size": 1, **(extra or {})},
+        "generation": {
+            "backend": "vllm",
+            "vllm_mode": "server",
+            "server_host": "127.0.0.1",
+            "server_port": port,
+            "health_timeout": 1,
+            "gpu_memory_utilization": 0.7,
+            "tensor_parallel_size": 1,
+            **(extra or {}),
+        },
         "trainer": {"num_generations": 4, "per_device_train_batch_size": 4},
     }
     path = tmp_path / "server.yaml"
@@ -130,12 +138,21 @@ def test_serve_command_maps_the_recipe(tmp_path):
     assert env == {"VLLM_SERVER_DEV_MODE": "1"}
     joined = " ".join(argv)
     assert "vllm.entrypoints.cli.main serve Qwen/Qwen2.5-0.5B-Instruct" in joined
-    for expected in ["--port 8123", "--host 127.0.0.1", "--gpu-memory-utilization 0.7", "--tensor-parallel-size 1",
-                     "--dtype bfloat16", "--max-model-len 2048", "--weight-transfer-config"]:
+    for expected in [
+        "--port 8123",
+        "--host 127.0.0.1",
+        "--gpu-memory-utilization 0.7",
+        "--tensor-parallel-size 1",
+        "--dtype bfloat16",
+        "--max-model-len 2048",
+        "--weight-transfer-config",
+    ]:
         assert expected in joined
 
 
 def test_serve_dry_run_prints_the_command(capsys):
     assert cli_main(["serve", str(ROOT / "recipes/countdown/qwen2.5-3b-instruct.yaml"), "--dry-run"]) == 0
     out = capsys.readouterr().out.strip()
-    assert out.startswith("VLLM_SERVER_DEV_MODE=1 ") and "serve Qwen/Qwen2.5-3B-Instruct" in out and "--port 8000" in out
+    assert (
+        out.startswith("VLLM_SERVER_DEV_MODE=1 ") and "serve Qwen/Qwen2.5-3B-Instruct" in out and "--port 8000" in out
+    )

@@ -63,13 +63,21 @@ def test_base_is_valid(tmp_path):
         ({"trainer": {"vllm_device": "cuda:1"}}, "trainer.vllm_device", "vllm_mode: server"),
         ({"trainer": {"torch_dtype": "bfloat16"}}, "trainer.torch_dtype", "model.dtype"),
         ({"trainer": {"wandb_log_unique_prompts": True}}, "trainer.wandb_log_unique_prompts", "log_unique_prompts"),
-        ({"trainer": {"vllm_guided_decoding_regex": "x"}}, "trainer.vllm_guided_decoding_regex", "vllm_structured_outputs_regex"),
+        (
+            {"trainer": {"vllm_guided_decoding_regex": "x"}},
+            "trainer.vllm_guided_decoding_regex",
+            "vllm_structured_outputs_regex",
+        ),
         ({"trainer": {"warmup_ratio": 0.1}}, "trainer.warmup_ratio", "warmup_steps"),
         ({"trainer": {"loss_type": "grpoo"}}, "trainer.loss_type", "did you mean 'grpo'"),
         ({"trainer": {"scale_rewards": "groups"}}, "trainer.scale_rewards", "group, batch, none"),
         ({"trainer": {"vllm_mode": "colo"}}, "trainer.vllm_mode", "server, colocate"),
         ({"trainer": {"importance_sampling_level": "seq"}}, "trainer.importance_sampling_level", "token, sequence"),
-        ({"trainer": {"multi_objective_aggregation": "sum"}}, "trainer.multi_objective_aggregation", "sum_then_normalize"),
+        (
+            {"trainer": {"multi_objective_aggregation": "sum"}},
+            "trainer.multi_objective_aggregation",
+            "sum_then_normalize",
+        ),
         ({"trainer": {"learning_rate": "fast"}}, "trainer.learning_rate", "expected float"),
         ({"trainer": {"num_generations": 1, "per_device_train_batch_size": 4}}, "trainer", "at least 2 generations"),
         ({"trainer": {"num_generations": 3}}, "trainer", "divisible by num_generations"),
@@ -131,14 +139,30 @@ def test_to_grpo_config_maps_model_generation_and_lora(tmp_path):
     data = {
         **BASE,
         "model": {"name": "m", "dtype": "bfloat16", "attn_implementation": "sdpa", "lora": {"r": 4, "lora_alpha": 8}},
-        "generation": {"backend": "vllm", "vllm_mode": "server", "server_host": "10.0.0.5", "server_port": 8123,
-                       "gpu_memory_utilization": 0.5, "tensor_parallel_size": 2, "enable_sleep_mode": True},
+        "generation": {
+            "backend": "vllm",
+            "vllm_mode": "server",
+            "server_host": "10.0.0.5",
+            "server_port": 8123,
+            "gpu_memory_utilization": 0.5,
+            "tensor_parallel_size": 2,
+            "enable_sleep_mode": True,
+        },
     }
     recipe = load_recipe(write(tmp_path, data))
     cfg = recipe.to_grpo_config()
     assert cfg.model_init_kwargs == {"dtype": "bfloat16", "attn_implementation": "sdpa"}
-    assert (cfg.use_vllm, cfg.vllm_mode, cfg.vllm_server_host, cfg.vllm_server_port) == (True, "server", "10.0.0.5", 8123)
-    assert (cfg.vllm_gpu_memory_utilization, cfg.vllm_tensor_parallel_size, cfg.vllm_enable_sleep_mode) == (0.5, 2, True)
+    assert (cfg.use_vllm, cfg.vllm_mode, cfg.vllm_server_host, cfg.vllm_server_port) == (
+        True,
+        "server",
+        "10.0.0.5",
+        8123,
+    )
+    assert (cfg.vllm_gpu_memory_utilization, cfg.vllm_tensor_parallel_size, cfg.vllm_enable_sleep_mode) == (
+        0.5,
+        2,
+        True,
+    )
     lora = recipe.lora_config()
     assert (lora.r, lora.lora_alpha, lora.task_type) == (4, 8, "CAUSAL_LM")
 
@@ -151,7 +175,11 @@ def test_colocate_mapping_and_transformers_default(tmp_path):
 
 
 def test_generation_conflict(tmp_path):
-    data = {**BASE, "generation": {"backend": "vllm", "vllm_mode": "server"}, "trainer": {**BASE["trainer"], "vllm_mode": "colocate"}}
+    data = {
+        **BASE,
+        "generation": {"backend": "vllm", "vllm_mode": "server"},
+        "trainer": {**BASE["trainer"], "vllm_mode": "colocate"},
+    }
     recipe = load_recipe(write(tmp_path, data), validate=False)
     assert any("conflicts with trainer.vllm_mode" in p.message for p in recipe.validate())
 

@@ -72,8 +72,13 @@ def test_end_to_end_train_cli(tmp_path, make_recipe, capsys):
 def test_plan_matches_the_trainer(tmp_path, make_recipe):
     path = make_recipe(
         data={"builder": "countdown", "source": "generate", "size": 12, "system_prompt": "none"},
-        trainer={"max_steps": -1, "num_train_epochs": 1, "num_generations": 4, "per_device_train_batch_size": 8,
-                 "gradient_accumulation_steps": 1},
+        trainer={
+            "max_steps": -1,
+            "num_train_epochs": 1,
+            "num_generations": 4,
+            "per_device_train_batch_size": 8,
+            "gradient_accumulation_steps": 1,
+        },
     )
     recipe = load_recipe(path)
     planned = recipe.plan()["total_optimizer_steps"]
@@ -102,8 +107,13 @@ def test_learning_reward_rises_and_alerts_stay_quiet(tmp_path, make_recipe):
             {"name": "soft_overlong", "args": {"max_completion_len": 16, "soft_punish_cache": 16}},
         ],
         data={"builder": "countdown", "source": "generate", "size": 256, "system_prompt": "none"},
-        trainer={"max_steps": 150, "num_generations": 8, "per_device_train_batch_size": 16,
-                 "max_completion_length": 16, "beta": 0.04},
+        trainer={
+            "max_steps": 150,
+            "num_generations": 8,
+            "per_device_train_batch_size": 16,
+            "max_completion_length": 16,
+            "beta": 0.04,
+        },
         extra={"logging": {"alert_patience": 10}},
     )
     result = run(load_recipe(path))

@@ -18,7 +18,9 @@ def gsm8k_solution(answer: str) -> str:
     return (extract_hash_answer(answer) or answer).replace(",", "").strip()
 
 
-@register_builder("gsm8k", system_prompt="xml", known_sizes={"train": 7473, "test": 1319}, columns=("solution", "reasoning"))
+@register_builder(
+    "gsm8k", system_prompt="xml", known_sizes={"train": 7473, "test": 1319}, columns=("solution", "reasoning")
+)
 def gsm8k(
     split: str = "train",
     *,

@@ -18,7 +18,9 @@ def boxed_solution(solution: str) -> str:
     return extract_boxed(solution) or solution.strip()
 
 
-@register_builder("math", system_prompt="r1", known_sizes={"train": 7500, "test": 5000}, columns=("solution", "worked_solution"))
+@register_builder(
+    "math", system_prompt="r1", known_sizes={"train": 7500, "test": 5000}, columns=("solution", "worked_solution")
+)
 def math(
     split: str = "train",
     *,

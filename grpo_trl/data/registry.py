@@ -81,7 +81,7 @@ def register_builder(
     known_sizes: dict[str, int] | None = None,
     columns: tuple[str, ...] = (),
 ) -> Callable[[Callable], Callable]:
-    """Register a dataset builder ``func(split, **options) -> Dataset`` with a ``user`` column. Duplicates are an error."""
+    """Register a builder ``func(split, **options) -> Dataset`` with a ``user`` column. Duplicates are an error."""
 
     def decorator(func: Callable) -> Callable:
         if name in _BUILDERS:
@@ -113,7 +113,9 @@ def get_builder(name: str) -> Builder:
 
 def builder_params(builder: Builder) -> dict[str, Any]:
     sig = inspect.signature(builder.func)
-    return {k: p.default for k, p in sig.parameters.items() if k not in ("split", "base_dir") and p.kind is p.KEYWORD_ONLY}
+    return {
+        k: p.default for k, p in sig.parameters.items() if k not in ("split", "base_dir") and p.kind is p.KEYWORD_ONLY
+    }
 
 
 def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
@@ -124,7 +126,9 @@ def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
     if "mixture" in cfg:
         for key in cfg:
             if key not in MIXTURE_OPTIONS:
-                problems.append((f"data.{key}", f"not a mixture option; mixture options: {', '.join(sorted(MIXTURE_OPTIONS))}"))
+                problems.append(
+                    (f"data.{key}", f"not a mixture option; mixture options: {', '.join(sorted(MIXTURE_OPTIONS))}")
+                )
         parts = cfg["mixture"]
         if not isinstance(parts, list) or not parts:
             return problems + [("data.mixture", "must be a non-empty list of {builder, weight, ...}")]
@@ -150,7 +154,12 @@ def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
         if key not in allowed:
             close = difflib.get_close_matches(key, sorted(allowed), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            problems.append((f"data.{key}", f"unknown option for builder {builder.name!r}{hint}; options: {', '.join(sorted(allowed))}"))
+            problems.append(
+                (
+                    f"data.{key}",
+                    f"unknown option for builder {builder.name!r}{hint}; options: {', '.join(sorted(allowed))}",
+                )
+            )
     for key, default in params.items():
         if default is inspect.Parameter.empty and key not in cfg:
             problems.append((f"data.{key}", f"required by builder {builder.name!r}"))
@@ -166,7 +175,7 @@ def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
 
 
 def expected_size(cfg: dict) -> tuple[int | None, bool]:
-    """Rows the ``data:`` section should give, without building it: ``(rows or None, exact)``. Filters make it inexact."""
+    """Rows the ``data:`` section should give, unbuilt: ``(rows or None, exact)``. Filters make it inexact."""
     if "mixture" in cfg:
         return cfg.get("size"), cfg.get("size") is not None
     builder = get_builder(cfg["builder"])
@@ -299,7 +308,9 @@ def build_dataset(cfg: dict, tokenizer: Any = None, base_dir: str | Path | None 
         counts = [round(size * s) for s in shares]
         for ds, c, part in zip(built, counts, cfg["mixture"]):
             if c > len(ds):
-                raise DataError(f"data.mixture: builder {part['builder']!r} has {len(ds)} rows, the mixture asks for {c}")
+                raise DataError(
+                    f"data.mixture: builder {part['builder']!r} has {len(ds)} rows, the mixture asks for {c}"
+                )
         seed = cfg.get("seed", 42)
         pieces = [ds.shuffle(seed=seed).select(range(c)) for ds, c in zip(built, counts)]
         train = concatenate_datasets(_align(pieces)).shuffle(seed=seed)
@@ -350,7 +361,9 @@ def load_file(path: str | Path, base_dir: Path | None = None) -> Any:
         raise DataError(f"data file {str(path)!r} does not exist (looked at {p})")
     kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(p.suffix.lower())
     if kind is None:
-        raise DataError(f"data file {str(path)!r}: unsupported extension {p.suffix!r}; use .jsonl, .json, .parquet or .csv")
+        raise DataError(
+            f"data file {str(path)!r}: unsupported extension {p.suffix!r}; use .jsonl, .json, .parquet or .csv"
+        )
     return load_dataset(kind, data_files=str(p), split="train")
 
 

@@ -37,7 +37,7 @@ def think_format(completions: list, prefilled_think: bool = False, **kwargs) -> 
 
 @register_reward("tag_count")
 def tag_count(completions: list, **kwargs) -> list[float]:
-    """0.25 for each of ``<think>\\n``, ``\\n</think>\\n``, ``\\n<answer>\\n``, ``\\n</answer>`` appearing exactly once."""
+    """0.25 for each of ``<think>\\n``, ``\\n</think>\\n``, ``\\n<answer>\\n``, ``\\n</answer>`` found exactly once."""
     markers = ("<think>\n", "\n</think>\n", "\n<answer>\n", "\n</answer>")
     return [float(sum(0.25 for m in markers if text.count(m) == 1)) for text in text_of(completions)]
 

@@ -119,7 +119,9 @@ class MathVerifier:
                 line = self._readline(self.timeout + (startup if i == 0 else 0.0))
                 if line is None:
                     self.timeouts += 1
-                    logger.warning("math-verify exceeded %.1f s on an answer of %d chars; scored 0.0", self.timeout, len(answer))
+                    logger.warning(
+                        "math-verify exceeded %.1f s on an answer of %d chars; scored 0.0", self.timeout, len(answer)
+                    )
                     self._kill()  # the rest of the chunk is sent again to a fresh child
                     results.append(0.0)
                     pending = pending[i + 1 :]

@@ -39,7 +39,9 @@ logger = logging.getLogger(__name__)
 RewardFunc = Callable[..., list]
 
 # Arguments TRL passes itself: never reward "args" a recipe may set.
-TRL_KWARGS = frozenset({"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"})
+TRL_KWARGS = frozenset(
+    {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
+)
 
 
 class RewardError(ValueError):
@@ -101,7 +103,7 @@ def _builtins_loaded() -> None:
 def _params(obj: Callable, is_factory: bool) -> dict[str, Any]:
     target = obj.__init__ if inspect.isclass(obj) else obj
     params = {}
-    for i, (pname, p) in enumerate(inspect.signature(target).parameters.items()):
+    for pname, p in inspect.signature(target).parameters.items():
         if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or pname in ("self",) or pname in TRL_KWARGS:
             continue
         if not is_factory and p.default is p.empty:
@@ -132,7 +134,9 @@ def load_plugin(path: str | Path) -> None:
     if str(p) in _LOADED_PLUGINS:
         return
     if not p.is_file():
-        raise RewardError(f"plugin file {str(path)!r} does not exist; fix the path under 'plugins:' (relative to the recipe)")
+        raise RewardError(
+            f"plugin file {str(path)!r} does not exist; fix the path under 'plugins:' (relative to the recipe)"
+        )
     mod_name = f"grpo_trl_plugin_{p.stem}_{abs(hash(str(p))) % 10**8}"
     spec = importlib.util.spec_from_file_location(mod_name, p)
     module = importlib.util.module_from_spec(spec)
@@ -151,11 +155,13 @@ def _lookup(name: str) -> tuple[Callable, bool]:
         try:
             module = importlib.import_module(mod_name)
         except ImportError as exc:
-            raise RewardError(f"reward {name!r}: cannot import module {mod_name!r} ({exc}); is it on PYTHONPATH?") from exc
+            raise RewardError(
+                f"reward {name!r}: cannot import module {mod_name!r} ({exc}); is it on PYTHONPATH?"
+            ) from exc
         if not hasattr(module, attr):
             raise RewardError(f"reward {name!r}: module {mod_name!r} has no attribute {attr!r}")
         obj = getattr(module, attr)
-        for reg, (o, is_factory, _) in _REGISTRY.items():
+        for o, is_factory, _ in _REGISTRY.values():
             if o is obj:
                 return o, is_factory
         return obj, inspect.isclass(obj)
@@ -181,7 +187,9 @@ def check_reward_args(name: str, args: dict[str, Any]) -> None:
             raise RewardError(f"reward {name!r}: argument {key!r} is passed by TRL itself; remove it from args")
         if key not in params and not accepts_any:
             known = ", ".join(params) or "none"
-            raise RewardError(f"reward {name!r} has no argument {key!r}{suggest(key, list(params))}; it takes: {known}")
+            raise RewardError(
+                f"reward {name!r} has no argument {key!r}{suggest(key, list(params))}; it takes: {known}"
+            )
     if is_factory:
         missing = [k for k, v in params.items() if v is inspect.Parameter.empty and k not in args]
         if missing:
@@ -299,7 +307,9 @@ class SafeReward:
         try:
             out, bad = self._checked(completions, kwargs)
             if bad:
-                logger.warning("reward %r returned %d non-finite or non-numeric value(s); scored None", self.__name__, bad)
+                logger.warning(
+                    "reward %r returned %d non-finite or non-numeric value(s); scored None", self.__name__, bad
+                )
         except (TimeoutError, LengthError) as exc:  # retrying row by row would repeat the hang / the bug n times
             logger.warning("reward %r on a batch of %d: %s; rows scored None", self.__name__, n, exc)
             out, bad = [None] * n, n
@@ -323,7 +333,7 @@ def required_columns(reward: Callable) -> list[str]:
     """Dataset columns a reward reads: parameters of its call without a default, besides TRL's own and bound args."""
     target = getattr(reward, "reward", reward)  # SafeReward -> NamedReward
     func = getattr(target, "func", target)  # NamedReward -> function or factory product
-    call = func if inspect.isfunction(func) or inspect.ismethod(func) else getattr(func, "__call__", func)
+    call = func if inspect.isfunction(func) or inspect.ismethod(func) else type(func).__call__
     try:
         params = inspect.signature(call).parameters
     except (TypeError, ValueError):

@@ -27,7 +27,11 @@ def completion_text(completion: Any) -> str:
     if isinstance(completion, dict):
         return str(completion.get("content") or "")
     if isinstance(completion, (list, tuple)):
-        parts = [completion_text(m) for m in completion if not isinstance(m, dict) or m.get("role", "assistant") == "assistant"]
+        parts = [
+            completion_text(m)
+            for m in completion
+            if not isinstance(m, dict) or m.get("role", "assistant") == "assistant"
+        ]
         return "".join(parts)
     return "" if completion is None else str(completion)
 

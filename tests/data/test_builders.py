@@ -13,11 +13,16 @@ from grpo_trl.data.prompts import SYSTEM_PROMPTS
 from grpo_trl.rewards import get_reward
 
 GSM8K_ROWS = [
-    {"question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
-                 "How many clips did Natalia sell altogether in April and May?",
-     "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips.\n#### 72"},
-    {"question": "Weng earns $12 an hour for babysitting. How much did she earn for 50 minutes?",
-     "answer": "Weng earns 12/60 = $<<12/60=0.2>>0.2 per minute.\nShe earned 0.2 x 50 = $<<0.2*50=10>>10.\n#### 10"},
+    {
+        "question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+        "How many clips did Natalia sell altogether in April and May?",
+        "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\n"
+        "Natalia sold 48+24 = <<48+24=72>>72 clips.\n#### 72",
+    },
+    {
+        "question": "Weng earns $12 an hour for babysitting. How much did she earn for 50 minutes?",
+        "answer": "Weng earns 12/60 = $<<12/60=0.2>>0.2 per minute.\nShe earned 0.2 x 50 = $<<0.2*50=10>>10.\n#### 10",
+    },
     {"question": "A big number question.", "answer": "It is large.\n#### 1,000"},
 ]
 
@@ -87,8 +92,14 @@ def test_files_builder_csv_template_and_columns(tmp_path):
     path = tmp_path / "mine.csv"
     path.write_text("q,gold,topic\nWhat is 2+2?,4,arith\nWhat is 3*3?,9,arith\n")
     ds = build_dataset(
-        {"builder": "files", "path": str(path), "question_column": "q", "columns": ["gold"],
-         "user_template": "[{topic}] {q}", "system_prompt": "none"}
+        {
+            "builder": "files",
+            "path": str(path),
+            "question_column": "q",
+            "columns": ["gold"],
+            "user_template": "[{topic}] {q}",
+            "system_prompt": "none",
+        }
     ).train
     assert ds.column_names == ["gold", "prompt"]
     assert ds[0]["prompt"] == [{"role": "user", "content": "[arith] What is 2+2?"}]
@@ -104,7 +115,10 @@ def test_files_builder_relative_path(tmp_path):
     ("cfg", "match"),
     [
         ({"builder": "files", "path": "x.jsonl", "question_column": "question"}, "does not exist"),
-        ({"builder": "files", "path": "{file}", "question_column": "prompt_text"}, "missing column\\(s\\) prompt_text; the data has: question, solution"),
+        (
+            {"builder": "files", "path": "{file}", "question_column": "prompt_text"},
+            "missing column\\(s\\) prompt_text; the data has: question, solution",
+        ),
         ({"builder": "files", "path": "{file}", "user_template": "{nope}"}, "names column\\(s\\) nope"),
         ({"builder": "gsm8k", "path": "{file}"}, "missing column\\(s\\) answer"),
         ({"builder": "files", "path": "{file}", "max_prompt_tokens": 1}, "need the recipe's tokenizer"),

@@ -49,7 +49,13 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path, make_recipe):
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     # the reference: the same recipe, uninterrupted
-    ref = subprocess.run(_cmd(path, "--set", f"trainer.output_dir={tmp_path / 'ref'}"), env=env, capture_output=True, text=True, timeout=300)
+    ref = subprocess.run(
+        _cmd(path, "--set", f"trainer.output_dir={tmp_path / 'ref'}"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ref.returncode == 0, ref.stderr[-2000:]
 
     out = tmp_path / "out"

@@ -28,7 +28,12 @@ def tiny_disk(tmp_path):
     """A real 256 KiB filesystem (tmpfs), so "disk full" is the kernel's answer, not a fake."""
     mount = tmp_path / "small"
     mount.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True).returncode:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True
+        ).returncode
+    ):
         pytest.skip("mounting a tmpfs needs root")
     yield mount
     subprocess.run(["umount", str(mount)], check=False)

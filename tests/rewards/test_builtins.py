@@ -110,7 +110,9 @@ def test_gsm8k(completion, solution, expected):
 
 
 def test_gsm8k_weights_are_arguments():
-    assert get_reward("gsm8k", exact=1.0, numeric=0.5)(["<answer>72</answer>", "<answer>72.0</answer>"], solution=["72", "72"]) == [1.0, 0.5]
+    assert get_reward("gsm8k", exact=1.0, numeric=0.5)(
+        ["<answer>72</answer>", "<answer>72.0</answer>"], solution=["72", "72"]
+    ) == [1.0, 0.5]
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,16 @@ ARGS = {
     "soft_overlong": {"max_completion_len": 64, "soft_punish_cache": 16},
 }
 _INSTANCES: dict = {}  # one reward object per name: the math-verify child process is started once
-FAST = ["countdown", "think_format", "tag_count", "reasoning_steps", "gsm8k", "xml_format", "repetition_penalty", "soft_overlong"]
+FAST = [
+    "countdown",
+    "think_format",
+    "tag_count",
+    "reasoning_steps",
+    "gsm8k",
+    "xml_format",
+    "repetition_penalty",
+    "soft_overlong",
+]
 MATH = ["accuracy", "cosine", "length"]  # go through math-verify (a child process) for non-integer answers
 
 HOSTILE = [
@@ -100,5 +109,7 @@ def test_integer_fast_path_agrees_with_math_verify(a, b, same):
 
     gold, answer = str(a), str(a if same else b)
     assert _PLAIN_INT.match(gold) and _PLAIN_INT.match(answer)
-    expected = float(verify(parse(gold, parsing_timeout=None), parse(answer, parsing_timeout=None), timeout_seconds=None))
+    expected = float(
+        verify(parse(gold, parsing_timeout=None), parse(answer, parsing_timeout=None), timeout_seconds=None)
+    )
     assert (1.0 if int(gold) == int(answer) else 0.0) == expected

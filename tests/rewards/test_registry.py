@@ -12,8 +12,17 @@ from grpo_trl.rewards import SafeReward, get_reward, list_rewards, load_plugin, 
 from grpo_trl.rewards.registry import RewardError, check_reward_args
 
 BUILTINS = {
-    "accuracy", "cosine", "countdown", "gsm8k", "length", "reasoning_steps", "repetition_penalty",
-    "soft_overlong", "tag_count", "think_format", "xml_format",
+    "accuracy",
+    "cosine",
+    "countdown",
+    "gsm8k",
+    "length",
+    "reasoning_steps",
+    "repetition_penalty",
+    "soft_overlong",
+    "tag_count",
+    "think_format",
+    "xml_format",
 }
 
 
