@@ -333,9 +333,8 @@ def required_columns(reward: Callable) -> list[str]:
     """Dataset columns a reward reads: parameters of its call without a default, besides TRL's own and bound args."""
     target = getattr(reward, "reward", reward)  # SafeReward -> NamedReward
     func = getattr(target, "func", target)  # NamedReward -> function or factory product
-    call = func if inspect.isfunction(func) or inspect.ismethod(func) else type(func).__call__
     try:
-        params = inspect.signature(call).parameters
+        params = inspect.signature(func).parameters  # a function, or a callable instance (its bound __call__)
     except (TypeError, ValueError):
         return []
     bound = getattr(target, "args", {})
