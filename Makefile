@@ -6,8 +6,8 @@ PY := $(VENV)/bin/python
 # e.g. `make install TORCH='torch==2.9.1'` (or any CUDA build your index provides) before the rest is installed.
 TORCH ?= torch==2.13.0
 RECIPE ?= recipes/demo/tiny-cpu.yaml
-ACCEL ?= single_gpu
-NPROC ?= 1
+ACCEL ?=
+NPROC ?= 2
 SET ?=
 PYTEST_ARGS ?=
 
@@ -40,10 +40,15 @@ demo: install
 check: install
 	$(VENV)/bin/grpo-trl check $(RECIPE) $(SET)
 
-# One process: plain. Several: accelerate with a config from recipes/accelerate (ACCEL=ddp|zero2|zero3|fsdp|multi_cpu).
+# Without ACCEL: one plain process. With ACCEL: accelerate launch with recipes/accelerate/$(ACCEL).yaml
+# (single_gpu | ddp | zero2 | zero3 | fsdp | multi_cpu) and NPROC processes.
 train: install
+ifeq ($(ACCEL),)
+	$(VENV)/bin/grpo-trl train $(RECIPE) $(SET)
+else
 	$(VENV)/bin/accelerate launch --config_file recipes/accelerate/$(ACCEL).yaml --num_processes $(NPROC) \
 		-m grpo_trl.train $(RECIPE) $(SET)
+endif
 
 serve: install
 	$(VENV)/bin/grpo-trl serve $(RECIPE) $(SET)
@@ -52,7 +57,7 @@ bench: install
 	$(PY) -m bench.run
 
 faults: install
-	$(PY) -m pytest -q tests/faults $(PYTEST_ARGS)
+	GRPO_TRL_FUZZ_N=10000 $(PY) -m pytest -q -s tests/faults $(PYTEST_ARGS)
 
 clean:
 	rm -rf outputs .pytest_cache .ruff_cache bench/results.json

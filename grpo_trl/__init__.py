@@ -4,7 +4,7 @@ Example:
     >>> import grpo_trl
     >>> recipe = grpo_trl.load_recipe("recipes/demo/tiny-cpu.yaml")
     >>> [r["name"] for r in recipe.rewards]
-    ['xml_format', 'countdown', 'tag_count']
+    ['xml_format', 'countdown', 'soft_overlong']
     >>> "countdown" in [r.name for r in grpo_trl.list_rewards()]
     True
 """

@@ -106,8 +106,7 @@ class GenerationTimer(TrainerCallback):
         trainer._generate = timed_generate
 
 
-# alert name -> (test on one log entry, message)
-ALERT_PATIENCE = 10
+ALERT_PATIENCE = 10  # consecutive logged steps a sign must last before it is reported
 
 
 class Alerts(TrainerCallback):

@@ -224,7 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = recipe_cmd("train", "train with GRPO (also: accelerate launch -m grpo_trl.train RECIPE)")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
-    p.add_argument("--overwrite", action="store_true", help="start from step 0 even if output_dir has checkpoints")
+    p.add_argument(
+        "--overwrite", action="store_true", help="start from step 0, deleting the checkpoints and logs in output_dir"
+    )
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("rewards", help="list the registered rewards and their arguments")

@@ -120,8 +120,8 @@ def evaluate(
         model_path = resolve_model(recipe, config.output_dir)
     tokenizer = load_tokenizer(recipe, model_path)
     data_cfg = dict(recipe.dataset)
-    data_cfg.pop("eval_size", None) if split else None
-    if split:
+    if split:  # an explicit split is evaluated whole (no held-out carving)
+        data_cfg.pop("eval_size", None)
         data_cfg["split"] = split
     data = build_dataset(data_cfg, tokenizer=tokenizer, base_dir=recipe.base_dir)
     ds = data.eval if (data.eval is not None and not split) else data.train

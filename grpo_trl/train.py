@@ -104,6 +104,19 @@ def last_complete_checkpoint(output_dir: str | Path) -> str | None:
     return None
 
 
+RUN_LOGS = ("completions.jsonl", "alerts.jsonl", "trainer_state.json")
+
+
+def clear_previous_run(output_dir: str | Path) -> None:
+    """A fresh (not resumed) run: drop the previous run's checkpoints and logs so they cannot mix with the new ones."""
+    folder = Path(output_dir)
+    for path in folder.glob("checkpoint-*"):
+        if path.is_dir():
+            shutil.rmtree(path)
+    for name in RUN_LOGS:
+        (folder / name).unlink(missing_ok=True)
+
+
 def resolve_model(recipe: Recipe, output_dir: str) -> str:
     """The model path to load: ``builtin:tiny`` is built (once) into ``<output_dir>/tiny-model``."""
     name = recipe.model["name"]
@@ -180,6 +193,8 @@ def run(
             ]
         )
     preflight(recipe, config)  # vLLM installed, server reachable: fail in seconds, not after loading the model
+    if not resume:
+        clear_previous_run(output_dir)
 
     rewards, _weights = recipe.build_rewards()
     model_path = resolve_model(recipe, output_dir)
@@ -259,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
     parser.add_argument(
-        "--overwrite", action="store_true", help="start from step 0 even if output_dir has checkpoints"
+        "--overwrite", action="store_true", help="start from step 0, deleting the checkpoints and logs in output_dir"
     )
     return parser
 

@@ -183,3 +183,15 @@ def test_report_writes_plots_and_html(tmp_path, make_recipe):
     page = html_path.read_text()
     assert page.count("data:image/png;base64,") == len(summary["plots"])
     assert "Sample completions" in page and "<td>5</td>" in page
+
+
+def test_overwrite_starts_clean(tmp_path, make_recipe):
+    path = make_recipe(
+        trainer={"max_steps": 4, "save_strategy": "steps", "save_steps": 2},
+        extra={"logging": {"completions_every": 1}},
+    )
+    assert train_main([str(path)]) == 0
+    out = tmp_path / "out"
+    assert train_main([str(path), "--overwrite", "--set", "trainer.max_steps=2"]) == 0
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-2"]  # the old checkpoint-4 is gone
+    assert {json.loads(x)["step"] for x in (out / "completions.jsonl").read_text().splitlines()} == {1, 2}
