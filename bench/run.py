@@ -212,12 +212,23 @@ def bench_overhead(steps: int, repeats: int) -> dict:
         trainer.train()
         return [h["step_time"] for h in trainer.state.log_history if "step_time" in h]
 
-    ours_t, plain_t = [], []
-    for i in range(repeats):  # interleaved, so drift hits both alike
-        plain_t.append(statistics.median(plain(i)[2:]))
-        ours_t.append(statistics.median(ours(i)[2:]))
+    ours_t, plain_t, ratios = [], [], []
+    for i in range(repeats):  # interleaved, order alternating, so drift and warm-up hit both alike
+        first, second = (plain, ours) if i % 2 == 0 else (ours, plain)
+        a, b = statistics.median(first(i)[2:]), statistics.median(second(i)[2:])
+        p_i, o_i = (a, b) if first is plain else (b, a)
+        plain_t.append(p_i)
+        ours_t.append(o_i)
+        ratios.append(o_i / p_i)
     o, p = statistics.median(ours_t), statistics.median(plain_t)
-    return {"steps": steps, "repeats": repeats, "ours_step_s": o, "plain_step_s": p, "ratio": o / p}
+    return {
+        "steps": steps,
+        "repeats": repeats,
+        "ours_step_s": o,
+        "plain_step_s": p,
+        "ratio": statistics.median(ratios),
+        "ratios": ratios,
+    }
 
 
 # ------------------------------------------------------------------------------------------------ GPU
@@ -282,7 +293,7 @@ def main(argv: list[str] | None = None) -> dict:
     if "startup" in parts:
         results["startup"] = bench_startup(2 if quick else 5)
     if "overhead" in parts:
-        results["overhead"] = bench_overhead(10 if quick else 40, 1 if quick else 3)
+        results["overhead"] = bench_overhead(10 if quick else 40, 1 if quick else 4)
     if "gpu" in parts:
         results["gpu"] = bench_gpu()
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)

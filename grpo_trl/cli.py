@@ -17,6 +17,8 @@ import os
 import sys
 import warnings
 
+from grpo_trl.train import add_recipe_arguments, add_train_arguments
+
 
 def _errors(exc: Exception) -> int:
     problems = getattr(exc, "problems", None)
@@ -92,12 +94,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from grpo_trl.train import main
+    from grpo_trl.train import run_cli
 
-    argv = [args.recipe, *sum((["--set", o] for o in args.overrides), [])]
-    argv += ["--resume"] if args.resume else []
-    argv += ["--overwrite"] if args.overwrite else []
-    return main(argv)
+    return run_cli(args)
 
 
 def cmd_rewards(args: argparse.Namespace) -> int:
@@ -200,17 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def recipe_cmd(name: str, help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("recipe", help="path to the recipe YAML")
-        p.add_argument(
-            "--set",
-            dest="overrides",
-            action="append",
-            default=[],
-            metavar="KEY=VALUE",
-            help="override a recipe value, e.g. --set trainer.learning_rate=1e-6 (repeatable)",
-        )
-        return p
+        return add_recipe_arguments(sub.add_parser(name, help=help_text, description=help_text))
 
     p = recipe_cmd("check", "validate a recipe (no model is loaded) and print the training plan")
     p.add_argument(
@@ -222,11 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show-config", action="store_true", help="print the resolved recipe too")
     p.set_defaults(func=cmd_check)
 
-    p = recipe_cmd("train", "train with GRPO (also: accelerate launch -m grpo_trl.train RECIPE)")
-    p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
-    p.add_argument(
-        "--overwrite", action="store_true", help="start from step 0, deleting the checkpoints and logs in output_dir"
-    )
+    help_text = "train with GRPO (also: accelerate launch -m grpo_trl.train RECIPE)"
+    p = add_train_arguments(sub.add_parser("train", help=help_text, description=help_text))
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("rewards", help="list the registered rewards and their arguments")

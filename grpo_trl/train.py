@@ -261,8 +261,8 @@ def train(recipe: Recipe | str, overrides: list[str] | tuple = (), **kwargs: Any
     return run(recipe, **kwargs)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="grpo-trl train", description="Train a model with GRPO from a YAML recipe.")
+def add_recipe_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The recipe path and ``--set`` overrides, shared by every command that takes a recipe."""
     parser.add_argument("recipe", help="path to the recipe YAML")
     parser.add_argument(
         "--set",
@@ -272,6 +272,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a recipe value, e.g. --set trainer.learning_rate=1e-6 (repeatable)",
     )
+    return parser
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    add_recipe_arguments(parser)
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
     parser.add_argument(
         "--overwrite", action="store_true", help="start from step 0, deleting the checkpoints and logs in output_dir"
@@ -279,10 +284,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run_cli(args: argparse.Namespace) -> int:
+    """Train from parsed arguments (``grpo-trl train`` and ``python -m grpo_trl.train``): errors are one line each."""
     warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation chatter from transformers/TRL
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("grpo_trl").setLevel(logging.INFO)  # our progress notes (dataset size, resuming from...)
+    from grpo_trl.data.registry import DataError
+    from grpo_trl.rewards.registry import RewardError
+
     try:
         recipe = load_recipe(args.recipe, args.overrides)
         result = run(recipe, resume=args.resume, overwrite=args.overwrite)
@@ -290,9 +299,17 @@ def main(argv: list[str] | None = None) -> int:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
         return 1
+    except (DataError, RewardError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if int(os.environ.get("RANK", "0")) == 0:
         print_summary(result)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="grpo-trl train", description="Train a model with GRPO from a YAML recipe.")
+    return run_cli(add_train_arguments(parser).parse_args(argv))
 
 
 if __name__ == "__main__":
