@@ -59,6 +59,11 @@ REMOVED_FIELDS = {
     "wandb_log_unique_prompts": "renamed: use trainer.log_unique_prompts",
     "vllm_guided_decoding_regex": "renamed: use trainer.vllm_structured_outputs_regex",
     "warmup_ratio": "removed in transformers 5: trainer.warmup_steps takes a float in [0, 1) as a ratio",
+}
+
+# GRPOConfig fields the recipe's other sections set: one place for each value.
+MANAGED_FIELDS = {
+    "reward_weights": "set `weight:` on each entry of rewards: instead",
     "model_init_kwargs": "set through the model: section (dtype, attn_implementation, trust_remote_code, revision)",
 }
 
@@ -438,6 +443,8 @@ class Recipe:
         for key, trl_name in GENERATION_FIELDS.items():
             if key in gen and trl_name in self.trainer and gen[key] != self.trainer[trl_name]:
                 self._p(f"generation.{key}", f"conflicts with trainer.{trl_name}; set it in one place")
+        if "backend" in gen and "use_vllm" in self.trainer and self.trainer["use_vllm"] != (backend == "vllm"):
+            self._p("generation.backend", "conflicts with trainer.use_vllm; set generation.backend only")
         if backend == "transformers" and gen.get("vllm_mode"):
             self._p("generation.vllm_mode", "only applies with generation.backend: vllm")
         mode = gen.get("vllm_mode")
@@ -456,6 +463,10 @@ class Recipe:
         ok = True
         for key, value in trainer.items():
             where = f"trainer.{key}"
+            if key in MANAGED_FIELDS:
+                ok = False
+                self._p(where, MANAGED_FIELDS[key])
+                continue
             if key not in fields:
                 ok = False
                 if key in REMOVED_FIELDS:

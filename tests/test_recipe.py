@@ -92,6 +92,13 @@ def test_base_is_valid(tmp_path):
         ({"data": {"builder": "files"}}, "data.path", "required by builder 'files'"),
         ({"plugins": ["nope.py"]}, "plugins.0", "does not exist"),
         ({"generation": {"backend": "vlm"}}, "generation.backend", "did you mean 'vllm'"),
+        ({"trainer": {"reward_weights": [1.0]}}, "trainer.reward_weights", "`weight:` on each entry of rewards"),
+        ({"trainer": {"model_init_kwargs": {"dtype": "bfloat16"}}}, "trainer.model_init_kwargs", "model: section"),
+        (
+            {"generation": {"backend": "transformers"}, "trainer": {"use_vllm": True}},
+            "generation.backend",
+            "conflicts",
+        ),
     ],
 )
 def test_validation_errors_name_key_and_fix(tmp_path, patch, key, fix):
