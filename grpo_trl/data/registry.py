@@ -265,8 +265,6 @@ def _build_one(cfg: dict, tokenizer: Any, base_dir: Path | None, split_key: str 
 
 def _align(parts: list) -> list:
     """Give every dataset the union of columns (missing ones as None) so they can be concatenated."""
-    from datasets import concatenate_datasets  # noqa: F401 - imported for the caller's benefit
-
     columns: list[str] = []
     for ds in parts:
         columns += [c for c in ds.column_names if c not in columns]
