@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import math
 
-from grpo_trl.rewards.math import MathVerifier
+from grpo_trl.rewards.math import Accuracy, MathVerifier
 from grpo_trl.rewards.registry import register_reward, text_of
-from grpo_trl.rewards.text import extract_tag
 
 
 def _lengths(completions: list, completion_ids: list | None) -> list[int]:
@@ -31,15 +30,17 @@ def _ids(completions: list, completion_ids: list | None) -> list[list]:
 
 
 class _Correctness:
-    """Shared by the length-aware rewards: is each completion's ``<answer>`` equal to its solution (math-verify)?"""
+    """Shared by the length-aware rewards: correct or not, as ``accuracy`` judges it (same extraction, math-verify)."""
 
     def __init__(self, timeout: float):
-        self.verifier = MathVerifier(timeout=timeout)
+        self.accuracy = Accuracy(timeout=timeout)
+
+    @property
+    def verifier(self) -> MathVerifier:
+        return self.accuracy.verifier
 
     def __call__(self, completions: list, solution: list) -> list[bool | None]:
-        answers = [extract_tag(t) for t in text_of(completions)]
-        scores = self.verifier.score([(str(g), a or "") for g, a in zip(solution, answers, strict=True)])
-        return [None if s is None else bool(s and a is not None) for s, a in zip(scores, answers)]
+        return [None if s is None else s == 1.0 for s in self.accuracy(completions, solution)]
 
 
 @register_reward("cosine")
