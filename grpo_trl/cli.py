@@ -62,10 +62,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(recipe.to_yaml())
     print(f"  model               {recipe.model['name']}" + (" + LoRA" if recipe.model.get("lora") else ""))
     print(f"  data                {recipe.dataset.get('builder', 'mixture')}: {rows_s} rows")
-    rewards = ", ".join(
-        f"{spec.get('alias') or spec['name']} x{spec.get('weight', 1.0)}"
-        for spec in ({"name": r} if isinstance(r, str) else r for r in recipe.rewards)
-    )
+    rewards = ", ".join(f"{spec.get('alias') or spec['name']} x{spec.get('weight', 1.0)}" for spec in recipe.rewards)
     print(f"  rewards             {rewards}")
     print(
         f"  world size          {plan['world_size']} training process(es)"

@@ -40,15 +40,15 @@ def pass_at(passed: list[list[bool]]) -> tuple[float, float]:
 
 
 def _pass_rule(recipe: Recipe) -> tuple[str, float]:
-    specs = [{"name": s} if isinstance(s, str) else s for s in recipe.rewards]
+    from grpo_trl.rewards.registry import reward_label
+
     for wanted in CORRECTNESS_REWARDS:
-        for spec in specs:
+        for spec in recipe.rewards:
             if spec["name"] == wanted:
-                label = spec.get("alias") or spec["name"]
                 threshold = float((spec.get("args") or {}).get("numeric", 1.5)) if wanted == "gsm8k" else 1.0
-                return label, threshold
-    first = specs[0]
-    return first.get("alias") or str(first["name"]).rpartition(":")[2], 1.0
+                return reward_label(spec["name"], spec.get("alias")), threshold
+    first = recipe.rewards[0]
+    return reward_label(first["name"], first.get("alias")), 1.0
 
 
 def _generate(

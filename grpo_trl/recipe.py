@@ -242,7 +242,8 @@ class Recipe:
 
     @property
     def rewards(self) -> list[dict]:
-        return self.data.get("rewards") or []
+        """The reward entries, a bare name ``- countdown`` read as ``{name: countdown}``."""
+        return [{"name": s} if isinstance(s, str) else s for s in self.data.get("rewards") or []]
 
     @property
     def trainer(self) -> dict:
@@ -349,7 +350,7 @@ class Recipe:
             self._p(key, message)
 
     def _check_plugins_and_rewards(self) -> None:
-        from grpo_trl.rewards.registry import RewardError, check_reward_args, load_plugin
+        from grpo_trl.rewards.registry import RewardError, check_reward_args, load_plugin, reward_label
 
         for i, plugin in enumerate(self.plugins):
             try:
@@ -361,10 +362,8 @@ class Recipe:
             self._p("rewards", "missing: a list of {name, weight, args}, e.g. - {name: accuracy, weight: 1.0}")
             return
         names: dict[str, int] = {}
-        for i, spec in enumerate(rewards):
+        for i, spec in enumerate(self.rewards):
             key = f"rewards.{i}"
-            if isinstance(spec, str):
-                spec = {"name": spec}
             if not isinstance(spec, dict) or "name" not in spec:
                 self._p(key, "must be a mapping with a 'name' (and optional weight, args, alias, timeout)")
                 continue
@@ -391,7 +390,7 @@ class Recipe:
                     str(exc),
                 )
                 continue
-            label = spec.get("alias") or str(spec["name"]).rpartition(":")[2]
+            label = reward_label(spec["name"], spec.get("alias"))
             if label in names:
                 self._p(
                     f"{key}.alias",
@@ -403,24 +402,36 @@ class Recipe:
     def _check_columns(self) -> None:
         """Local data files exist and have their columns; every reward's columns are in the dataset."""
         from grpo_trl.data.registry import DataError, dataset_columns
-        from grpo_trl.rewards.registry import get_reward, required_columns
+        from grpo_trl.rewards.registry import get_reward
 
         try:
             columns = dataset_columns(self.dataset, self.base_dir)
         except DataError as exc:
             self._p("data", str(exc))
             return
-        source = self.dataset.get("builder", "the mixture")
-        for i, spec in enumerate(self.rewards):
-            spec = {"name": spec} if isinstance(spec, str) else spec
-            reward = get_reward(spec["name"], alias=spec.get("alias"), **self._reward_args(spec))
+        rewards = [get_reward(s["name"], alias=s.get("alias"), **self._reward_args(s)) for s in self.rewards]
+        self._problems += self.column_problems(rewards, columns)
+
+    def column_problems(self, rewards: list, columns: typing.Iterable[str]) -> list[Problem]:
+        """One problem per reward that reads a column (``solution``, ``nums``...) that ``columns`` lack."""
+        from grpo_trl.rewards.registry import required_columns
+
+        columns = set(columns) - {"prompt"}
+        source = self.dataset.get("builder", "mixture")
+        problems = []
+        for i, reward in enumerate(rewards):
             missing = [c for c in required_columns(reward) if c not in columns]
             if missing:
-                self._p(
-                    f"rewards.{i}",
-                    f"reward {reward.__name__!r} reads column(s) {', '.join(missing)} that data ({source}) does not "
-                    f"provide (it gives: {', '.join(sorted(columns)) or 'nothing'}); use a builder with those columns",
+                problems.append(
+                    Problem(
+                        self.file,
+                        f"rewards.{i}",
+                        f"reward {reward.__name__!r} reads column(s) {', '.join(missing)} that data ({source}) does "
+                        f"not provide (it gives: {', '.join(sorted(columns)) or 'nothing'}); "
+                        "use a builder with those columns",
+                    )
                 )
+        return problems
 
     def _reward_args(self, spec: dict) -> dict:
         """The reward's args, with ``max_completion_len`` / ``max_len`` filled from the trainer when not given."""
@@ -552,7 +563,7 @@ class Recipe:
         init = self.model_init_kwargs()
         if init:
             kwargs["model_init_kwargs"] = init
-        kwargs["reward_weights"] = [float(s.get("weight", 1.0) if isinstance(s, dict) else 1.0) for s in self.rewards]
+        kwargs["reward_weights"] = [float(s.get("weight", 1.0)) for s in self.rewards]
         kwargs.setdefault("output_dir", "outputs/" + (self.path.stem if self.path else "run"))
         return kwargs
 
@@ -595,7 +606,6 @@ class Recipe:
             load_plugin(self.base_dir / plugin)
         funcs, weights = [], []
         for spec in self.rewards:
-            spec = {"name": spec} if isinstance(spec, str) else spec
             reward = get_reward(spec["name"], alias=spec.get("alias"), **self._reward_args(spec))
             funcs.append(SafeReward(reward, timeout=spec.get("timeout")))
             weights.append(float(spec.get("weight", 1.0)))

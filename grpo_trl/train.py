@@ -148,21 +148,7 @@ def load_tokenizer(recipe: Recipe, model_path: str):
 
 def check_reward_columns(recipe: Recipe, rewards: list, columns: list[str]) -> None:
     """Raise ``RecipeError`` when a reward reads a column the built dataset lacks."""
-    from grpo_trl.rewards.registry import required_columns
-
-    problems = []
-    for i, reward in enumerate(rewards):
-        missing = [c for c in required_columns(reward) if c not in columns]
-        if missing:
-            problems.append(
-                Problem(
-                    recipe.file,
-                    f"rewards.{i}",
-                    f"reward {reward.__name__!r} reads column(s) {', '.join(missing)} that the dataset lacks "
-                    f"(columns: {', '.join(c for c in columns if c != 'prompt')}); "
-                    "choose a builder that provides them",
-                )
-            )
+    problems = recipe.column_problems(rewards, columns)
     if problems:
         raise RecipeError(problems)
 

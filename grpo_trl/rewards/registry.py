@@ -214,6 +214,11 @@ class NamedReward:
         return f"NamedReward({self.__name__!r}, args={self.args})"
 
 
+def reward_label(name: str, alias: str | None = None) -> str:
+    """The name TRL logs a reward under: ``alias``, else ``name`` (the part after ``:`` for ``module:function``)."""
+    return alias or str(name).rpartition(":")[2]
+
+
 def get_reward(name: str, alias: str | None = None, **args: Any) -> NamedReward:
     """The reward ``name`` (registered name or ``module.path:function``) with ``args`` bound.
 
@@ -221,7 +226,7 @@ def get_reward(name: str, alias: str | None = None, **args: Any) -> NamedReward:
     """
     check_reward_args(name, args)
     obj, is_factory = _lookup(name)
-    label = alias or name.rpartition(":")[2]
+    label = reward_label(name, alias)
     if is_factory:
         return NamedReward(label, obj(**args))
     return NamedReward(label, obj, args)
