@@ -23,6 +23,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from grpo_trl.rewards.text import completion_text
+
 logger = logging.getLogger("grpo_trl")
 
 
@@ -31,12 +33,6 @@ def _text(messages: Any) -> str:
         return "\n".join(
             f"[{m.get('role', '?')}] {m.get('content', '')}" if isinstance(m, dict) else str(m) for m in messages
         )
-    return str(messages)
-
-
-def _completion(messages: Any) -> str:
-    if isinstance(messages, list):
-        return "".join(m.get("content", "") if isinstance(m, dict) else str(m) for m in messages)
     return str(messages)
 
 
@@ -79,7 +75,7 @@ class CompletionSamples(TrainerCallback):
                 row = {
                     "step": state.global_step,
                     "prompt": _text(prompts[i]),
-                    "completion": _completion(completions[i]),
+                    "completion": completion_text(completions[i]),
                     "rewards": {name: _clean(values[i]) for name, values in rewards.items() if i < len(values)},
                     "advantage": _clean(advantages[i]) if i < len(advantages) else None,
                 }
