@@ -11,7 +11,7 @@ NPROC ?= 2
 SET ?=
 PYTEST_ARGS ?=
 
-.PHONY: install test lint format demo train check serve bench faults clean install-vllm test-vllm
+.PHONY: install test lint format demo train check serve bench faults clean install-vllm test-vllm test-trl-oldest gpu-wheels
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,7 +40,21 @@ $(VLLM_VENV)/.installed: pyproject.toml
 install-vllm: $(VLLM_VENV)/.installed
 
 test-vllm: install-vllm
-	$(VLLM_VENV)/bin/python -m pytest -q tests/test_vllm_cpu.py $(PYTEST_ARGS)
+	$(VLLM_VENV)/bin/python -m pytest -q tests/test_vllm_cpu.py tests/rewards/test_judge_vllm.py tests/eval/test_vllm_backend.py \
+		$(PYTEST_ARGS)
+
+# The oldest TRL of the supported range (pyproject: trl>=1.0) in a small venv layered on .venv: only TRL differs
+# (plus requests, which TRL 1.0 imports). Runs the TRL-internals adapter test and one real tiny training run.
+TRL_OLDEST ?= 1.0.0
+TRL_VENV ?= .venv-trl-oldest
+$(TRL_VENV)/.installed: $(VENV)/.installed
+	$(PYTHON) -m venv $(TRL_VENV)
+	$(PY) -c "import site; print(site.getsitepackages()[0])" > $$(ls -d $(TRL_VENV)/lib/python3*/site-packages)/base-venv.pth
+	$(TRL_VENV)/bin/python -m pip install -q --no-deps "trl==$(TRL_OLDEST)" requests urllib3 idna charset-normalizer certifi
+	touch $@
+
+test-trl-oldest: $(TRL_VENV)/.installed
+	$(TRL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_trl_adapter.py $(PYTEST_ARGS)
 
 lint: install
 	$(PY) -m ruff check grpo_trl tests bench
@@ -73,8 +87,13 @@ serve: install
 bench: install
 	$(PY) -m bench.run
 
+# The py3.12 wheels the offline GPU machine lacks (trl, datasets, math-verify and their missing dependencies), in
+# two parts that each fit one 64 MiB transfer; install there with the line this prints (see README, GPU kit).
+gpu-wheels: install
+	$(PY) bench/gpu_kit.py wheelhouse
+
 faults: install
-	GRPO_TRL_FUZZ_N=10000 $(PY) -m pytest -q -s tests/faults $(PYTEST_ARGS)
+	GRPO_TRL_FUZZ_N=10000 GRPO_TRL_RECIPE_FUZZ_N=600 $(PY) -m pytest -q -s tests/faults $(PYTEST_ARGS)
 
 clean:
 	rm -rf outputs .pytest_cache .ruff_cache bench/results.json

@@ -14,6 +14,7 @@ Writes ``bench/results.json`` and prints a markdown table. ``--quick`` runs ever
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import random
 import statistics
@@ -24,6 +25,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# Benchmarks in their own bench/<name>.py, each with run(quick: bool) -> {..., "rows": [markdown table rows]}.
+EXTRA = ("isolation", "accuracy_trl", "code_tests", "eval_backends", "dynamic_sampling", "data_filter")
 sys.path.insert(0, str(ROOT))
 
 
@@ -233,11 +236,7 @@ def bench_overhead(steps: int, repeats: int) -> dict:
 
 # ------------------------------------------------------------------------------------------------ GPU
 def bench_gpu() -> dict:
-    import torch
-
-    if not torch.cuda.is_available():
-        return {"skipped": "no CUDA device"}
-    from bench.gpu import run_gpu_bench
+    from bench.gpu import run_gpu_bench  # skips itself without CUDA
 
     return run_gpu_bench()
 
@@ -268,25 +267,22 @@ def table(results: dict) -> str:
                 f"| `{key.split('_')[0]}` vs naive reference (same scores) | {v['ratio']:.1f}x "
                 f"({v['ours_per_s']:,.0f} vs {v['naive_per_s']:,.0f} /s) |"
             )
-    gpu = results.get("gpu", {})
-    if "skipped" in gpu:
-        rows.append(f"| GPU step time / tokens/s / memory | skipped: {gpu['skipped']} |")
-    for row in gpu.get("rows", []):
-        rows.append(
-            f"| GPU, max_completion_length {row['max_completion_length']} | {row['step_s']:.2f} s/step, "
-            f"{row['gen_tokens_per_s']:,.0f} gen tokens/s, {row['peak_mem_gb']:.1f} GB peak |"
-        )
+    for name in EXTRA:  # each in bench/<name>.py: run(quick) -> {..., "rows": [markdown rows]}
+        rows += results.get(name, {}).get("rows", [])
+    from bench.gpu import table_rows as gpu_rows
+
+    rows += gpu_rows(results.get("gpu", {"skipped": "not run"}))
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (inside make test)")
-    parser.add_argument("--only", nargs="*", default=None, help="overhead startup rewards gpu")
+    parser.add_argument("--only", nargs="*", default=None, help="overhead startup rewards gpu " + " ".join(EXTRA))
     parser.add_argument("--output", default=str(ROOT / "bench" / "results.json"))
     args = parser.parse_args(argv)
     quick = args.quick
-    parts = args.only or ["rewards", "startup", "overhead", "gpu"]
+    parts = args.only or ["rewards", "startup", "overhead", "gpu", *EXTRA]
     results: dict = {"quick": quick}
     if "rewards" in parts:
         results["rewards"] = bench_rewards(512 if quick else 4096, 2 if quick else 5)
@@ -296,6 +292,9 @@ def main(argv: list[str] | None = None) -> dict:
         results["overhead"] = bench_overhead(10 if quick else 40, 1 if quick else 4)
     if "gpu" in parts:
         results["gpu"] = bench_gpu()
+    for name in EXTRA:
+        if name in parts:
+            results[name] = importlib.import_module(f"bench.{name}").run(quick)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(results, indent=2))
     print(table(results))

@@ -11,20 +11,31 @@ Example:
 
 from grpo_trl.recipe import Recipe, RecipeError, load_recipe
 from grpo_trl.rewards import get_reward, list_rewards, register_reward
+from grpo_trl.train import train as _train  # light (TRL loads on first use); binds the name before the submodule
 
 __version__ = "0.1.0"
 
 
 def train(recipe, overrides=(), **kwargs):
-    """Train from a ``Recipe`` or a recipe path; see ``grpo_trl.train.train``. Imports TRL on first use."""
-    from grpo_trl.train import train as _train
+    """Train from a ``Recipe`` or a recipe path; see ``grpo_trl.train.train``. Imports TRL on first use.
 
+    Extra keywords are ``GRPOTrainer`` arguments (reward_funcs, callbacks, tools, environment_factory, rollout_func,
+    a preloaded model, peft_config...), merged with what the recipe builds (see ``grpo_trl.build``).
+    """
     return _train(recipe, overrides, **kwargs)
+
+
+def build_trainer(recipe, overrides=(), **trainer_kwargs):
+    """The real ``trl.GRPOTrainer`` for a recipe, extra ``GRPOTrainer`` keywords merged in; see ``grpo_trl.build``."""
+    from grpo_trl.build import build_trainer as _build
+
+    return _build(recipe, overrides, **trainer_kwargs)
 
 
 __all__ = [
     "Recipe",
     "RecipeError",
+    "build_trainer",
     "get_reward",
     "list_rewards",
     "load_recipe",

@@ -13,17 +13,19 @@ the checkpoints in ``output_dir``:
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import math
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
+from grpo_trl import trl_adapter
 from grpo_trl.rewards.text import completion_text
+from grpo_trl.tools.transcript import turns
 
 logger = logging.getLogger("grpo_trl")
 
@@ -55,12 +57,11 @@ class CompletionSamples(TrainerCallback):
         self._logged += 1
         if (self._logged - 1) % self.every and state.global_step != state.max_steps:
             return
-        store = getattr(self.trainer, "_logs", None)
-        if not store or not store.get("prompt"):
+        batch = trl_adapter.last_batch(self.trainer)
+        if batch is None:
             return
-        prompts, completions = list(store["prompt"]), list(store["completion"])
-        rewards = {name: list(values) for name, values in store["rewards"].items()}
-        advantages = list(store["advantages"])
+        prompts, completions = batch["prompt"], batch["completion"]
+        rewards, advantages = batch["rewards"], batch["advantages"]
         # one completion per distinct prompt first, so the sample covers several prompts
         order, seen = [], set()
         for i, p in enumerate(prompts):
@@ -79,6 +80,9 @@ class CompletionSamples(TrainerCallback):
                     "rewards": {name: _clean(values[i]) for name, values in rewards.items() if i < len(values)},
                     "advantage": _clean(advantages[i]) if i < len(advantages) else None,
                 }
+                tool_turns = turns(completions[i])  # tool calls and results as separate turns
+                if tool_turns:
+                    row["turns"] = tool_turns
                 fh.write(json.dumps(row) + "\n")
 
 
@@ -87,19 +91,7 @@ class GenerationTimer(TrainerCallback):
 
     def __init__(self, trainer: Any):
         self.trainer = trainer
-        original = getattr(trainer, "_generate", None)
-        log_metric = getattr(trainer, "_log_metric", None)
-        if original is None or log_metric is None:  # another TRL version: no timing rather than a crash
-            return
-
-        def timed_generate(*a, **k):
-            start = time.perf_counter()
-            try:
-                return original(*a, **k)
-            finally:
-                log_metric("timing/generation_s", time.perf_counter() - start)
-
-        trainer._generate = timed_generate
+        trl_adapter.time_generation(trainer, "timing/generation_s")  # another TRL version: no timing, no crash
 
 
 ALERT_PATIENCE = 10  # consecutive logged steps a sign must last before it is reported
@@ -110,15 +102,33 @@ class Alerts(TrainerCallback):
 
     - ``no_signal``: ``frac_reward_zero_std`` >= 0.95: every completion of a prompt scores the same, no gradient;
     - ``reward_zero:<name>``: a reward's mean is exactly 0 (a format regex that never matches, a template that
-      pre-fills ``<think>``, a missing column...);
+      pre-fills ``<think>``, a missing column...); the hint names the options that reward really takes;
+    - ``reward_none:<name>``: a reward scored ``None`` on every row (``reward_none_frac/<name>`` is 1): it raises,
+      returns the wrong length, a coroutine...; the message gives the first cause the safety wrapper recorded;
     - ``all_clipped``: ``completions/clipped_ratio`` >= 0.99: every completion hits ``max_completion_length``.
+
+    ``rewards``: the trainer's reward callables (``SafeReward``), read for their options and fault causes.
     """
 
-    def __init__(self, output_dir: str, patience: int = ALERT_PATIENCE):
+    def __init__(self, output_dir: str, patience: int = ALERT_PATIENCE, rewards: list | None = None):
         self.path = Path(output_dir) / "alerts.jsonl"
         self.patience = patience
+        self.rewards = {getattr(r, "__name__", ""): r for r in rewards or []}
         self.streak: dict[str, int] = defaultdict(int)
         self.fired: list[dict] = []
+
+    def _zero_hint(self, name: str) -> str:
+        options = getattr(getattr(self.rewards.get(name), "reward", None), "options", None)
+        if options is None:
+            return ""
+        if not options:
+            return f"; {name!r} takes no args"
+        listed = ", ".join(f"{k}={v!r}" for k, v in options.items() if v is not inspect.Parameter.empty)
+        return f"; its args (rewards[].args): {listed or ', '.join(options)}"
+
+    def _none_cause(self, name: str) -> str:
+        cause = getattr(self.rewards.get(name), "cause", None)
+        return f"first cause: {cause}" if cause else "the warnings in the log say why"
 
     def _check(self, logs: dict) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -133,8 +143,14 @@ class Alerts(TrainerCallback):
             if key.startswith("rewards/") and key.endswith("/mean") and value == 0:
                 name = key[len("rewards/") : -len("/mean")]
                 found[f"reward_zero:{name}"] = (
-                    f"reward {name!r} is exactly 0 on every completion: a format it never sees (does the template "
-                    "pre-fill <think>? use args: {prefilled_think: true}), a column it lacks, or a task out of reach"
+                    f"reward {name!r} is exactly 0 on every completion: a format it never sees (a chat template "
+                    "that pre-fills part of it?), a column it lacks, or a task out of reach; see completions.jsonl"
+                    + self._zero_hint(name)
+                )
+            if key.startswith("reward_none_frac/") and value is not None and value >= 1.0:
+                name = key[len("reward_none_frac/") :]
+                found[f"reward_none:{name}"] = (
+                    f"reward {name!r} scored None on every row, so it contributes nothing; {self._none_cause(name)}"
                 )
         clipped = logs.get("completions/clipped_ratio")
         if clipped is not None and clipped >= 0.99:
@@ -144,15 +160,28 @@ class Alerts(TrainerCallback):
             )
         return found
 
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if logs is None or "loss" not in logs:
-            return
+    def _advance(self, logs: dict) -> dict[str, str]:
         found = self._check(logs)
         for kind in list(self.streak):
             if kind not in found:
                 self.streak[kind] = 0
-        for kind, message in found.items():
+        for kind in found:
             self.streak[kind] += 1
+        return found
+
+    def restore(self, log_history: list[dict], fired: list[dict]) -> None:
+        """``--resume``: the alerts fired up to the checkpoint stay fired (never again) and the streaks its logged
+        steps built carry on, so the resumed run alerts exactly when an uninterrupted one would."""
+        self.fired = list(fired)
+        for logs in log_history:
+            if "loss" in logs:
+                self._advance(logs)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs is None or "loss" not in logs:
+            return
+        found = self._advance(logs)
+        for kind, message in found.items():
             if self.streak[kind] == self.patience and not any(a["kind"] == kind for a in self.fired):
                 alert = {"step": state.global_step, "kind": kind, "message": message}
                 self.fired.append(alert)

@@ -1,5 +1,5 @@
-"""``grpo-trl``: check, train, rewards, data, eval, report, serve. Heavy libraries are imported inside commands, so
-``grpo-trl --help`` answers at once.
+"""``grpo-trl``: check, train, rewards, data, eval, filter, report, serve. Heavy libraries are imported inside
+commands, so ``grpo-trl --help`` answers at once.
 
 Example::
 
@@ -15,24 +15,45 @@ import json
 import logging
 import os
 import sys
+import traceback
+import typing
 import warnings
 
+from grpo_trl.errors import GrpoTrlError, format_error_lines
+from grpo_trl.eval.filter import add_filter_arguments
+from grpo_trl.eval.run import add_eval_arguments
 from grpo_trl.train import add_recipe_arguments, add_train_arguments
 
-
-def _errors(exc: Exception) -> int:
-    problems = getattr(exc, "problems", None)
-    for line in problems or [exc]:
-        print(f"error: {line}", file=sys.stderr)
-    return 1
+BUG_EXIT = 70  # EX_SOFTWARE: an exception grpo-trl did not expect, i.e. a bug
 
 
-def _user_errors() -> tuple[type, ...]:
-    from grpo_trl.data.registry import DataError
-    from grpo_trl.recipe import RecipeError
-    from grpo_trl.rewards.registry import RewardError
+class _Parser(argparse.ArgumentParser):
+    """argparse with grpo-trl's error format: ``error: <command line>: <what> (<fix>)`` and exit 1."""
 
-    return RecipeError, DataError, RewardError
+    def error(self, message: str) -> typing.NoReturn:
+        print(f"error: command line: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(1)
+
+
+def memory_size(text: str) -> float:
+    """An argparse type: ``80GiB``, ``24GB``... in bytes."""
+    from grpo_trl.memory import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -40,53 +61,41 @@ def cmd_check(args: argparse.Namespace) -> int:
     from datasets.utils.logging import disable_progress_bar
 
     from grpo_trl.recipe import RecipeError, load_recipe
+    from grpo_trl.recipe.plan import format_plan
 
     disable_progress_bar()  # check reads small local files at most: keep its output to the verdict
-    try:
-        recipe = load_recipe(args.recipe, args.overrides, validate=False)
-        problems = recipe.validate(world_size=args.world_size)
-        if problems:
-            raise RecipeError(problems)
-        plan = recipe.plan(world_size=args.world_size)
-    except _user_errors() as exc:
-        return _errors(exc)
-    rows = plan["dataset_rows"]
-    rows_s = (
-        "unknown (built at train time)"
-        if rows is None
-        else f"{rows}{'' if plan['dataset_rows_exact'] else ' at most (token filters apply at train time)'}"
-    )
-    total = plan["total_optimizer_steps"]
+    recipe = load_recipe(args.recipe, args.overrides, validate=False)
+    problems = recipe.validate(world_size=args.world_size)
+    if problems:
+        raise RecipeError(problems)
+    plan = recipe.plan(world_size=args.world_size)
     print(f"recipe {args.recipe}: OK")
     if args.show_config:
         print(recipe.to_yaml())
-    print(f"  model               {recipe.model['name']}" + (" + LoRA" if recipe.model.get("lora") else ""))
-    print(f"  data                {recipe.dataset.get('builder', 'mixture')}: {rows_s} rows")
-    rewards = ", ".join(f"{spec.get('alias') or spec['name']} x{spec.get('weight', 1.0)}" for spec in recipe.rewards)
-    print(f"  rewards             {rewards}")
-    print(
-        f"  world size          {plan['world_size']} training process(es)"
-        + ("" if args.world_size else " (launch.num_processes; --world-size N to change)")
-    )
-    print(
-        f"  per optimizer step  {plan['prompts_per_optimizer_step']:g} prompts x {plan['num_generations']} generations"
-        f" = {plan['completions_per_optimizer_step']} completions"
-    )
-    print(
-        f"  generation batch    {plan['generation_batch_size']} completions"
-        f" ({plan['prompts_per_generation']} prompts), reused for {plan['steps_per_generation']} step(s)"
-        f" x {plan['num_iterations']} iteration(s)"
-    )
-    print(
-        f"  optimizer steps     {'unknown' if total is None else total}"
-        + (
-            ""
-            if recipe.trainer.get("max_steps", -1) > 0
-            else "  (epochs x rows x generations x iterations / completions per step)"
+    for line in format_plan(recipe, plan, world_size_given=bool(args.world_size)):
+        print(line)
+    from grpo_trl.memory import check_lines  # expected peak memory per GPU (issue 15 part 3)
+
+    for line in check_lines(recipe, plan.config, plan.world_size, args.gpu_memory):
+        print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout)
+    from grpo_trl.build import describe_extras  # tools, environment, QLoRA: a line each, warnings for this machine
+
+    for line in describe_extras(recipe):
+        print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout)
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """Write the recipe JSON Schema (editors: ``# yaml-language-server: $schema=PATH`` on a recipe's first line)."""
+    from grpo_trl.recipe.jsonschema import write_schema
+
+    text = write_schema(args.output)
+    if args.output:
+        print(
+            f"schema written to {args.output}; first line of a recipe: # yaml-language-server: $schema={args.output}"
         )
-    )
-    print(f"  generation          {plan['generation']}")
-    print(f"  output_dir          {plan['output_dir']}")
+    else:
+        print(text, end="")
     return 0
 
 
@@ -99,13 +108,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_rewards(args: argparse.Namespace) -> int:
     import inspect
 
-    from grpo_trl.rewards.registry import RewardError, list_rewards, load_plugin
+    from grpo_trl.rewards.registry import list_rewards, load_plugin
 
-    try:
-        for plugin in args.plugins:
-            load_plugin(plugin)
-    except RewardError as exc:
-        return _errors(exc)
+    for plugin in args.plugins:
+        load_plugin(plugin)
     for info in list_rewards():
         params = ", ".join(k if v is inspect.Parameter.empty else f"{k}={v!r}" for k, v in info.params.items())
         print(f"{info.name:20s} {info.description}")
@@ -119,18 +125,19 @@ def cmd_data(args: argparse.Namespace) -> int:
     from grpo_trl.recipe import load_recipe
     from grpo_trl.train import load_tokenizer, resolve_model
 
-    try:
-        recipe = load_recipe(args.recipe, args.overrides)
-        cfg = recipe.to_grpo_config()
-        tokenizer = load_tokenizer(recipe, resolve_model(recipe, cfg.output_dir))
-        result = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir)
-    except _user_errors() as exc:
-        return _errors(exc)
+    recipe = load_recipe(args.recipe, args.overrides)
+    tokenizer = load_tokenizer(recipe, resolve_model(recipe))  # builtin:tiny: a cache, not the output_dir
+    result = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir)
     print(f"dataset: {result.summary()}")
     print(f"columns: {', '.join(result.train.column_names)}")
     for i in range(min(args.n, len(result.train))):
         row = result.train[i]
-        text = tokenizer.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
+        prompt = row["prompt"]  # a plain string (TRL's standard format) reaches the model as it is
+        text = (
+            prompt
+            if isinstance(prompt, str)
+            else tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+        )
         extra = {k: v for k, v in row.items() if k != "prompt"}
         print(
             f"\n--- prompt {i} as the model sees it ---\n{text}\n"
@@ -140,24 +147,23 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from grpo_trl.evaluate import evaluate
+    from grpo_trl.eval.run import eval_kwargs, evaluate
     from grpo_trl.recipe import load_recipe
 
-    try:
-        recipe = load_recipe(args.recipe, args.overrides)
-        report = evaluate(
-            recipe,
-            model=args.model,
-            split=args.split,
-            n=args.n,
-            limit=args.limit,
-            output_dir=args.output_dir,
-            max_new_tokens=args.max_new_tokens,
-            batch_size=args.batch_size,
-        )
-    except _user_errors() as exc:
-        return _errors(exc)
+    recipe = load_recipe(args.recipe, args.overrides)
+    report = evaluate(recipe, **eval_kwargs(args))
     print(json.dumps({k: v for k, v in report.items() if k != "per_prompt"}, indent=2))
+    return 0
+
+
+def cmd_filter(args: argparse.Namespace) -> int:
+    from grpo_trl.eval.filter import filter_kwargs, filter_prompts
+    from grpo_trl.recipe import load_recipe
+
+    summary = filter_prompts(load_recipe(args.recipe, args.overrides), **filter_kwargs(args))
+    snippet = summary.pop("snippet")
+    print(json.dumps(summary, indent=2))
+    print(f"keep the prompts that teach: add under data: (or a mixture part)\n  {snippet}")
     return 0
 
 
@@ -167,7 +173,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         path = write_report(args.output_dir)
     except FileNotFoundError as exc:
-        return _errors(exc)
+        raise GrpoTrlError(str(exc), file=args.output_dir) from None
     print(f"report written to {path}")
     return 0
 
@@ -176,24 +182,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from grpo_trl.generation import format_command, serve_command, vllm_installed
     from grpo_trl.recipe import load_recipe
 
-    try:
-        recipe = load_recipe(args.recipe, args.overrides)
-    except _user_errors() as exc:
-        return _errors(exc)
+    recipe = load_recipe(args.recipe, args.overrides)
     argv, env = serve_command(recipe, args.extra)
     print(format_command(argv, env), flush=True)
     if args.dry_run:
         return 0
     if not vllm_installed():
-        print("error: vllm is not installed; pip install 'grpo-trl[vllm]' on the machine that serves", file=sys.stderr)
-        return 1
+        raise GrpoTrlError(
+            "vllm is not installed", key="serve", fix="pip install 'grpo-trl[vllm]' on the machine that serves"
+        )
     os.execve(argv[0], argv, {**os.environ, **env})
     return 0  # pragma: no cover
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="grpo-trl", description="GRPO training on TRL from YAML recipes.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="grpo-trl", description="GRPO training on TRL from YAML recipes.")
+    parser.add_argument("--debug", action="store_true", help="print the full traceback of an unexpected error")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def recipe_cmd(name: str, help_text: str) -> argparse.ArgumentParser:
         return add_recipe_arguments(sub.add_parser(name, help=help_text, description=help_text))
@@ -201,11 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = recipe_cmd("check", "validate a recipe (no model is loaded) and print the training plan")
     p.add_argument(
         "--world-size",
-        type=int,
+        type=positive_int,
         default=None,
         help="training processes to plan for (default: launch.num_processes or 1)",
     )
     p.add_argument("--show-config", action="store_true", help="print the resolved recipe too")
+    p.add_argument(
+        "--gpu-memory", type=memory_size, default=None, help="GPU memory to plan for, e.g. 80GiB (default: detected)"
+    )
     p.set_defaults(func=cmd_check)
 
     help_text = "train with GRPO (also: accelerate launch -m grpo_trl.train RECIPE)"
@@ -217,18 +225,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_rewards)
 
     p = recipe_cmd("data", "build the recipe's dataset and print prompts exactly as the model sees them")
-    p.add_argument("-n", type=int, default=2, help="prompts to show")
+    p.add_argument("-n", type=positive_int, default=2, help="prompts to show")
     p.set_defaults(func=cmd_data)
 
     p = recipe_cmd("eval", "generate n completions per prompt, score them with the recipe's rewards, report pass@k")
-    p.add_argument("--model", default=None, help="model path or checkpoint (default: the recipe's output_dir)")
-    p.add_argument("--split", default=None, help="dataset split (default: the recipe's eval split, else its split)")
-    p.add_argument("--n", type=int, default=8, help="completions per prompt")
-    p.add_argument("--limit", type=int, default=None, help="evaluate the first N prompts")
-    p.add_argument("--batch-size", type=int, default=16, help="prompts per generate() call")
-    p.add_argument("--max-new-tokens", type=int, default=None, help="default: trainer.max_completion_length")
+    add_eval_arguments(p)
     p.add_argument("--output-dir", default=None, help="where eval.json goes (default: the model folder)")
     p.set_defaults(func=cmd_eval)
+
+    p = recipe_cmd("filter", "measure each training prompt's pass rate, for the data.pass_rate band")
+    add_filter_arguments(p)
+    p.set_defaults(func=cmd_filter)
+
+    p = sub.add_parser("schema", help="write the recipe JSON Schema (editor completion and checking)")
+    p.add_argument("-o", "--output", default=None, help="file to write (default: print it)")
+    p.set_defaults(func=cmd_schema)
 
     p = sub.add_parser("report", help="plots + report.html from a training output_dir")
     p.add_argument("output_dir")
@@ -238,18 +249,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the command and exit")
     p.epilog = "Arguments after -- go to vllm serve as they are."
     p.set_defaults(func=cmd_serve)
+
+    from grpo_trl.importer.command import HELP, add_arguments
+
+    add_arguments(sub.add_parser("import", help=HELP, description=HELP))
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command. Expected failures: ``error:`` lines and exit 1. Anything else is a bug: one line, exit 70."""
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
-    args = build_parser().parse_args(argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error already printed (1)
+        return exc.code if isinstance(exc.code, int) else 1
     args.extra = extra
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation chatter from transformers/TRL
-    return args.func(args)
+    try:
+        return args.func(args)
+    except GrpoTrlError as exc:
+        for line in format_error_lines(exc, file=getattr(args, "recipe", "") or ""):
+            print(line, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - a bug: say so in one line, the traceback only when asked
+        if debug:
+            traceback.print_exc()
+        print(
+            f"grpo-trl: internal error ({type(exc).__name__}: {str(exc)[:200]}). This is a bug in grpo-trl: please "
+            "report it with the command and the recipe" + ("" if debug else " (add --debug for the traceback)"),
+            file=sys.stderr,
+        )
+        return BUG_EXIT
 
 
 if __name__ == "__main__":

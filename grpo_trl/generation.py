@@ -19,11 +19,10 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from grpo_trl.recipe import Problem, Recipe, RecipeError
+from grpo_trl.errors import GenerationError, Problem
+from grpo_trl.recipe import Recipe
 
-
-class GenerationError(RecipeError):
-    """vLLM is missing or its server cannot be reached."""
+__all__ = ["GenerationError", "base_url", "check_server", "format_command", "health_url", "preflight"]
 
 
 def base_url(gen: dict) -> str:

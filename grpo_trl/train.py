@@ -15,6 +15,7 @@ Example (Python API):
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -43,11 +44,9 @@ class TrainResult:
 
     def reward_trend(self, window: int = 20, key: str = "reward") -> tuple[float, float] | None:
         """Mean of ``key`` over the first and last ``window`` logged steps (``None`` if nothing was logged)."""
-        values = [h[key] for h in self.log_history if h.get(key) is not None and "loss" in h]
-        if not values:
-            return None
-        w = min(window, max(1, len(values) // 2))
-        return sum(values[:w]) / w, sum(values[-w:]) / w
+        from grpo_trl.report import reward_trend  # one definition, shared with report.html
+
+        return reward_trend(self.log_history, window, key)
 
 
 def check_output_dir(path: str | Path, min_free_mb: int | None = None) -> None:
@@ -56,7 +55,7 @@ def check_output_dir(path: str | Path, min_free_mb: int | None = None) -> None:
     p = Path(path)
     try:
         p.mkdir(parents=True, exist_ok=True)
-        probe = p / ".grpo_trl_write_test"
+        probe = p / f".grpo_trl_write_test.{os.getpid()}"
         probe.write_bytes(b"\0" * 1024)
         probe.unlink()
     except OSError as exc:
@@ -85,48 +84,32 @@ def check_output_dir(path: str | Path, min_free_mb: int | None = None) -> None:
         )
 
 
-def last_complete_checkpoint(output_dir: str | Path) -> str | None:
-    """The newest ``checkpoint-N`` whose ``trainer_state.json`` (written last by the Trainer) is complete.
-
-    A run killed while saving leaves a partial folder; resuming from it would fail, so it is skipped.
-    """
-    folder = Path(output_dir)
-    if not folder.is_dir():
-        return None
-    found = [p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
-    for path in sorted(found, key=lambda p: int(p.name.split("-")[-1]), reverse=True):
-        try:
-            json.loads((path / "trainer_state.json").read_text())
-        except (OSError, ValueError):
-            logger.warning("skipping incomplete checkpoint %s (no readable trainer_state.json)", path)
-            continue
-        return str(path)
-    return None
-
-
-RUN_LOGS = ("completions.jsonl", "alerts.jsonl", "trainer_state.json")
-
-
-def clear_previous_run(output_dir: str | Path) -> None:
-    """A fresh (not resumed) run: drop the previous run's checkpoints and logs so they cannot mix with the new ones."""
-    folder = Path(output_dir)
-    for path in folder.glob("checkpoint-*"):
-        if path.is_dir():
-            shutil.rmtree(path)
-    for name in RUN_LOGS:
-        (folder / name).unlink(missing_ok=True)
-
-
-def resolve_model(recipe: Recipe, output_dir: str) -> str:
-    """The model path to load: ``builtin:tiny`` is built (once) into ``<output_dir>/tiny-model``."""
+def resolve_model(recipe: Recipe, output_dir: str | None = None) -> str:
+    """The model path to load. ``builtin:tiny`` is built once: into ``<output_dir>/tiny-model`` for a training run,
+    otherwise (``grpo-trl data``, ``eval``) into a cache folder, so those commands write nothing into the run's
+    output_dir (``GRPO_TRL_CACHE``, default ``~/.cache/grpo-trl``)."""
     name = recipe.model["name"]
-    if name != BUILTIN_TINY:
+    if not str(name).startswith("builtin:"):
         return name
-    from grpo_trl.testing import build_tiny_model
+    from grpo_trl.testing import BUILDERS
 
-    path = Path(output_dir) / "tiny-model"
+    tiny = recipe.model.get("tiny") or {}
+    folder = "tiny-model" if name == BUILTIN_TINY else name.split(":", 1)[1]  # tiny-tools...: run_dir.OWN_NAMES
+    if output_dir is None:
+        cache = Path(os.environ.get("GRPO_TRL_CACHE") or Path.home() / ".cache" / "grpo-trl")
+        key = hashlib.sha256(json.dumps([name, tiny], sort_keys=True).encode()).hexdigest()[:12]
+        path = cache / f"{folder}-{key}"
+        if not (path / "config.json").exists():
+            tmp = cache / f".{folder}-{key}.{os.getpid()}"
+            BUILDERS[name](tmp, **tiny)
+            try:
+                tmp.rename(path)  # atomic: a concurrent builder's copy wins, ours is dropped
+            except OSError:
+                shutil.rmtree(tmp, ignore_errors=True)
+        return str(path)
+    path = Path(output_dir) / folder
     if not (path / "config.json").exists():
-        build_tiny_model(path, **(recipe.model.get("tiny") or {}))
+        BUILDERS[name](path, **tiny)
     return str(path)
 
 
@@ -139,8 +122,9 @@ def load_tokenizer(recipe: Recipe, model_path: str):
     tokenizer = AutoTokenizer.from_pretrained(model_path, **kwargs)
     template = model.get("chat_template")
     if template:
-        path = recipe.base_dir / str(template)
-        tokenizer.chat_template = path.read_text() if "{" not in str(template) and path.is_file() else template
+        from grpo_trl.chat_templates import resolve_template
+
+        tokenizer.chat_template = resolve_template(template, recipe.base_dir)  # trl:<name>, a file, or the text
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -154,75 +138,68 @@ def check_reward_columns(recipe: Recipe, rewards: list, columns: list[str]) -> N
 
 
 def run(
-    recipe: Recipe, *, resume: bool = False, overwrite: bool = False, extra_callbacks: list | None = None
+    recipe: Recipe,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    extra_callbacks: list | None = None,
+    verbose: bool = False,
+    **trainer_kwargs: Any,
 ) -> TrainResult:
-    """Train with the recipe. ``resume``: continue from the last checkpoint in ``output_dir``."""
-    from trl import GRPOTrainer
-
-    from grpo_trl.callbacks import Alerts, CompletionSamples, GenerationTimer
-    from grpo_trl.data import build_dataset
-    from grpo_trl.generation import preflight
+    """Train with the recipe. ``resume``: continue from the newest complete checkpoint in ``output_dir`` (a finished
+    run trains nothing); ``overwrite``: start again, removing only what grpo-trl wrote there. The directory's rules
+    (lock, manifest, foreign files, recipe changes) are ``grpo_trl.run_session.RunSession``'s.
+    ``trainer_kwargs``: extra ``GRPOTrainer`` arguments merged with the recipe's (see ``grpo_trl.build``).
+    """
+    from grpo_trl.run_session import RunSession
 
     config = recipe.to_grpo_config()
+    check_output_dir(config.output_dir)
+    with RunSession(recipe, config, resume=resume, overwrite=overwrite) as session:
+        if session.finished is not None:
+            return finished_result(config.output_dir, session.finished)
+        return _train(recipe, config, session, extra_callbacks, verbose, trainer_kwargs)
+
+
+def finished_result(output_dir: str, state: dict) -> TrainResult:
+    """The result of a run that had already reached ``max_steps``: its saved state and alerts, nothing trained."""
+    from grpo_trl.resume import read_jsonl
+
+    alerts = read_jsonl(Path(output_dir) / "alerts.jsonl")
+    return TrainResult(output_dir, int(state["global_step"]), list(state.get("log_history") or []), alerts)
+
+
+def _train(
+    recipe: Recipe, config: Any, session: Any, extra_callbacks: list | None, verbose: bool, trainer_kwargs: dict
+) -> TrainResult:
+    from grpo_trl.build import build_trainer
+    from grpo_trl.callbacks import Alerts, CompletionSamples, GenerationTimer
+    from grpo_trl.dynamic_sampling import install as install_sampler
+    from grpo_trl.generation import preflight
+
     output_dir = config.output_dir
-    check_output_dir(output_dir)
-    last = last_complete_checkpoint(output_dir)
-    if last and not resume and not overwrite:
-        raise RecipeError(
-            [
-                Problem(
-                    recipe.file,
-                    "trainer.output_dir",
-                    f"{output_dir!r} already holds {Path(last).name}; pass --resume to continue it, --overwrite to "
-                    "start again, or --set trainer.output_dir=NEW_DIR",
-                )
-            ]
-        )
     preflight(recipe, config)  # vLLM installed, server reachable: fail in seconds, not after loading the model
-    if not resume:
-        clear_previous_run(output_dir)
 
-    rewards, _weights = recipe.build_rewards()
-    model_path = resolve_model(recipe, output_dir)
-    tokenizer = load_tokenizer(recipe, model_path)
-    data = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir)
-    check_reward_columns(recipe, rewards, data.train.column_names)
-    logger.info("dataset: %s", data.summary())
-
-    trainer = GRPOTrainer(
-        model=model_path,
-        reward_funcs=rewards,
-        args=config,
-        train_dataset=data.train,
-        eval_dataset=data.eval if config.eval_strategy != "no" else None,
-        processing_class=tokenizer,
-        peft_config=recipe.lora_config(),
-    )
+    trainer = build_trainer(recipe, config=config, **trainer_kwargs)
     log_cfg = recipe.logging
-    alerts = (
-        Alerts(output_dir, patience=int(log_cfg.get("alert_patience", 10))) if log_cfg.get("alerts", True) else None
-    )
+    rewards = trainer.reward_funcs  # the recipe's SafeRewards (and any passed or loaded by TRL)
+    alerts = Alerts(output_dir, patience=log_cfg["alert_patience"], rewards=rewards) if log_cfg["alerts"] else None
     callbacks = [
-        CompletionSamples(
-            trainer, every=log_cfg.get("completions_every", 10), samples=log_cfg.get("completions_samples", 4)
-        ),
+        CompletionSamples(trainer, every=log_cfg["completions_every"], samples=log_cfg["completions_samples"]),
         GenerationTimer(trainer),
         *([alerts] if alerts else []),
         *(extra_callbacks or []),
     ]
     for cb in callbacks:
         trainer.add_callback(cb)
-    if trainer.accelerator.is_main_process:
-        (Path(output_dir) / "recipe.yaml").write_text(recipe.to_yaml())
+    install_sampler(trainer, recipe.dataset)  # data.sampler: zero-variance-aware sampling
+    if not verbose:  # one compact line per logging step instead of TRL's whole dict
+        from grpo_trl.console import install_console
 
-    resume_from = None
-    if resume:
-        resume_from = last
-        if resume_from is None:
-            logger.warning("--resume: no checkpoint in %s, starting from step 0", output_dir)
-        else:
-            logger.info("resuming from %s", resume_from)
-    trainer.train(resume_from_checkpoint=resume_from)
+        install_console(trainer)
+    session.attach(trainer)  # manifest entries as checkpoints are saved; logs and alerts continued on resume
+
+    trainer.train(resume_from_checkpoint=str(session.resume_from) if session.resume_from else None)
     trainer.save_model(output_dir)
     trainer.save_state()
     return TrainResult(
@@ -235,6 +212,12 @@ def print_summary(result: TrainResult) -> None:
     print(f"\ngrpo-trl: trained {result.global_step} steps; results in {result.output_dir}/")
     if trend:
         print(f"grpo-trl: reward mean, first vs last 20 logged steps: {trend[0]:.3f} -> {trend[1]:.3f}")
+    from grpo_trl.report import none_shares
+
+    shares = none_shares(result.log_history)
+    if shares:
+        listed = ", ".join(f"{name} {share:.1%}" for name, share in shares.items())
+        print(f"grpo-trl: rows scored None (skipped by TRL) per reward: {listed}")
     for alert in result.alerts:
         print(f"grpo-trl: ALERT ({alert['kind']}) at step {alert['step']}: {alert['message']}")
     print(f"grpo-trl: plots and samples: grpo-trl report {result.output_dir}")
@@ -265,8 +248,11 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     add_recipe_arguments(parser)
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
     parser.add_argument(
-        "--overwrite", action="store_true", help="start from step 0, deleting the checkpoints and logs in output_dir"
+        "--overwrite",
+        action="store_true",
+        help="start from step 0, removing what grpo-trl wrote in output_dir (nothing else)",
     )
+    parser.add_argument("--verbose", action="store_true", help="print TRL's whole metrics dict at every log step")
     return parser
 
 
@@ -275,21 +261,20 @@ def run_cli(args: argparse.Namespace) -> int:
     warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation chatter from transformers/TRL
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("grpo_trl").setLevel(logging.INFO)  # our progress notes (dataset size, resuming from...)
-    from grpo_trl.data.registry import DataError
-    from grpo_trl.rewards.registry import RewardError
+    from grpo_trl.errors import GrpoTrlError, format_error_lines
 
     try:
         recipe = load_recipe(args.recipe, args.overrides)
-        result = run(recipe, resume=args.resume, overwrite=args.overwrite)
-    except RecipeError as exc:
-        for problem in exc.problems:
-            print(f"error: {problem}", file=sys.stderr)
-        return 1
-    except (DataError, RewardError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        result = run(recipe, resume=args.resume, overwrite=args.overwrite, verbose=args.verbose)
+    except GrpoTrlError as exc:
+        for line in format_error_lines(exc, file=args.recipe):
+            print(line, file=sys.stderr)
         return 1
     if int(os.environ.get("RANK", "0")) == 0:
         print_summary(result)
+    from grpo_trl.rewards.call import exit_if_stray_threads
+
+    exit_if_stray_threads(0)  # a reward's non-daemon thread must not keep the process alive after saving
     return 0
 
 

@@ -57,3 +57,22 @@ def make_recipe(tmp_path, tiny_model):
         return tiny_recipe(tmp_path, tiny_model, **kwargs)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def tool_model(tmp_path_factory) -> str:
+    """``builtin:tiny-tools``: the tiny model warmed to call tools (TRL SFTTrainer, once per test session).
+
+    ``GRPO_TRL_TOOL_MODEL=DIR`` reuses one built earlier (``python -m grpo_trl.testing DIR --tools``)."""
+    from grpo_trl.testing import build_tiny_tool_model
+
+    if os.environ.get("GRPO_TRL_TOOL_MODEL"):
+        return os.environ["GRPO_TRL_TOOL_MODEL"]
+    return build_tiny_tool_model(tmp_path_factory.mktemp("tiny-tools") / "model")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _token_filter_cache(tmp_path_factory):
+    """Token-length filter results go to a per-session folder, never to the user's ~/.cache (subprocesses too)."""
+    os.environ["GRPO_TRL_CACHE"] = str(tmp_path_factory.mktemp("grpo-trl-cache"))
+    yield

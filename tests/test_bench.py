@@ -21,3 +21,6 @@ def test_quick_bench_runs_and_reports_ratios(tmp_path):
     assert saved["startup"]["help_s"] < 1.5
     assert set(saved["rewards"]["per_reward"]) >= {"countdown", "accuracy", "gsm8k", "think_format"}
     assert results["gpu"].get("skipped") or results["gpu"]["rows"]
+    assert saved["isolation"]["user_reward_vs_all_builtins"] < 0.05  # isolation: under 5% of the built-ins' time
+    filt = saved["data_filter"]  # same rows asserted inside; the cache must beat computing
+    assert filt["kept"] > 0 and filt["warm_s"] < filt["cold_s"]

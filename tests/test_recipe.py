@@ -36,7 +36,7 @@ def errors_for(tmp_path: Path, patch: dict | None = None, overrides=(), world_si
         else:
             data[section] = value
     recipe = load_recipe(write(tmp_path, data), overrides, validate=False)
-    return [f"{p.key}: {p.message}" for p in recipe.validate(world_size=world_size)]
+    return [f"{p.key}: {p.text}" for p in recipe.validate(world_size=world_size)]
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
@@ -210,3 +210,62 @@ def test_check_broken_recipe_one_line_per_problem(tmp_path, capsys):
 def test_yaml_no_means_no_for_string_fields(tmp_path):
     recipe = load_recipe(write(tmp_path, BASE), ["trainer.save_strategy=no"])
     assert recipe.to_grpo_config().save_strategy == "no"
+
+
+def test_set_null_removes_a_key_and_the_default_applies(tmp_path):
+    recipe = load_recipe(write(tmp_path, BASE), ["trainer.bf16=null", "trainer.use_cpu=null", "data.size=null"])
+    assert "bf16" not in recipe.trainer and "use_cpu" not in recipe.trainer and "size" not in recipe.dataset
+    assert recipe.to_grpo_config().num_generations == 4  # the rest is kept
+
+
+def test_loaded_recipe_is_immutable_and_coerced_once(tmp_path):
+    import dataclasses
+
+    recipe = load_recipe(write(tmp_path, BASE), ["trainer.learning_rate=1e-6", "trainer.save_strategy=no"])
+    assert recipe.trainer["learning_rate"] == 1e-6 and recipe.trainer["save_strategy"] == "no"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        recipe.path = None
+    before = recipe.to_yaml()
+    recipe.validate()
+    recipe.plan()
+    recipe.to_grpo_config()
+    assert recipe.to_yaml() == before
+
+
+def test_every_problem_at_once(tmp_path):
+    patch = {
+        "model": {"name": "x", "dtype": "bf16"},
+        "trainer": {"learning_rat": 1, "temperature": 0},
+        "rewards": [{"name": "countdwn"}],
+        "data": {"builder": "countdown", "sise": 3},
+        "logging": {"completions_every": 0},
+    }
+    errors = errors_for(tmp_path, patch)
+    keys = {e.split(":")[0] for e in errors}
+    expected = {"model.dtype", "trainer.learning_rat", "trainer.temperature", "rewards.0.name", "data.sise"}
+    assert expected | {"logging.completions_every"} <= keys, errors
+
+
+def test_trainer_types_and_defaults_come_from_trl():
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    from grpo_trl.recipe.schema import trainer_model
+
+    fields = trainer_model().model_fields
+    for f in dataclasses.fields(GRPOConfig):
+        if f.init and f.name not in ("reward_weights", "model_init_kwargs"):
+            assert f.name in fields, f.name
+    assert fields["max_completion_length"].default == GRPOConfig.max_completion_length
+    assert fields["loss_type"].default == GRPOConfig.loss_type
+
+
+def test_length_rewards_follow_trl_default_when_recipe_leaves_it_out(tmp_path):
+    from trl import GRPOConfig
+
+    data = {**BASE, "rewards": [{"name": "soft_overlong"}]}
+    recipe = load_recipe(write(tmp_path, data))
+    assert recipe.reward_args(recipe.rewards[0])["max_completion_len"] == GRPOConfig.max_completion_length
+    recipe = load_recipe(write(tmp_path, data), ["trainer.max_completion_length=64"])
+    assert recipe.reward_args(recipe.rewards[0])["max_completion_len"] == 64

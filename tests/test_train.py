@@ -140,14 +140,16 @@ def test_alerts_fire_on_a_constant_zero_reward(tmp_path, make_recipe):
 
 
 def test_eval_numbers_match_the_completions_file(tmp_path, make_recipe):
-    from grpo_trl.evaluate import evaluate
+    from grpo_trl.eval import evaluate
 
     path = make_recipe(
         rewards=[{"name": "countdown"}, {"name": "xml_format", "args": {"tags": ["think", "answer"]}, "weight": 0.5}],
     )
     recipe = load_recipe(path)
     model = recipe.model["name"]
-    report = evaluate(recipe, model=model, n=4, limit=6, output_dir=str(tmp_path / "eval"), max_new_tokens=12)
+    report = evaluate(
+        recipe, model=model, split="train", n=4, limit=6, output_dir=str(tmp_path / "eval"), max_new_tokens=12
+    )
     rows = [json.loads(line) for line in (tmp_path / "eval" / "eval_completions.jsonl").read_text().splitlines()]
     assert len(rows) == 24 and json.loads((tmp_path / "eval" / "eval.json").read_text())["prompts"] == 6
     assert report["rewards"]["xml_format"] == pytest.approx(sum(r["rewards"]["xml_format"] for r in rows) / 24)

@@ -31,3 +31,6 @@ __all__ = [
     "resolve_system_prompt",
     "validate_data_config",
 ]
+
+# The built-in builders register themselves when imported; the package imports them (the registry never imports them).
+from grpo_trl.data import code, countdown, files, gsm8k, hub, math  # noqa: E402, F401, I001

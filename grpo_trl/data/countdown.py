@@ -64,7 +64,12 @@ def generate_problems(
     return rows
 
 
-@register_builder("countdown", system_prompt="countdown", known_sizes={"train": 490364}, columns=("nums", "target"))
+def _columns(options: dict, base_dir: Path | None) -> set[str]:
+    """``nums``, ``target``, and ``reference_equation`` when generated."""
+    return {"nums", "target"} | ({"reference_equation"} if options.get("source") == "generate" else set())
+
+
+@register_builder("countdown", system_prompt="countdown", known_sizes={"train": 490364}, columns=_columns)
 def countdown(
     split: str = "train",
     *,

@@ -18,7 +18,12 @@ from string import Formatter
 from grpo_trl.data.registry import DataError, load_file, register_builder, require_columns
 
 
-@register_builder("files", system_prompt=None)
+def _columns(options: dict, base_dir: Path | None) -> set[str]:
+    """The file's columns that reach the rewards (reads the file and checks the template)."""
+    return set(files(split="train", **options, base_dir=base_dir).column_names) - {"user"}
+
+
+@register_builder("files", system_prompt=None, columns=_columns)
 def files(
     split: str = "train",
     *,
@@ -33,7 +38,17 @@ def files(
     keep = [c for c in ds.column_names if c != question_column] if columns is None else list(columns)
     require_columns(ds, [question_column, *keep], f"data file {path!r}")
     if user_template is not None:
-        fields = [f for _, f, _, _ in Formatter().parse(user_template) if f]
+        try:
+            fields = [f for _, f, _, _ in Formatter().parse(user_template) if f is not None]
+        except ValueError as exc:
+            raise DataError(f"data.user_template is not a valid template ({exc}); write {{column}} fields") from None
+        positional = [f for f in fields if not f or f.isdigit()]
+        if positional:
+            raise DataError(
+                f"data.user_template has a positional field {{{positional[0]}}}; name the column instead, e.g. "
+                f"{{{question_column}}} (columns: {', '.join(ds.column_names)})"
+            )
+        fields = [f.split(".")[0].split("[")[0] for f in fields]
         missing = [f for f in fields if f not in ds.column_names]
         if missing:
             raise DataError(

@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-import difflib
+from grpo_trl.errors import DataError, suggest
 
 SYSTEM_PROMPTS: dict[str, str | None] = {
     # DeepSeek-R1 / open-r1: reasoning in <think>, answer in <answer> (the single-GPU GSM8K write-up).
@@ -30,7 +30,7 @@ SYSTEM_PROMPTS: dict[str, str | None] = {
 }
 
 
-class PromptError(ValueError):
+class PromptError(DataError):
     """An unknown system prompt name."""
 
 
@@ -45,8 +45,7 @@ def resolve_system_prompt(value: str | None) -> str | None:
         return SYSTEM_PROMPTS[value]
     if any(ch.isspace() for ch in value.strip()):
         return value
-    close = difflib.get_close_matches(value, list(SYSTEM_PROMPTS), n=1, cutoff=0.5)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    hint = suggest(value, SYSTEM_PROMPTS, cutoff=0.5)
     raise PromptError(
         f"unknown system prompt {value!r}{hint}; use one of {', '.join(SYSTEM_PROMPTS)} or write the literal text"
     )

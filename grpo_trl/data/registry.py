@@ -14,15 +14,19 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import inspect
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grpo_trl.data.filters import filter_by_tokens
+from grpo_trl.data.pass_rate import keep_band, pass_rate_problems
 from grpo_trl.data.prompts import PromptError, resolve_system_prompt
+from grpo_trl.data.sampler import sampler_problems
+from grpo_trl.errors import DataError, suggest
 
 logger = logging.getLogger(__name__)
 
@@ -38,12 +42,10 @@ COMMON_OPTIONS = {
     "max_prompt_tokens": None,
     "max_solution_tokens": None,
     "solution_column": "solution",
+    "pass_rate": None,  # difficulty band from `grpo-trl filter` (data/pass_rate.py)
+    "sampler": None,  # zero-variance-aware sampling (data/sampler.py)
 }
-MIXTURE_OPTIONS = {"mixture", "size", "seed", "shuffle", "eval_size", "system_prompt"}
-
-
-class DataError(ValueError):
-    """A dataset could not be built. The message names the column, file or dataset and the fix."""
+MIXTURE_OPTIONS = {"mixture", "size", "seed", "shuffle", "eval_size", "system_prompt", "sampler"}
 
 
 @dataclass
@@ -53,7 +55,9 @@ class Builder:
     default_system_prompt: str | None
     known_sizes: dict[str, int]
     description: str
-    columns: tuple[str, ...] = ()  # reward columns the builder always produces (beside ``prompt``)
+    # reward columns the builder produces (beside ``prompt``): a tuple, or ``f(options, base_dir) -> columns`` when
+    # they depend on its options (a user's file, a generator that adds a reference column)
+    columns: tuple[str, ...] | Callable[[dict, Path | None], Any] = ()
 
 
 @dataclass
@@ -79,7 +83,7 @@ def register_builder(
     *,
     system_prompt: str | None = None,
     known_sizes: dict[str, int] | None = None,
-    columns: tuple[str, ...] = (),
+    columns: tuple[str, ...] | Callable[[dict, Path | None], Any] = (),
 ) -> Callable[[Callable], Callable]:
     """Register a builder ``func(split, **options) -> Dataset`` with a ``user`` column. Duplicates are an error."""
 
@@ -87,27 +91,22 @@ def register_builder(
         if name in _BUILDERS:
             raise DataError(f"dataset builder {name!r} is already registered")
         doc = (inspect.getdoc(func) or "").split("\n")[0]
-        _BUILDERS[name] = Builder(name, func, system_prompt, dict(known_sizes or {}), doc, tuple(columns))
+        cols = columns if callable(columns) else tuple(columns)
+        _BUILDERS[name] = Builder(name, func, system_prompt, dict(known_sizes or {}), doc, cols)
         return func
 
     return decorator
 
 
-def _load_builtins() -> None:
-    from grpo_trl.data import countdown, files, gsm8k, math  # noqa: F401
-
-
 def list_builders() -> list[Builder]:
-    _load_builtins()
     return [_BUILDERS[k] for k in sorted(_BUILDERS)]
 
 
 def get_builder(name: str) -> Builder:
-    _load_builtins()
     if name not in _BUILDERS:
-        close = difflib.get_close_matches(str(name), list(_BUILDERS), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise DataError(f"unknown dataset builder {name!r}{hint}; available: {', '.join(sorted(_BUILDERS))}")
+        raise DataError(
+            f"unknown dataset builder {name!r}{suggest(name, _BUILDERS)}; available: {', '.join(sorted(_BUILDERS))}"
+        )
     return _BUILDERS[name]
 
 
@@ -118,12 +117,18 @@ def builder_params(builder: Builder) -> dict[str, Any]:
     }
 
 
+def option_problems(cfg: dict) -> list[tuple[str, str]]:
+    """Problems of ``data.pass_rate`` and ``data.sampler`` as ``(key, message)``."""
+    return pass_rate_problems(cfg.get("pass_rate")) + sampler_problems(cfg.get("sampler"))
+
+
 def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
     """Problems in a ``data:`` section as ``(key path, message)`` pairs; empty when it is fine. Builds nothing."""
     problems: list[tuple[str, str]] = []
     if not isinstance(cfg, dict):
         return [("data", "must be a mapping with a 'builder' key (or 'mixture')")]
     if "mixture" in cfg:
+        problems += option_problems(cfg)
         for key in cfg:
             if key not in MIXTURE_OPTIONS:
                 problems.append(
@@ -143,7 +148,8 @@ def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
             problems += [(f"data.mixture.{i}.{k[5:]}", m) for k, m in validate_data_config(part)]
         return problems
     if "builder" not in cfg:
-        return [("data.builder", "missing; name a builder (gsm8k, countdown, math, files) or give data.mixture")]
+        names = ", ".join(sorted(_BUILDERS))
+        return [("data.builder", f"missing; name a builder ({names}) or give data.mixture")]
     try:
         builder = get_builder(cfg["builder"])
     except DataError as exc:
@@ -152,8 +158,7 @@ def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
     allowed = set(COMMON_OPTIONS) | set(params)
     for key in cfg:
         if key not in allowed:
-            close = difflib.get_close_matches(key, sorted(allowed), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = suggest(key, sorted(allowed))
             problems.append(
                 (
                     f"data.{key}",
@@ -167,6 +172,7 @@ def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
         resolve_system_prompt(cfg.get("system_prompt"))
     except PromptError as exc:
         problems.append(("data.system_prompt", str(exc)))
+    problems += option_problems(cfg)
     for key in ("limit", "eval_size", "max_prompt_tokens", "max_solution_tokens"):
         value = cfg.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
@@ -174,18 +180,30 @@ def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
     return problems
 
 
-def expected_size(cfg: dict) -> tuple[int | None, bool]:
-    """Rows the ``data:`` section should give, unbuilt: ``(rows or None, exact)``. Filters make it inexact."""
+def expected_size(cfg: dict, base_dir: str | Path | None = None) -> tuple[int | None, bool]:
+    """Rows the ``data:`` section should give, unbuilt: ``(rows or None, exact)``. Filters make it inexact.
+
+    A builder's ``known_sizes`` describe its default source: a local ``path`` is counted, another ``source`` or
+    ``config`` is unknown until built.
+    """
     if "mixture" in cfg:
         return cfg.get("size"), cfg.get("size") is not None
     builder = get_builder(cfg["builder"])
-    size = cfg.get("size") if cfg.get("source") == "generate" else builder.known_sizes.get(cfg.get("split", "train"))
+    defaults = builder_params(builder)
+    if cfg.get("source") == "generate":
+        size = cfg.get("size")
+    elif cfg.get("path") and (builder.known_sizes or builder.name == "hub"):
+        size = len(load_file(cfg["path"], Path(base_dir) if base_dir else None))
+    elif any(k in cfg and cfg[k] != defaults.get(k) for k in ("source", "config")):
+        size = None
+    else:
+        size = builder.known_sizes.get(cfg.get("split", "train"))
     limit = cfg.get("limit")
     if limit is not None:
         size = limit if size is None else min(size, limit)
     if size is not None and cfg.get("eval_size") and not cfg.get("eval_split"):
         size = max(0, size - cfg["eval_size"])
-    exact = not (cfg.get("max_prompt_tokens") or cfg.get("max_solution_tokens"))
+    exact = not (cfg.get("max_prompt_tokens") or cfg.get("max_solution_tokens") or cfg.get("pass_rate"))
     return size, exact and size is not None
 
 
@@ -201,12 +219,10 @@ def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str]:
         return out
     builder = get_builder(cfg["builder"])
     base = Path(base_dir) if base_dir else None
-    if builder.name == "files":
-        ds = builder.func(split="train", **{k: v for k, v in cfg.items() if k not in COMMON_OPTIONS}, base_dir=base)
-        return set(ds.column_names) - {"user"}
+    if callable(builder.columns):
+        options = {k: v for k, v in cfg.items() if k in builder_params(builder)}
+        return set(builder.columns(options, base))
     columns = set(builder.columns)
-    if builder.name == "countdown" and cfg.get("source") == "generate":
-        columns.add("reference_equation")
     if cfg.get("path"):  # a local copy in the Hub schema: check it has what the builder needs
         _build_one({**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None}, None, base)
     return columns
@@ -218,48 +234,33 @@ def to_conversation(user: str, system_prompt: str | None) -> list[dict[str, str]
     return turns + [{"role": "user", "content": user}]
 
 
-def _prompt_ids(tokenizer: Any, prompt: list[dict]) -> list[int]:
-    ids = tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True)
-    if hasattr(ids, "keys"):  # transformers 5 may return a BatchEncoding
-        ids = ids["input_ids"]
-    return list(ids)
-
-
 def _build_one(cfg: dict, tokenizer: Any, base_dir: Path | None, split_key: str = "split") -> tuple[Any, int, dict]:
     problems = validate_data_config(cfg)
     if problems:
         raise DataError("; ".join(f"{k}: {m}" for k, m in problems))
     builder = get_builder(cfg["builder"])
     options = {k: v for k, v in cfg.items() if k not in COMMON_OPTIONS}
-    if "base_dir" in inspect.signature(builder.func).parameters:
-        options["base_dir"] = base_dir
+    params = inspect.signature(builder.func).parameters
+    system = resolve_system_prompt(cfg.get("system_prompt", builder.default_system_prompt))
+    # common options a builder asks for by name (hub makes the prompt itself, so it takes the system prompt)
+    for key, value in (("base_dir", base_dir), ("system_prompt", system), ("solution_column", None)):
+        if key in params:
+            options[key] = value if key != "solution_column" else cfg.get(key, COMMON_OPTIONS[key])
     ds = builder.func(split=cfg.get(split_key) or "train", **options)
-    if "user" not in ds.column_names:  # pragma: no cover - a builder bug
-        raise DataError(f"builder {builder.name!r} returned no 'user' column")
+    if "user" not in ds.column_names and "prompt" not in ds.column_names:  # pragma: no cover - a builder bug
+        raise DataError(f"builder {builder.name!r} returned no 'user' (or 'prompt') column")
     loaded = len(ds)
     seed = cfg.get("seed", 42)
     if cfg.get("shuffle"):
         ds = ds.shuffle(seed=seed)
-    system = resolve_system_prompt(cfg.get("system_prompt", builder.default_system_prompt))
-    ds = ds.map(lambda row: {"prompt": to_conversation(row["user"], system)}, remove_columns=["user"])
-    dropped: dict[str, int] = {}
-    max_p, max_s = cfg.get("max_prompt_tokens"), cfg.get("max_solution_tokens")
-    if max_p or max_s:
-        if tokenizer is None:
-            raise DataError("data.max_prompt_tokens / max_solution_tokens need the recipe's tokenizer")
-        sol_col = cfg.get("solution_column", "solution")
-        if max_s and sol_col not in ds.column_names:
-            raise DataError(f"data.max_solution_tokens: no column {sol_col!r}; columns: {', '.join(ds.column_names)}")
-        if max_p:
-            before = len(ds)
-            ds = ds.filter(lambda row: len(_prompt_ids(tokenizer, row["prompt"])) <= max_p)
-            dropped["max_prompt_tokens"] = before - len(ds)
-        if max_s:
-            before = len(ds)
-            ds = ds.filter(lambda row: len(tokenizer.encode(str(row[sol_col]), add_special_tokens=False)) <= max_s)
-            dropped["max_solution_tokens"] = before - len(ds)
-    if cfg.get("limit") is not None:
-        ds = ds.select(range(min(cfg["limit"], len(ds))))
+    if "user" in ds.column_names:  # a builder that makes the prompt itself (hub) has none
+        ds = ds.map(lambda row: {"prompt": to_conversation(row["user"], system)}, remove_columns=["user"])
+    pass_rate = cfg.get("pass_rate")  # the band sits between the token filters and limit
+    ds, dropped = filter_by_tokens(ds, {**cfg, "limit": None} if pass_rate else cfg, tokenizer)
+    if pass_rate:
+        ds = keep_band(ds, pass_rate, base_dir, dropped)
+        if cfg.get("limit") is not None:
+            ds = ds.select(range(min(cfg["limit"], len(ds))))
     return ds, loaded, dropped
 
 
@@ -362,7 +363,38 @@ def load_file(path: str | Path, base_dir: Path | None = None) -> Any:
         raise DataError(
             f"data file {str(path)!r}: unsupported extension {p.suffix!r}; use .jsonl, .json, .parquet or .csv"
         )
-    return load_dataset(kind, data_files=str(p), split="train")
+    try:
+        ds = load_dataset(kind, data_files=str(p), split="train")
+    except Exception as exc:  # noqa: BLE001 - malformed JSON/CSV/Parquet: the user's file, not a bug
+        raise DataError(f"data file {str(path)!r} cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
+    return _keep_mixed_columns(ds, p) if kind == "json" else ds
+
+
+def _keep_mixed_columns(ds: Any, path: Path) -> Any:
+    """A JSON column mixing types (``"007"`` and ``7``) becomes text as written (``"007"``, ``"7"``).
+
+    ``datasets`` stores such a column as ``Json`` and decodes the string ``"007"`` into the number 7.
+    """
+    from datasets import Json
+
+    mixed = [name for name, feature in ds.features.items() if isinstance(feature, Json)]
+    if not mixed:
+        return ds
+    text = path.read_text(encoding="utf-8")
+    try:
+        rows = json.loads(text) if path.suffix.lower() == ".json" else [json.loads(x) for x in text.splitlines() if x]
+    except ValueError:
+        return ds
+    if isinstance(rows, dict):
+        rows = next((v for v in rows.values() if isinstance(v, list)), [])
+    if not isinstance(rows, list) or len(rows) != len(ds):
+        return ds
+    for name in mixed:
+        values = [row.get(name) if isinstance(row, dict) else None for row in rows]
+        as_text = [v if v is None or isinstance(v, str) else json.dumps(v) for v in values]
+        logger.warning("data file %s: column %r mixes types; read as text", path.name, name)
+        ds = ds.remove_columns(name).add_column(name, as_text)
+    return ds
 
 
 def require_columns(ds: Any, columns: list[str], what: str) -> None:

@@ -37,3 +37,6 @@ __all__ = [
     "register_reward",
     "unregister_reward",
 ]
+
+# The built-ins register themselves when imported; the package imports them (the registry never imports its members).
+from grpo_trl.rewards import code, countdown, environment, format, judge, math, reasoning, shaping  # noqa: E402, F401, I001

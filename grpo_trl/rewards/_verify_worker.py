@@ -1,8 +1,11 @@
-"""Math-verify in a child process: ``python -m grpo_trl.rewards._verify_worker``.
+"""Math-verify in a child process: ``python -I path/to/_verify_worker.py`` (isolated: nothing from the cwd).
 
-Protocol: one JSON array ``[gold, answer]`` per line on stdin; one JSON value per line on stdout (1.0, 0.0, or null
-when the gold cannot be parsed). Runs math-verify with its signal timeouts off: the parent enforces a deadline per
-item by killing this process, which works from any thread (``signal.alarm`` only works in the main thread).
+Protocol: one JSON array ``[gold, answer, latex]`` per line on stdin; one JSON value per line on stdout (1.0, 0.0, or
+null when the gold cannot be parsed). ``latex``: the answer is one LaTeX expression (a ``\\boxed{}``, or bare LaTeX put
+between ``$...$``), read like TRL's ``accuracy_reward`` reads a completion (LaTeX only, boxed first, first match);
+otherwise with math-verify's default extraction (LaTeX and plain expressions, so "The answer is 72." reads 72).
+Runs math-verify with its signal timeouts off: the parent enforces a deadline per item by killing this process, which
+works from any thread (``signal.alarm`` only works in the main thread).
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ import sys
 
 def main() -> None:
     logging.disable(logging.WARNING)  # math-verify warns that its own timeout is disabled: the parent has one
-    from math_verify import parse, verify
+    from math_verify import LatexExtractionConfig, parse, verify
+
+    latex_only = [LatexExtractionConfig(boxed_match_priority=0)]  # its default normalization includes units
 
     gold_cache: dict[str, list] = {}
     for line in sys.stdin.buffer:
         try:
-            gold, answer = json.loads(line)
+            gold, answer, latex = json.loads(line)
             if gold not in gold_cache:
                 if len(gold_cache) > 10_000:
                     gold_cache.clear()
@@ -28,7 +33,11 @@ def main() -> None:
             if not gold_parsed:
                 result = None
             else:
-                result = float(verify(gold_parsed, parse(answer, parsing_timeout=None), timeout_seconds=None))
+                if latex:
+                    parsed = parse(answer, latex_only, extraction_mode="first_match", parsing_timeout=None)
+                else:
+                    parsed = parse(answer, parsing_timeout=None)
+                result = float(verify(gold_parsed, parsed, timeout_seconds=None))
         except Exception:  # noqa: BLE001 - math-verify failing on hostile input is a wrong answer
             result = 0.0
         sys.stdout.buffer.write(json.dumps(result).encode() + b"\n")

@@ -87,7 +87,7 @@ def score_equation(equation: str | None, nums: Any, target: Any, tolerance: floa
     return 1.0 if abs(float(value) - goal) < tolerance else 0.0
 
 
-@register_reward("countdown")
+@register_reward("countdown", passes_at=1.0)
 def countdown(completions: list, nums: list, target: list, tolerance: float = 1e-5, **kwargs) -> list[float]:
     """1.0 when the last ``<answer>`` equation uses every number in ``nums`` once and evaluates to ``target``."""
     return [

@@ -11,12 +11,12 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from grpo_trl.rewards.registry import register_reward, text_of
 
-# Strict DeepSeek-R1 layout, anchored at both ends (re.match + \Z), as in open-r1's format_reward.
-_THINK_FORMAT = re.compile(r"<think>\n(?:(?!<think>).)*?\n</think>\n<answer>\n.*?\n</answer>\Z", re.DOTALL)
+_OPEN, _SEP, _CLOSE = "<think>\n", "\n</think>\n<answer>\n", "\n</answer>"
 _STEP_MARKERS = re.compile(r"(Step \d+:|^\d+\.|\n-|\n\*|First,|Second,|Next,|Finally,)", re.MULTILINE)
 
 
@@ -31,8 +31,17 @@ def think_format(completions: list, prefilled_think: bool = False, **kwargs) -> 
     for text in text_of(completions):
         if prefilled_think and not text.startswith("<think>"):
             text = "<think>\n" + text.lstrip("\n")
-        out.append(1.0 if _THINK_FORMAT.match(text) else 0.0)
+        out.append(1.0 if _think_layout(text) else 0.0)
     return out
+
+
+def _think_layout(text: str) -> bool:
+    """``<think>\\n T \\n</think>\\n<answer>\\n A \\n</answer>`` and no second ``<think>`` anywhere (TRL rejects one),
+    in linear time: string searches, no regex backtracking."""
+    if not (text.startswith(_OPEN) and text.endswith(_CLOSE)) or text.find("<think>", 1) >= 0:
+        return False
+    sep = text.find(_SEP, len(_OPEN))  # the think and answer bodies may be empty, not shared with the tags
+    return sep >= 0 and sep + len(_SEP) + len(_CLOSE) <= len(text)
 
 
 @register_reward("tag_count")
@@ -45,7 +54,11 @@ def tag_count(completions: list, **kwargs) -> list[float]:
 @register_reward("reasoning_steps")
 def reasoning_steps(completions: list, min_steps: int = 3, **kwargs) -> list[float]:
     """min(1, step markers found / ``min_steps``): ``Step 1:``, ``1.``, bullets, ``First,`` ... ``Finally,``."""
-    return [min(1.0, len(_STEP_MARKERS.findall(text)) / min_steps) for text in text_of(completions)]
+    # stops at min_steps markers: a long text of markers costs no more than a short one
+    return [
+        min(1.0, sum(1 for _ in itertools.islice(_STEP_MARKERS.finditer(text), max(1, min_steps))) / min_steps)
+        for text in text_of(completions)
+    ]
 
 
 @register_reward("xml_format")

@@ -30,10 +30,11 @@ def _ids(completions: list, completion_ids: list | None) -> list[list]:
 
 
 class _Correctness:
-    """Shared by the length-aware rewards: correct or not, as ``accuracy`` judges it (same extraction, math-verify)."""
+    """Shared by the length-aware rewards: correct or not, as ``accuracy`` judges it (same extraction, math-verify;
+    ``require_answer_tag`` and ``answer_tag`` as in ``accuracy``)."""
 
-    def __init__(self, timeout: float):
-        self.accuracy = Accuracy(timeout=timeout)
+    def __init__(self, timeout: float, require_answer_tag: bool = True, answer_tag: str = "answer"):
+        self.accuracy = Accuracy(timeout=timeout, require_answer_tag=require_answer_tag, answer_tag=answer_tag)
 
     @property
     def verifier(self) -> MathVerifier:
@@ -43,7 +44,7 @@ class _Correctness:
         return [None if s is None else s == 1.0 for s in self.accuracy(completions, solution)]
 
 
-@register_reward("cosine")
+@register_reward("cosine", uses_trainer={"max_len": "max_completion_length"})
 class Cosine(_Correctness):
     """Correctness scaled by length on a cosine schedule (Demystifying Long CoT, App. C.1): short+right is best.
 
@@ -58,8 +59,10 @@ class Cosine(_Correctness):
         min_value_correct: float = 0.5,
         max_value_correct: float = 1.0,
         timeout: float = 5.0,
+        require_answer_tag: bool = True,
+        answer_tag: str = "answer",
     ):
-        super().__init__(timeout)
+        super().__init__(timeout, require_answer_tag, answer_tag)
         self.max_len = max_len
         self.wrong = (max_value_wrong, min_value_wrong)
         self.correct = (min_value_correct, max_value_correct)
@@ -81,8 +84,8 @@ class Length(_Correctness):
     """Kimi 1.5 length reward: within the batch, ``lam = 0.5 - (len - min) / (max - min)``; right gets ``lam``,
     wrong gets ``min(0, lam)``; 0.0 for everyone when all lengths are equal."""
 
-    def __init__(self, timeout: float = 5.0):
-        super().__init__(timeout)
+    def __init__(self, timeout: float = 5.0, require_answer_tag: bool = True, answer_tag: str = "answer"):
+        super().__init__(timeout, require_answer_tag, answer_tag)
 
     def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list:
         lengths = _lengths(completions, completion_ids)
@@ -110,7 +113,7 @@ class RepetitionPenalty:
         return self.impl(completion_ids=_ids(completions, completion_ids))
 
 
-@register_reward("soft_overlong")
+@register_reward("soft_overlong", uses_trainer={"max_completion_len": "max_completion_length"})
 class SoftOverlong:
     """DAPO overlong punishment (Eq. 13; TRL's): 0 up to ``max_completion_len - soft_punish_cache``, then a linear
     ramp to -1. ``max_completion_len`` defaults to the recipe's ``trainer.max_completion_length``."""

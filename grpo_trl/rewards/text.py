@@ -16,8 +16,12 @@ from typing import Any
 
 # Numbers as people write them in answers: optional sign, thousands separators, decimals.
 _NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|-?\.\d+")
+_DIGIT = re.compile(r"\d")
+_NUMBER_CHARS_BACKWARD = re.compile(r"[-\d,.]*")  # matched on the reversed text: a run of number characters
 _BOXED = "\\boxed{"
 MAX_NUMBER_CHARS = 64  # longer digit runs are not treated as numbers (bounded float conversion)
+MAX_BOXED_CHARS = 10_000  # a \boxed{ not closed within this many characters holds no answer
+MAX_NUMBER_RUN = 4_096  # of a longer run of number characters ("1,2,3,..."), only the tail is read
 
 
 def completion_text(completion: Any) -> str:
@@ -49,20 +53,21 @@ def extract_tag(text: str, tag: str = "answer") -> str | None:
 
 
 def extract_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (nested braces balanced), or ``None``."""
+    """Content of the last ``\\boxed{...}`` (braces balanced, closed within ``MAX_BOXED_CHARS``), or ``None``."""
     start = text.rfind(_BOXED)
     if start < 0:
         return None
-    depth, i = 1, start + len(_BOXED)
-    for j in range(i, len(text)):
-        ch = text[j]
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i:j].strip()
-    return None
+    i = start + len(_BOXED)
+    stop = min(len(text), i + MAX_BOXED_CHARS)
+    depth, j = 1, i
+    while True:  # one step per closing brace, counting the opening ones between in C: linear
+        close = text.find("}", j, stop)
+        if close < 0:
+            return None
+        depth += text.count("{", j, close) - 1
+        if depth <= 0:
+            return text[i:close].strip() if depth == 0 else None
+        j = close + 1
 
 
 def extract_hash_answer(text: str) -> str | None:
@@ -74,11 +79,19 @@ def extract_hash_answer(text: str) -> str | None:
 
 
 def last_number(text: str) -> str | None:
-    """The last number-looking substring of ``text`` (as written), or ``None``."""
-    found = None
-    for m in _NUMBER.finditer(text):
-        found = m.group(0)
-    return found
+    """The last number-looking substring of ``text`` (as written), or ``None``.
+
+    Linear time without scanning the whole text: a number lies inside one run of ``-0-9,.`` characters, so only the
+    run around the last digit is read (its last ``MAX_NUMBER_RUN`` characters).
+    """
+    rev = text[::-1]
+    digit = _DIGIT.search(rev)
+    if digit is None:
+        return None
+    run = _NUMBER_CHARS_BACKWARD.match(rev, digit.start())
+    end, start = len(text) - digit.start(), len(text) - run.end()
+    found = _NUMBER.findall(text, max(start, end - MAX_NUMBER_RUN), end)
+    return found[-1] if found else None
 
 
 def extract_answer(text: str, tag: str = "answer") -> str | None:

@@ -31,3 +31,42 @@ def hangs_on_a_row(completions, **kwargs):
 
 def returns_nan(completions, **kwargs):
     return [math.nan if i % 2 else 1.0 for i in range(len(completions))]
+
+
+def vandal(prompts, completions, nums, **kwargs):
+    """Edits everything it is handed in place: a message dict, the completion list, a prompt turn, a column."""
+    completions[0][0]["content"] = "EDITED BY VANDAL"
+    completions.append([{"role": "assistant", "content": "EXTRA"}])
+    prompts[0][-1].pop("content", None)
+    nums[0].append(12345)
+    nums.pop()
+    return [0.5] * (len(completions) - 1)
+
+
+def overflows(completions, **kwargs):
+    """Finite in float64, inf in TRL's float32 tensor."""
+    return [1e308 if i % 2 else 1.0 for i in range(len(completions))]
+
+
+def calls_sys_exit(completions, **kwargs):
+    import sys
+
+    sys.exit("a plugin gave up")
+
+
+async def _judge(completions):
+    return [1.0] * len(completions)
+
+
+def returns_coroutine(completions, **kwargs):
+    """Forgot ``async def``: returns the judge's coroutine instead of its scores."""
+    return _judge(completions)
+
+
+def leaves_thread(completions, **kwargs):
+    """Starts a non-daemon worker that never ends (once)."""
+    import threading
+
+    if not any(t.name == "forgotten-worker" for t in threading.enumerate()):
+        threading.Thread(target=time.sleep, args=(3600,), name="forgotten-worker").start()
+    return [1.0] * len(completions)

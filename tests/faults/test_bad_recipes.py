@@ -141,3 +141,147 @@ def test_good_recipe_passes(tmp_path):
     path = tmp_path / "good.yaml"
     path.write_text(yaml.safe_dump(GOOD))
     assert cli_main(["check", str(path)]) == 0
+
+
+# ------------------------------------------------------------------------------------------ hostile and odd inputs
+# Each used to end in a Python traceback (issue 12) or in an unbounded YAML expansion (issue 11 part 4). Now: exit 1
+# and `error:` lines only, each naming the file (or the command line) and the key.
+BOMB = "".join(
+    f"{c}: &{c} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['lol'] * 9)}]\n"
+    for p, c in zip(["", *"abcdefgh"], "abcdefghi")
+)
+HOSTILE_FILES = [
+    ("alias bomb", BOMB.encode(), "", "expands to more than"),
+    ("not utf-8", b"model: {name: \xff\xfe}\n", "", "not UTF-8"),
+    ("extends a number", b"extends: 5\n", "extends", "must be the path of another recipe"),
+    ("deep nesting", ("a: " + "[" * 5000 + "]" * 5000 + "\n").encode(), "", "nested more than"),
+    ("duplicate section", b"model: {name: a}\nmodel: {name: b}\n", "model", "duplicate key in one mapping"),
+    ("duplicate key", b"model: {name: a, name: b}\n", "name", "duplicate key in one mapping"),
+    ("over 1 MB", b"# " + b"x" * 1_000_001 + b"\n", "", "too large for a recipe"),
+    ("a list, not a mapping", b"- model\n", "", "must be a YAML mapping"),
+    ("tabs and broken YAML", b"model:\n\t- name: [\n", "", "not valid YAML"),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "key", "words"), HOSTILE_FILES, ids=[c[0] for c in HOSTILE_FILES])
+def test_hostile_recipe_files_give_one_error_line(tmp_path, capsys, name, content, key, words):
+    path = tmp_path / "hostile.yaml"
+    path.write_bytes(content)
+    assert cli_main(["check", str(path)]) == 1
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 1, lines
+    prefix = f"error: {path}: {key}: " if key else f"error: {path}: "
+    assert lines[0].startswith(prefix) and words in lines[0], lines[0]
+    assert len(err) < 400  # the expansion (or the file) is never printed
+
+
+HOSTILE_SETS = [
+    # (--set arguments, key named, words)
+    (["trainer=1"], "trainer", "must be a mapping of trl.GRPOConfig fields"),
+    (["rewards.0=5"], "rewards.0", "expected mapping"),
+    (["rewards.0={name: 5}"], "rewards.0.name", "expected str"),
+    (["rewards.0={name: null}"], "rewards.0.name", "expected str"),
+    (['rewards.0={name: ":"}'], "rewards.0.name", "neither a registered name nor module.path:function"),
+    (["rewards.0={name: 'os:getcwd', args: {x: 1}}"], "rewards.0.args", "no argument 'x'"),
+    (["launch.num_processes=eight"], "launch.num_processes", "expected int"),
+    (["launch.num_processes=0"], "launch.num_processes", "must be >= 1"),
+    (["trainer.num_generations=0"], "trainer.num_generations", "GRPO compares at least 2"),
+    (["trainer.temperature=0"], "trainer.temperature", "must be a positive"),
+    (["trainer.learning_rate=.nan"], "trainer.learning_rate", "finite number"),
+    (["trainer.max_completion_length=0"], "trainer.max_completion_length", "must be >= 1"),
+    (["trainer.per_device_train_batch_size=0"], "trainer.per_device_train_batch_size", "must be >= 1"),
+    (["trainer.num_iterations=0"], "trainer.num_iterations", "must be >= 1"),
+    (["data.size='8'"], "data.size", "expected int, got str '8'"),
+    (["model.tiny={hiden_size: 8}"], "model.tiny.hiden_size", "did you mean 'hidden_size'"),
+    (["trainer.num_generations.x=1"], "trainer.num_generations.x", "not a section"),
+    (["rewards.9.weight=1"], "rewards.9.weight", "no list item 9"),
+    (["trainer.learning_rate"], "trainer.learning_rate", "expected KEY=VALUE"),
+    (["trainer.report_to=[unclosed"], "trainer.report_to", "not valid YAML"),
+]
+
+
+@pytest.mark.parametrize(("sets", "named", "words"), HOSTILE_SETS, ids=[" ".join(c[0]) for c in HOSTILE_SETS])
+def test_hostile_overrides_give_error_lines(tmp_path, capsys, sets, named, words):
+    path = tmp_path / "good.yaml"
+    path.write_text(yaml.safe_dump(GOOD))
+    argv = ["check", str(path)]
+    for s in sets:
+        argv += ["--set", s]
+    assert cli_main(argv) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines and all(line.startswith("error: ") for line in lines), lines
+    assert any(f": {named}: " in line and words in line for line in lines), lines
+
+
+def test_set_text_with_colon_stays_text(tmp_path):
+    """`--set data.user_template='Q: {question}'` is a template, not the YAML mapping {Q: {question: null}}."""
+    from grpo_trl.recipe import load_recipe
+
+    (tmp_path / "p.jsonl").write_text('{"question": "1+1?", "solution": "2"}\n')
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump({**GOOD, "data": {"builder": "files", "path": "p.jsonl"}}))
+    recipe = load_recipe(path, ["data.user_template=Q: {question}", "rewards=[think_format]"])
+    assert recipe.dataset["user_template"] == "Q: {question}"
+
+
+def test_cli_usage_errors_are_error_lines(tmp_path, capsys):
+    path = tmp_path / "good.yaml"
+    path.write_text(yaml.safe_dump(GOOD))
+    for argv in (["eval", str(path), "--n", "0"], ["check", str(path), "--world-size", "x"], ["nope"]):
+        assert cli_main(argv) == 1, argv
+        lines = capsys.readouterr().err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), lines
+
+
+def test_unexpected_exception_is_one_line_and_traceback_only_with_debug(tmp_path, capsys, monkeypatch):
+    import grpo_trl.recipe.validate as validate
+
+    path = tmp_path / "good.yaml"
+    path.write_text(yaml.safe_dump(GOOD))
+
+    def boom(*args, **kwargs):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(validate, "model_problems", boom)
+    assert cli_main(["check", str(path)]) == 70
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and "bug in grpo-trl" in err
+    assert cli_main(["--debug", "check", str(path)]) == 70
+    assert "Traceback" in capsys.readouterr().err
+
+
+READY = [
+    # what passes every type check but would crash (or train nothing) mid-run; check catches it before any model
+    (["trainer.report_to=wandbb"], "trainer.report_to", "not a reporting integration"),
+    (["trainer.use_liger_kernel=true"], "trainer.use_liger_kernel", "liger-kernel is not installed"),
+    (["trainer.eval_strategy=steps", "trainer.eval_steps=5"], "trainer.eval_strategy", "no eval split"),
+    (["data.size=1", "trainer.max_steps=-1"], "data", "0 optimizer steps"),
+    (["model.chat_template=bad.jinja", "model.name=builtin:tiny"], "model.chat_template", "does not render"),
+    (
+        ["data={builder: files, path: problems.jsonl, user_template: 'Q: {}'}", "rewards=[think_format]"],
+        "data",
+        "positional field",
+    ),
+]
+
+
+@pytest.mark.parametrize(("sets", "named", "words"), READY, ids=[c[1] + ":" + c[2] for c in READY])
+def test_check_catches_what_training_would_crash_on(tmp_path, capsys, sets, named, words):
+    (tmp_path / "bad.jinja").write_text("{% for m in messages %}{{ m.content | no_such_filter }}{% endfor %}")
+    (tmp_path / "problems.jsonl").write_text('{"question": "1+1?", "solution": "2"}\n')
+    path = tmp_path / "good.yaml"
+    path.write_text(yaml.safe_dump(GOOD))
+    argv = ["check", str(path)]
+    for s in sets:
+        argv += ["--set", s]
+    assert cli_main(argv) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and f": {named}: " in lines[0] and words in lines[0], lines
+
+
+def test_mixed_type_json_column_keeps_its_text(tmp_path):
+    from grpo_trl.data.registry import load_file
+
+    (tmp_path / "m.jsonl").write_text('{"q": "a", "solution": "007"}\n{"q": "b", "solution": 7}\n')
+    assert load_file(tmp_path / "m.jsonl")["solution"] == ["007", "7"]

@@ -22,6 +22,7 @@ RANGES = {
     "gsm8k": (0.0, 2.0, False),
     "xml_format": (0.0, 0.8, False),
     "accuracy": (0.0, 1.0, True),
+    "reasoning_accuracy": (0.0, 1.0, True),
     "cosine": (-1.0, 1.0, True),
     "length": (-0.5, 0.5, True),
     "repetition_penalty": (-1.0, 0.0, False),
@@ -30,6 +31,7 @@ RANGES = {
 ARGS = {
     "cosine": {"max_len": 256, "timeout": 1.0},
     "accuracy": {"timeout": 1.0},
+    "reasoning_accuracy": {"timeout": 1.0},
     "length": {"timeout": 1.0},
     "soft_overlong": {"max_completion_len": 256, "soft_punish_cache": 64},
 }
@@ -113,7 +115,9 @@ def test_hostile_volume(name, record_property):
             assert may_none, (name, text[:80])
             continue
         assert isinstance(v, float) and low - 1e-9 <= v <= high + 1e-9, (name, v, text[:80])
-    limit = ARGS[name]["timeout"] + 1.0 if "timeout" in ARGS.get(name, {}) else 0.25
+    # math-verify rewards: the item's timeout, plus what the next completion may wait for the replacement worker's
+    # start-up (importing sympy: about a second, several on a shared, busy machine)
+    limit = ARGS[name]["timeout"] + 4.0 if "timeout" in ARGS.get(name, {}) else 0.25
     assert worst < limit, f"{name}: slowest completion took {worst:.3f} s"
     record_property("max_seconds_per_completion", worst)
     print(f"\n{name}: {N} hostile completions, 0 exceptions, slowest completion {worst * 1e3:.2f} ms")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -49,7 +50,7 @@ def test_full_disk_is_reported_before_training(tiny_disk, make_recipe, capsys):
 
 def test_disk_that_fills_during_the_write_probe(tiny_disk, make_recipe, capsys, monkeypatch):
     (tiny_disk / "filler").write_bytes(b"\0" * (256 * 1024 - 512))  # leave less than the probe needs
-    monkeypatch.setattr("grpo_trl.train.MIN_FREE_MB", 0)
+    monkeypatch.setattr(sys.modules["grpo_trl.train"], "MIN_FREE_MB", 0)  # grpo_trl.train is also the API function
     path = make_recipe(trainer={"output_dir": str(tiny_disk / "run")})
     assert train_main([str(path)]) == 1
     assert "is not writable (No space left on device)" in capsys.readouterr().err

@@ -17,6 +17,7 @@ BUILTINS = {
     "countdown",
     "gsm8k",
     "length",
+    "reasoning_accuracy",
     "reasoning_steps",
     "repetition_penalty",
     "soft_overlong",

@@ -1,0 +1,47 @@
+"""Runs in the sandboxed child (``python -I -c``) before the user's code; see grpo_trl/sandbox.py.
+
+Binds the limits with soft = hard so the code cannot raise them back, asks the kernel to kill the run when the process
+that started it dies, then executes ``main.py`` as ``__main__`` in fresh globals.
+argv: cpu_seconds memory_bytes file_bytes max_processes max_open_files. Importing this module does nothing.
+"""
+
+
+def _limit(argv: list[str]) -> None:
+    import os
+    import resource
+
+    cpu, mem, fsize, nproc, nofile = (int(a) for a in argv[1:6])
+    mine = 0  # processes this uid already has (1 under a dedicated uid): the process limit counts the whole uid
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                mine += os.stat("/proc/" + p).st_uid == os.getuid()
+            except OSError:
+                pass
+    for res, value in (
+        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+        (resource.RLIMIT_AS, (mem, mem)),
+        (resource.RLIMIT_FSIZE, (fsize, fsize)),
+        (resource.RLIMIT_NPROC, (mine - 1 + nproc,) * 2),
+        (resource.RLIMIT_CORE, (0, 0)),
+        (resource.RLIMIT_NOFILE, (nofile, nofile)),
+    ):
+        resource.setrlimit(res, value)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG = 1, SIGKILL = 9
+    except Exception:  # noqa: BLE001 - not Linux: the parent's deadline still applies
+        pass
+
+
+if __name__ == "__main__":
+    import sys
+
+    _limit(sys.argv)
+    sys.argv = ["main.py"]
+    sys.path.insert(0, ".")
+    with open("main.py", encoding="utf-8") as _f:
+        _code = compile(_f.read(), "main.py", "exec")
+    del sys, _f, _limit
+    exec(_code, {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__})

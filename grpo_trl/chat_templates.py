@@ -1,0 +1,89 @@
+"""Chat templates for tool calling: ``model.chat_template: trl:<name>`` picks a template TRL ships, and
+``template_problems`` asks TRL's own helpers whether a tokenizer's template can carry tool calls in GRPO.
+
+GRPO with tools needs a template that renders ``assistant tool_calls -> tool`` turns (``supports_tool_calling``),
+whose tool calls TRL can parse back (``add_response_schema`` knows it), and that is prefix-preserving or that TRL
+can swap for a training version (``is_chat_template_prefix_preserving`` / ``get_training_chat_template``).
+
+Example:
+    >>> "<tool_call>" in resolve_template("trl:qwen2_5")
+    True
+    >>> resolve_template("trl:qwen25")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'trl:qwen25' is not a template TRL ships (did you mean 'qwen2_5'?); TRL ships: ...
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grpo_trl.errors import suggest
+
+PREFIX = "trl:"
+TOOL_TEMPLATES = ("qwen2_5", "qwen3", "llama3_1", "qwen3_5_nothink", "gemma4", "gptoss", "glm4moe")
+
+
+def trl_templates() -> dict[str, Path]:
+    """The chat templates TRL ships (``trl/chat_templates/*.jinja``), by name."""
+    import trl
+
+    folder = Path(trl.__file__).parent / "chat_templates"
+    return {p.stem: p for p in sorted(folder.glob("*.jinja"))}
+
+
+def resolve_template(value: str, base_dir: Path | None = None) -> str:
+    """Template text for ``model.chat_template``: ``trl:<name>``, a file path (relative to the recipe) or the text."""
+    value = str(value)
+    if value.startswith(PREFIX):
+        name = value[len(PREFIX) :]
+        shipped = trl_templates()
+        if name not in shipped:
+            raise ValueError(
+                f"{value!r} is not a template TRL ships{suggest(name, list(shipped))}; TRL ships: "
+                f"{', '.join(n for n in shipped if not n.endswith('_training'))}"
+            )
+        return shipped[name].read_text()
+    path = (base_dir or Path.cwd()) / value
+    if "{" not in value and path.is_file():
+        return path.read_text()
+    return value
+
+
+def template_problems(tokenizer) -> list[str]:
+    """Why this tokenizer's chat template would break GRPO tool calling (empty: it works), each with the fix."""
+    from trl.chat_template_utils import (
+        add_response_schema,
+        get_training_chat_template,
+        is_chat_template_prefix_preserving,
+        supports_tool_calling,
+    )
+
+    fix = (
+        "set model.chat_template to a template TRL ships, e.g. `model.chat_template: trl:qwen2_5` "
+        f"({', '.join(TOOL_TEMPLATES)} all work)"
+    )
+    if not supports_tool_calling(tokenizer):
+        return [f"the model's chat template cannot render tool calls and tool results; {fix}"]
+    has_parser = getattr(tokenizer, "response_template", None) or getattr(tokenizer, "response_schema", None)
+    if not has_parser:
+        saved = (getattr(tokenizer, "response_template", None), getattr(tokenizer, "response_schema", None))
+        try:
+            add_response_schema(tokenizer)
+        except ValueError:
+            return [f"TRL cannot parse tool calls written in this chat template (it is not one TRL knows); {fix}"]
+        finally:
+            for attr, old in zip(("response_template", "response_schema"), saved):
+                if hasattr(tokenizer, attr):
+                    setattr(tokenizer, attr, old)
+    if not is_chat_template_prefix_preserving(tokenizer):
+        try:
+            patched = get_training_chat_template(tokenizer)
+        except (ValueError, NotImplementedError):
+            patched = None
+        if patched is None:
+            return [
+                "the chat template re-renders earlier turns when a tool result is added (not prefix-preserving) and "
+                f"TRL has no training version of it; {fix}"
+            ]
+    return []

@@ -1,0 +1,118 @@
+"""One readable console line per logging step instead of TRL's whole metrics dict.
+
+``install_console(trainer)`` (done by ``grpo_trl.train.run`` unless ``--verbose``) removes the dict printing of
+transformers' ``PrinterCallback``/``ProgressCallback`` (the progress bar stays) and adds ``ConsoleLine``, which
+prints, on the main process::
+
+    step 12/300 | reward 0.412 ±0.310 (countdown 0.200, think_format 0.900) | kl 0.0021 | entropy 1.23 | len 87 |
+    clipped 0.12 | 1.41 s/step | ETA 6m46s
+
+(one line). The full dict still goes to ``trainer_state.json`` and every ``report_to`` logger.
+
+Example:
+    >>> format_line({"reward": 0.5, "reward_std": 0.25, "rewards/acc/mean": 0.5, "kl": 0.001}, 3, 10, 2.0)
+    'step 3/10 | reward 0.500 ±0.250 (acc 0.500) | kl 0.0010 | 2.00 s/step | ETA 14s'
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any
+
+from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+
+def _duration(seconds: float) -> str:
+    """
+    >>> _duration(5), _duration(406), _duration(7322)
+    ('5s', '6m46s', '2h02m')
+    """
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def _num(value: Any, fmt: str) -> str | None:
+    return format(value, fmt) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def format_line(logs: dict, step: int, total: int | None, sec_per_step: float | None) -> str:
+    """The compact line for one log entry."""
+    parts = [f"step {step}/{total}" if total else f"step {step}"]
+    reward = _num(logs.get("reward"), ".3f")
+    if reward is not None:
+        std = _num(logs.get("reward_std"), ".3f")
+        per = [
+            f"{k[len('rewards/') : -len('/mean')]} {_num(v, '.3f')}"
+            for k, v in logs.items()
+            if k.startswith("rewards/") and k.endswith("/mean") and _num(v, ".3f") is not None
+        ]
+        parts.append(f"reward {reward}" + (f" ±{std}" if std else "") + (f" ({', '.join(per)})" if per else ""))
+    for key, label, fmt in (
+        ("kl", "kl", ".4f"),
+        ("entropy", "entropy", ".2f"),
+        ("completions/mean_length", "len", ".0f"),
+        ("completions/clipped_ratio", "clipped", ".2f"),
+    ):
+        value = _num(logs.get(key), fmt)
+        if value is not None:
+            parts.append(f"{label} {value}")
+    if sec_per_step:
+        parts.append(f"{sec_per_step:.2f} s/step")
+        if total and total > step:
+            parts.append(f"ETA {_duration((total - step) * sec_per_step)}")
+    return " | ".join(parts)
+
+
+class ConsoleLine(TrainerCallback):
+    """Print ``format_line`` for each training log entry (main process only); eval entries get a short line too."""
+
+    def __init__(self, stream: Any = None):
+        self.stream = stream
+        self._start: tuple[float, int] | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._start = (time.perf_counter(), state.global_step)  # a resumed run counts from where it resumed
+
+    def _write(self, line: str) -> None:
+        from tqdm.auto import tqdm
+
+        tqdm.write(line, file=self.stream or sys.stdout)  # above the progress bar, not through it
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs:
+            return
+        if "loss" in logs:
+            rate = None
+            if self._start is not None and state.global_step > self._start[1]:
+                rate = (time.perf_counter() - self._start[0]) / (state.global_step - self._start[1])
+            self._write(format_line(logs, state.global_step, state.max_steps or None, rate))
+        elif any(k.startswith("eval_") for k in logs):
+            shown = [f"{k} {_num(v, '.3f')}" for k, v in logs.items() if k.startswith("eval_") and "reward" in k]
+            self._write(f"eval at step {state.global_step} | " + (" | ".join(shown[:6]) or "done"))
+
+
+class _BarOnly(ProgressCallback):
+    """transformers' progress bar without the dict it writes under it at every log."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        return
+
+
+def install_console(trainer: Any) -> ConsoleLine:
+    """Swap the dict printing of ``trainer`` for ``ConsoleLine``; returns the callback added."""
+    for cb in list(trainer.callback_handler.callbacks):
+        if type(cb) is PrinterCallback:
+            trainer.remove_callback(cb)
+        elif type(cb) is ProgressCallback:
+            trainer.remove_callback(cb)
+            trainer.add_callback(_BarOnly())
+    line = ConsoleLine()
+    trainer.add_callback(line)
+    return line

@@ -1,0 +1,80 @@
+"""Programming problems with tests, for the ``code_tests`` reward: MBPP's shape or open-r1's verifiable coding shape.
+
+The shape is read from the columns: ``test_list`` (MBPP: assert statements, with ``text`` or ``prompt`` as the
+problem, optional ``test_setup_code`` / ``test_imports``) or ``verification_info`` (open-r1: stdin/stdout
+``test_cases``, with ``problem`` as the problem). Each row becomes ``user`` and a ``tests`` column (JSON) that
+``code_tests`` runs. MBPP prompts show the asserts, so the model knows the function's name and signature.
+
+Example recipe section::
+
+    data:
+      builder: code
+      path: mbpp_train.jsonl   # or source: google-research-datasets/mbpp, config: full
+    rewards: [code_tests, code_format]
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from grpo_trl.data.registry import DataError, load_hub_or_file, register_builder
+
+SYSTEM = (
+    "You are a careful Python programmer. Think step by step, then give your complete solution as one Python code "
+    "block (```python ... ```)."
+)
+PROBLEM_COLUMNS = ("text", "prompt", "problem", "question")
+
+
+def _tests_of(row: dict[str, Any]) -> dict:
+    if row.get("test_list") is not None:
+        setup = "\n".join(filter(None, [*(row.get("test_imports") or []), row.get("test_setup_code") or ""]))
+        return {"asserts": [str(t) for t in row["test_list"]], "setup": setup, "io": []}
+    info = row["verification_info"]
+    info = json.loads(info) if isinstance(info, str) else info
+    if not isinstance(info, dict):
+        raise DataError(f"verification_info must be a mapping or its JSON, got {type(info).__name__}")
+    language = str(info.get("language", "python")).lower()
+    if language not in ("python", "python3", "py"):
+        return {"asserts": [], "setup": "", "io": []}  # not runnable here: dropped below
+    cases = [c for c in info.get("test_cases") or [] if c.get("type", "stdin_stdout") == "stdin_stdout"]
+    return {"asserts": [], "setup": "", "io": [{"input": str(c["input"]), "output": str(c["output"])} for c in cases]}
+
+
+@register_builder("code", system_prompt=SYSTEM, columns=("tests",))
+def code(
+    split: str = "train",
+    *,
+    source: str = "google-research-datasets/mbpp",
+    config: str | None = "full",
+    path: str | None = None,
+    base_dir: Path | None = None,
+    problem_column: str | None = None,
+    show_tests: bool = True,
+):
+    """Coding problems: ``user`` (the problem, with MBPP's asserts when ``show_tests``) and ``tests`` (JSON)."""
+    ds = load_hub_or_file(source, config, split, path, base_dir)
+    where = f"code data ({path or source})"
+    if "test_list" not in ds.column_names and "verification_info" not in ds.column_names:
+        raise DataError(
+            f"{where}: needs a test_list column (MBPP: assert statements) or a verification_info column (open-r1: "
+            f"stdin/stdout test_cases); the data has: {', '.join(ds.column_names)}"
+        )
+    column = problem_column or next((c for c in PROBLEM_COLUMNS if c in ds.column_names), None)
+    if column is None or column not in ds.column_names:
+        raise DataError(
+            f"{where}: no problem column (looked for {problem_column or ', '.join(PROBLEM_COLUMNS)}); set "
+            f"data.problem_column to one of: {', '.join(ds.column_names)}"
+        )
+
+    def to_row(row: dict) -> dict:
+        tests = _tests_of(row)
+        user = str(row[column])
+        if show_tests and tests["asserts"]:
+            user += "\nYour code should pass these tests:\n" + "\n".join(tests["asserts"])
+        return {"user": user, "tests": json.dumps(tests)}
+
+    out = ds.map(to_row, remove_columns=ds.column_names)
+    return out.filter(lambda row: bool(json.loads(row["tests"])["asserts"] or json.loads(row["tests"])["io"]))

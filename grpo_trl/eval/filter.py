@@ -1,0 +1,142 @@
+"""``grpo-trl filter RECIPE --model M --n 8``: measure every training prompt's pass rate with an eval backend and
+store it beside the data, for the ``data.pass_rate`` band (:mod:`grpo_trl.data.pass_rate`).
+
+The file (default: ``<data file>.pass_rates.json`` beside a local data file, else ``<recipe>.pass_rates.json``
+beside the recipe) maps :func:`~grpo_trl.data.pass_rate.prompt_hash` to ``{"p", "passed", "n"}``. A second run
+merges into it: prompts scored again are replaced, the others kept. Sampling uses the recipe's training temperature,
+since the question is whether a training group would have any variance.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from grpo_trl.data.pass_rate import prompt_hash
+from grpo_trl.eval.backends import Sampling, preflight
+from grpo_trl.eval.run import check_arguments, generate_and_score, model_and_tokenizer
+from grpo_trl.recipe import Recipe
+
+
+def default_path(recipe: Recipe) -> Path:
+    """Beside the data when it is one local file, else beside the recipe."""
+    cfg = recipe.dataset
+    if "mixture" not in cfg and isinstance(cfg.get("path"), str):
+        data = Path(cfg["path"]) if Path(cfg["path"]).is_absolute() else recipe.base_dir / cfg["path"]
+        return data.with_name(data.name + ".pass_rates.json")
+    return recipe.base_dir / f"{Path(recipe.file).stem}.pass_rates.json"
+
+
+def _without_band(cfg: dict, limit: int | None, split: str | None) -> dict:
+    cfg = {k: v for k, v in cfg.items() if k != "pass_rate" and (k != "limit" or limit)}
+    if "mixture" in cfg:
+        cfg["mixture"] = [_without_band(part, None, None) for part in cfg["mixture"]]
+    if limit:
+        cfg["limit"] = limit
+    if split:
+        cfg["split"] = split
+        cfg.pop("eval_size", None)
+    return cfg
+
+
+def filter_prompts(
+    recipe: Recipe,
+    model: str | None = None,
+    n: int = 8,
+    backend: str = "transformers",
+    split: str | None = None,
+    limit: int | None = None,
+    output: str | None = None,
+    max_new_tokens: int | None = None,
+    batch_size: int = 16,
+    seed: int = 0,
+    temperature: float | None = None,
+    endpoint: dict | None = None,
+    vllm_options: dict | None = None,
+) -> dict:
+    """Score the recipe's training prompts (all of them: ``data.limit`` is ignored unless ``limit`` is given) and
+    write their pass rates; returns a summary with the file, the counts per band and the recipe snippet."""
+    from grpo_trl.data import build_dataset
+
+    endpoint = {**(endpoint or {}), **({"model": model} if backend == "endpoint" else {})}
+    check_arguments(
+        "grpo-trl filter",
+        backend=backend,
+        n=n,
+        limit=limit,
+        batch_size=batch_size,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        endpoint=endpoint,
+    )
+    preflight(backend, endpoint)
+    config = recipe.to_grpo_config()
+    model_path, tokenizer = model_and_tokenizer(recipe, model, backend)
+    data = build_dataset(_without_band(recipe.dataset, limit, split), tokenizer=tokenizer, base_dir=recipe.base_dir)
+    ds = data.train
+    sampling = Sampling(
+        n=n,
+        max_new_tokens=max_new_tokens or config.max_completion_length,
+        temperature=config.temperature if temperature is None else float(temperature),
+        top_p=config.top_p,
+        seed=seed,
+        batch_size=batch_size,
+    )
+    options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
+    gens, scored = generate_and_score(recipe, ds, model_path, tokenizer, backend, sampling, **options)
+    rates: dict[str, dict[str, Any]] = {}
+    for prompt, flags in zip(ds["prompt"], scored.passed):
+        entry = rates.setdefault(prompt_hash(prompt), {"passed": 0, "n": 0})
+        entry["passed"] += sum(flags)
+        entry["n"] += len(flags)
+    for entry in rates.values():
+        entry["p"] = entry["passed"] / entry["n"]
+    path = Path(output) if output else default_path(recipe)
+    previous = {}
+    if path.exists():
+        try:
+            previous = json.loads(path.read_text()).get("rates", {})
+        except (OSError, ValueError, AttributeError):
+            previous = {}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "model": model_path,
+        "backend": backend,
+        "n": n,
+        "temperature": sampling.temperature,
+        "pass_reward": scored.summary["pass_reward"],
+        "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    path.write_text(json.dumps({**meta, "rates": {**previous, **rates}}, indent=1, sort_keys=True))
+    values = [e["p"] for e in rates.values()]
+    try:
+        shown = path.resolve().relative_to(recipe.base_dir.resolve())
+    except ValueError:
+        shown = path.resolve()
+    return {
+        "file": str(path),
+        "prompts": len(rates),
+        "all_fail (p = 0)": sum(v == 0 for v in values),
+        "mixed (0 < p < 1)": sum(0 < v < 1 for v in values),
+        "all_pass (p = 1)": sum(v == 1 for v in values),
+        "generation_errors": len(gens.errors),
+        "snippet": f"pass_rate: {{file: {shown}, above: 0.0, below: 1.0}}",
+    }
+
+
+def add_filter_arguments(p: Any) -> Any:
+    from grpo_trl.eval.run import add_eval_arguments
+
+    add_eval_arguments(p, split_help="dataset split to score (default: the recipe's training data)")
+    p.add_argument("--output", default=None, help="the pass-rate file (default: beside the data, else the recipe)")
+    return p
+
+
+def filter_kwargs(args: Any) -> dict:
+    from grpo_trl.eval.run import eval_kwargs
+
+    kwargs = eval_kwargs(args)
+    kwargs.pop("output_dir")
+    return {**kwargs, "output": args.output}

@@ -1,0 +1,241 @@
+"""``grpo-trl eval``: sample ``n`` completions per prompt with a backend, score them, write ``eval.json``.
+
+Outputs in ``output_dir`` (default: the model folder, else the recipe's output_dir):
+
+- ``eval.json``: per-reward means, total weighted reward, pass@k for every k <= n with a 95% interval over prompts
+  (``pass@k``), the ``pass@1`` / ``pass@n`` shortcuts, mean completion length (tokens), format-failure rate
+  (completions without an ``<answer>`` block), failed requests, counts, backend and model;
+- ``eval_completions.jsonl``: one row per completion with its rewards and whether it passed.
+
+Prompts come from the recipe's eval split (``data.eval_size`` / ``data.eval_split``). A recipe without one is an
+error unless a split is named (``--split train`` evaluates on training prompts, knowingly).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from grpo_trl.eval.backends import BACKENDS, Generations, Sampling, generate, preflight
+from grpo_trl.eval.score import Scored, score
+from grpo_trl.recipe import Problem, Recipe, RecipeError
+
+WHERE = "grpo-trl eval"
+
+
+def _int_at_least(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def check_arguments(
+    where: str = WHERE,
+    *,
+    backend: str = "transformers",
+    n: Any = 8,
+    limit: Any = None,
+    batch_size: Any = 16,
+    max_new_tokens: Any = None,
+    temperature: Any = None,
+    endpoint: dict | None = None,
+) -> None:
+    """One ``error:`` line per bad value, all at once (``RecipeError``)."""
+    problems = []
+    if backend not in BACKENDS:
+        problems.append(Problem(where, "--backend", f"unknown backend {backend!r}; choose {', '.join(BACKENDS)}"))
+    for flag, value, low, optional in (
+        ("--n", n, 1, False),
+        ("--limit", limit, 1, True),
+        ("--batch-size", batch_size, 1, False),
+        ("--max-new-tokens", max_new_tokens, 1, True),
+    ):
+        if not (optional and value is None) and not _int_at_least(value, low):
+            problems.append(Problem(where, flag, f"must be an integer >= {low}, got {value!r}"))
+    if temperature is not None and (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not math.isfinite(temperature)
+        or temperature < 0
+    ):
+        problems.append(Problem(where, "--temperature", f"must be a number >= 0 (0 is greedy), got {temperature!r}"))
+    if backend == "endpoint":
+        for key, flag in (("base_url", "--base-url"), ("model", "--model")):
+            if not (endpoint or {}).get(key):
+                problems.append(Problem(where, flag, f"--backend endpoint needs {flag} (the server's {key})"))
+        if (endpoint or {}).get("api", "completions") not in ("completions", "chat"):
+            problems.append(Problem(where, "--api", f"must be completions or chat, got {endpoint['api']!r}"))
+    if problems:
+        raise RecipeError(problems)
+
+
+def require_split(recipe: Recipe, split: str | None, what: str = "evaluate") -> None:
+    """No split named and no eval split in the recipe: an error, never a silent fall-back to training prompts."""
+    if split or recipe.dataset.get("eval_size") or recipe.dataset.get("eval_split"):
+        return
+    raise RecipeError(
+        [
+            Problem(
+                recipe.file,
+                "data",
+                f"the recipe has no eval split to {what} on (set data.eval_size: N or data.eval_split); "
+                "to use the training prompts, say so with --split train",
+            )
+        ]
+    )
+
+
+def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | None) -> Any:
+    """The rows to evaluate: the recipe's eval split, or the whole ``split`` when one is named explicitly."""
+    from grpo_trl.data import build_dataset
+
+    data_cfg = dict(recipe.dataset)
+    if split:  # an explicit split is taken whole (no held-out carving)
+        data_cfg.pop("eval_size", None)
+        data_cfg["split"] = split
+    data = build_dataset(data_cfg, tokenizer=tokenizer, base_dir=recipe.base_dir)
+    ds = data.train if split or data.eval is None else data.eval
+    return ds.select(range(min(limit, len(ds)))) if limit else ds
+
+
+def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tuple[str, Any]:
+    """The local model path (the served name for an endpoint) and the recipe's tokenizer for rendering prompts."""
+    from grpo_trl.train import load_tokenizer, resolve_model
+
+    output_dir = recipe.to_grpo_config().output_dir
+    trained = (Path(output_dir) / "config.json").exists()
+    if backend == "endpoint":
+        source = output_dir if trained else resolve_model(recipe)  # builtin:*: a cache, not the output_dir
+        return str(model), load_tokenizer(recipe, source)
+    path = model or output_dir
+    if model is None and not trained:
+        path = resolve_model(recipe)  # nothing trained yet: the recipe's own model (builtin:*: from the cache)
+    return path, load_tokenizer(recipe, path)
+
+
+def generate_and_score(
+    recipe: Recipe, ds: Any, model_path: str, tokenizer: Any, backend: str, sampling: Sampling, **options: Any
+) -> tuple[Generations, Scored]:
+    """Generate for every row of ``ds`` and score: the part ``eval`` and ``filter`` share."""
+    rewards, weights = recipe.build_rewards()
+    problems = recipe.column_problems(rewards, ds.column_names)
+    if problems:
+        raise RecipeError(problems)
+    gens = generate(backend, model_path, tokenizer, list(ds["prompt"]), sampling, **options)
+    return gens, score(recipe, rewards, weights, ds, gens)
+
+
+def evaluate(
+    recipe: Recipe,
+    model: str | None = None,
+    split: str | None = None,
+    n: int = 8,
+    limit: int | None = None,
+    output_dir: str | None = None,
+    max_new_tokens: int | None = None,
+    batch_size: int = 16,
+    seed: int = 0,
+    backend: str = "transformers",
+    temperature: float | None = None,
+    endpoint: dict | None = None,
+    vllm_options: dict | None = None,
+) -> dict:
+    """Evaluate ``model`` on the recipe's eval split with ``backend``; write and return the report.
+
+    ``endpoint``: ``base_url``, ``api`` (completions | chat), ``api_key_env``, ``max_concurrency``, ``timeout``,
+    ``retries`` for ``backend="endpoint"``, where ``model`` is the name the server gives the model.
+    """
+    endpoint = {**(endpoint or {}), **({"model": model} if backend == "endpoint" else {})}
+    check_arguments(
+        backend=backend,
+        n=n,
+        limit=limit,
+        batch_size=batch_size,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        endpoint=endpoint,
+    )
+    require_split(recipe, split)
+    preflight(backend, endpoint)
+    config = recipe.to_grpo_config()
+    model_path, tokenizer = model_and_tokenizer(recipe, model, backend)
+    ds = prompts_for(recipe, split, tokenizer, limit)
+    sampling = Sampling(
+        n=n,
+        max_new_tokens=max_new_tokens or config.max_completion_length,
+        temperature=config.temperature if temperature is None else float(temperature),
+        top_p=config.top_p,
+        seed=seed,
+        batch_size=batch_size,
+    )
+    options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
+    gens, scored = generate_and_score(recipe, ds, model_path, tokenizer, backend, sampling, **options)
+    report = {"model": model_path, "backend": backend, "split": split or "eval", **scored.summary}
+    if gens.errors:
+        report["generation_error_examples"] = gens.errors[:5]
+    local = backend != "endpoint" and Path(model_path).is_dir()
+    out = Path(output_dir or (model_path if local else config.output_dir))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "eval.json").write_text(json.dumps(report, indent=2))
+    with (out / "eval_completions.jsonl").open("w") as fh:
+        for row in scored.rows:
+            fh.write(json.dumps(row) + "\n")
+    report["output_dir"] = str(out)
+    return report
+
+
+def add_eval_arguments(
+    p: argparse.ArgumentParser, *, split_help: str = "dataset split (default: the recipe's eval split)"
+) -> argparse.ArgumentParser:
+    """The generation options ``eval`` and ``filter`` share."""
+    p.add_argument(
+        "--backend", default="transformers", choices=BACKENDS, help="how to generate (default: %(default)s)"
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="model path or checkpoint (default: the recipe's output_dir); with --backend endpoint: the served name",
+    )
+    p.add_argument("--split", default=None, help=split_help)
+    p.add_argument("--n", type=int, default=8, help="completions per prompt (default: %(default)s)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N prompts")
+    p.add_argument("--batch-size", type=int, default=16, help="prompts per generate() call (transformers)")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="default: trainer.max_completion_length")
+    p.add_argument("--temperature", type=float, default=None, help="default: trainer.temperature; 0 is greedy")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--base-url", default=None, help="endpoint: the API root, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--api", default="completions", help="endpoint: completions (rendered prompt) or chat")
+    p.add_argument("--api-key-env", default=None, help="endpoint: NAME of the environment variable holding the key")
+    p.add_argument("--max-concurrency", type=int, default=16, help="endpoint: requests in flight at once")
+    p.add_argument("--timeout", type=float, default=120.0, help="endpoint: seconds per attempt")
+    p.add_argument("--retries", type=int, default=3, help="endpoint: extra attempts on 429/5xx/timeouts")
+    return p
+
+
+def endpoint_options(args: argparse.Namespace) -> dict:
+    return {
+        "base_url": args.base_url,
+        "api": args.api,
+        "api_key_env": args.api_key_env,
+        "max_concurrency": args.max_concurrency,
+        "timeout": args.timeout,
+        "retries": args.retries,
+    }
+
+
+def eval_kwargs(args: argparse.Namespace) -> dict:
+    """``evaluate`` keyword arguments from the parsed command line."""
+    return {
+        "model": args.model,
+        "split": args.split,
+        "n": args.n,
+        "limit": args.limit,
+        "output_dir": getattr(args, "output_dir", None),
+        "max_new_tokens": args.max_new_tokens,
+        "batch_size": args.batch_size,
+        "seed": args.seed,
+        "backend": args.backend,
+        "temperature": args.temperature,
+        "endpoint": endpoint_options(args) if args.backend == "endpoint" else None,
+    }

@@ -1,0 +1,99 @@
+"""Scoring generated completions with the recipe's rewards, the same way whatever backend produced them.
+
+A completion *passes* when the recipe's correctness reward (the first that declares ``passes_at`` when registered,
+else its first reward) reaches that value (1.0 for ``countdown`` and ``accuracy``; for ``gsm8k`` its ``numeric``
+credit, a correct number either way). The rewards are the training ones, wrapped the same way
+(``Recipe.build_rewards``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from grpo_trl.eval.backends import Generations
+from grpo_trl.eval.passk import pass_at_k_table
+from grpo_trl.recipe import Recipe
+from grpo_trl.rewards.text import completion_text, extract_tag
+
+
+def pass_rule(recipe: Recipe) -> tuple[str, float]:
+    """``(reward name, threshold)`` that decides whether a completion passes."""
+    from grpo_trl.rewards.registry import pass_threshold, reward_label
+
+    for spec in recipe.rewards:  # the first reward that declares its pass threshold (register_reward(passes_at=))
+        threshold = pass_threshold(spec["name"], spec.get("args") or {})
+        if threshold is not None:
+            return reward_label(spec["name"], spec.get("alias")), threshold
+    first = recipe.rewards[0]
+    return reward_label(first["name"], first.get("alias")), 1.0
+
+
+@dataclass
+class Scored:
+    """Per-completion ``rows`` (for ``eval_completions.jsonl``), per-prompt ``passed`` flags, and the ``summary``."""
+
+    rows: list[dict]
+    passed: list[list[bool]]
+    summary: dict[str, Any]
+
+
+def _mean(values: list) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def score(recipe: Recipe, rewards: list, weights: list[float], ds: Any, gens: Generations) -> Scored:
+    """Score ``gens`` (``n`` texts per row of ``ds``) with ``rewards``; pass@k for every k <= n."""
+    prompts = list(ds["prompt"])
+    n = len(gens.texts[0]) if gens.texts else 0
+    flat_completions = [[{"role": "assistant", "content": t}] for group in gens.texts for t in group]
+    columns = {c: [v for v in ds[c] for _ in range(n)] for c in ds.column_names if c != "prompt"}
+    flat_prompts = [p for p in prompts for _ in range(n)]
+    flat_lengths = [x for group in gens.lengths for x in group]
+    from grpo_trl.rewards.call import call_sync
+
+    scores = {  # an async reward (the judge) is run to completion
+        reward.__name__: call_sync(
+            reward, flat_completions, prompts=flat_prompts, completion_ids=[[0] * k for k in flat_lengths], **columns
+        )
+        for reward in rewards
+    }
+    pass_name, threshold = pass_rule(recipe)
+    rows, passed = [], []
+    for i, prompt in enumerate(prompts):
+        flags = []
+        for j in range(n):
+            k = i * n + j
+            value = scores[pass_name][k]
+            ok = value is not None and value >= threshold - 1e-9
+            flags.append(ok)
+            rows.append(
+                {
+                    "prompt_index": i,
+                    "sample": j,
+                    "prompt": prompt,
+                    "completion": gens.texts[i][j],
+                    "length": flat_lengths[k],
+                    "rewards": {name: vals[k] for name, vals in scores.items()},
+                    "passed": ok,
+                }
+            )
+        passed.append(flags)
+    table = pass_at_k_table(passed)
+    totals = [sum(w * (s[k] or 0.0) for w, s in zip(weights, scores.values())) for k in range(len(flat_completions))]
+    summary = {
+        "prompts": len(prompts),
+        "n": n,
+        "pass_reward": pass_name,
+        "pass_threshold": threshold,
+        "pass@1": table[1]["estimate"] if table else 0.0,
+        f"pass@{n}": table[n]["estimate"] if table else 0.0,
+        "pass@k": {str(k): v for k, v in table.items()},
+        "reward_mean": _mean(totals),
+        "rewards": {name: _mean(vals) for name, vals in scores.items()},
+        "mean_completion_length": _mean(flat_lengths),
+        "format_failure_rate": _mean([float(extract_tag(completion_text(c)) is None) for c in flat_completions]),
+        "generation_errors": len(gens.errors),
+    }
+    return Scored(rows, passed, summary)

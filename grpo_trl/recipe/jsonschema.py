@@ -1,0 +1,86 @@
+"""The recipe's JSON Schema (``grpo-trl schema``), written from the same classes that validate recipes.
+
+Editors use it to complete and underline keys as you type: the VS Code YAML extension (and any
+yaml-language-server client) reads a first line ``# yaml-language-server: $schema=<path or URL>``. Shipped recipes
+point at ``recipes/grpo-trl.schema.json``.
+
+Example:
+    >>> schema = recipe_json_schema()
+    >>> "learning_rate" in schema["$defs"]["TrainerSection"]["properties"]
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+from pydantic import ConfigDict, Field, create_model
+
+from grpo_trl.recipe import schema
+
+SCHEMA_LINE = "# yaml-language-server: $schema="
+
+
+def _data_model() -> Any:
+    """``data:`` for editors: the common options and every registered builder's options (first definition wins)."""
+    from grpo_trl.data.registry import list_builders
+
+    fields: dict[str, Any] = {}
+    for name, info in schema.DataSection.model_fields.items():
+        fields[name] = (info.annotation, info)
+    for builder in list_builders():
+        for name, info in schema.builder_options_model(builder).model_fields.items():
+            if name not in fields:
+                fields[name] = (info.annotation | None, Field(None, description=f"option of builder {builder.name}"))
+    return create_model(
+        "DataSection",
+        __base__=schema.Section,
+        __doc__=schema.DataSection.__doc__,
+        **fields,
+    )
+
+
+def recipe_json_schema() -> dict:
+    """The JSON Schema (2020-12) of a recipe for the installed TRL and the registered builders."""
+    import trl
+
+    fields: dict[str, Any] = {
+        "extends": (str | None, Field(None, description="a recipe this one builds on (path relative to this file)"))
+    }
+    for name in schema.SECTIONS:
+        kind = _data_model() if name == "data" else schema.section_type(name)
+        fields[name] = (kind | None, Field(None, description=schema.SECTION_HINTS.get(name) or None))
+    model = create_model("GrpoTrlRecipe", __base__=schema.Section, __doc__="A grpo-trl recipe (YAML).", **fields)
+    model.model_config = ConfigDict(**{**model.model_config, "title": "grpo-trl recipe"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # defaults that JSON cannot hold are left out
+        out = model.model_json_schema()
+    _allow_bare_names(out)
+    out["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    out.pop(
+        "required", None
+    )  # a recipe that `extends` another is partial: required sections are checked after merging
+    out["x-trl-version"] = trl.__version__
+    return out
+
+
+def _allow_bare_names(out: dict) -> None:
+    """Lists of named entries (``rewards``, ``tools``) also take a bare name (``- countdown``), as the loader does."""
+    defs = out.get("$defs", {})
+    for prop in out["properties"].values():
+        for option in prop.get("anyOf", [prop]):
+            items = option.get("items") if option.get("type") == "array" else None
+            ref = (items or {}).get("$ref", "")
+            if ref and "name" in defs.get(ref.rsplit("/", 1)[-1], {}).get("properties", {}):
+                option["items"] = {"anyOf": [{"type": "string", "minLength": 1}, items]}
+
+
+def write_schema(path: str | None) -> str:
+    """Write the schema to ``path`` (stdout when None); returns the text."""
+    text = json.dumps(recipe_json_schema(), indent=1, sort_keys=True) + "\n"
+    if path:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    return text

@@ -1,0 +1,232 @@
+"""Read a recipe: bounded YAML (size, encoding, aliases, depth, duplicate keys), ``extends``, ``--set`` overrides.
+
+Pure functions from a path (and overrides) to a plain mapping; nothing here knows the sections' types.
+
+Example:
+    >>> apply_override({"trainer": {"seed": 1, "max_steps": 5}}, "trainer.seed=null")
+    {'trainer': {'max_steps': 5}}
+    >>> parse_yaml("a: 1\\na: 2", "r.yaml")
+    Traceback (most recent call last):
+    ...
+    grpo_trl.errors.RecipeError: r.yaml: a: duplicate key in one mapping (line 2; the first is on line 1) \
+(keep one of them)
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from grpo_trl.errors import Problem, RecipeError
+
+MAX_BYTES = 1_000_000  # a recipe is a few KB; anything over 1 MB is not one
+MAX_NODES = 100_000  # YAML nodes after alias expansion (a 447-byte "billion laughs" expands to ~10^9)
+MAX_DEPTH = 64  # nesting levels
+MAX_EXTENDS = 16  # length of an extends chain
+
+
+def _error(file: str, key: str, message: str, fix: str = "") -> RecipeError:
+    return RecipeError([Problem(file, key, message, fix)])
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """``SafeLoader`` that refuses duplicate keys in a mapping (PyYAML silently keeps the last)."""
+
+    file = "<recipe>"
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key (a list as a key): PyYAML reports it below
+                break
+            if first is not None:
+                raise _error(
+                    self.file,
+                    str(key)[:80],
+                    f"duplicate key in one mapping (line {key_node.start_mark.line + 1}; the first is on line "
+                    f"{first.start_mark.line + 1})",
+                    "keep one of them",
+                )
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+def _check_size(node: yaml.Node, file: str) -> None:
+    """Refuse a document whose alias expansion or nesting exceeds the bounds, before anything is built."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, int, bool]] = [(node, 1, False)]
+    while stack:
+        current, depth, done = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _error(file, "", f"nested more than {MAX_DEPTH} levels deep", "a recipe is a few levels of sections")
+        if id(current) in sizes and not done:
+            continue
+        children = []
+        if isinstance(current, yaml.SequenceNode):
+            children = current.value
+        elif isinstance(current, yaml.MappingNode):
+            children = [n for pair in current.value for n in pair]
+        if done:
+            total = 1 + sum(sizes[id(c)] for c in children)
+            sizes[id(current)] = total
+            if total > MAX_NODES:
+                raise _error(
+                    file,
+                    "",
+                    f"the YAML expands to more than {MAX_NODES} values (aliases/anchors repeating each other)",
+                    "write the values out; a recipe needs no nested aliases",
+                )
+            continue
+        stack.append((current, depth, True))
+        stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+
+
+def parse_yaml(text: str, file: str) -> Any:
+    """YAML text -> Python data, bounded in expansion and depth, duplicate keys refused."""
+    loader = _BoundedLoader(text)
+    loader.file = file
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_size(node, file)
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).split("\n")[0]
+        raise _error(file, "", f"not valid YAML{where}: {str(problem)[:200]}") from None
+    except RecursionError:
+        raise _error(file, "", f"nested more than {MAX_DEPTH} levels deep") from None
+    finally:
+        loader.dispose()
+
+
+def read_yaml(path: Path) -> dict:
+    """One recipe file as a mapping: at most 1 MB, UTF-8, valid bounded YAML."""
+    file = str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise _error(file, "", f"{size / 1e6:.1f} MB is too large for a recipe (limit {MAX_BYTES // 10**6} MB)")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise _error(file, "", f"cannot read the recipe: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _error(
+            file, "", f"not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r})", "save it as UTF-8"
+        ) from None
+    data = parse_yaml(text, file)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise _error(file, "", f"a recipe must be a YAML mapping of sections, got {type(data).__name__}")
+    return data
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """``override`` on top of ``base``: mappings merge key by key, anything else (lists included) replaces."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def resolve_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """The recipe at ``path`` merged on top of the chain of recipes it ``extends``."""
+    path = path.resolve()
+    if path in seen:
+        chain = " -> ".join(p.name for p in (*seen, path))
+        raise _error(str(path), "extends", f"circular extends: {chain}")
+    if len(seen) >= MAX_EXTENDS:
+        raise _error(str(path), "extends", f"more than {MAX_EXTENDS} recipes in the extends chain")
+    data = read_yaml(path)
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    if not isinstance(parent, str) or not parent.strip():
+        raise _error(
+            str(path), "extends", f"must be the path of another recipe (a string), got {type(parent).__name__}"
+        )
+    parent_path = path.parent / parent
+    if not parent_path.is_file():
+        raise _error(str(path), "extends", f"{parent!r} not found (looked at {parent_path})")
+    return deep_merge(resolve_extends(parent_path, (*seen, path)), data)
+
+
+def _override_value(raw: str, key: str) -> Any:
+    """The YAML value of ``--set KEY=RAW``. Text that YAML would read as a block mapping (``Q: {question}``) stays
+    text; a mapping or list is written in flow style (``{a: 1}``, ``[a, b]``)."""
+    if not raw.strip():
+        return ""
+    try:
+        value = parse_yaml(raw, "--set")
+    except RecipeError as exc:
+        raise _error("--set", key, f"value is not valid YAML: {exc.problems[0].message}") from None
+    if isinstance(value, (dict, list)) and raw.lstrip()[:1] not in ("{", "["):
+        return raw
+    return value
+
+
+def apply_override(data: dict, assignment: str) -> dict:
+    """``section.key=value`` on a copy of ``data`` (YAML-typed value; list items by index: ``rewards.0.weight=2``).
+
+    ``key=null`` removes the key, so the default applies again.
+    """
+    if not isinstance(assignment, str) or "=" not in assignment:
+        raise _error("--set", str(assignment), "expected KEY=VALUE", "e.g. trainer.learning_rate=1e-6")
+    key, _, raw = assignment.partition("=")
+    value = _override_value(raw, key)
+    parts = key.strip().split(".")
+    if not all(parts):
+        raise _error("--set", key, "empty part in the key", "write section.key, e.g. trainer.seed=1")
+    data = copy.deepcopy(data)
+    node: Any = data
+    for i, part in enumerate(parts[:-1]):
+        where = ".".join(parts[: i + 1])
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise _error("--set", key, f"{where}: no list item {part} (the list has {len(node)})")
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            if node.get(part) is None:
+                if value is None:
+                    return data  # removing a key under a section that is not there: nothing to do
+                node[part] = {}
+            node = node[part]
+        if not isinstance(node, (dict, list)):
+            raise _error("--set", key, f"{where} is a {type(node).__name__}, not a section", f"set {where}=VALUE")
+    last = parts[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) >= len(node):
+            raise _error("--set", key, f"no list item {last} (the list has {len(node)})")
+        if value is None:
+            del node[int(last)]
+        else:
+            node[int(last)] = value
+    elif value is None:
+        node.pop(last, None)
+    else:
+        node[last] = value
+    return data
+
+
+def read_recipe(path: str | Path, overrides: tuple[str, ...] | list[str] = ()) -> dict:
+    """The raw recipe mapping: ``extends`` merged, ``--set`` overrides applied in order."""
+    data = resolve_extends(Path(path))
+    for assignment in overrides:
+        data = apply_override(data, assignment)
+    return data

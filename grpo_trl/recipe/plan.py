@@ -1,0 +1,132 @@
+"""The plan: what a run would do (batch arithmetic, optimizer steps, generation backend), as a typed object.
+
+The CLI formats it (``grpo-trl check``); tests compare it with what the trainer really does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grpo_trl.recipe.core import Recipe
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Batch sizes per step, total optimizer steps, generation backend and GPU split for ``world_size`` processes."""
+
+    world_size: int
+    num_generations: int
+    completions_per_optimizer_step: int
+    prompts_per_optimizer_step: float
+    generation_batch_size: int
+    prompts_per_generation: int
+    steps_per_generation: int
+    num_iterations: int
+    dataset_rows: int | None
+    dataset_rows_exact: bool
+    total_optimizer_steps: int | None
+    steps_from_max_steps: bool
+    generation: str
+    output_dir: str
+    config: Any  # the trl.GRPOConfig built for this world size
+
+    def __getitem__(self, key: str) -> Any:
+        """``plan["total_optimizer_steps"]``: the mapping access earlier versions returned."""
+        return getattr(self, key)
+
+
+def describe_generation(recipe: Recipe, world_size: int) -> str:
+    if not recipe.uses_vllm:
+        return "transformers generate() on the training processes (no vLLM)"
+    if recipe.vllm_mode == "server":
+        gpus = recipe.launch.get("vllm_gpus", 1)
+        return (
+            f"vLLM server mode: {gpus} GPU(s) for vLLM (`grpo-trl serve`), {world_size} for training; "
+            f"launch training with num_processes={world_size}"
+        )
+    return f"vLLM colocate mode: vLLM shares each of the {world_size} training GPU(s)"
+
+
+def make_plan(recipe: Recipe, world_size: int | None = None, dataset_rows: int | None = None) -> Plan:
+    """The ``Plan`` of a valid recipe for ``world_size`` processes (default: the recipe's ``launch``)."""
+    from grpo_trl.data.registry import expected_size
+
+    ws = world_size or recipe.world_size
+    cfg = recipe.to_grpo_config(world_size=ws, planning=True)
+    exact = True
+    if dataset_rows is None:
+        dataset_rows, exact = expected_size(recipe.dataset, recipe.base_dir)
+    per_step = cfg.per_device_train_batch_size * ws * cfg.gradient_accumulation_steps
+    by_max_steps = bool(cfg.max_steps and cfg.max_steps > 0)
+    if by_max_steps:
+        total = cfg.max_steps
+    elif dataset_rows is not None:
+        total = total_steps(cfg, dataset_rows, ws)
+    else:
+        total = None
+    return Plan(
+        world_size=ws,
+        num_generations=cfg.num_generations,
+        completions_per_optimizer_step=per_step,
+        prompts_per_optimizer_step=per_step / cfg.num_generations,
+        generation_batch_size=cfg.generation_batch_size,
+        prompts_per_generation=cfg.generation_batch_size // cfg.num_generations,
+        steps_per_generation=cfg.steps_per_generation,
+        num_iterations=cfg.num_iterations,
+        dataset_rows=dataset_rows,
+        dataset_rows_exact=exact,
+        total_optimizer_steps=total,
+        steps_from_max_steps=by_max_steps,
+        generation=describe_generation(recipe, ws),
+        output_dir=cfg.output_dir,
+        config=cfg,
+    )
+
+
+def total_steps(cfg: Any, dataset_rows: int, world_size: int) -> int:
+    """Optimizer steps of an epoch-bounded run, as TRL's sampler and the Trainer count them.
+
+    TRL's ``RepeatSampler`` drops the last partial generation batch: each epoch yields ``rows // P`` generation
+    batches of ``P`` prompts x ``num_generations``, each reused ``num_iterations x steps_per_generation`` times; the
+    dataloader takes ``per_device_train_batch_size x steps_per_generation`` per process.
+    """
+    prompts = cfg.generation_batch_size // cfg.num_generations
+    batches = dataset_rows // prompts
+    if batches == 0:
+        return 0  # the Trainer would loop over an empty dataloader: 0 steps, exit 0
+    samples = batches * cfg.generation_batch_size * cfg.num_iterations * cfg.steps_per_generation
+    per_dataloader_batch = cfg.per_device_train_batch_size * cfg.steps_per_generation * world_size
+    len_dataloader = math.ceil(samples / per_dataloader_batch)
+    updates = max(math.ceil(len_dataloader / cfg.gradient_accumulation_steps), 1)
+    return math.ceil(cfg.num_train_epochs * updates)
+
+
+def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]:
+    """The lines ``grpo-trl check`` prints under ``OK``."""
+    rows = plan.dataset_rows
+    rows_s = (
+        "unknown (built at train time)"
+        if rows is None
+        else f"{rows}{'' if plan.dataset_rows_exact else ' at most (token filters apply at train time)'}"
+    )
+    total = plan.total_optimizer_steps
+    rewards = ", ".join(f"{spec.get('alias') or spec['name']} x{spec.get('weight', 1.0)}" for spec in recipe.rewards)
+    return [
+        f"  model               {recipe.model['name']}" + (" + LoRA" if recipe.model.get("lora") else ""),
+        f"  data                {recipe.dataset.get('builder') or 'mixture'}: {rows_s} rows",
+        f"  rewards             {rewards}",
+        f"  world size          {plan.world_size} training process(es)"
+        + ("" if world_size_given else " (launch.num_processes; --world-size N to change)"),
+        f"  per optimizer step  {plan.prompts_per_optimizer_step:g} prompts x {plan.num_generations} generations"
+        f" = {plan.completions_per_optimizer_step} completions",
+        f"  generation batch    {plan.generation_batch_size} completions"
+        f" ({plan.prompts_per_generation} prompts), reused for {plan.steps_per_generation} step(s)"
+        f" x {plan.num_iterations} iteration(s)",
+        f"  optimizer steps     {'unknown' if total is None else total}"
+        + ("" if plan.steps_from_max_steps else "  (epochs x rows x generations x iterations / completions per step)"),
+        f"  generation          {plan.generation}",
+        f"  output_dir          {plan.output_dir}",
+    ]

@@ -1,0 +1,186 @@
+"""What TRL, transformers or accelerate would only reject mid-run, checked before any model loads.
+
+Run by ``validate`` once everything else passes: the chat template renders the first real prompt, ``report_to``
+integrations and optional kernels are importable, the data yields at least one optimizer step, and evaluation has an
+eval split.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from grpo_trl.errors import GrpoTrlError, Problem, suggest
+from grpo_trl.recipe import schema
+
+if TYPE_CHECKING:
+    from grpo_trl.recipe.core import Recipe
+
+# report_to name -> the module it needs (the name itself when not listed)
+INTEGRATION_MODULES = {"azure_ml": "azureml", "flyte": "flytekit", "kubeflow": "kfp"}
+
+
+def readiness_problems(recipe: Recipe, world_size: int) -> list[Problem]:
+    cfg = recipe.to_grpo_config(world_size=world_size, planning=True)
+    return [
+        *integration_problems(recipe, cfg),
+        *eval_problems(recipe, cfg),
+        *step_problems(recipe, world_size),
+        *template_problems(recipe),
+    ]
+
+
+def integration_problems(recipe: Recipe, cfg: Any) -> list[Problem]:
+    from transformers.integrations import INTEGRATION_TO_CALLBACK, get_available_reporting_integrations
+    from transformers.utils import is_liger_kernel_available
+
+    out = []
+    names = cfg.report_to if isinstance(cfg.report_to, list) else [cfg.report_to]
+    available = set(get_available_reporting_integrations())
+    for name in names:
+        if name in (None, "none", "all") or name in available:
+            continue
+        if name not in INTEGRATION_TO_CALLBACK:
+            out.append(
+                Problem(
+                    recipe.file,
+                    "trainer.report_to",
+                    f"{name!r} is not a reporting integration{suggest(name, INTEGRATION_TO_CALLBACK)}",
+                    f"use none, all, or some of {', '.join(sorted(INTEGRATION_TO_CALLBACK))}",
+                )
+            )
+            continue
+        module = INTEGRATION_MODULES.get(name, name)
+        if importlib.util.find_spec(module) is None:
+            out.append(
+                Problem(
+                    recipe.file,
+                    "trainer.report_to",
+                    f"{name!r} is not installed here",
+                    f"pip install {module}, or set trainer.report_to: none",
+                )
+            )
+    if cfg.use_liger_kernel and not is_liger_kernel_available():
+        out.append(
+            Problem(
+                recipe.file,
+                "trainer.use_liger_kernel",
+                "liger-kernel is not installed",
+                "pip install liger-kernel (GPU only), or remove use_liger_kernel",
+            )
+        )
+    return out
+
+
+def eval_problems(recipe: Recipe, cfg: Any) -> list[Problem]:
+    data = recipe.dataset
+    strategy = getattr(cfg.eval_strategy, "value", cfg.eval_strategy)
+    if strategy != "no" and not (data.get("eval_split") or data.get("eval_size")):
+        return [
+            Problem(
+                recipe.file,
+                "trainer.eval_strategy",
+                f"{strategy!r} evaluates, but data has no eval split",
+                "set data.eval_size: N (held out from the data) or data.eval_split, or eval_strategy: 'no'",
+            )
+        ]
+    return []
+
+
+def step_problems(recipe: Recipe, world_size: int) -> list[Problem]:
+    plan = recipe.plan(world_size=world_size)
+    if plan.total_optimizer_steps == 0:
+        return [
+            Problem(
+                recipe.file,
+                "data",
+                f"{plan.dataset_rows} row(s) give 0 optimizer steps: one generation batch takes "
+                f"{plan.prompts_per_generation} prompts",
+                "use more rows, or lower trainer.per_device_train_batch_size / steps_per_generation",
+            )
+        ]
+    return []
+
+
+def chat_template(recipe: Recipe) -> tuple[str, str] | None:
+    """``(template text, key it comes from)`` when it can be read without a download, else None."""
+    model = recipe.model
+    template = model.get("chat_template")
+    if template:
+        path = recipe.base_dir / template
+        return (path.read_text() if "{" not in template and path.is_file() else template), "model.chat_template"
+    name = model.get("name", "")
+    if name == schema.BUILTIN_TINY:
+        from grpo_trl.testing import CHAT_TEMPLATE
+
+        return CHAT_TEMPLATE, "model.name"
+    folder = Path(name).expanduser()
+    if not folder.is_dir():
+        return None  # a Hub id: the template arrives with the download
+    if (folder / "chat_template.jinja").is_file():
+        return (folder / "chat_template.jinja").read_text(), "model.name"
+    try:
+        config = json.loads((folder / "tokenizer_config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    text = config.get("chat_template")
+    return (text, "model.name") if isinstance(text, str) else None
+
+
+def first_prompt(recipe: Recipe) -> list[dict] | None:
+    """The first prompt of the data as the trainer will see it, when it can be built offline (else None)."""
+    from grpo_trl.data.registry import _build_one, builder_params, get_builder
+
+    cfg = recipe.dataset
+    if cfg.get("mixture"):
+        cfg = {k: v for k, v in cfg["mixture"][0].items() if k != "weight"}
+    builder = get_builder(cfg["builder"])
+    if "source" in builder_params(builder) and not cfg.get("path") and cfg.get("source") != "generate":
+        return None  # from the Hub: not downloaded by check
+    if builder.name == "hub" and not cfg.get("path"):
+        return None  # hub by name: not downloaded by check either
+    from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
+
+    one = {**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None, "eval_size": None}
+    shown = is_progress_bar_enabled()
+    disable_progress_bar()  # a check of one row: no "Map: 100%" bars before the command's own output
+    try:
+        ds, _, _ = _build_one(one, None, recipe.base_dir)
+    finally:
+        if shown:
+            enable_progress_bar()
+    return ds[0]["prompt"] if len(ds) else None
+
+
+def template_problems(recipe: Recipe) -> list[Problem]:
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    found = chat_template(recipe)
+    if found is None:
+        return []
+    text, key = found
+    try:
+        prompt = first_prompt(recipe)
+    except GrpoTrlError as exc:
+        return exc.located(recipe.file, "data")
+    if prompt is None or isinstance(prompt, str):
+        return []  # a plain-string prompt (TRL's standard format) reaches the model without the template
+    try:
+        rendered = render_jinja_template(
+            [prompt], chat_template=text, add_generation_prompt=True, bos_token="", eos_token="", pad_token=""
+        )
+    except Exception as exc:  # noqa: BLE001 - a template error of any kind is the user's to fix
+        return [
+            Problem(
+                recipe.file,
+                key,
+                f"the chat template does not render the first prompt: {type(exc).__name__}: {str(exc)[:200]}",
+                "fix the template (grpo-trl data RECIPE shows prompts as the model sees them)",
+            )
+        ]
+    rendered_text = rendered[0][0] if isinstance(rendered, tuple) else rendered
+    if not str(rendered_text).strip():
+        return [Problem(recipe.file, key, "the chat template renders the first prompt as empty text")]
+    return []

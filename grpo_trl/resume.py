@@ -1,0 +1,203 @@
+"""``--resume`` rules: which checkpoint is complete, when a run is finished, which recipe changes a resume survives,
+and how the run's logs continue from the checkpoint's step without losing or repeating a line.
+
+A checkpoint is complete when ``trainer_state.json`` parses and has a ``global_step``; its weights load (every
+safetensors file's header parses and covers the file: ``safetensors.safe_open``; a ``.bin``/``.pt`` file is a
+whole zip archive, as ``torch.save`` writes it, whose directory sits at its end); and the optimizer, scheduler and
+RNG state of this world size are there and whole. DeepSpeed (``global_step*/``) and FSDP (``*_fsdp_*``) layouts are
+checked for presence only.
+
+Example:
+    >>> recipe_differences({"trainer": {"max_steps": 4}}, {"trainer": {"max_steps": 8}})
+    [('trainer.max_steps', 4, 8)]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from grpo_trl.run_dir import CHECKPOINT
+
+logger = logging.getLogger("grpo_trl")
+
+# changing these makes a resume meaningless: another model, or other groups/batches than the optimizer state saw
+BLOCKING = {
+    "model.name": "a different model cannot continue this run's weights and optimizer state",
+    "model.revision": "a different model revision",
+    "model.tiny": "a different tiny model",
+    "model.lora": "different LoRA adapters do not fit the saved ones",
+    "trainer.num_generations": "groups of another size change every advantage",
+    "trainer.per_device_train_batch_size": "batch arithmetic",
+    "trainer.gradient_accumulation_steps": "batch arithmetic",
+    "trainer.steps_per_generation": "batch arithmetic",
+    "trainer.generation_batch_size": "batch arithmetic",
+}
+
+
+def _whole_zip(path: Path) -> str | None:
+    try:
+        with zipfile.ZipFile(path):
+            return None
+    except (OSError, zipfile.BadZipFile) as exc:
+        return f"{path.name} is truncated or unreadable ({exc})"
+
+
+def _weights_problem(ckpt: Path) -> str | None:
+    from safetensors import SafetensorError, safe_open
+
+    files = sorted(ckpt.glob("*.safetensors"))
+    index = next(iter(ckpt.glob("*.safetensors.index.json")), None)
+    if index is not None:
+        try:
+            shards = set(json.loads(index.read_text())["weight_map"].values())
+        except (OSError, ValueError, KeyError, AttributeError) as exc:
+            return f"{index.name} is unreadable ({exc})"
+        missing = sorted(s for s in shards if not (ckpt / s).is_file())
+        if missing:
+            return f"weight shard {missing[0]} is missing"
+    for f in files:
+        try:
+            with safe_open(str(f), "pt"):
+                pass
+        except (OSError, SafetensorError) as exc:
+            return f"{f.name} does not load ({exc})"
+    bins = sorted(ckpt.glob("pytorch_model*.bin")) + sorted(ckpt.glob("adapter_model.bin"))
+    for f in bins:
+        if problem := _whole_zip(f):
+            return problem
+    sharded = any(ckpt.glob("global_step*")) or any(ckpt.glob("*_fsdp_*"))
+    if not files and not bins and not sharded:
+        return "no model weights (model.safetensors or adapter_model.safetensors)"
+    return None
+
+
+def checkpoint_problem(ckpt: str | Path, world_size: int = 1) -> str | None:
+    """Why ``ckpt`` cannot be resumed from, or ``None`` when it is complete."""
+    ckpt = Path(ckpt)
+    try:
+        state = json.loads((ckpt / "trainer_state.json").read_text())
+        int(state["global_step"])
+    except FileNotFoundError:
+        return "no trainer_state.json (killed while saving)"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"trainer_state.json is unreadable ({type(exc).__name__}: {exc})"
+    if problem := _weights_problem(ckpt):
+        return problem
+    if any(ckpt.glob("global_step*")) or any(ckpt.glob("*_fsdp_*")):
+        return None  # DeepSpeed / FSDP keep optimizer and RNG state in their own layout
+    needed = ["optimizer.pt", "scheduler.pt"]
+    needed += ["rng_state.pth"] if world_size <= 1 else [f"rng_state_{i}.pth" for i in range(world_size)]
+    for name in needed:
+        if not (ckpt / name).is_file():
+            what = "RNG" if name.startswith("rng") else name.split(".")[0]
+            return f"no {what} state ({name}; saved with save_only_model, or killed while saving)"
+        if problem := _whole_zip(ckpt / name):
+            return problem
+    return None
+
+
+def checkpoints(folder: str | Path) -> list[Path]:
+    """The ``checkpoint-<N>`` folders, newest (highest N) first."""
+    folder = Path(folder)
+    found = [p for p in folder.glob("checkpoint-*") if p.is_dir() and CHECKPOINT.match(p.name)]
+    return sorted(found, key=lambda p: int(CHECKPOINT.match(p.name).group(1)), reverse=True)
+
+
+def newest_complete(folder: str | Path, world_size: int = 1) -> tuple[Path | None, list[tuple[Path, str]]]:
+    """The newest complete checkpoint and the newer ones skipped, each with the reason."""
+    skipped = []
+    for ckpt in checkpoints(folder):
+        problem = checkpoint_problem(ckpt, world_size)
+        if problem is None:
+            return ckpt, skipped
+        skipped.append((ckpt, problem))
+    return None, skipped
+
+
+def saved_step(path: Path) -> tuple[int, int] | None:
+    """``(global_step, max_steps)`` from a ``trainer_state.json``, or ``None`` when it is absent or unreadable."""
+    try:
+        state = json.loads(path.read_text())
+        return int(state["global_step"]), int(state.get("max_steps") or 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(data, dict) and data:
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(_flatten(value, f"{prefix}{key}."))
+        return out
+    return {prefix[:-1]: data} if prefix else {}
+
+
+def recipe_differences(old: dict, new: dict) -> list[tuple[str, Any, Any]]:
+    """``(dotted key, saved value, new value)`` for every leaf that differs (``None``: absent). ``output_dir`` is
+    left out: the directory being resumed is the output_dir, wherever it was when the recipe was saved."""
+    a, b = _flatten(old), _flatten(new)
+    keys = sorted((set(a) | set(b)) - {"trainer.output_dir"})
+    return [(k, a.get(k), b.get(k)) for k in keys if a.get(k) != b.get(k)]
+
+
+def blocking(key: str) -> str | None:
+    """Why a change of ``key`` makes a resume meaningless, or ``None`` when it is only worth a warning."""
+    for prefix, why in BLOCKING.items():
+        if key == prefix or key.startswith(prefix + "."):
+            return why
+    return None
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Rows of a JSON-lines log; a line cut by a kill (the last one) is dropped."""
+    rows = []
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+    return rows
+
+
+def _step(row: dict) -> float:
+    step = row.get("step")
+    return step if isinstance(step, int) else float("inf")
+
+
+def keep_until(path: Path, step: int) -> list[dict]:
+    """Drop the rows logged after ``step`` (the resumed steps log them again); returns the rows kept."""
+    if not path.is_file():
+        return []
+    rows = read_jsonl(path)
+    kept = [r for r in rows if _step(r) <= step]
+    if len(kept) != len(rows) or not path.read_text().endswith("\n") and path.stat().st_size:
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        tmp.replace(path)
+        logger.info("%s: dropped %d rows logged after step %d", path.name, len(rows) - len(kept), step)
+    return kept
+
+
+def continue_callbacks(trainer: Any, output_dir: Path, ckpt: Path, write: bool = True) -> None:
+    """Resuming from ``ckpt``: its logs keep the rows up to its step, alerts fired before it stay fired (and do not
+    fire again), streaks and the sample cadence carry on from its ``log_history``."""
+    from grpo_trl.callbacks import Alerts, CompletionSamples
+
+    state = json.loads((ckpt / "trainer_state.json").read_text())
+    step, history = int(state["global_step"]), state.get("log_history") or []
+    if write:  # the main process; the others only need the state
+        keep_until(output_dir / "completions.jsonl", step)
+        keep_until(output_dir / "alerts.jsonl", step)
+    fired = [r for r in read_jsonl(output_dir / "alerts.jsonl") if _step(r) <= step]
+    for cb in trainer.callback_handler.callbacks:
+        if isinstance(cb, Alerts):
+            cb.restore(history, fired)
+        elif isinstance(cb, CompletionSamples):
+            cb._logged = sum(1 for h in history if "loss" in h)

@@ -1,0 +1,331 @@
+"""How every reward is called: exactly as TRL's ``GRPOTrainer`` calls it, inside a wrapper that keeps faults to rows.
+
+TRL 1.16 (``GRPOTrainer._calculate_rewards``) calls each reward by keyword only::
+
+    reward(prompts=..., completions=..., completion_ids=..., trainer_state=..., log_extra=..., log_metric=...,
+           [environments=...], **dataset_columns)
+
+and, when ``trl.trainer.utils.is_async_callable(reward)``, awaits it on its event loop together with the other
+``async`` rewards. ``NamedReward`` (a reward with its recipe ``args`` bound) and ``SafeReward`` (the safety wrapper)
+keep that contract: they pass everything on by keyword, and wrapping an ``async`` reward gives an object whose
+``__call__`` is ``async`` too, so TRL still runs it concurrently.
+
+Example:
+    >>> def first_is_prompts(prompts, completions, **kwargs):
+    ...     return [float(len(c) > len(p)) for p, c in zip(prompts, completions)]
+    >>> SafeReward(NamedReward("longer", first_is_prompts))(prompts=["ab", "abc"], completions=["abc", "a"])
+    [1.0, 0.0]
+    >>> async def judge(completions, **kwargs):
+    ...     return [1.0 for _ in completions]
+    >>> import inspect; inspect.iscoroutinefunction(SafeReward(NamedReward("judge", judge)).__call__)
+    True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from grpo_trl.rewards.inputs import GUARD, private
+from grpo_trl.rewards.results import LengthError, describe, scores
+
+logger = logging.getLogger(__name__)
+
+# The keywords TRL passes itself (``environments`` only when the trainer has environments).
+TRL_KWARGS = frozenset(
+    {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
+)
+
+
+def is_async_reward(func: Callable) -> bool:
+    """Whether calling ``func`` returns a coroutine, decided as TRL's ``is_async_callable`` decides it."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None))  # noqa: B004
+
+
+class RewardTimeout(TimeoutError):
+    """A reward did not return within its ``timeout:``."""
+
+
+def _keywords(args: tuple, kwargs: dict) -> dict:
+    """TRL's keyword call; one positional argument (``reward(completions, solution=...)``) is ``completions``."""
+    if not args:
+        return kwargs
+    if len(args) > 1 or "completions" in kwargs:
+        raise TypeError("call a reward as TRL does: completions=..., prompts=..., columns by keyword")
+    return {"completions": args[0], **kwargs}
+
+
+def _batch_size(kwargs: dict) -> int:
+    for key in ("completions", "completion_ids", "prompts"):
+        if kwargs.get(key) is not None:
+            return len(kwargs[key])
+    raise TypeError("a reward call needs completions=... (or completion_ids=... / prompts=...)")
+
+
+class NamedReward:
+    """A reward with its recipe ``args`` bound and a stable ``__name__`` (TRL logs ``rewards/<name>/mean``).
+
+    Called by keyword, as TRL calls it; the bound ``args`` arrive as keywords too. ``options`` are the arguments a
+    recipe can set for it, with their values (for hints). Picklable when the function or factory product is.
+    """
+
+    def __new__(cls, name: str | None = None, func: Callable | None = None, *args: Any, **kwargs: Any):
+        if cls is NamedReward and func is not None and is_async_reward(func):
+            cls = AsyncNamedReward
+        return super().__new__(cls)
+
+    def __init__(
+        self, name: str, func: Callable, args: dict[str, Any] | None = None, options: dict[str, Any] | None = None
+    ):
+        self.__name__ = name
+        self.func = func
+        self.args = dict(args or {})
+        self.options = dict(self.args if options is None else options)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(**{**_keywords(args, kwargs), **self.args})
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.__name__!r}, args={self.args})"
+
+
+class AsyncNamedReward(NamedReward):
+    """``NamedReward`` of an ``async`` reward: awaitable, so TRL's ``is_async_callable`` sees it."""
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.func(**{**_keywords(args, kwargs), **self.args})
+
+
+# ------------------------------------------------------------------------------------------------ the wrapper
+def _is_builtin(reward: Callable) -> bool:
+    """A grpo-trl built-in reward (function or factory product), all of which leave their inputs alone."""
+    func = reward.func if isinstance(reward, NamedReward) else reward
+    module = getattr(func, "__module__", None) if inspect.isroutine(func) else type(func).__module__
+    return str(module).startswith("grpo_trl.rewards.")
+
+
+class SafeReward:
+    """Runs a reward so that it can never end a run, calling it exactly as TRL would call it bare.
+
+    - the result may be any sequence TRL accepts (list, tuple, generator, 1-D numpy array or torch tensor, numpy
+      scalars); a wrong length or a non-sequence (a coroutine, a string, a number) makes every row ``None``;
+      NaN, inf, values beyond float32 (TRL's storage) and non-numbers become ``None`` for their row;
+    - an exception, ``exit()`` or ``sys.exit()`` makes the reward be called again row by row, so only the rows that
+      fail become ``None``; Ctrl-C (``KeyboardInterrupt``) still stops the run;
+    - ``timeout`` (seconds): an ``async`` reward is cancelled by ``asyncio.wait_for``; a plain one runs in a worker
+      thread and is abandoned (Python cannot kill a thread: one stuck in pure Python keeps a core busy);
+    - the inputs are isolated (``grpo_trl.rewards.inputs``): editing them in place changes nothing others see.
+
+    Metrics via TRL's ``log_metric``: ``reward_faults/<name>`` (rows a fault turned ``None``), ``reward_none_frac/
+    <name>`` (share of rows scored ``None``, faults or the reward's own ``None``), ``timing/reward_s/<name>``.
+    ``cause`` keeps the first reason a row became ``None`` (exception with file:line, "returned 3 values for 8
+    completions", ...). Wrapping an ``async`` reward gives an ``AsyncSafeReward``, itself ``async``.
+    """
+
+    def __new__(cls, reward: Callable | None = None, *args: Any, **kwargs: Any):
+        if cls is SafeReward and reward is not None and is_async_reward(reward):
+            cls = AsyncSafeReward
+        return super().__new__(cls)
+
+    def __init__(self, reward: Callable, timeout: float | None = None):
+        self.reward = reward
+        self.timeout = timeout
+        self.__name__ = getattr(reward, "__name__", type(reward).__name__)
+        self.faults = 0  # rows a fault turned into None over this object's lifetime
+        self.rows = 0
+        self.none_rows = 0
+        self.first_cause: str | None = None  # the first fault
+        self._none_cause: str | None = None  # the reward's own None, when no fault came first
+        self._warned: set[str] = set()
+        self.read_only = _is_builtin(reward)  # a built-in never edits its inputs (tested): no guard needed
+
+    @property
+    def cause(self) -> str | None:
+        """Why rows were scored ``None``: the first fault, else the reward returning ``None`` itself."""
+        return self.first_cause or self._none_cause
+
+    def _threaded(self, kwargs: dict) -> Any:
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = self.reward(**kwargs)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+                box["error"] = exc
+
+        worker = threading.Thread(target=target, name=f"reward-{self.__name__}", daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():
+            raise RewardTimeout(f"did not return within {self.timeout} s (timeout)")
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+
+    def _first_call(self, kwargs: dict) -> Any:
+        if self.timeout is not None:  # may run on after we give up: its own copy
+            return self._threaded(private(kwargs))
+        if self.read_only:
+            return self.reward(**kwargs)
+        snap = GUARD.snapshot(kwargs, reuse=kwargs.get("trainer_state") is not None)
+        try:
+            return self.reward(**kwargs)
+        finally:
+            changed = GUARD.restore(kwargs, snap)
+            if changed:
+                self._warn(f"changed its inputs in place ({', '.join(changed)}); put back for other rewards and logs")
+
+    def _rows(self, kwargs: dict, n: int):
+        for i in range(n):
+            yield private({k: v[i : i + 1] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()})
+
+    def _row_by_row(self, kwargs: dict, n: int) -> tuple[list[float | None], int]:
+        out, bad = [], 0
+        for row in self._rows(kwargs, n):
+            try:
+                value, row_bad, _ = scores(self._threaded(row) if self.timeout else self.reward(**row), 1)
+            except (Exception, SystemExit):  # noqa: BLE001 - this row is the faulty one
+                value, row_bad = [None], 1
+            out.append(value[0])
+            bad += row_bad
+        return out, bad
+
+    def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
+        kwargs = _keywords(args, kwargs)
+        n, start, before = _batch_size(kwargs), time.perf_counter(), set(threading.enumerate())
+        try:
+            out, bad, cause = scores(self._first_call(kwargs), n)
+        except (RewardTimeout, LengthError) as exc:  # row by row would repeat the hang / the bug n times
+            out, bad, cause = [None] * n, n, str(exc)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a reward must never end a run
+            cause = describe(exc)
+            out, bad = self._row_by_row(kwargs, n) if n > 1 else ([None] * n, n)
+        _note_threads(before, self.__name__)
+        return self._account(out, bad, cause, n, kwargs.get("log_metric"), start)
+
+    def _warn(self, message: str) -> None:
+        if message not in self._warned and len(self._warned) < 20:  # each distinct problem once, not every step
+            self._warned.add(message)
+            logger.warning("reward %r %s", self.__name__, message)
+
+    def _account(self, out: list, bad: int, cause: str | None, n: int, log_metric: Any, start: float) -> list:
+        none = sum(v is None for v in out)
+        if bad:
+            self.first_cause = self.first_cause or cause
+            self._warn(f"{cause}; {bad} of {n} row(s) scored None (counted in reward_faults/{self.__name__})")
+        elif none and self._none_cause is None:
+            self._none_cause = "returned None itself (TRL skips such rows)"
+        self.faults += bad
+        self.rows += n
+        self.none_rows += none
+        if callable(log_metric):
+            log_metric(f"reward_faults/{self.__name__}", float(bad))
+            log_metric(f"reward_none_frac/{self.__name__}", none / n if n else 0.0)
+            log_metric(f"timing/reward_s/{self.__name__}", time.perf_counter() - start)
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.reward!r}, timeout={self.timeout})"
+
+
+class AsyncSafeReward(SafeReward):
+    """``SafeReward`` of an ``async`` reward; ``async`` itself, so TRL awaits it with the other async rewards."""
+
+    async def _invoke(self, kwargs: dict) -> Any:
+        result = self.reward(**kwargs)
+        if not inspect.isawaitable(result):
+            return result
+        if self.timeout is None:
+            return await result
+        start = time.monotonic()
+        try:
+            return await asyncio.wait_for(result, self.timeout)
+        except TimeoutError as exc:  # asyncio.TimeoutError is TimeoutError from Python 3.11
+            if time.monotonic() - start < self.timeout:
+                raise  # the reward's own TimeoutError
+            raise RewardTimeout(f"did not return within {self.timeout} s (timeout)") from exc
+        except asyncio.TimeoutError as exc:  # Python 3.10
+            raise RewardTimeout(f"did not return within {self.timeout} s (timeout)") from exc
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
+        kwargs = _keywords(args, kwargs)
+        n, start, before = _batch_size(kwargs), time.perf_counter(), set(threading.enumerate())
+        try:
+            out, bad, cause = scores(await self._invoke(private(kwargs)), n)  # runs beside others: its own copy
+        except (RewardTimeout, LengthError) as exc:
+            out, bad, cause = [None] * n, n, str(exc)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a reward must never end a run
+            cause = describe(exc)
+            out, bad = [], 0
+            for row in self._rows(kwargs, n) if n > 1 else ():
+                try:
+                    value, row_bad, _ = scores(await self._invoke(row), 1)
+                except (Exception, SystemExit):  # noqa: BLE001 - this row is the faulty one
+                    value, row_bad = [None], 1
+                out.append(value[0])
+                bad += row_bad
+            if n <= 1:
+                out, bad = [None] * n, n
+        _note_threads(before, self.__name__)
+        return self._account(out, bad, cause, n, kwargs.get("log_metric"), start)
+
+
+def call_sync(reward: Callable, *args: Any, **kwargs: Any) -> Any:
+    """Call a reward from synchronous code (eval, tests), running it to completion when it is ``async``."""
+    result = reward(*args, **kwargs)
+    if inspect.isawaitable(result):
+        return asyncio.run(_await(result))
+    return result
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+# ------------------------------------------------------------------------------------------------ threads
+_STRAYS: dict[threading.Thread, str] = {}  # non-daemon threads a reward started, -> the reward's name
+
+
+def _note_threads(before: set, name: str) -> None:
+    for t in threading.enumerate():
+        if t not in before and not t.daemon and t.is_alive():
+            _STRAYS[t] = name
+
+
+def exit_if_stray_threads(code: int, grace: float = 2.0) -> None:
+    """End of the CLI: if a reward left a non-daemon thread running, name it and exit now instead of waiting on it.
+
+    Training has saved by then; Python would otherwise wait for the thread forever.
+    """
+    deadline = time.monotonic() + grace
+    alive = []
+    for t, name in list(_STRAYS.items()):
+        t.join(max(0.0, deadline - time.monotonic()))
+        if t.is_alive():
+            alive.append((t, name))
+    if not alive:
+        return
+    for t, name in alive:
+        logger.warning(
+            "reward %r left thread %r running (not a daemon); exiting without waiting for it "
+            "(start it with daemon=True or join it before returning)",
+            name,
+            t.name,
+        )
+    import atexit
+    import os
+    import sys
+
+    getattr(atexit, "_run_exitfuncs", lambda: None)()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

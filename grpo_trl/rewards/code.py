@@ -1,0 +1,170 @@
+"""Code rewards: ``code_tests`` runs the completion's last Python block against the row's tests in the sandbox;
+``code_format`` checks that there is such a block and that it parses (nothing is run).
+
+Tests come from the row, in any of these shapes (the ``code`` builder writes the first):
+
+- ``tests``: ``{"asserts": [...], "setup": "...", "io": [{"input": ..., "output": ...}]}`` (a dict or its JSON);
+- ``verification_info``: open-r1's ``{"language": "python", "test_cases": [{"input", "output", "type"}]}``;
+- ``test_list`` (+ ``test_setup_code``, ``test_imports``): MBPP's assert statements.
+
+Example:
+    >>> code_format(["```python\\nprint(1)\\n```", "```python\\nprint(\\n```", "no code"])
+    [1.0, 0.5, 0.0]
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import secrets
+from typing import Any
+
+from grpo_trl.rewards.registry import register_reward, text_of
+from grpo_trl.sandbox import Limits, run_many
+
+FENCE = "```"
+PYTHON_TAGS = {"", "python", "py", "python3", "py3"}
+MAX_CODE_CHARS = 100_000  # a longer block is not run (and does not parse, for code_format)
+
+
+def extract_code(text: str) -> str | None:
+    """The last fenced block tagged ``python``/``py`` (or untagged), or None. Linear: two ``rfind`` calls.
+
+    >>> extract_code("a ```python\\nx = 1\\n``` b ```py\\ny = 2\\n```")
+    'y = 2\\n'
+    >>> extract_code("```bash\\nls\\n```") is None
+    True
+    """
+    end = text.rfind(FENCE)
+    start = text.rfind(FENCE, 0, end) if end > 0 else -1
+    if start < 0:
+        return None
+    body = text[start + len(FENCE) : end]
+    tag, newline, code = body.partition("\n")
+    if not newline or tag.strip().lower() not in PYTHON_TAGS or len(code) > MAX_CODE_CHARS:
+        return None
+    return code
+
+
+def parse_tests(row: dict[str, Any]) -> dict | None:
+    """The row's tests as ``{"setup": str, "asserts": [str], "io": [(input, output)]}``, or None when it has none."""
+    raw = row.get("tests")
+    if raw is None and row.get("verification_info") is not None:
+        info = row["verification_info"]
+        info = json.loads(info) if isinstance(info, str) else info
+        raw = {"io": [c for c in info.get("test_cases", []) if c.get("type", "stdin_stdout") == "stdin_stdout"]}
+    if raw is None and row.get("test_list") is not None:
+        setup = "\n".join(filter(None, [*(row.get("test_imports") or []), row.get("test_setup_code") or ""]))
+        raw = {"asserts": list(row["test_list"]), "setup": setup}
+    if raw is None:
+        return None
+    raw = json.loads(raw) if isinstance(raw, str) else raw
+    io = [(str(c["input"]), str(c["output"])) for c in raw.get("io") or []]
+    asserts = [str(a) for a in raw.get("asserts") or []]
+    if not io and not asserts:
+        return None
+    return {"setup": str(raw.get("setup") or ""), "asserts": asserts, "io": io}
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.strip().splitlines()]
+
+
+def _assert_script(asserts: list[str], token: str) -> str:
+    """Runs ``solution.py`` as a module (so its ``if __name__ == "__main__":`` block does not run), then each assert
+    in its namespace; a passed assert prints ``token:i``. ``sys.exit`` or ``os._exit`` in the solution ends the run
+    before any token: no pass. (Code that inspects the harness could find the token: the sandbox bounds what code
+    can do, not every way a policy could game a reward; read your samples.)"""
+    return (
+        "__ns = {'__name__': 'solution', '__builtins__': __builtins__}\n"
+        "with open('solution.py', encoding='utf-8') as __f:\n"
+        "    exec(compile(__f.read(), 'solution.py', 'exec'), __ns)\n"
+        f"for __i, __t in enumerate({json.dumps(asserts)}):\n"
+        "    try:\n"
+        "        exec(__t, __ns)\n"
+        "    except Exception:\n"
+        "        continue\n"
+        f"    print('\\n{token}:%d' % __i, flush=True)\n"
+    )
+
+
+@register_reward("code_tests")
+class CodeTests:
+    """Fraction of the row's tests the last Python block passes (``binary=True``: 1.0 only if all pass); 0.0 without
+    a block; None for a row without tests. Asserts run together in one sandboxed process per completion; each
+    stdin/stdout pair runs in its own, output compared line by line with surrounding whitespace stripped. At most
+    ``max_workers`` processes at once (default: the usable cores); each has ``timeout`` seconds (wall and CPU) and
+    ``memory_mb``.
+    """
+
+    def __init__(
+        self, binary: bool = False, timeout: float = 10.0, memory_mb: int = 512, max_workers: int | None = None
+    ):
+        if timeout <= 0 or memory_mb < 64:
+            raise ValueError("code_tests needs timeout > 0 and memory_mb >= 64")
+        self.binary = binary
+        self.limits = Limits(cpu_seconds=timeout, wall_seconds=timeout, memory_mb=memory_mb)
+        self.max_workers = max_workers or max(1, len(os.sched_getaffinity(0)))
+
+    def __call__(self, completions: list, **columns) -> list[float | None]:
+        texts = text_of(completions)
+        n = len(texts)
+        keys = [
+            k for k in ("tests", "verification_info", "test_list", "test_setup_code", "test_imports") if k in columns
+        ]
+        rows = [{k: columns[k][i] for k in keys} for i in range(n)]
+        out: list[float | None] = [0.0] * n
+        jobs, owners = [], []  # owners[j] = (row, kind, payload)
+        totals = [0] * n
+        for i, (text, row) in enumerate(zip(texts, rows, strict=True)):
+            tests = parse_tests(row)
+            if tests is None:
+                out[i] = None
+                continue
+            totals[i] = len(tests["asserts"]) + len(tests["io"])
+            code = extract_code(text)
+            if code is None:
+                continue
+            if tests["asserts"]:
+                token = secrets.token_hex(16)
+                script = _assert_script(tests["asserts"], token)
+                solution = f"{tests['setup']}\n{code}"
+                jobs.append({"code": script, "files": {"solution.py": solution}, "limits": self.limits})
+                owners.append((i, "asserts", token))
+            for stdin, expected in tests["io"]:
+                jobs.append({"code": f"{tests['setup']}\n{code}", "stdin": stdin, "limits": self.limits})
+                owners.append((i, "io", expected))
+        passed = [0] * n
+        for (i, kind, payload), result in zip(owners, run_many(jobs, max_workers=self.max_workers)):
+            if kind == "asserts":
+                passed[i] += len({line for line in result.stdout.splitlines() if line.startswith(payload + ":")})
+            elif result.ok and not result.truncated and _lines(result.stdout) == _lines(payload):
+                passed[i] += 1
+        for i in range(n):
+            if out[i] is None or not totals[i]:
+                continue
+            fraction = passed[i] / totals[i]
+            out[i] = (1.0 if fraction == 1.0 else 0.0) if self.binary else fraction
+        return out
+
+
+@register_reward("code_format")
+def code_format(completions: list, **kwargs) -> list[float]:
+    """1.0 for a last fenced Python block that parses (``ast.parse``: nothing runs), 0.5 for one that does not, else
+    0.0."""
+    out = []
+    for text in text_of(completions):
+        code = extract_code(text)
+        if code is None:
+            out.append(0.0)
+            continue
+        try:
+            ast.parse(code)
+            out.append(1.0)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            out.append(0.5)
+    return out
+
+
+__all__ = ["CodeTests", "code_format", "extract_code", "parse_tests"]

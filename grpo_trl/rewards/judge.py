@@ -1,0 +1,251 @@
+"""``judge``: an LLM behind an OpenAI-compatible endpoint scores each completion (an async reward: TRL overlaps it
+with the other rewards).
+
+The request is a Jinja ``prompt`` template rendered with ``prompt`` (the prompt's last user turn, as text),
+``messages`` (the whole prompt), ``completion`` (its text) and every dataset column by name. The judge's answer is
+read with ``score_regex`` (its last match; the first group if it has one) or ``score_field`` (a field of the JSON
+object in the answer), and mapped from ``score_range: [low, high]`` onto [0, 1]. Every failure (unreachable server,
+HTTP error after ``retries``, timeout, unreadable or out-of-range score) costs only its row: ``None``, counted like
+any reward fault. Answers are cached on disk (``cache``: a SQLite file) keyed by the request (model, messages,
+sampling parameters), so a resumed run does not pay twice. ``grpo-trl check`` probes the endpoint and the model
+name in seconds.
+
+Example recipe entry::
+
+    - name: judge
+      args:
+        base_url: http://127.0.0.1:8000/v1
+        model: Qwen/Qwen2.5-7B-Instruct
+        prompt: "Rate the answer from 0 to 10.\\nQuestion: {{ prompt }}\\nAnswer: {{ completion }}\\nScore:"
+        score_range: [0, 10]
+        api_key_env: OPENAI_API_KEY     # the NAME of the variable; omit for local servers
+        cache: judge_cache.sqlite
+        extra_body: {structured_outputs: {regex: "[0-9]|10"}}   # vLLM: only a score can be generated
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from grpo_trl.endpoint import Endpoint, EndpointError, probe
+from grpo_trl.rewards.registry import RewardError, register_reward
+from grpo_trl.rewards.text import completion_text
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_REGEX = r"(-?\d+(?:\.\d+)?)"
+MAX_ANSWER_CHARS = 20_000  # a judge answer longer than this is read only at its end
+
+
+def _template(source: str) -> Any:
+    from jinja2 import StrictUndefined, TemplateSyntaxError
+    from jinja2.sandbox import SandboxedEnvironment
+
+    if not isinstance(source, str) or not source.strip():
+        raise RewardError(
+            "reward 'judge': args.prompt must be a Jinja template, e.g. 'Rate: {{ completion }}'", key="args"
+        )
+    try:
+        return SandboxedEnvironment(undefined=StrictUndefined, autoescape=False).from_string(source)
+    except TemplateSyntaxError as exc:
+        raise RewardError(
+            f"reward 'judge': args.prompt is not a valid Jinja template: {exc} (line {exc.lineno})"
+        ) from None
+
+
+class _Cache:
+    """Judge answers on disk, keyed by a hash of the request (model, messages, sampling parameters)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT NOT NULL)")
+        self._db.commit()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT answer FROM answers WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def put(self, items: dict[str, str]) -> None:
+        with self._lock:
+            self._db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?)", items.items())
+            self._db.commit()
+
+
+def _prompt_text(prompt: Any) -> str:
+    """The last user turn of a conversational prompt, or the prompt itself when it is a string."""
+    if isinstance(prompt, list):
+        users = [m for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+        return str(users[-1].get("content") or "") if users else completion_text(prompt)
+    return "" if prompt is None else str(prompt)
+
+
+@register_reward("judge")
+class Judge:
+    """Scores from an LLM judge on an OpenAI-compatible endpoint, mapped from ``score_range`` onto [0, 1]."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        prompt: str,
+        score_regex: str | None = None,
+        score_field: str | None = None,
+        score_range: tuple[float, float] | list[float] = (0.0, 10.0),
+        system: str | None = None,
+        api_key_env: str | None = None,
+        max_concurrency: int = 8,
+        timeout: float = 60.0,
+        retries: int = 3,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        extra_body: dict | None = None,
+        cache: str | None = None,
+    ):
+        self.check_args(
+            {"prompt": prompt, "score_regex": score_regex, "score_field": score_field, "score_range": score_range},
+            probe_endpoint=False,
+        )
+        self.template = _template(prompt)
+        self.regex = re.compile(score_regex or DEFAULT_REGEX)
+        self.field = score_field
+        self.low, self.high = (float(v) for v in score_range)
+        self.system = system
+        self.endpoint = Endpoint(
+            base_url,
+            model,
+            api_key_env=api_key_env,
+            max_concurrency=max_concurrency,
+            timeout=timeout,
+            retries=retries,
+        )
+        self.params: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
+        if extra_body:  # server-specific request fields, e.g. vLLM's {"structured_outputs": {"choice": ["0", "1"]}}
+            self.params["extra_body"] = dict(extra_body)
+        self.cache = _Cache(cache) if cache else None
+        self.failures = 0
+
+    @staticmethod
+    def check_args(args: dict[str, Any], probe_endpoint: bool = True) -> None:
+        """What ``grpo-trl check`` runs: the template and score settings, then the endpoint and the model name."""
+        if "prompt" in args:
+            _template(args["prompt"])
+        if args.get("score_regex") and args.get("score_field"):
+            raise RewardError("reward 'judge': give score_regex or score_field, not both", key="args.score_field")
+        if args.get("score_regex"):
+            try:
+                re.compile(args["score_regex"])
+            except re.error as exc:
+                raise RewardError(
+                    f"reward 'judge': args.score_regex is not a valid regex: {exc}", key="args"
+                ) from None
+        rng = args.get("score_range", (0, 10))
+        if (
+            not isinstance(rng, (list, tuple))
+            or len(rng) != 2
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rng)
+            or not rng[0] < rng[1]
+        ):
+            raise RewardError(
+                f"reward 'judge': args.score_range must be [low, high] with low < high, got {rng!r}", key="args"
+            )
+        if probe_endpoint and args.get("base_url") and args.get("model"):
+            try:
+                probe(args["base_url"], args["model"], timeout=5.0, api_key_env=args.get("api_key_env"))
+            except EndpointError as exc:
+                raise RewardError(f"reward 'judge': {exc.message}", key="args") from None
+
+    def score_of(self, answer: str) -> float | None:
+        """The judge's ``answer`` as a reward in [0, 1], or None when it holds no readable score in range."""
+        answer = answer[-MAX_ANSWER_CHARS:]
+        if self.field is not None:
+            start, end = answer.find("{"), answer.rfind("}")
+            try:
+                value: Any = json.loads(answer[start : end + 1]) if 0 <= start < end else None
+                for part in self.field.split("."):
+                    value = value.get(part) if isinstance(value, dict) else None
+                value = float(value)
+            except (ValueError, TypeError):
+                return None
+        else:
+            found = None
+            for match in self.regex.finditer(answer):
+                found = match
+            if found is None:
+                return None
+            try:
+                value = float(found.group(1) if self.regex.groups else found.group(0))
+            except (ValueError, IndexError):
+                return None
+        if not self.low <= value <= self.high:
+            return None
+        return (value - self.low) / (self.high - self.low)
+
+    def _messages(self, prompt: Any, completion: Any, row: dict[str, Any]) -> list[dict[str, str]]:
+        content = self.template.render(
+            **row, prompt=_prompt_text(prompt), messages=prompt, completion=completion_text(completion)
+        )
+        return ([{"role": "system", "content": self.system}] if self.system else []) + [
+            {"role": "user", "content": content}
+        ]
+
+    def _key(self, messages: list[dict[str, str]]) -> str:
+        # not the URL: the same model served again on another host or port answers the same request the same way
+        request = {"model": self.endpoint.model, "messages": messages, **self.params}
+        return hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+
+    async def __call__(self, completions: list, prompts: list | None = None, **columns: Any) -> list[float | None]:
+        n = len(completions)
+        names = [k for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == n]
+        prompts = list(prompts) if prompts is not None else [None] * n
+        out: list[float | None] = [None] * n
+        answers: dict[int, str] = {}
+        calls: dict[int, tuple[str, list]] = {}
+        for i in range(n):
+            try:
+                messages = self._messages(prompts[i], completions[i], {k: columns[k][i] for k in names})
+            except Exception as exc:  # noqa: BLE001 - a template naming a missing column: this row only
+                self._fault(f"prompt template: {type(exc).__name__}: {exc}")
+                continue
+            key = self._key(messages)
+            cached = self.cache.get(key) if self.cache else None
+            if cached is not None:
+                answers[i] = cached
+            else:
+                calls[i] = (key, messages)
+        if calls:
+            results = await asyncio.gather(
+                *(self.endpoint.chat(m, **self.params) for _, m in calls.values()), return_exceptions=True
+            )
+            fresh = {}
+            for (i, (key, _)), result in zip(calls.items(), results):
+                if isinstance(result, BaseException):
+                    self._fault(str(getattr(result, "message", result)))
+                elif result:
+                    answers[i] = fresh[key] = result[0]
+            if self.cache and fresh:
+                self.cache.put(fresh)
+        for i, answer in answers.items():
+            out[i] = self.score_of(answer)
+            if out[i] is None:
+                self._fault(f"no score in range [{self.low:g}, {self.high:g}] in the judge's answer {answer[-120:]!r}")
+        return out
+
+    def _fault(self, why: str) -> None:
+        self.failures += 1
+        if self.failures <= 3 or self.failures % 100 == 0:
+            logger.warning("judge: row scored None (%d so far): %s", self.failures, why)
+
+
+__all__ = ["Judge"]

@@ -1,0 +1,108 @@
+"""What a reward may return, and how a fault is described: TRL-storable scores or ``None``, one per completion.
+
+TRL (``GRPOTrainer._calculate_rewards``) iterates over whatever a reward returns, turns ``None`` into NaN and
+stores the values in a float32 tensor. ``scores`` accepts the same sequences (list, tuple, generator, 1-D numpy
+array or torch tensor, numpy scalars and 0-d tensors as items) and turns what TRL would store wrongly or reject
+into ``None`` with a reason: NaN, inf, a finite value beyond float32 (1e308 would become inf), a non-number.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import reprlib
+import sysconfig
+import traceback
+from collections.abc import Iterator, Mapping, Sequence, Set
+from typing import Any
+
+_PATHS = sysconfig.get_paths()
+_STDLIB, _SITE = _PATHS["stdlib"], (_PATHS["purelib"], _PATHS["platlib"])
+FLOAT32_MAX = 3.4028234663852886e38  # TRL stores rewards in a float32 tensor: larger finite values become inf
+
+
+class LengthError(ValueError):
+    """A reward returned something other than one value per completion (wrong length, a coroutine, a string...)."""
+
+
+def _show(value: Any) -> str:
+    try:
+        return f"{reprlib.repr(value)} ({type(value).__name__})"
+    except Exception:  # noqa: BLE001 - a hostile __repr__, an int too long to print
+        return f"a {type(value).__name__}"
+
+
+def _number(value: Any) -> tuple[float | None, str | None]:
+    """``(float, None)`` for a score TRL can store, else ``(None, why)``."""
+    if type(value) is not float:
+        if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):  # 0-d numpy array / torch tensor
+            value = value.item()
+        if isinstance(value, (str, bytes, complex)) or not hasattr(type(value), "__float__"):
+            return None, f"returned {_show(value)}, not a number"  # "1.0" is text, not a score
+        try:
+            value = float(value)  # int, bool, numpy scalars, Fraction, Decimal
+        except OverflowError:
+            return None, "returned an integer beyond float32 (TRL stores rewards as float32)"
+        except Exception:  # noqa: BLE001 - a __float__ that raises
+            return None, f"returned {_show(value)}, not a number"
+    if value != value:
+        return None, "returned nan"
+    if not -FLOAT32_MAX <= value <= FLOAT32_MAX:
+        return None, f"returned {value!r}, beyond float32 (TRL stores rewards as float32)"
+    return value, None
+
+
+def _as_list(raw: Any, n: int) -> list:
+    if type(raw) is list:
+        return raw
+    if inspect.isawaitable(raw):
+        if inspect.iscoroutine(raw):
+            raw.close()  # never awaited: no "coroutine was never awaited" warning at exit
+        raise LengthError("returned a coroutine: declare the reward `async def` (TRL awaits those) instead")
+    ndim = getattr(raw, "ndim", None)
+    if ndim is not None and hasattr(raw, "tolist"):  # numpy array, torch tensor
+        if ndim != 1:
+            raise LengthError(f"returned a {ndim}-D {type(raw).__name__}, not one value per completion")
+        return raw.tolist()
+    if isinstance(raw, (str, bytes, Mapping, Set)) or not isinstance(raw, (Sequence, Iterator)):
+        raise LengthError(f"returned {_show(raw)}, not a list of {n} numbers")
+    return list(itertools.islice(raw, n + 1))  # a generator may be endless
+
+
+def scores(raw: Any, n: int) -> tuple[list[float | None], int, str | None]:
+    """TRL-storable scores from a reward's result: ``(values, rows turned None, first cause)``.
+
+    Raises ``LengthError`` when ``raw`` is not one value per completion.
+
+    >>> import numpy as np
+    >>> scores(np.array([1, 0.5]), 2), scores((1e308, float("nan"), None), 3)[1:]
+    (([1.0, 0.5], 0, None), (2, 'returned 1e+308, beyond float32 (TRL stores rewards as float32)'))
+    """
+    values = _as_list(raw, n)
+    if len(values) != n:
+        raise LengthError(f"returned {len(values)} values for {n} completions")
+    out: list[float | None] = []
+    bad, cause = 0, None
+    for v in values:
+        if v is None:
+            out.append(None)
+            continue
+        f, why = _number(v)
+        out.append(f)
+        if why:
+            bad += 1
+            cause = cause or why
+    return out, bad, cause
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message at file:line``, the line being where it was raised (outside the standard library)."""
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    own = [f for f in frames if not (f.filename.startswith((_STDLIB, "<frozen")) and not f.filename.startswith(_SITE))]
+    own = own or frames  # exit() raises inside the standard library's site module: name the caller
+    at = f" at {own[-1].filename}:{own[-1].lineno}" if own else ""
+    try:
+        msg = f"exit({exc.code!r}) / sys.exit() called" if isinstance(exc, SystemExit) else str(exc)
+    except Exception:  # noqa: BLE001 - a hostile __str__
+        msg = "(unprintable message)"
+    return f"{type(exc).__name__}: {msg[:300]}{at}"

@@ -1,0 +1,199 @@
+"""What ``check`` can know of a reward from signatures alone, without calling any user code.
+
+A recipe names code (``module.path:function``, plugin files), so it is trusted the way a script is; but ``check``,
+``data``, ``rewards`` and ``serve --dry-run`` only import it. Here a reward is resolved to its registered function or
+factory, its ``args`` are bound to the factory's signature (``inspect.signature(...).bind``), its per-batch call is
+bound to the keywords TRL passes, and its dataset columns are read from its parameters; factories are called only
+when a trainer or ``eval`` is built (``get_reward``).
+
+Example:
+    >>> plan = plan_reward("countdown")
+    >>> plan.__name__, required_columns(plan)
+    ('countdown', ['nums', 'target'])
+    >>> column_conflicts([plan], ["nums", "target", "completions"])[0][0]
+    'data'
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward
+
+
+class RewardPlan:
+    """What ``check`` knows of a reward without calling any user code: its name, call signature and bound args.
+
+    ``signature`` is None when only calling a factory would tell (a factory function): its columns are then checked
+    when the trainer is built.
+    """
+
+    def __init__(self, name: str, signature: inspect.Signature | None, args: dict[str, Any]):
+        self.__name__ = name
+        self.signature = signature
+        self.args = args
+
+    def __repr__(self) -> str:
+        return f"RewardPlan({self.__name__!r}, {self.signature}, args={self.args})"
+
+
+def call_signature(reward: Any) -> inspect.Signature | None:
+    """The signature TRL's keyword call meets: through ``SafeReward`` and ``NamedReward`` to the function."""
+    if isinstance(reward, SafeReward):
+        reward = reward.reward
+    if isinstance(reward, RewardPlan):
+        return reward.signature
+    func = reward.func if isinstance(reward, NamedReward) else reward
+    try:
+        return inspect.signature(func)  # a function, or a callable instance (its bound __call__)
+    except (TypeError, ValueError):
+        return None
+
+
+def bound_args(reward: Any) -> dict[str, Any]:
+    """The recipe ``args`` bound to a reward (``SafeReward``, ``NamedReward`` or ``RewardPlan``)."""
+    if isinstance(reward, SafeReward):
+        reward = reward.reward
+    return dict(getattr(reward, "args", {}) if isinstance(reward, (NamedReward, RewardPlan)) else {})
+
+
+def required_columns(reward: Any) -> list[str]:
+    """Dataset columns a reward reads: parameters of its call without a default, besides TRL's own and bound args."""
+    sig = call_signature(reward)
+    if sig is None:
+        return []
+    bound = bound_args(reward)
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [
+        name
+        for name, p in sig.parameters.items()
+        if p.default is p.empty and p.kind in kinds and name not in TRL_KWARGS and name not in bound
+    ]
+
+
+def _error(message: str, key: str) -> Exception:
+    """A ``RewardError`` located at ``rewards.N.<key>`` (``name`` or ``args``)."""
+    from grpo_trl.errors import RewardError
+
+    return RewardError(message, key=key)
+
+
+def _product_signature(cls: type) -> inspect.Signature | None:
+    """The signature of ``cls``'s instances' ``__call__`` (without ``self``); None when it defines none."""
+    for klass in cls.__mro__:
+        if klass is not object and "__call__" in vars(klass):
+            sig = inspect.signature(vars(klass)["__call__"])
+            return sig.replace(parameters=list(sig.parameters.values())[1:])
+    return None
+
+
+def plan_reward(name: str, alias: str | None = None, **args: Any) -> RewardPlan:
+    """``name`` resolved (imports only) to what ``required_columns`` and ``column_conflicts`` need; nothing called."""
+    from grpo_trl.rewards.registry import _lookup, reward_label
+
+    obj, is_factory = _lookup(name)
+    if is_factory:
+        signature = _product_signature(obj) if inspect.isclass(obj) else None
+    else:
+        try:
+            signature = inspect.signature(obj)
+        except (TypeError, ValueError):
+            signature = None
+    return RewardPlan(reward_label(name, alias), signature, dict(args))
+
+
+def _trl_call_problem(signature: inspect.Signature, args: dict[str, Any]) -> str | None:
+    """Why TRL's keyword call (plus ``args`` and the columns the reward names) cannot bind, or None."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    columns = {k: None for k, p in signature.parameters.items() if p.default is p.empty and p.kind in kinds}
+    keywords = {**columns, **{k: None for k in TRL_KWARGS - {"environments"}}, **args}
+    try:
+        signature.bind(**keywords)
+    except TypeError as exc:
+        return str(exc)
+    return None
+
+
+def check_call(name: str, obj: Callable, is_factory: bool, args: dict[str, Any]) -> None:
+    """Raise ``RewardError`` when TRL could not call what ``name`` resolves to; reads signatures, calls nothing.
+
+    A class that is not a registered reward, a builtin/C function whose parameters cannot be read or that cannot take
+    TRL's keywords, ``args`` that do not bind to a factory: each is an error naming the fix.
+    """
+    from grpo_trl.rewards.registry import _REGISTRY
+
+    registered = any(o is obj for o, _, _ in _REGISTRY.values())
+    qualname = getattr(obj, "__qualname__", type(obj).__name__)
+    if inspect.isclass(obj) and not registered:
+        raise _error(
+            f"reward {name!r} names the class {qualname}, which is not a registered reward (building it would run "
+            "its constructor); name a function, or register the class with @register_reward in a plugin: it is then "
+            "a factory, called with 'args' when training starts",
+            "name",
+        )
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError) as exc:
+        raise _error(
+            f"reward {name!r}: the parameters of {qualname} cannot be read ({exc}), so nothing says it takes "
+            "completions; wrap it in a Python function `def my_reward(completions, **kwargs)`",
+            "name",
+        ) from exc
+    if is_factory:
+        params = signature.parameters
+        known = set(args) <= set(params) or any(p.kind is p.VAR_KEYWORD for p in params.values())
+        required = {
+            k for k, p in params.items() if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        }
+        if known and required <= set(args):  # unknown or missing names: the registry names them (did you mean)
+            try:
+                signature.bind(**args)
+            except TypeError as exc:
+                raise _error(f"reward {name!r}: args do not fit {qualname}{signature} ({exc})", "args") from exc
+        signature = _product_signature(obj) if inspect.isclass(obj) else None
+        if signature is None and inspect.isclass(obj):
+            raise _error(
+                f"reward {name!r}: class {qualname} defines no __call__, so its instances cannot score", "name"
+            )
+        args = {}
+    problem = signature and _trl_call_problem(signature, args)
+    if problem:
+        raise _error(
+            f"reward {name!r} cannot be called the way TRL calls rewards ({problem}): TRL passes prompts, "
+            "completions, completion_ids, trainer_state, log_extra, log_metric and every dataset column by keyword; "
+            "give it a **kwargs parameter (a factory that returns the reward? register it with "
+            "@register_reward(factory=True))",
+            "name",
+        )
+
+
+def column_conflicts(rewards: list, columns: Iterable[str]) -> list[tuple[str, str]]:
+    """``(recipe key, message)`` for each dataset column named like a keyword TRL passes or like a bound argument.
+
+    TRL would fail on such a column (``got multiple values for keyword argument 'completions'``) or silently pass
+    its own value instead; a bound argument would silently hide the column from the reward.
+    """
+    columns = set(columns)
+    out = []
+    for col in sorted(columns & TRL_KWARGS):
+        out.append(
+            (
+                "data",
+                f"column {col!r} has the name of a keyword TRL passes to every reward itself "
+                f"({', '.join(sorted(TRL_KWARGS))}): rename it in the data (e.g. {col}_data), or leave it out "
+                "of data.columns",
+            )
+        )
+    for i, reward in enumerate(rewards):
+        for arg in sorted(columns & set(bound_args(reward))):
+            out.append(
+                (
+                    f"rewards.{i}.args.{arg}",
+                    f"reward {reward.__name__!r} binds args.{arg}, and the dataset has a column {arg!r} too: the "
+                    "bound value would hide the column from the reward; rename the column (or leave it out of "
+                    f"data.columns), or remove {arg} from args",
+                )
+            )
+    return out

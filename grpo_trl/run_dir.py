@@ -1,0 +1,321 @@
+"""The output directory is the user's: what grpo-trl wrote there, what it may remove, and who is writing now.
+
+Everything grpo-trl keeps about a directory lives in ``<output_dir>/.grpo-trl/``:
+
+- ``manifest.json``: the top-level entries grpo-trl (or the trainer it drives) wrote, and one record per run
+  (pid, host, start, end, batch arithmetic). Only these entries are ever removed (``--overwrite``) or replaced.
+- ``lock`` (an OS lock through ``filelock``) and ``lock.json`` (pid, host, start): one run per directory.
+
+A run killed between writing a file and recording it: the trainer writes predictable names (``checkpoint-<N>``,
+``model.safetensors``, ``config.json``, tokenizer files, ``training_args.bin``, ``trainer_state.json``, the
+``README.md`` model card, ``runs/``...; ``TRAINER_NAMES``). An entry with such a name whose modification time falls
+inside a recorded run's window (its start, taken from the filesystem's own clock, to its end, or for a killed run to
+the moment the next run found it) is that run's. Anything else not in the manifest is foreign and is never touched.
+
+Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> out = Path(tempfile.mkdtemp())
+    >>> (out / "notes.txt").write_text("mine")
+    4
+    >>> m = Manifest.load(out)
+    >>> m.foreign()
+    ['notes.txt']
+    >>> output_dir_problems("/")[0][:44]
+    'is the filesystem root: grpo-trl would write'
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import os
+import re
+import shutil
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+logger = logging.getLogger("grpo_trl")
+
+STATE = ".grpo-trl"
+CHECKPOINT = re.compile(r"checkpoint-(\d+)$")
+SLACK_S = 2.0  # coarse filesystem timestamps: a file may look up to this much older than the run that wrote it
+# what transformers/TRL write into output_dir (save_model, save_state, model card, tensorboard, TRL's parquet logs)
+TRAINER_NAMES = (
+    "checkpoint-[0-9]*", "*.safetensors", "*.safetensors.index.json", "pytorch_model*.bin", "adapter_config.json",
+    "config.json", "generation_config.json", "tokenizer*", "special_tokens_map.json", "added_tokens.json",
+    "vocab.json", "merges.txt", "chat_template.jinja", "chat_template.json", "preprocessor_config.json",
+    "processor_config.json", "training_args.bin", "trainer_state.json", "*_results.json", "README.md", "runs",
+    "completions",
+)  # fmt: skip
+# what grpo-trl itself writes: logs, recipe copies, the built tiny model, `grpo-trl report`
+OWN_NAMES = (
+    "completions.jsonl",
+    "alerts.jsonl",
+    "recipe.yaml",
+    "recipe.step-*.yaml",
+    "tiny-model",
+    "tiny-tools",
+    "tiny-reward",
+    "report",
+)
+
+
+def kind_of(name: str) -> str:
+    """What an entry is: checkpoint, log, recipe, cache, report or model (the trainer's final save).
+
+    >>> [kind_of(n) for n in ("checkpoint-4", "alerts.jsonl", "recipe.step-4.yaml", "tiny-model", "config.json")]
+    ['checkpoint', 'log', 'recipe', 'cache', 'model']
+    """
+    if CHECKPOINT.match(name):
+        return "checkpoint"
+    if name.endswith(".jsonl") or name in ("runs", "completions"):
+        return "log"
+    if name.startswith("recipe"):
+        return "recipe"
+    return {"tiny-model": "cache", "tiny-tools": "cache", "tiny-reward": "cache", "report": "report"}.get(
+        name, "model"
+    )
+
+
+def predictable(name: str) -> bool:
+    """A name the trainer or grpo-trl writes (``checkpoint-<N>`` with digits only)."""
+    if name.startswith("checkpoint-"):
+        return bool(CHECKPOINT.match(name))
+    return any(fnmatch.fnmatchcase(name, p) for p in TRAINER_NAMES + OWN_NAMES)
+
+
+def _fs_now(folder: Path) -> float:
+    """The current time on the filesystem's clock (a shared disk may disagree with this host's)."""
+    probe = folder / STATE / f".clock.{os.getpid()}"
+    probe.parent.mkdir(parents=True, exist_ok=True)
+    probe.write_bytes(b"")
+    try:
+        return probe.stat().st_mtime
+    finally:
+        probe.unlink()
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+@dataclass
+class Manifest:
+    """``<output_dir>/.grpo-trl/manifest.json``: the entries grpo-trl wrote and the runs that wrote them."""
+
+    folder: Path
+    entries: dict[str, dict] = field(default_factory=dict)
+    runs: list[dict] = field(default_factory=list)
+    exists: bool = False
+
+    @property
+    def path(self) -> Path:
+        return self.folder / STATE / "manifest.json"
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Manifest:
+        folder = Path(folder)
+        path = folder / STATE / "manifest.json"
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            return cls(folder)
+        except (OSError, ValueError) as exc:  # cut mid-write cannot happen (atomic replace); a hand edit can
+            logger.warning("%s is unreadable (%s): treating every entry as not written by grpo-trl", path, exc)
+            return cls(folder)
+        return cls(folder, dict(data.get("entries") or {}), list(data.get("runs") or []), True)
+
+    def save(self) -> None:
+        (self.folder / STATE).mkdir(parents=True, exist_ok=True)
+        _write_json(self.path, {"version": 1, "entries": self.entries, "runs": self.runs})
+        self.exists = True
+
+    def present(self) -> list[str]:
+        return sorted(p.name for p in self.folder.iterdir() if p.name != STATE) if self.folder.is_dir() else []
+
+    def record(self, *names: str) -> None:
+        for name in names:
+            self.entries.setdefault(name, {"kind": kind_of(name)})
+
+    def foreign(self) -> list[str]:
+        """Entries in the directory that grpo-trl did not write."""
+        return [n for n in self.present() if n not in self.entries]
+
+    def trained(self) -> list[str]:
+        """Entries a run that trained left (checkpoints, logs, final weights): a fresh run would mix with them."""
+        return [n for n in self.present() if self.entries.get(n, {}).get("kind") in ("checkpoint", "log", "model")]
+
+    def sync(self, run: dict | None = None) -> None:
+        """Forget entries that are gone (rotated checkpoints), adopt the run's own by the window rule, save."""
+        names = set(self.present())
+        self.entries = {n: e for n, e in self.entries.items() if n in names}
+        runs = [run] if run else self.runs
+        windows = [(r["fs_start"] - SLACK_S, r.get("ended") or float("inf")) for r in runs if "fs_start" in r]
+        for name in names - set(self.entries):
+            if predictable(name):
+                mtime = (self.folder / name).stat().st_mtime
+                if any(lo <= mtime <= hi for lo, hi in windows):
+                    self.record(name)
+        self.save()
+
+    def recover(self) -> list[str]:
+        """Close the windows of runs that never recorded their end (killed), adopting what they wrote."""
+        open_runs = [r for r in self.runs if not r.get("ended")]
+        if not open_runs:
+            return []
+        before = set(self.entries)
+        now = _fs_now(self.folder)
+        for run in open_runs:
+            run["ended"], run["killed"] = now, True
+            self.sync(run)
+        return sorted(set(self.entries) - before)
+
+    def remove_own(self) -> list[str]:
+        """``--overwrite``: delete the entries grpo-trl wrote (nothing else); returns their names."""
+        removed = []
+        for name in self.present():
+            if name in self.entries:
+                path = self.folder / name
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+                removed.append(name)
+        self.entries, self.runs = {}, []
+        self.save()
+        return removed
+
+    def start_run(self, **info) -> dict:
+        """Record a run starting now (its window opens at the filesystem's current time)."""
+        run = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        run.update(info, fs_start=_fs_now(self.folder), ended=None)
+        self.runs.append(run)
+        self.save()
+        return run
+
+    def end_run(self, run: dict) -> None:
+        self.sync(run)
+        run["ended"] = _fs_now(self.folder)
+        self.save()
+
+
+def record_entries(output_dir: str | Path, *names: str) -> None:
+    """Add entries written outside a training run (``grpo-trl report``) to an existing manifest."""
+    from filelock import FileLock
+
+    manifest = Manifest.load(output_dir)
+    if not manifest.exists:
+        return
+    with FileLock(str(manifest.folder / STATE / "manifest.lock"), timeout=10):
+        manifest = Manifest.load(output_dir)
+        manifest.record(*names)
+        manifest.save()
+
+
+def describe(names: list[str], folder: Path, limit: int = 12) -> str:
+    shown = [n + ("/" if (folder / n).is_dir() else "") for n in names[:limit]]
+    return ", ".join(shown) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+class RunLock:
+    """One run per output directory: an OS lock (``filelock``) held by the main process, with ``lock.json`` saying
+    whose it is. The kernel frees the OS lock when its process dies, so a ``lock.json`` found with the lock free is
+    a dead run's: taken over with a warning."""
+
+    def __init__(self, folder: str | Path):
+        from filelock import FileLock
+
+        self.state = Path(folder) / STATE
+        self.info = self.state / "lock.json"
+        self.state.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(self.state / "lock"), timeout=0)
+
+    def owner(self, wait_s: float = 0.5) -> dict | None:
+        deadline = time.monotonic() + wait_s
+        while True:  # the holder writes lock.json right after taking the lock: give it a moment
+            try:
+                return json.loads(self.info.read_text())
+            except (OSError, ValueError):
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.02)
+
+    def acquire(self) -> str | None:
+        """Take the lock; ``None`` on success, else a sentence naming the run that holds it."""
+        from filelock import Timeout
+
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            who = self.owner()
+            if who is None:
+                return "is in use by another run (its .grpo-trl/lock.json is unreadable)"
+            return f"is in use by another run: PID {who.get('pid')} on {who.get('host')}, started {who.get('started')}"
+        stale = self.owner(wait_s=0)
+        if stale and stale.get("pid") != os.getpid():
+            logger.warning(
+                "taking over the lock of PID %s on %s (started %s): that run is gone (its OS lock was free)",
+                stale.get("pid"), stale.get("host"), stale.get("started"),
+            )  # fmt: skip
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        _write_json(self.info, me)
+        return None
+
+    def release(self) -> None:
+        if self._lock.is_locked:
+            self.info.unlink(missing_ok=True)
+            self._lock.release()
+
+
+def _git_root(start: Path) -> Path | None:
+    for p in (start, *start.parents):
+        if (p / ".git").exists():
+            return p
+    return None
+
+
+def output_dir_problems(output_dir: str | None, recipe_dir: str | Path | None = None, cwd: Path | None = None) -> list:
+    """What is wrong with ``output_dir`` as a place to write checkpoints (``[]``: nothing).
+
+    Errors: empty; the filesystem root, the home directory, the current directory, the project (its git root) or
+    the recipe's directory, or a folder holding one of them; a folder inside another run's checkpoint or output_dir.
+
+    >>> output_dir_problems("outputs/run1")
+    []
+    >>> output_dir_problems("  ")
+    ['is empty: name a folder for checkpoints and logs, e.g. outputs/NAME']
+    """
+    if output_dir is None:
+        output_dir = "trainer_output"  # transformers' default for a null output_dir
+    text = str(output_dir).strip()
+    if not text:
+        return ["is empty: name a folder for checkpoints and logs, e.g. outputs/NAME"]
+    cwd = (cwd or Path.cwd()).resolve()
+    target = (cwd / os.path.expanduser(text)).resolve()
+    places = {Path("/"): "the filesystem root", Path.home().resolve(): "your home directory"}
+    places[cwd] = "the current directory"
+    root = _git_root(cwd)
+    if root is not None:
+        places.setdefault(root, "the project (its git root)")
+    if recipe_dir is not None:
+        places.setdefault(Path(recipe_dir).resolve(), "the recipe's directory")
+    hint = "grpo-trl would write checkpoints among your files; use a subfolder such as outputs/NAME"
+    problems = []
+    for place, what in places.items():
+        if target == place:
+            problems.append(f"is {what}: {hint}")
+        elif target in place.parents:
+            problems.append(f"holds {what} ({place}): {hint}")
+    for parent in target.parents:
+        is_run = (parent / STATE / "manifest.json").is_file()
+        in_run = (parent.parent / STATE / "manifest.json").is_file()
+        if CHECKPOINT.match(parent.name) and ((parent / "trainer_state.json").is_file() or in_run):
+            problems.append(f"is inside the checkpoint {parent} of another run: choose a folder outside it")
+            break
+        if is_run:
+            problems.append(f"is inside the output_dir {parent} of another run: choose a sibling folder instead")
+            break
+    return problems

@@ -1,0 +1,44 @@
+"""The ``python`` tool: run a Python snippet with ``grpo_trl.sandbox`` and return what it printed.
+
+Each call is a fresh ``python -I`` process in an empty temporary directory with a stripped environment, CPU-time,
+memory, file-size and process-count limits, a wall-clock deadline and bounded output; under root it runs as its own
+unprivileged uid. It is not a VM: the network is reachable and world-writable directories are writable (see
+``grpo_trl.sandbox``). The tool's own time bound sits above the sandbox deadline, so the sandbox always answers first.
+
+Example:
+    >>> python("print(6 * 7)")
+    '42'
+    >>> python("while True: pass", timeout_s=1).startswith(("timed out", "error"))  # wall clock or CPU limit
+    True
+"""
+
+from __future__ import annotations
+
+from grpo_trl.sandbox import Limits, run_python
+from grpo_trl.tools.registry import register_tool
+
+MAX_REPLY_CHARS = 2000  # what the model reads back: the end of stdout, plus the end of stderr on failure
+
+
+@register_tool("python")
+def python(code: str, timeout_s: float = 5.0) -> str:
+    """Run a Python program and return what it printed (use print to see a value).
+
+    Args:
+        code: A complete Python program; only the standard library is available and files do not persist.
+        timeout_s: Seconds the program may run, at most 10.
+
+    Returns:
+        The program's standard output, or its error.
+    """
+    seconds = min(max(float(timeout_s), 0.1), 10.0)
+    result = run_python(str(code), limits=Limits(cpu_seconds=seconds, wall_seconds=seconds + 1))
+    out = result.stdout.strip()[-MAX_REPLY_CHARS:]
+    if result.timed_out:
+        return f"timed out after {seconds:g} s" + (f"; output so far:\n{out}" if out else "")
+    if result.truncated:  # killed for printing too much
+        return out + "\n[output cut]"
+    if result.returncode != 0:
+        err = result.stderr.strip()[-MAX_REPLY_CHARS:]
+        return f"error (exit code {result.returncode}):\n{err}" + (f"\noutput:\n{out}" if out else "")
+    return out

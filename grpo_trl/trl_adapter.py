@@ -1,0 +1,98 @@
+"""The one module that touches TRL internals (private attributes of ``GRPOTrainer``). Everything else goes through it.
+
+What grpo-trl reads or wraps, and why:
+
+- ``trainer._logs``: the last generation batch (prompts, completions, per-reward scores, advantages) that TRL keeps
+  for its own completion table; ``completions.jsonl`` samples come from it.
+- ``trainer._log_metric(name, value)``: adds a metric to the next logged step (``timing/generation_s``).
+- ``trainer._generate(prompts)``: wrapped (not replaced) to time generation.
+- ``trainer._get_train_sampler``: replaced by ``data.sampler``'s zero-variance-aware sampler (``use_train_sampler``),
+  which also reads each batch's advantages from ``_logs``.
+
+``check_internals(trainer_class)`` lists what is missing; ``tests/test_trl_adapter.py`` runs it against the installed
+TRL and fails naming the TRL version, so a TRL release that renames one of these fails CI, not a user's run.
+
+Example:
+    >>> from trl import GRPOTrainer
+    >>> check_internals(GRPOTrainer)
+    []
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable
+from typing import Any
+
+# name -> (kind, what grpo-trl needs it for). "method": a function on the class; "attribute": set in __init__.
+INTERNALS = {
+    "_logs": ("attribute", "completion samples (prompt, completion, rewards, advantages of the last batch)"),
+    "_log_metric": ("method", "extra metrics on the next logged step (timing/generation_s)"),
+    "_generate": ("method", "timing of generation"),
+    "_get_train_sampler": ("method", "data.sampler's zero-variance-aware sampler"),
+}
+LOGS_KEYS = ("prompt", "completion", "rewards", "advantages")
+
+
+def trl_version() -> str:
+    import trl
+
+    return trl.__version__
+
+
+def check_internals(trainer_class: type) -> list[str]:
+    """What ``trainer_class`` (``trl.GRPOTrainer``) lacks of ``INTERNALS``, one line each; empty when all is there."""
+    missing = []
+    init_source = inspect.getsource(trainer_class.__init__)
+    for name, (kind, why) in INTERNALS.items():
+        if kind == "method" and not callable(getattr(trainer_class, name, None)):
+            missing.append(f"GRPOTrainer.{name}() is gone (used for {why})")
+        if kind == "attribute" and f"self.{name} =" not in init_source:
+            missing.append(f"GRPOTrainer.__init__ no longer sets self.{name} (used for {why})")
+    if "_logs" not in " ".join(missing):
+        for key in LOGS_KEYS:
+            if f'"{key}"' not in init_source:
+                missing.append(f"GRPOTrainer._logs has no {key!r} entry (used for completion samples)")
+    return missing
+
+
+def last_batch(trainer: Any) -> dict[str, list] | None:
+    """The last generation batch TRL kept: ``{prompt, completion, rewards: {name: [...]}, advantages}`` or None."""
+    store = getattr(trainer, "_logs", None)
+    if not store or not store.get("prompt"):
+        return None
+    return {
+        "prompt": list(store["prompt"]),
+        "completion": list(store["completion"]),
+        "rewards": {name: list(values) for name, values in store["rewards"].items()},
+        "advantages": list(store["advantages"]),
+    }
+
+
+def use_train_sampler(trainer: Any, sampler: Any) -> None:
+    """Make ``trainer`` draw its training batches from ``sampler`` instead of TRL's ``RepeatSampler``."""
+    trainer._get_train_sampler = lambda dataset=None: sampler
+
+
+def metric_logger(trainer: Any) -> Callable[[str, float], None] | None:
+    """TRL's ``log_metric(name, value)`` of this trainer (None on a TRL without it)."""
+    return getattr(trainer, "_log_metric", None)
+
+
+def time_generation(trainer: Any, metric: str = "timing/generation_s") -> bool:
+    """Wrap the trainer's generation so each call's duration is logged as ``metric``. False when not possible."""
+    original = getattr(trainer, "_generate", None)
+    log_metric = metric_logger(trainer)
+    if original is None or log_metric is None:
+        return False
+
+    def timed_generate(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            log_metric(metric, time.perf_counter() - start)
+
+    trainer._generate = timed_generate
+    return True

@@ -1,0 +1,168 @@
+"""The generic `hub` builder on local files written here: string prompts (TRL's standard format) and message lists
+(conversational), the solution column, kept columns, every malformed input one DataError; and a real tiny training
+run on plain-string prompts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grpo_trl.data import DataError, build_dataset, expected_size
+from grpo_trl.data.registry import dataset_columns
+
+ROWS = [
+    {"question": "What is 2 + 3?", "answer": "5", "level": "easy"},
+    {"question": "What is 7 * 6?", "answer": "42", "level": "easy"},
+    {"question": "What is 12 - 5?", "answer": "7", "level": "hard"},
+]
+CHAT_ROWS = [
+    {"prompt": [{"role": "user", "content": "Say hi."}], "solution": "hi"},
+    {"prompt": [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Say yo."}], "solution": "yo"},
+]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture
+def qa_file(tmp_path):
+    return write_jsonl(tmp_path / "qa.jsonl", ROWS)
+
+
+def test_string_prompts_stay_strings_with_solution_and_columns(qa_file):
+    cfg = {"builder": "hub", "path": str(qa_file), "prompt_column": "question", "solution_column": "answer"}
+    ds = build_dataset(cfg).train
+    assert ds["prompt"] == [r["question"] for r in ROWS]  # TRL's standard format, no chat template
+    assert ds["solution"] == ["5", "42", "7"] and ds["level"] == ["easy", "easy", "hard"]
+    assert "question" not in ds.column_names
+    assert dataset_columns(cfg) >= {"solution", "level", "answer"}
+
+
+def test_system_prompt_or_conversational_format_makes_messages(qa_file):
+    base = {"builder": "hub", "path": str(qa_file), "prompt_column": "question"}
+    ds = build_dataset({**base, "system_prompt": "Be brief."}).train
+    assert ds[0]["prompt"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "What is 2 + 3?"},
+    ]
+    ds = build_dataset({**base, "prompt_format": "conversational"}).train
+    assert ds[0]["prompt"] == [{"role": "user", "content": "What is 2 + 3?"}]
+
+
+def test_message_list_prompts_are_kept_and_get_a_missing_system_turn(tmp_path):
+    path = write_jsonl(tmp_path / "chat.jsonl", CHAT_ROWS)
+    ds = build_dataset({"builder": "hub", "path": str(path)}).train
+    assert ds[1]["prompt"][0] == {"role": "system", "content": "Be kind."} and ds["solution"] == ["hi", "yo"]
+    ds = build_dataset({"builder": "hub", "path": str(path), "system_prompt": "Sys prompt."}).train
+    assert ds[0]["prompt"][0] == {"role": "system", "content": "Sys prompt."}
+    assert [t["role"] for t in ds[1]["prompt"]] == ["system", "user"]  # the dataset's own system turn is kept
+
+
+def test_columns_limits_what_rewards_see(qa_file):
+    cfg = {"builder": "hub", "path": str(qa_file), "prompt_column": "question", "columns": ["level"]}
+    ds = build_dataset(cfg).train
+    assert sorted(ds.column_names) == ["level", "prompt"]
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        ({"prompt_column": "nope"}, "no column 'nope'"),
+        ({"prompt_column": "question", "columns": ["missing"]}, "no column"),
+        ({"prompt_column": "question", "solution_column": "missing"}, "solution_column"),
+        ({"prompt_column": "question", "prompt_format": "chat"}, "prompt_format"),
+        ({"prompt_column": "question", "prompt_format": "standard", "system_prompt": "Be brief."}, "system"),
+        ({"prompt_column": "level", "name": "x/y"}, "exactly one of name"),
+        ({"prompt_column": "question", "unknown_option": 1}, "unknown option"),
+    ],
+)
+def test_bad_options_are_one_data_error(qa_file, extra, match):
+    with pytest.raises(DataError, match=match):
+        build_dataset({"builder": "hub", "path": str(qa_file), **extra})
+
+
+@pytest.mark.parametrize("bad", [3, None, {"role": "user"}, [{"no": "role"}], ["text"]])
+def test_malformed_prompt_values_name_the_row(tmp_path, bad):
+    # every row the same bad type (a column mixing types is read as text by load_file)
+    path = write_jsonl(tmp_path / "bad.jsonl", [{"prompt": bad, "solution": "1"}, {"prompt": bad, "solution": "2"}])
+    with pytest.raises(DataError, match=r"row \d+: 'prompt'"):
+        build_dataset({"builder": "hub", "path": str(path)})
+
+
+def test_standard_format_refuses_messages(tmp_path):
+    path = write_jsonl(tmp_path / "chat.jsonl", CHAT_ROWS)
+    with pytest.raises(DataError, match="message list"):
+        build_dataset({"builder": "hub", "path": str(path), "prompt_format": "standard"})
+
+
+def test_unreachable_hub_dataset_says_how_to_use_a_local_file():
+    with pytest.raises(DataError, match="data.path"):
+        build_dataset({"builder": "hub", "name": "no-such-org/no-such-dataset-xyz"})
+
+
+def test_planned_size_follows_the_source(qa_file, tmp_path):
+    assert expected_size({"builder": "hub", "path": str(qa_file), "prompt_column": "question"}) == (3, True)
+    assert expected_size({"builder": "hub", "name": "a/b"}) == (None, False)
+    # math: the known 7,500 rows describe its default Hub source only
+    assert expected_size({"builder": "math"})[0] == 7500
+    assert expected_size({"builder": "math", "source": "someone/other-math"})[0] is None
+    import pandas as pd
+
+    path = tmp_path / "m.parquet"
+    pd.DataFrame({"problem": ["a", "b"], "solution": ["\\boxed{1}", "\\boxed{2}"]}).to_parquet(path)
+    assert expected_size({"builder": "math", "path": str(path)}) == (2, True)
+
+
+def test_token_filter_works_on_string_prompts(qa_file, tiny_model):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    cfg = {"builder": "hub", "path": str(qa_file), "prompt_column": "question"}
+    lengths = [len(tok(r["question"], add_special_tokens=False)["input_ids"]) for r in ROWS]
+    limit = sorted(lengths)[1]
+    result = build_dataset({**cfg, "max_prompt_tokens": limit}, tokenizer=tok)
+    assert len(result.train) == sum(n <= limit for n in lengths) and result.dropped["max_prompt_tokens"] >= 0
+
+
+@pytest.mark.slow
+def test_plain_string_prompts_train_end_to_end(tmp_path, make_recipe):
+    """A real GRPO run on the tiny model where prompts are plain strings: TRL samples from the raw text."""
+    from grpo_trl.rewards import register_reward, unregister_reward
+    from grpo_trl.train import train
+
+    write_jsonl(tmp_path / "qa.jsonl", ROWS * 4)
+    seen: dict[str, set] = {"prompts": set(), "completions": set()}
+
+    @register_reward("t_hub_seen")
+    def seen_reward(completions, prompts, solution, **kwargs):
+        seen["prompts"] |= {type(p).__name__ for p in prompts}
+        seen["completions"] |= {type(c).__name__ for c in completions}
+        return [float(len(c) % 3) for c in completions]
+
+    try:
+        path = make_recipe(
+            data={"builder": "hub", "path": "qa.jsonl", "prompt_column": "question", "solution_column": "answer"},
+            rewards=[{"name": "t_hub_seen"}],
+            trainer={"max_steps": 2},
+        )
+        result = train(path)
+    finally:
+        unregister_reward("t_hub_seen")
+    assert result.global_step == 2
+    assert seen == {"prompts": {"str"}, "completions": {"str"}}  # standard format all the way through
+
+
+def test_data_command_shows_string_prompts_as_they_are(tmp_path, make_recipe, capsys):
+    from grpo_trl.cli import main as cli_main
+
+    write_jsonl(tmp_path / "qa.jsonl", ROWS)
+    path = make_recipe(
+        data={"builder": "hub", "path": "qa.jsonl", "prompt_column": "question", "solution_column": "answer"}
+    )
+    assert cli_main(["data", str(path), "-n", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "--- prompt 0 as the model sees it ---\nWhat is 2 + 3?\n" in out and "<|im_start|>" not in out

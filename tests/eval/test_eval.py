@@ -1,0 +1,145 @@
+"""``grpo-trl eval``: bad values and a missing eval split give one ``error:`` line; backends are interchangeable (the
+endpoint backend replaying the transformers backend's completions through tests/fake_openai.py, a local fake of an
+external OpenAI-compatible server, yields the same eval.json)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grpo_trl.cli import main
+from grpo_trl.eval import evaluate
+from grpo_trl.eval.backends import render
+from grpo_trl.recipe import load_recipe
+from tests.fake_openai import FakeOpenAI
+
+REWARDS = [{"name": "countdown"}, {"name": "xml_format", "args": {"tags": ["think", "answer"]}, "weight": 0.5}]
+
+
+def _errors(capsys, argv) -> list[str]:
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return [line for line in err.splitlines() if line.startswith("error:")]
+
+
+@pytest.mark.parametrize(
+    "flags, key",
+    [
+        (["--n", "0"], "--n"),
+        (["--n", "-3"], "--n"),
+        (["--limit", "0"], "--limit"),
+        (["--batch-size", "0"], "--batch-size"),
+        (["--max-new-tokens", "0"], "--max-new-tokens"),
+        (["--temperature", "-1"], "--temperature"),
+        (["--temperature", "nan"], "--temperature"),
+        (["--backend", "endpoint", "--model", "m"], "--base-url"),
+        (["--backend", "endpoint", "--base-url", "http://127.0.0.1:1/v1"], "--model"),
+        (["--backend", "endpoint", "--model", "m", "--base-url", "http://127.0.0.1:1/v1", "--api", "x"], "--api"),
+    ],
+)
+def test_bad_values_are_one_error_line(capsys, make_recipe, flags, key):
+    path = make_recipe()
+    lines = _errors(capsys, ["eval", str(path), "--split", "train", *flags])
+    assert len(lines) == 1 and lines[0].startswith(f"error: grpo-trl eval: {key}: ")
+
+
+def test_several_bad_values_are_all_reported(capsys, make_recipe):
+    lines = _errors(capsys, ["eval", str(make_recipe()), "--n", "0", "--limit", "-1", "--batch-size", "0"])
+    assert [line.split(": ")[2] for line in lines] == ["--n", "--limit", "--batch-size"]
+
+
+def test_no_eval_split_needs_an_explicit_split(capsys, make_recipe):
+    lines = _errors(capsys, ["eval", str(make_recipe()), "--n", "1", "--limit", "1"])
+    assert len(lines) == 1 and ": data: the recipe has no eval split" in lines[0] and "--split train" in lines[0]
+
+
+@pytest.mark.slow
+def test_eval_split_is_used_and_split_train_is_explicit(tmp_path, make_recipe):
+    data = {"builder": "countdown", "source": "generate", "size": 40, "system_prompt": "none", "eval_size": 5}
+    recipe = load_recipe(make_recipe(data=data, rewards=REWARDS))
+    model = recipe.model["name"]
+    report = evaluate(recipe, model=model, n=2, output_dir=str(tmp_path / "e"), max_new_tokens=4)
+    assert report["prompts"] == 5 and report["split"] == "eval"
+    report = evaluate(
+        recipe, model=model, split="train", n=2, limit=7, output_dir=str(tmp_path / "t"), max_new_tokens=4
+    )
+    assert report["prompts"] == 7 and report["split"] == "train"
+
+
+@pytest.mark.slow
+def test_transformers_and_endpoint_score_identical_completions_identically(tmp_path, make_recipe):
+    recipe = load_recipe(make_recipe(rewards=REWARDS))
+    model = recipe.model["name"]
+    common = {"split": "train", "n": 3, "limit": 5, "max_new_tokens": 12}
+    local = evaluate(recipe, model=model, output_dir=str(tmp_path / "hf"), **common)
+    rows = [json.loads(x) for x in (tmp_path / "hf" / "eval_completions.jsonl").read_text().splitlines()]
+
+    from grpo_trl.train import load_tokenizer
+
+    tokenizer = load_tokenizer(recipe, model)
+    replies: dict[tuple, list] = {}
+    for row in rows:  # what a server would answer for each rendered prompt and sample (seed = i * n + j)
+        key = (render(tokenizer, row["prompt"]), row["prompt_index"] * 3 + row["sample"])
+        replies[key] = [(row["completion"], "stop" if row["length"] < 12 else "length", row["length"])]
+    with FakeOpenAI(models=["served-tiny"], reply=lambda body: replies[body["prompt"], body["seed"]]) as server:
+        # the endpoint backend renders prompts with the recipe's tokenizer from the recipe's model
+        remote = evaluate(
+            recipe,
+            model="served-tiny",
+            backend="endpoint",
+            endpoint={"base_url": server.base_url, "max_concurrency": 4},
+            output_dir=str(tmp_path / "ep"),
+            **common,
+        )
+    posts = server.requests[1:]  # the first is the probe (GET /models)
+    assert server.requests[0]["path"] == "/v1/models" and len(posts) == 15 and all(r["body"]["n"] == 1 for r in posts)
+    same = {k: v for k, v in local.items() if k not in ("model", "backend", "output_dir")}
+    assert same == {k: v for k, v in remote.items() if k not in ("model", "backend", "output_dir")}
+    remote_rows = [json.loads(x) for x in (tmp_path / "ep" / "eval_completions.jsonl").read_text().splitlines()]
+    assert remote_rows == rows
+    assert set(local["pass@k"]) == {"1", "2", "3"} and local["generation_errors"] == 0
+
+
+@pytest.mark.slow
+def test_endpoint_failures_cost_only_their_prompts(tmp_path, make_recipe):
+    recipe = load_recipe(make_recipe(rewards=REWARDS))
+    with FakeOpenAI(
+        models=["m"], script=["ok", "500", "malformed"], reply=lambda body: "<answer>1</answer>"
+    ) as server:
+        report = evaluate(
+            recipe,
+            model="m",
+            backend="endpoint",
+            split="train",
+            n=2,
+            limit=4,
+            endpoint={"base_url": server.base_url, "max_concurrency": 1, "retries": 0},
+            output_dir=str(tmp_path / "ep"),
+        )
+    assert report["generation_errors"] == 2 and report["prompts"] == 4
+    assert "HTTP 500" in report["generation_error_examples"][0]
+    assert "not OpenAI-compatible" in report["generation_error_examples"][1]
+    rows = [json.loads(x) for x in (tmp_path / "ep" / "eval_completions.jsonl").read_text().splitlines()]
+    assert [r["completion"] for r in rows] == [""] * 2 + ["<answer>1</answer>"] * 6
+    assert [r["length"] for r in rows] == [0, 0] + [1] * 6
+
+
+def test_unreachable_endpoint_or_wrong_model_is_one_error_line(capsys, make_recipe, tmp_path):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    argv = ["eval", str(make_recipe()), "--split", "train", "--n", "1", "--limit", "2", "--backend", "endpoint"]
+    argv += ["--model", "m", "--base-url", f"http://127.0.0.1:{port}/v1", "--retries", "0"]
+    lines = _errors(capsys, [*argv, "--output-dir", str(tmp_path / "x")])
+    assert len(lines) == 1 and lines[0].startswith("error: --backend endpoint: base_url: cannot reach")
+    with FakeOpenAI(models=["tiny-served"]) as server:
+        argv[-3] = server.base_url
+        lines = _errors(capsys, [*argv, "--output-dir", str(tmp_path / "x")])
+    assert lines == [
+        f"error: --backend endpoint: model: model 'm' is not served at {server.base_url}; it serves: tiny-served"
+    ]
+    assert not (tmp_path / "x").exists()

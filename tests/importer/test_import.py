@@ -1,0 +1,337 @@
+"""`grpo-trl import` on configs shaped like open-r1's GRPO recipes and `trl grpo --config` files (written here, not
+copied), and `check` on what it writes."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import yaml
+
+from grpo_trl.cli import main as cli_main
+from grpo_trl.importer import import_config, import_text
+from grpo_trl.recipe import Recipe, RecipeError, load_recipe
+
+# The shape of open-r1's math demo recipe: ModelConfig, ScriptArguments and GRPOConfig keys side by side.
+OPEN_R1_MATH = """\
+model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct
+model_revision: main
+torch_dtype: bfloat16
+attn_implementation: sdpa
+dataset_name: some-org/math-problems
+dataset_prompt_column: problem
+system_prompt: "Think first.\\nThen answer in <think>\\n...\\n</think>\\n<answer>\\n...\\n</answer>"
+bf16: true
+use_vllm: true
+gradient_accumulation_steps: 2
+gradient_checkpointing: true
+gradient_checkpointing_kwargs:
+  use_reentrant: false
+learning_rate: 1.0e-06
+log_completions: true
+lr_scheduler_type: cosine_with_min_lr
+lr_scheduler_kwargs:
+  min_lr_rate: 0.1
+max_prompt_length: 256
+max_completion_length: 1024
+num_generations: 8
+num_train_epochs: 1
+output_dir: out/math
+overwrite_output_dir: true
+per_device_train_batch_size: 8
+report_to: [none]
+reward_funcs: [accuracy, format, tag_count, cosine, repetition_penalty, soft_overlong_punishment]
+reward_weights: [1.0, 1.0, 1.0, 0.5, 0.5, 0.5]
+cosine_max_len: 800
+repetition_n_grams: 4
+max_completion_len: 1024
+save_strategy: "no"
+seed: 42
+use_liger_kernel: true
+use_liger_loss: false
+warmup_ratio: 0.1
+"""
+
+# The shape of a `trl grpo --config` file (TRL's CLI docs): reward names from TRL's script, a dotted path.
+TRL_FLAT = """\
+model_name_or_path: Qwen/Qwen2.5-0.5B
+dataset_name: some-org/prompts
+dataset_config: default
+dataset_train_split: train
+reward_funcs:
+  - accuracy_reward
+  - think_format_reward
+  - get_soft_overlong_punishment
+  - my_lib.rewards.brevity
+num_processes: 4
+accelerate_config: zero3
+use_peft: true
+lora_target_modules: all-linear
+"""
+
+
+def load(text: str, tmp_path, **kw):
+    src = tmp_path / "config.yaml"
+    src.write_text(text)
+    return import_config(src, out_dir=tmp_path, **kw)
+
+
+def test_open_r1_math_config_maps_every_key(tmp_path):
+    result = load(OPEN_R1_MATH, tmp_path)
+    r = result.recipe
+    assert r["model"] == {
+        "name": "Qwen/Qwen2.5-0.5B-Instruct",
+        "dtype": "bfloat16",
+        "revision": "main",
+        "attn_implementation": "sdpa",
+    }
+    data = r["data"]
+    assert data["builder"] == "hub" and data["name"] == "some-org/math-problems" and data["prompt_column"] == "problem"
+    assert data["prompt_format"] == "conversational" and data["system_prompt"].startswith("Think first.\n")
+    assert data["max_prompt_tokens"] == 256
+    names = [(e["name"], e.get("weight")) for e in r["rewards"]]
+    assert names == [
+        ("accuracy", 1.0),
+        ("think_format", 1.0),
+        ("tag_count", 1.0),
+        ("cosine", 0.5),
+        ("repetition_penalty", 0.5),
+        ("soft_overlong", 0.5),
+    ]
+    args = {e["name"]: e.get("args", {}) for e in r["rewards"]}
+    assert args["accuracy"] == {"require_answer_tag": False}  # the peer's semantics: no <answer> requirement
+    # top-level settings become args; the ones left out take open-r1's defaults (min_value_wrong 0.0, not -1.0)
+    assert args["cosine"]["max_len"] == 800 and args["cosine"]["min_value_wrong"] == 0.0
+    assert args["cosine"]["max_value_correct"] == 1.0
+    assert args["repetition_penalty"] == {"ngram_size": 4, "max_penalty": -1.0}
+    assert args["soft_overlong"] == {"max_completion_len": 1024, "soft_punish_cache": 4096}
+    t = r["trainer"]
+    # TRL 0.18 (open-r1's pin) defaults that changed since, written so the run does not change
+    assert t["beta"] == 0.04 and t["loss_type"] == "bnpo" and t["vllm_mode"] == "server"
+    assert t["warmup_steps"] == 0.1 and "warmup_ratio" not in t
+    assert t["use_liger_kernel"] is True and "use_liger_loss" not in t  # not flipped by use_liger_loss: false
+    assert "overwrite_output_dir" in dict(result.unmapped)
+    assert "--overwrite" in dict(result.unmapped)["overwrite_output_dir"]
+
+
+def test_written_recipe_has_comments_reads_back_and_passes_check(tmp_path, capsys):
+    # check refuses use_liger_kernel where liger-kernel is not installed (GPU only)
+    (tmp_path / "config.yaml").write_text(OPEN_R1_MATH.replace("use_liger_kernel: true", "use_liger_kernel: false"))
+    out = tmp_path / "recipe.yaml"
+    assert cli_main(["import", str(tmp_path / "config.yaml"), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "# model_name_or_path" in text and "# torch_dtype (renamed dtype)" in text
+    assert "beta: 0.04  # TRL 0.18 default (today 0.0)" in text
+    assert "cosine_max_len" in text or "max_len" in text
+    assert "Not mapped:" in text and "overwrite_output_dir" in text
+    assert yaml.safe_load(text) == import_config(tmp_path / "config.yaml", out_dir=tmp_path).recipe
+    assert "next: grpo-trl check" in capsys.readouterr().out
+    assert cli_main(["check", str(out)]) == 0
+    # the output file is never replaced silently
+    assert cli_main(["import", str(tmp_path / "config.yaml"), "-o", str(out)]) == 1
+    assert "exists" in capsys.readouterr().err
+
+
+def test_trl_flat_config(tmp_path):
+    result = load(TRL_FLAT, tmp_path)
+    r = result.recipe
+    assert result.imported.flavour == "trl" and result.imported.baseline == "1.0"
+    assert r["model"]["dtype"] == "float32"  # trl grpo's ModelConfig default, written explicitly
+    assert r["model"]["lora"]["target_modules"] == "all-linear"
+    assert r["model"]["lora"]["r"] == 16 and r["model"]["lora"]["lora_alpha"] == 32  # ModelConfig's, not peft's
+    assert "prompt_format" not in r["data"] and r["data"]["config"] == "default"
+    rewards = r["rewards"]
+    assert [e["name"] for e in rewards] == ["accuracy", "think_format", "soft_overlong", "my_lib.rewards:brevity"]
+    assert rewards[2]["args"] == {"max_completion_len": 1280, "soft_punish_cache": 256}  # TRL's script fixes these
+    assert r["launch"] == {"num_processes": 4, "accelerate_config": "zero3"}
+    assert "beta" not in r.get("trainer", {})  # TRL 1.0 defaults: nothing to pin
+    assert any("also requires the <answer>" in line for line in result.text.splitlines())
+
+
+def test_trl_version_option_sets_the_baseline(tmp_path):
+    cfg = "model_name_or_path: m\ndataset_name: d\nreward_funcs: [accuracy_reward]\nuse_vllm: true\n"
+    old = load(cfg, tmp_path, trl_version="0.16").recipe["trainer"]
+    assert old["beta"] == 0.04 and old["loss_type"] == "grpo" and old["temperature"] == 0.9
+    assert old["gradient_checkpointing"] is False and old["vllm_mode"] == "server"
+    mid = load(cfg, tmp_path, trl_version="0.21").recipe["trainer"]
+    assert "beta" not in mid and mid["loss_type"] == "bnpo"
+    late = load(cfg.replace("use_vllm: true\n", ""), tmp_path, trl_version="1.9").recipe["trainer"]
+    assert late == {"max_completion_length": 256}  # beta 0: the KL estimator default does not matter
+
+
+def test_repeated_keys_last_wins_with_a_warning(tmp_path):
+    result = load(TRL_FLAT + "beta: 0.1\nbeta: 0.2\n", tmp_path)
+    assert result.recipe["trainer"]["beta"] == 0.2
+    assert any(w.startswith("repeated key beta (lines") for w in result.warnings)
+    assert "Warnings:" in result.text
+
+
+def test_both_liger_settings_keep_their_meanings(tmp_path):
+    on = load(TRL_FLAT + "use_liger_loss: true\nuse_liger_kernel: false\n", tmp_path)
+    assert on.recipe["trainer"]["use_liger_kernel"] is False
+    assert "use_liger_loss" in dict(on.unmapped)
+    off = load(TRL_FLAT + "use_liger_loss: false\nuse_liger_kernel: true\n", tmp_path)
+    assert off.recipe["trainer"]["use_liger_kernel"] is True and "use_liger_loss" not in dict(off.unmapped)
+
+
+@pytest.mark.parametrize(
+    "extra, key",
+    [
+        ("reward_funcs: [ioi_code, format]\n", "ioi_code"),
+        ("reward_funcs: [my_own_reward]\n", "my_own_reward"),
+    ],
+)
+def test_rewards_without_equivalent_are_written_with_a_warning(tmp_path, extra, key):
+    result = load("model_name_or_path: m\ndataset_name: d\n" + extra, tmp_path)
+    assert result.recipe["rewards"][0]["name"] == key
+    assert any(key in w for w in result.warnings)
+
+
+def test_unused_reward_settings_and_code_provider_keys_are_listed(tmp_path):
+    text = "model_name_or_path: m\ndataset_name: d\nreward_funcs: [accuracy]\ncosine_max_len: 10\ncode_provider: e2b\n"
+    unmapped = dict(load(text, tmp_path).unmapped)
+    assert "cosine_max_len" in unmapped and "code_provider" in unmapped
+
+
+def test_open_r1_default_rewards_when_none_named(tmp_path):
+    result = load("model_name_or_path: m\ndataset_name: d\ndataset_prompt_column: q\n", tmp_path)
+    assert [e["name"] for e in result.recipe["rewards"]] == ["accuracy", "think_format", "tag_count"]
+
+
+def test_local_data_file_becomes_a_path(tmp_path):
+    (tmp_path / "rows.jsonl").write_text('{"prompt": "1+1=", "solution": "2"}\n')
+    text = f"model_name_or_path: m\ndataset_name: {tmp_path / 'rows.jsonl'}\nreward_funcs: [accuracy_reward]\n"
+    data = load(text, tmp_path).recipe["data"]
+    assert data["builder"] == "hub" and "path" in data and "name" not in data
+
+
+def test_dataset_mixture(tmp_path):
+    text = textwrap.dedent(
+        """\
+        model_name_or_path: m
+        reward_funcs: [accuracy]
+        dataset_prompt_column: problem
+        dataset_mixture:
+          datasets:
+            - {id: a/one, config: default, split: train, columns: [problem, solution], weight: 0.7}
+            - {id: b/two, weight: 0.3}
+          seed: 3
+          test_split_size: 0.1
+        """
+    )
+    result = load(text.replace("weight: 0.3}", "weight: 0.3, data_files: x.json}"), tmp_path)
+    parts = result.recipe["data"]["mixture"]
+    assert "dataset_mixture.1.data_files" in dict(result.unmapped)
+    assert [p["name"] for p in parts] == ["a/one", "b/two"] and [p["weight"] for p in parts] == [0.7, 0.3]
+    assert result.recipe["data"]["seed"] == 3 and "dataset_mixture.test_split_size" in dict(result.unmapped)
+
+
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("dataset_name: d\nreward_funcs: [accuracy_reward]\n", "model_name_or_path"),
+        ("model_name_or_path: m\nreward_funcs: [accuracy_reward]\n", "dataset_name"),
+        ("model_name_or_path: m\ndataset_name: d\n", "reward_funcs"),
+        ("model_name_or_path: m\ndataset_name: d\nreward_funcs: [a, b]\nreward_weights: [1]\n", "reward_weights"),
+        ("model_name_or_path: m\ndataset_name: d\nreward_funcs: 3\n", "reward_funcs"),
+        ("model_name_or_path: [m]\ndataset_name: d\nreward_funcs: [x]\n", "model_name_or_path"),
+        ("model_name_or_path: m\ndataset_name: d\nreward_funcs: [x]\ntorch_dtype: bf16\n", "torch_dtype"),
+        ("model_name_or_path: m\ndataset_name: d\nreward_funcs: [x]\nuse_peft: maybe\n", "use_peft"),
+        ("model_name_or_path: m\ndataset_name: d\nreward_funcs: [x]\nmax_prompt_length: -1\n", "max_prompt_length"),
+        ("- just\n- a list\n", "-"),
+        ("a: [unclosed\n", "-"),
+        (
+            "model_name_or_path: m\ndataset_name: d\nreward_funcs: [x]\ndataset_mixture: {datasets: 3}\n",
+            "dataset_mixture",
+        ),
+    ],
+)
+def test_bad_configs_are_one_clear_error_each(tmp_path, capsys, text, key):
+    src = tmp_path / "bad.yaml"
+    src.write_text(text)
+    with pytest.raises(RecipeError) as err:
+        import_config(src)
+    assert any(p.key == key for p in err.value.problems), err.value.problems
+    assert cli_main(["import", str(src)]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines and all(line.startswith(f"error: {src}: ") for line in lines if line.startswith("error"))
+
+
+def test_bad_options_are_error_lines(tmp_path, capsys):
+    (tmp_path / "c.yaml").write_text(TRL_FLAT)
+    assert cli_main(["import", str(tmp_path / "c.yaml"), "--trl-version", "latest"]) == 1
+    assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'c.yaml'}: --trl-version: 'latest' is not")
+    assert cli_main(["import", str(tmp_path / "c.yaml"), "-o", str(tmp_path / "c.yaml"), "--force"]) == 1
+    assert "is the config being imported" in capsys.readouterr().err
+    assert (tmp_path / "c.yaml").read_text() == TRL_FLAT  # nothing of the user's is replaced
+
+
+def test_missing_file_is_an_error_line(tmp_path, capsys):
+    assert cli_main(["import", str(tmp_path / "nope.yaml")]) == 1
+    assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'nope.yaml'}: -: cannot read the config")
+
+
+def test_stdout_mode_prints_the_recipe(tmp_path, capsys):
+    (tmp_path / "c.yaml").write_text(TRL_FLAT)
+    assert cli_main(["import", str(tmp_path / "c.yaml")]) == 0
+    out = capsys.readouterr()
+    assert yaml.safe_load(out.out)["model"]["name"] == "Qwen/Qwen2.5-0.5B"
+
+
+# ------------------------------------------------------------------------------------ check / train on peer files
+def test_check_and_train_point_a_peer_config_at_import(tmp_path, capsys):
+    src = tmp_path / "config.yaml"
+    src.write_text(OPEN_R1_MATH)
+    for command in (["check", str(src)], ["train", str(src)]):
+        assert cli_main(command) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [
+            f"error: {src}: model_name_or_path: this looks like a TRL/open-r1 config: run `grpo-trl import {src} "
+            "-o recipe.yaml` and use the recipe it writes"
+        ]
+
+
+@pytest.mark.parametrize(
+    "section, value, expected",
+    [
+        ("beta", 0.04, "a trl.GRPOConfig field: it belongs under trainer:"),
+        ("overwrite_output_dir", True, "did you mean '--overwrite'?"),
+        ("model_name_or_path", "x", "did you mean 'model.name'?"),
+    ],
+)
+def test_top_level_keys_say_where_they_belong(make_recipe, section, value, expected):
+    path = make_recipe(extra={section: value})
+    problems = load_recipe(path, validate=False).validate()
+    assert len(problems) == 1 and problems[0].key == section and expected in problems[0].message
+
+
+def test_peer_reward_names_get_the_rename(make_recipe):
+    path = make_recipe(rewards=[{"name": "format"}])
+    problems = load_recipe(path, validate=False).validate()
+    assert "did you mean 'think_format'?" in problems[0].message
+
+
+def test_trainer_overwrite_output_dir_names_the_flag(make_recipe):
+    path = make_recipe(trainer={"overwrite_output_dir": True})
+    problems = load_recipe(path, validate=False).validate()
+    assert any("--overwrite" in p.message for p in problems)
+
+
+def test_import_text_doctest_shape():
+    result = import_text("model_name_or_path: m\ndataset_name: d\nreward_funcs: accuracy_reward\n")
+    assert result.recipe["rewards"] == [{"name": "accuracy", "args": {"require_answer_tag": False}}]
+    assert Recipe(data=result.recipe).validate() == []
+
+
+def test_shipped_readme_example_imports_and_checks(tmp_path, monkeypatch, capsys):
+    """The README's runnable example: examples/import/open-r1-style.yaml -> a recipe `check` accepts."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    out = tmp_path / "imported.yaml"
+    assert cli_main(["import", "examples/import/open-r1-style.yaml", "-o", str(out)]) == 0
+    data = yaml.safe_load(out.read_text())["data"]
+    assert (tmp_path / data["path"]).resolve() == (root / "examples/import/problems.jsonl").resolve()
+    assert cli_main(["check", str(out)]) == 0
+    assert "data                hub: 24 at most" in capsys.readouterr().out

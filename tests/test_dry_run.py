@@ -1,0 +1,166 @@
+"""``check``, ``data``, ``rewards`` and ``serve --dry-run`` run no user code beyond imports: reward targets and their
+``args`` are validated by signature, factories are called only when a trainer (or eval) is built; and dataset
+columns that collide with TRL's keywords or a reward's bound argument are check errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from grpo_trl.cli import main as cli_main
+from grpo_trl.recipe import load_recipe
+from grpo_trl.rewards import unregister_reward
+
+DATA = {"builder": "countdown", "source": "generate", "size": 16, "system_prompt": "none"}
+
+
+def recipe_file(tmp_path, rewards, data=None, plugins=None):
+    recipe = {
+        "model": {"name": "builtin:tiny"},
+        "data": data or DATA,
+        "rewards": rewards,
+        "trainer": {"output_dir": str(tmp_path / "out"), "max_steps": 1, "use_cpu": True, "report_to": "none"},
+        **({"plugins": plugins} if plugins else {}),
+    }
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return path
+
+
+DRY_COMMANDS = [["check"], ["serve", "--dry-run"], ["data", "-n", "1"]]
+
+
+@pytest.mark.parametrize("command", DRY_COMMANDS, ids=lambda c: c[0])
+def test_popen_recipe_fails_without_running_the_command(tmp_path, capsys, command):
+    marker = tmp_path / "PWNED"
+    path = recipe_file(tmp_path, [{"name": "subprocess:Popen", "args": {"args": ["touch", str(marker)]}}])
+    assert cli_main([command[0], str(path), *command[1:]]) == 1
+    err = capsys.readouterr().err
+    assert "error:" in err and "names the class Popen, which is not a registered reward" in err
+    assert not marker.exists()
+
+
+FACTORY_PLUGIN = """
+from pathlib import Path
+from grpo_trl.rewards import register_reward
+
+@register_reward("t_side_effect")
+class SideEffect:
+    '''Writes a file when built: check must not build it.'''
+    def __init__(self, marker: str):
+        Path(marker).write_text("built")
+    def __call__(self, completions, nums, **kwargs):
+        return [0.0] * len(completions)
+
+@register_reward("t_side_effect_fn", factory=True)
+def side_effect_fn(marker: str):
+    Path(marker + ".fn").write_text("built")
+    return lambda completions, **kwargs: [0.0] * len(completions)
+"""
+
+
+@pytest.fixture
+def side_effect_recipe(tmp_path):
+    marker = tmp_path / "BUILT"
+    (tmp_path / "plugin.py").write_text(FACTORY_PLUGIN)
+    rewards = [{"name": "t_side_effect", "args": {"marker": str(marker)}}]
+    rewards.append({"name": "t_side_effect_fn", "args": {"marker": str(marker)}})
+    yield recipe_file(tmp_path, rewards, plugins=["plugin.py"]), marker
+    unregister_reward("t_side_effect")
+    unregister_reward("t_side_effect_fn")
+
+
+@pytest.mark.parametrize("command", DRY_COMMANDS, ids=lambda c: c[0])
+def test_factories_with_side_effects_are_not_called_by_dry_runs(side_effect_recipe, capsys, command):
+    path, marker = side_effect_recipe
+    assert cli_main([command[0], str(path), *command[1:]]) == 0, capsys.readouterr().err
+    assert cli_main(["rewards", "--plugin", str(path.parent / "plugin.py")]) == 0
+    assert not marker.exists() and not marker.with_suffix(".fn").exists()
+    load_recipe(path).build_rewards()  # building a trainer does call them (the control)
+    assert marker.exists() and marker.with_suffix(".fn").exists()
+
+
+def test_check_still_reads_a_factory_class_columns_without_building_it(tmp_path, side_effect_recipe, capsys):
+    path, marker = side_effect_recipe
+    recipe = yaml.safe_load(path.read_text())
+    recipe["rewards"][0]["name"] = "t_side_effect"
+    recipe["data"] = {"builder": "gsm8k", "path": str(write_gsm8k(tmp_path)), "system_prompt": "none"}
+    path.write_text(yaml.safe_dump(recipe))
+    assert cli_main(["check", str(path)]) == 1
+    assert "reads column(s) nums" in capsys.readouterr().err and not marker.exists()
+
+
+def write_gsm8k(tmp_path):
+    path = tmp_path / "gsm8k.jsonl"
+    path.write_text(json.dumps({"question": "1+1?", "answer": "2 #### 2"}) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("time:sleep", "cannot be read"),  # a C function with no signature at all
+        ("builtins:print", "cannot be called the way TRL calls rewards"),
+        ("builtins:len", "cannot be called the way TRL calls rewards"),
+        ("os:system", "cannot be called the way TRL calls rewards"),
+        ("tests.test_dry_run:no_kwargs", "give it a **kwargs parameter"),
+        ("tests.test_dry_run:positional_only", "cannot be called the way TRL calls rewards"),
+        ("tests.test_dry_run:NotARegisteredReward", "not a registered reward"),
+    ],
+)
+def test_targets_trl_could_not_call_are_check_errors(tmp_path, capsys, name, message):
+    path = recipe_file(tmp_path, [{"name": name}])
+    assert cli_main(["check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("error:") == 1 and "Traceback" not in err
+    assert f"{path}: rewards.0.name: reward {name!r}" in err
+
+
+def no_kwargs(completions):
+    return [0.0] * len(completions)
+
+
+def positional_only(completions, /, **kwargs):
+    return [0.0] * len(completions)
+
+
+class NotARegisteredReward:
+    def __init__(self, completions=None, **kwargs):
+        raise AssertionError("check must not build me")
+
+
+def test_factory_args_are_bound_to_its_signature(tmp_path, capsys):
+    path = recipe_file(
+        tmp_path, [{"name": "soft_overlong", "args": {"max_completion_len": 8, "soft_punish_cache": 9}}]
+    )
+    assert cli_main(["check", str(path)]) == 0, capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------ columns
+RESERVED = ["prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"]
+
+
+@pytest.mark.parametrize("column", RESERVED)
+def test_a_column_named_like_a_trl_keyword_is_a_check_error(tmp_path, capsys, column):
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"question": "q", "solution": "1", column: "x"}) + "\n")
+    path = recipe_file(tmp_path, [{"name": "gsm8k"}], data={"builder": "files", "path": str(data)})
+    assert cli_main(["check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {path}: data: column {column!r} has the name of a keyword TRL passes" in err
+    assert "rename it" in err
+
+
+def test_a_column_named_like_a_bound_argument_is_a_check_error(tmp_path, capsys):
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"question": "q", "solution": "1", "exact": 5}) + "\n")
+    path = recipe_file(
+        tmp_path, [{"name": "gsm8k", "args": {"exact": 2.0}}], data={"builder": "files", "path": str(data)}
+    )
+    assert cli_main(["check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "rewards.0.args.exact: reward 'gsm8k' binds args.exact, and the dataset has a column 'exact'" in err
+    clean = recipe_file(tmp_path, [{"name": "gsm8k"}], data={"builder": "files", "path": str(data)})
+    assert cli_main(["check", str(clean)]) == 0

@@ -1,0 +1,223 @@
+"""grpo_trl.endpoint against tests/fake_openai.py, a local fake of an EXTERNAL OpenAI-compatible server (it cannot
+run here): every answer class (normal, 5xx, 429/503 with Retry-After, malformed JSON, closed connection, hang,
+slow), bounded concurrency, the key from an environment variable name, probe. All traffic goes to 127.0.0.1, every
+loop is bounded by the script length and the timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import sys
+import time
+
+import pytest
+
+from grpo_trl.endpoint import Endpoint, EndpointError, api_key, probe
+from tests.fake_openai import FakeOpenAI
+
+pytest.importorskip("openai")
+
+MSG = [{"role": "user", "content": "hi"}]
+
+
+def one(server: FakeOpenAI, call: str = "chat", **kwargs) -> object:
+    ep = Endpoint(server.base_url, "m", **{"timeout": 2.0, "retries": 2, **kwargs})
+    coro = ep.chat(MSG, max_tokens=4) if call == "chat" else ep.complete("hi", max_tokens=4)
+    return ep.run([coro])[0]
+
+
+@pytest.mark.parametrize("call", ["chat", "complete"])
+def test_normal_answer_and_parameters_pass_through(call):
+    with FakeOpenAI(models=["m"]) as server:
+        ep = Endpoint(server.base_url, "m")
+        coro = ep.chat(MSG, n=3, temperature=0.5, seed=7) if call == "chat" else ep.complete("hi", n=3, top_p=0.9)
+        assert ep.run([coro]) == [["fake: hi"] * 3]
+    body = server.requests[0]["body"]
+    assert server.requests[0]["path"] == ("/v1/chat/completions" if call == "chat" else "/v1/completions")
+    assert body["model"] == "m" and body["n"] == 3
+    assert (body["temperature"], body["seed"]) == (0.5, 7) if call == "chat" else body["top_p"] == 0.9
+
+
+def test_concurrency_is_bounded_and_results_keep_their_order():
+    with FakeOpenAI(models=["m"], default="slow:0.2", reply=lambda body: body["messages"][0]["content"]) as server:
+        ep = Endpoint(server.base_url, "m", max_concurrency=3)
+        out = ep.run([ep.chat([{"role": "user", "content": str(i)}]) for i in range(9)])
+    assert out == [[str(i)] for i in range(9)]
+    assert server.max_in_flight == 3  # never more, and the bound was used
+
+
+@pytest.mark.parametrize("status", ["500", "502", "503", "429", "408"])
+def test_retryable_statuses_are_retried_then_succeed(status):
+    with FakeOpenAI(models=["m"], script=[status, status]) as server:
+        assert one(server, retries=2) == ["fake: hi"]
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("status", ["500", "503", "429"])
+def test_retries_are_bounded_and_the_error_says_so(status):
+    with FakeOpenAI(models=["m"], default=status) as server:
+        err = one(server, retries=1)
+    assert isinstance(err, EndpointError) and err.status == int(status)
+    assert f"HTTP {status} after 2 attempt(s)" in str(err)
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("status", ["400", "401", "403", "404", "422"])
+def test_client_errors_are_not_retried(status):
+    with FakeOpenAI(models=["m"], script=[status]) as server:
+        err = one(server, retries=3)
+    assert isinstance(err, EndpointError) and err.status == int(status) and "attempt" not in str(err)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("status", ["429", "503"])
+def test_retry_after_is_honoured(status):
+    with FakeOpenAI(models=["m"], script=[f"{status}:1.2"]) as server:
+        assert one(server) == ["fake: hi"]
+    first, second = server.requests
+    assert second["time"] - first["time"] >= 1.15  # the client's own backoff would be ~0.5 s
+
+
+def test_malformed_json_costs_only_its_row():
+    with FakeOpenAI(models=["m"], script=["ok", "malformed", "ok"]) as server:
+        ep = Endpoint(server.base_url, "m", max_concurrency=1, retries=0)
+        out = ep.run([ep.chat(MSG) for _ in range(3)])
+    assert out[0] == out[2] == ["fake: hi"]
+    assert isinstance(out[1], EndpointError) and "not OpenAI-compatible" in str(out[1])
+
+
+def test_closed_connection_is_retried_then_reported():
+    with FakeOpenAI(models=["m"], script=["close"]) as server:
+        assert one(server) == ["fake: hi"]
+    with FakeOpenAI(models=["m"], default="close") as server:
+        err = one(server, retries=1)
+    assert isinstance(err, EndpointError) and "cannot reach" in str(err) and len(server.requests) == 2
+
+
+@pytest.mark.parametrize("behaviour", ["hang", "slow:5"])
+def test_no_answer_times_out_in_bounded_time(behaviour):
+    with FakeOpenAI(models=["m"], default=behaviour) as server:
+        start = time.monotonic()
+        err = one(server, timeout=0.5, retries=0)
+        elapsed = time.monotonic() - start
+    assert isinstance(err, EndpointError) and "no answer" in str(err) and "within 0.5 s" in str(err)
+    assert elapsed < 3
+
+
+def test_slow_but_within_timeout_succeeds():
+    with FakeOpenAI(models=["m"], default="slow:0.3") as server:
+        assert one(server, timeout=2.0) == ["fake: hi"]
+
+
+def test_api_key_comes_from_the_named_variable_and_is_never_shown(monkeypatch, caplog):
+    secret = "sk-test-9f8e7d6c5b4a"
+    monkeypatch.setenv("GRPO_TEST_KEY", secret)
+    caplog.set_level(logging.DEBUG)
+    with FakeOpenAI(models=["m"], script=["ok", "401", "500"]) as server:
+        ep = Endpoint(server.base_url, "m", api_key_env="GRPO_TEST_KEY", retries=0, max_concurrency=1)
+        out = ep.run([ep.chat(MSG) for _ in range(3)])
+        try:
+            probe(server.base_url, "nope", api_key_env="GRPO_TEST_KEY")
+        except EndpointError as exc:
+            out.append(exc)
+    assert server.requests[0]["headers"]["authorization"] == f"Bearer {secret}"
+    shown = " ".join(str(x) for x in out) + repr(ep) + caplog.text
+    assert isinstance(out[1], EndpointError) and secret not in shown
+
+
+@pytest.mark.parametrize("name", ["sk-abc123", "my key", "1ABC", "", None])
+def test_api_key_env_must_be_a_set_variable_name(monkeypatch, name):
+    monkeypatch.delenv("GRPO_UNSET_KEY", raising=False)
+    if name is None:
+        assert api_key(None) == "EMPTY"
+        with pytest.raises(EndpointError, match="GRPO_UNSET_KEY is not set"):
+            api_key("GRPO_UNSET_KEY")
+        return
+    if name == "":
+        assert api_key(name) == "EMPTY"
+        return
+    with pytest.raises(EndpointError, match="NAME of an environment variable") as info:
+        api_key(name)
+    assert name not in str(info.value)  # it may be the key itself
+
+
+@pytest.mark.parametrize(
+    "kwargs, key",
+    [
+        ({"max_concurrency": 0}, "max_concurrency"),
+        ({"max_concurrency": 1.5}, "max_concurrency"),
+        ({"max_concurrency": True}, "max_concurrency"),
+        ({"max_concurrency": "8"}, "max_concurrency"),
+        ({"timeout": 0}, "timeout"),
+        ({"timeout": -1}, "timeout"),
+        ({"timeout": "5"}, "timeout"),
+        ({"timeout": float("nan")}, "timeout"),
+        ({"retries": -1}, "retries"),
+        ({"retries": 1.0}, "retries"),
+        ({"base_url": "127.0.0.1:8000/v1"}, "base_url"),
+        ({"base_url": ""}, "base_url"),
+        ({"base_url": None}, "base_url"),
+    ],
+)
+def test_bad_settings_are_one_error(kwargs, key):
+    args = {"base_url": "http://127.0.0.1:1/v1", "model": "m", **kwargs}
+    with pytest.raises(EndpointError) as info:
+        Endpoint(args.pop("base_url"), args.pop("model"), **args)
+    assert info.value.problems[0].key == key and "\n" not in str(info.value)
+
+
+def test_one_endpoint_serves_several_event_loops():
+    with FakeOpenAI(models=["m"]) as server:
+        ep = Endpoint(server.base_url, "m")
+        assert asyncio.run(ep.chat(MSG)) == ["fake: hi"]
+        assert asyncio.run(ep.complete("x")) == ["fake: x"]
+        assert ep.run([ep.chat(MSG)]) == [["fake: hi"]]
+
+
+def test_run_works_from_inside_a_running_loop():  # as in a notebook
+    with FakeOpenAI(models=["m"]) as server:
+        ep = Endpoint(server.base_url, "m")
+
+        async def inside():
+            return ep.run([ep.chat(MSG), ep.complete("x")])
+
+        assert asyncio.run(inside()) == [["fake: hi"], ["fake: x"]]
+
+
+def test_probe_happy_path_and_wrong_model():
+    with FakeOpenAI(models=["Qwen/Qwen2.5-0.5B", "other"]) as server:
+        assert probe(server.base_url, "other") == ["Qwen/Qwen2.5-0.5B", "other"]
+        with pytest.raises(EndpointError, match=r"not served .*mean 'Qwen/Qwen2.5-0.5B'.*serves: Qwen") as info:
+            probe(server.base_url, "Qwen/Qwen2.5-0.5b", where="r.yaml")
+    assert info.value.problems[0].key == "model" and str(info.value).startswith("r.yaml: model:")
+
+
+def test_probe_hints_at_v1_and_refused_connections():
+    with FakeOpenAI(models=["m"]) as server:
+        with pytest.raises(EndpointError, match=r"try http://127.0.0.1:\d+/v1"):
+            probe(server.base_url.removesuffix("/v1"), "m")
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(EndpointError, match="cannot reach .*is the server running"):
+        probe(f"http://127.0.0.1:{port}/v1", "m", timeout=2)
+
+
+@pytest.mark.parametrize(
+    "behaviour, message", [("hang", "no answer .* within 0.5 s"), ("401", "refused the API key"), ("malformed", "")]
+)
+def test_probe_fails_fast_with_one_line(behaviour, message):
+    with FakeOpenAI(models=["m"], default=behaviour) as server:
+        start = time.monotonic()
+        with pytest.raises(EndpointError, match=message):
+            probe(server.base_url, "m", timeout=0.5)
+        assert time.monotonic() - start < 3 and len(server.requests) == 1
+
+
+def test_missing_openai_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "openai", None)  # what an environment without the extra sees
+    with pytest.raises(EndpointError, match=r"grpo-trl\[endpoint\]"):
+        Endpoint("http://127.0.0.1:1/v1", "m")
+    with pytest.raises(EndpointError, match=r"grpo-trl\[endpoint\]"):
+        probe("http://127.0.0.1:1/v1", "m")

@@ -1,0 +1,115 @@
+"""Environments: the section's shapes, TRL's contract checked up front (reset, tool schemas), the Countdown env,
+rows naming environments, and the ``environment`` reward hiding TRL's duplicate column."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from grpo_trl.build import check_environment_column
+from grpo_trl.environments import EnvError, build_environment_factory, environment_problems, environment_score
+from grpo_trl.environments.countdown import Countdown
+from grpo_trl.recipe import RecipeError, load_recipe
+from grpo_trl.rewards import get_reward
+from tests.test_recipe import BASE, write
+
+ECHO = "tests.tools.tool_plugin:Echo"
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "fix"),
+    [
+        (["countdown"], "environment", "must be {factory"),
+        ({"factory": "countdwn"}, "environment.factory", "did you mean 'countdown'"),
+        ({"factory": "tests.tools.tool_plugin:NoReset"}, "environment.factory", "no reset() method"),
+        ({"factory": "countdown", "arg": {}}, "environment.arg", "environment keys"),
+        ({"factory": "countdown", "args": {"max_tries": 2}}, "environment.args", "unexpected keyword"),
+        ({"a": {"factory": "countdown"}, "b": "nowhere:Env"}, "environment.b.factory", "cannot import module"),
+    ],
+)
+def test_environment_section_errors(section, key, fix):
+    problems = environment_problems(section)
+    assert any(k == key and fix in m for k, m in problems), problems
+
+
+def test_single_and_named_factories():
+    single = build_environment_factory({"factory": ECHO, "args": {"bonus": 2.0}})
+    env = single()
+    env.reset()
+    env.say(text="hi")
+    assert env.get_reward() == 2.0
+    named = build_environment_factory({"echo": {"factory": ECHO}, "countdown": "countdown"})
+    assert set(named) == {"echo", "countdown"} and isinstance(named["countdown"](), Countdown)
+
+
+def test_hidden_reward_is_invisible_to_trl_but_scored_by_the_environment_reward():
+    env = build_environment_factory({"factory": ECHO}, hide_reward=True)()
+    # TRL lists get_reward with inspect.getmembers(type(env), isfunction): it must not see one
+    names = [n for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)]
+    assert "get_reward" not in names and "say" in names and type(env).__name__ == "Echo"
+    env.reset()
+    env.say(text="a")
+    env.say(text="b")
+    assert environment_score(env) == 2.0
+    reward = get_reward("environment")
+    assert reward(["x"], environments=[env]) == [2.0]
+    with pytest.raises(ValueError, match="needs an environment: section"):
+        reward(["x"])
+
+
+@pytest.mark.parametrize(
+    ("equation", "reply", "score"),
+    [
+        ("(3 + 5) * 2", "correct", 1.0),
+        ("3 + 5 + 2", "wrong: 3 + 5 + 2 = 10", 0.2),
+        ("3 + 5", "wrong numbers", 0.1),
+        ("__import__('os')", "invalid", 0.1),
+        ("3 * 5 + 2 = 16", "wrong: 3 * 5 + 2 = 17", 0.2),
+    ],
+)
+def test_countdown_environment(equation, reply, score):
+    env = Countdown()
+    assert env.reset(nums=[2, 3, 5], target=16) is None
+    assert env.get_reward() == 0.0
+    assert env.check_equation(equation).startswith(reply)
+    assert env.get_reward() == score
+
+
+def test_countdown_environment_bounds_attempts_and_resets():
+    env = Countdown(max_attempts=1)
+    env.reset(nums=[1, 2], target=3)
+    env.check_equation("1 + 2")
+    with pytest.raises(ValueError, match="no attempts left"):
+        env.check_equation("1 + 2")
+    env.reset(nums=[1, 2], target=5)
+    assert env.get_reward() == 0.0 and env.attempts == 0
+
+
+def test_rows_must_name_defined_environments(tmp_path):
+    data = {**BASE, "model": {"name": "builtin:tiny-tools"}}
+    data["environment"] = {"countdown": {"factory": "countdown"}, "echo": {"factory": ECHO}}
+    recipe = load_recipe(write(tmp_path, data))
+    with pytest.raises(RecipeError, match="need an 'environment' column"):
+        check_environment_column(recipe, ["prompt"], {})
+    with pytest.raises(RecipeError, match="rows name environment\\(s\\) 'maze'"):
+        check_environment_column(recipe, ["prompt", "environment"], {"environment": ["echo", "maze"]})
+    check_environment_column(recipe, ["environment"], {"environment": ["echo", "countdown"]})
+
+
+def test_environment_reward_without_environment_is_an_error(tmp_path):
+    with pytest.raises(RecipeError, match="add an environment: section"):
+        load_recipe(write(tmp_path, {**BASE, "rewards": ["environment"]}))
+
+
+def test_environment_errors_reach_the_cli_as_one_line(tmp_path, capsys):
+    from grpo_trl.cli import main
+
+    path = write(tmp_path, {**BASE, "environment": {"factory": "tests.tools.tool_plugin:NoReset"}})
+    assert main(["check", str(path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "def reset(self, **row)" in err[0]
+
+
+def test_env_error_is_a_value_error():
+    assert issubclass(EnvError, ValueError)

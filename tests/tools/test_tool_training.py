@@ -1,0 +1,96 @@
+"""Real GRPO runs with tools on CPU: a tiny model warmed to call tools (TRL SFTTrainer on synthetic conversations)
+trains with the calculator tool and with the Countdown environment; tools really run, failures cost only the call."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from grpo_trl.recipe import load_recipe
+from grpo_trl.train import run
+
+pytestmark = pytest.mark.slow
+
+TRAINER = {"max_completion_length": 40, "max_steps": 3}
+
+
+def _metric(result, key: str) -> list[float]:
+    return [h[key] for h in result.log_history if key in h and "loss" in h]
+
+
+def _tool_turns(output_dir: str) -> list[dict]:
+    rows = [json.loads(line) for line in (Path(output_dir) / "completions.jsonl").read_text().splitlines()]
+    return [t for r in rows for t in r.get("turns") or []]
+
+
+def test_calculator_tool_executes_during_grpo(tmp_path, make_recipe, tool_model):
+    path = make_recipe(rewards=["tool_success", "countdown"], trainer=TRAINER, extra={"tools": ["calculator"]})
+    recipe = load_recipe(
+        path, [f"model.name={tool_model}", "logging.completions_every=1", "logging.completions_samples=8"]
+    )
+    result = run(recipe)
+    calls = _metric(result, "tools/call_frequency")
+    assert len(calls) == 3 and max(calls) > 0  # TRL counted tool calls
+    turns = _tool_turns(result.output_dir)
+    results = [t["content"] for t in turns if t["role"] == "tool"]
+    assert any(t["role"] == "tool_call" and t["content"].startswith("calculator(") for t in turns)
+    assert any(r.lstrip("-").isdigit() for r in results), results  # a real calculator answer came back
+    assert max(_metric(result, "rewards/tool_success/mean")) > 0
+
+
+def test_a_raising_or_hanging_tool_costs_the_call_not_the_run(tmp_path, make_recipe, tool_model):
+    tool = {"name": "tests.tools.tool_plugin:broken_calculator", "timeout": 0.5}
+    path = make_recipe(rewards=["tool_success"], trainer=TRAINER, extra={"tools": [tool]})
+    recipe = load_recipe(path, [f"model.name={tool_model}"])
+    start = time.perf_counter()
+    result = run(recipe)
+    assert result.global_step == 3
+    failures = _metric(result, "tools/failure_frequency")
+    assert max(_metric(result, "tools/call_frequency")) > 0 and max(failures) == 1.0
+    assert _metric(result, "rewards/tool_success/mean") == [0.0] * 3  # every call failed, none crashed the run
+    assert time.perf_counter() - start < 600
+
+
+@pytest.mark.parametrize("explicit", [False, True], ids=["trl-column", "environment-reward"])
+def test_environment_get_reward_reaches_the_logs(tmp_path, make_recipe, tool_model, explicit):
+    # an environment whose tool the tiny model learned to call (it rarely gets check_equation right, see below)
+    rewards = [{"name": "environment", "weight": 2.0}] if explicit else ["tool_success"]
+    env = {"factory": "tests.tools.tool_plugin:CalculatorEnv"}
+    path = make_recipe(rewards=rewards, trainer=TRAINER, extra={"environment": env})
+    result = run(load_recipe(path, [f"model.name={tool_model}"]))
+    key = "rewards/environment/mean" if explicit else "rewards/CalculatorEnv/mean"  # TRL names it after the class
+    scores = _metric(result, key)
+    assert len(scores) == 3 and max(scores) > 0, result.log_history
+    other = "rewards/CalculatorEnv/mean" if explicit else "rewards/environment/mean"
+    assert _metric(result, other) == []  # get_reward() counted once
+    assert max(_metric(result, "tools/call_frequency")) > 0
+
+
+def test_countdown_environment_runs_in_grpo(make_recipe, tool_model):
+    path = make_recipe(rewards=["environment"], trainer=TRAINER, extra={"environment": {"factory": "countdown"}})
+    result = run(load_recipe(path, [f"model.name={tool_model}"]))
+    assert len(_metric(result, "rewards/environment/mean")) == 3  # scored every step (0.0 to 1.0 per rollout)
+    assert len(_metric(result, "tools/call_frequency")) == 3
+
+
+def test_reward_model_scores_appear_in_a_real_run(make_recipe):
+    path = make_recipe(
+        rewards=["xml_format", {"model": "builtin:tiny-reward", "weight": 0.5}], trainer={"max_steps": 2}
+    )
+    result = run(load_recipe(path))
+    scores = _metric(result, "rewards/tiny-reward/mean")
+    assert len(scores) == 2 and all(s != 0 for s in scores)
+
+
+def test_tool_reward_rises_over_a_short_run(make_recipe, tool_model):
+    # the warmed model calls a tool most of the time but often the wrong one (check_equation, not offered here) or
+    # with a broken call; GRPO on tool_success learns to call the calculator correctly
+    trainer = {"max_completion_length": 40, "max_steps": 12, "learning_rate": 3e-3}
+    path = make_recipe(rewards=["tool_success"], trainer=trainer, extra={"tools": ["calculator"]})
+    result = run(load_recipe(path, [f"model.name={tool_model}"]))
+    scores = _metric(result, "rewards/tool_success/mean")
+    first, last = sum(scores[:4]) / 4, sum(scores[-4:]) / 4
+    assert last > first, scores

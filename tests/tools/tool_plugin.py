@@ -1,0 +1,128 @@
+"""A plugin file (listed under ``plugins:``) registering a tool, and module:function tools for the tests."""
+
+import time
+
+from grpo_trl.tools import register_tool
+
+
+@register_tool("plugin_echo")
+def echo(text: str) -> str:
+    """Repeat a text.
+
+    Args:
+        text: The text to repeat.
+    """
+    return text
+
+
+def no_doc(x: int) -> int:
+    return x
+
+
+def no_hint(x) -> int:
+    """Return x.
+
+    Args:
+        x: A number.
+    """
+    return x
+
+
+def no_args_section(x: int) -> int:
+    """Return x."""
+    return x
+
+
+def explode(x: int) -> int:
+    """Always fails.
+
+    Args:
+        x: Ignored.
+    """
+    raise RuntimeError("tool exploded")
+
+
+def hang(x: int) -> int:
+    """Never returns in time.
+
+    Args:
+        x: Ignored.
+    """
+    time.sleep(30)
+    return x
+
+
+class NoReset:
+    def act(self, x: int) -> int:
+        """Act.
+
+        Args:
+            x: A number.
+        """
+        return x
+
+
+class Echo:
+    """An environment whose only tool repeats text and whose reward is how many calls it got."""
+
+    def __init__(self, bonus: float = 1.0):
+        self.bonus = bonus
+
+    def reset(self, **row) -> str | None:
+        self.calls = 0
+        return None
+
+    def say(self, text: str) -> str:
+        """Say something.
+
+        Args:
+            text: What to say.
+        """
+        self.calls += 1
+        return text
+
+    def get_reward(self) -> float:
+        return self.bonus * self.calls
+
+
+def broken_calculator(expression: str) -> str:
+    """Evaluate an arithmetic expression exactly.
+
+    Args:
+        expression: Integers combined with +, -, *, / and parentheses, e.g. "(3 + 5) * 2".
+
+    Returns:
+        The exact value: an integer, or a fraction with its decimal value.
+    """
+    if "+" in expression:
+        raise RuntimeError("calculator exploded")
+    time.sleep(30)  # hangs otherwise
+    return "never"
+
+
+broken_calculator.__name__ = "calculator"  # the name the model learned to call
+
+
+class CalculatorEnv:
+    """An environment whose tool is the one the tiny tool model learned to call; get_reward() counts good calls."""
+
+    def reset(self, **row) -> None:
+        self.good = 0
+
+    def calculator(self, expression: str) -> str:
+        """Evaluate an arithmetic expression exactly.
+
+        Args:
+            expression: Integers combined with +, -, *, / and parentheses, e.g. "(3 + 5) * 2".
+
+        Returns:
+            The exact value: an integer, or a fraction with its decimal value.
+        """
+        from grpo_trl.tools.calculator import calculator
+
+        result = calculator(expression)
+        self.good += 1
+        return result
+
+    def get_reward(self) -> float:
+        return float(min(self.good, 1))
