@@ -213,6 +213,10 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     check_reward_columns(recipe, rewards, train_dataset.column_names)
     if env is not None and recipe.data.get("environment") is not None:
         check_environment_column(recipe, train_dataset.column_names, train_dataset)
+    if config.use_vllm and config.vllm_mode == "colocate":
+        from grpo_trl.vllm_cpu import keep_weights_loadable
+
+        keep_weights_loadable()
 
     return GRPOTrainer(
         model=model,
