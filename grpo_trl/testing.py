@@ -201,7 +201,7 @@ def _fixed_text(convs: list, tokenizer) -> list[str]:
 
 
 def build_tiny_tool_model(
-    output_dir: str | Path, *, seed: int = 0, warm_steps: int = 200, conversations: int = 256, vocab_size: int = 1024
+    output_dir: str | Path, *, seed: int = 0, warm_steps: int = 500, conversations: int = 256, vocab_size: int = 1024
 ) -> str:
     """A tiny model that emits tool calls: ``builtin:tiny-tools``.
 
@@ -238,10 +238,18 @@ def build_tiny_tool_model(
         seed=seed,
         max_length=1024,
     )
-    # prompt-completion rows: the loss is on what follows the prompt (tool call, tool reply, answer), not on the
-    # tool schemas
-    prompts = [probe.apply_chat_template(m[:1], tools=t, tokenize=False, add_generation_prompt=True) for m, t in convs]
-    data = Dataset.from_dict({"prompt": prompts, "completion": [t[len(p) :] for t, p in zip(texts, prompts)]})
+    # prompt-completion rows, one per assistant turn: the loss is on what the model writes (the tool call; the answer
+    # after the tool's reply), never on the tool schemas or on the tool's reply itself
+    rows: dict[str, list[str]] = {"prompt": [], "completion": []}
+    for messages, tools in convs:
+        for end in (2, 4):  # [user, assistant tool call] and [..., tool reply, assistant answer]
+            prompt = probe.apply_chat_template(
+                messages[: end - 1], tools=tools, tokenize=False, add_generation_prompt=True
+            )
+            full = probe.apply_chat_template(messages[:end], tools=tools, tokenize=False)
+            rows["prompt"].append(prompt)
+            rows["completion"].append(full[len(prompt) :])
+    data = Dataset.from_dict(rows)
     trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a model this small trains faster on one thread than on contended cores

@@ -5,10 +5,11 @@ with an empty one that has no ``weight_loader``. TRL's colocate weight sync call
 step, which then fails with ``'Parameter' object has no attribute 'weight_loader'`` at the first step. GPU builds keep
 their parameters and are not touched.
 
-``keep_weights_loadable()`` makes a CPU vLLM run its linear layers through ``torch.nn.functional.linear`` on the
-parameters themselves (vLLM's own fallback path; the linear layers and the tied ``lm_head``), so synced weights are the ones generation uses. It is applied by
-``build_trainer`` only when the recipe uses vLLM colocated and vLLM's platform is the CPU; ``make test-vllm`` runs a
-20-step colocate run through it and checks that vLLM's sampling log-probs track the trained model.
+``keep_weights_loadable()`` makes a CPU vLLM run its 2-D weights (the linear layers and the tied ``lm_head``)
+through ``torch.nn.functional.linear`` on the parameters themselves (vLLM's own fallback path), so synced weights are
+the ones generation uses. ``build_trainer`` applies it only when the recipe uses vLLM colocated and vLLM's platform is
+the CPU; ``make test-vllm`` runs 20 colocate steps through it and checks that vLLM's sampling log-probs track the
+trained model.
 """
 
 from __future__ import annotations

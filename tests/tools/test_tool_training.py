@@ -69,11 +69,19 @@ def test_environment_get_reward_reaches_the_logs(tmp_path, make_recipe, tool_mod
     assert max(_metric(result, "tools/call_frequency")) > 0
 
 
-def test_countdown_environment_runs_in_grpo(make_recipe, tool_model):
-    path = make_recipe(rewards=["environment"], trainer=TRAINER, extra={"environment": {"factory": "countdown"}})
-    result = run(load_recipe(path, [f"model.name={tool_model}"]))
-    assert len(_metric(result, "rewards/environment/mean")) == 3  # scored every step (0.0 to 1.0 per rollout)
-    assert len(_metric(result, "tools/call_frequency")) == 3
+def test_countdown_environment_tool_executes_in_grpo(make_recipe, tool_model):
+    trainer = {**TRAINER, "max_steps": 6}
+    path = make_recipe(rewards=["environment"], trainer=trainer, extra={"environment": {"factory": "countdown"}})
+    recipe = load_recipe(
+        path, [f"model.name={tool_model}", "logging.completions_every=1", "logging.completions_samples=8"]
+    )
+    result = run(recipe)
+    assert len(_metric(result, "rewards/environment/mean")) == 6  # get_reward() scored every step (0.0 to 1.0)
+    assert max(_metric(result, "tools/call_frequency")) > 0  # the model called the environment's tool...
+    turns = _tool_turns(result.output_dir)
+    assert any(t["role"] == "tool_call" and t["content"].startswith("check_equation(") for t in turns)
+    calls, failures = _metric(result, "tools/call_frequency"), _metric(result, "tools/failure_frequency")
+    assert any(c > 0 and f < 1 for c, f in zip(calls, failures)), (calls, failures)  # some calls ran without error
 
 
 def test_reward_model_scores_appear_in_a_real_run(make_recipe):
