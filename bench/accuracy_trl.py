@@ -100,11 +100,13 @@ def run(quick: bool = False) -> dict:
         "trl_cpu_ms_per_completion": trl_cpu / n * 1e3,
         "ours_cpu_ms_per_completion": ours_cpu / n * 1e3,
         "cpu_ratio": trl_cpu / ours_cpu if ours_cpu else None,
+        "scaling": single_s / pooled_s,  # workers-fold speed-up of the pool over one worker (linear: = workers)
     }
     result["rows"] = [
         f"| `accuracy` vs TRL's `accuracy_reward`, {n} MATH/GSM8K-style boxed completions, identical scores | "
         f"**{result['ratio']:.1f}x** with {result['workers']} worker processes ({result['ours_per_s']:,.0f} vs "
-        f"{result['trl_per_s']:,.0f} /s); {result['ratio_one_worker']:.1f}x with one; CPU per completion "
+        f"{result['trl_per_s']:,.0f} /s); {result['ratio_one_worker']:.1f}x with one, so {result['workers']} workers are "
+        f"{result['scaling']:.2f}x one (linear: {result['workers']}x); CPU per completion "
         f"{result['ours_cpu_ms_per_completion']:.1f} vs {result['trl_cpu_ms_per_completion']:.1f} ms |"
     ]
     return result
