@@ -22,12 +22,12 @@ Example:
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any
 
 from grpo_trl.errors import GrpoTrlError, suggest
+from grpo_trl.targets import import_target
 
 _REGISTRY: dict[str, Callable] = {}
 ENV_KEYS = ("factory", "args")
@@ -59,15 +59,7 @@ def lookup_environment(name: str) -> Callable:
     if not isinstance(name, str) or not name:
         raise EnvError(f"an environment factory is named by a string, got {name!r}")
     if ":" in name:
-        mod_name, _, attr = name.partition(":")
-        try:
-            module = importlib.import_module(mod_name)
-        except ImportError as exc:
-            raise EnvError(f"environment {name!r}: cannot import module {mod_name!r} ({exc})") from exc
-        obj = getattr(module, attr, None)
-        if obj is None:
-            raise EnvError(f"environment {name!r}: module {mod_name!r} has no attribute {attr!r}")
-        return obj
+        return import_target(name, "environment", EnvError, form="Class")
     _builtins_loaded()
     if name not in _REGISTRY:
         raise EnvError(

@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import inspect
 import logging
@@ -32,6 +31,7 @@ from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward  # noqa: F
 from grpo_trl.rewards.results import LengthError  # noqa: F401 - re-exported
 from grpo_trl.rewards.signature import required_columns  # noqa: F401 - re-exported
 from grpo_trl.rewards.text import completion_text
+from grpo_trl.targets import import_target
 
 logger = logging.getLogger(__name__)
 
@@ -181,31 +181,12 @@ def _lookup(name: str) -> tuple[Callable, bool]:
     if not isinstance(name, str) or not name.strip():
         raise RewardError(f"reward name must be a non-empty string, got {name!r}", key="name")
     if ":" in name:  # module.path:function
-        mod_name, _, attr = name.partition(":")
-        if not mod_name or not attr or not all(p.isidentifier() for p in [*mod_name.split("."), attr]):
-            raise RewardError(
-                f"reward {name!r} is neither a registered name nor module.path:function",
-                key="name",
-                fix="`grpo-trl rewards` lists the registered ones",
-            )
-        try:
-            module = importlib.import_module(mod_name)
-        except ImportError as exc:
-            raise RewardError(
-                f"reward {name!r}: cannot import module {mod_name!r} ({exc}); is it on PYTHONPATH?", key="name"
-            ) from exc
-        except Exception as exc:  # noqa: BLE001 - the user's module fails while importing
-            raise RewardError(
-                f"reward {name!r}: module {mod_name!r} failed to import: {type(exc).__name__}: {exc}", key="name"
-            ) from exc
-        if not hasattr(module, attr):
-            raise RewardError(f"reward {name!r}: module {mod_name!r} has no attribute {attr!r}", key="name")
-        obj = getattr(module, attr)
+        obj = import_target(name, "reward", RewardError, key="name")
         for o, is_factory, _ in _REGISTRY.values():
             if o is obj:
                 return o, is_factory
         if not callable(obj):
-            raise RewardError(f"reward {name!r}: {attr!r} is not callable", key="name")
+            raise RewardError(f"reward {name!r}: {name.partition(':')[2]!r} is not callable", key="name")
         return obj, inspect.isclass(obj)
     if name not in _REGISTRY:
         raise RewardError(

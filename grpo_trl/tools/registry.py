@@ -23,13 +23,13 @@ Example:
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from grpo_trl.errors import GrpoTrlError, suggest
+from grpo_trl.targets import import_target
 
 DEFAULT_TIMEOUT = 15.0  # seconds one tool call may take before it becomes an error for that call
 MAX_RESULT_CHARS = 4000  # longer text results are cut: a tool must not flood the context
@@ -78,15 +78,7 @@ def lookup_tool(name: str) -> Callable:
     if not isinstance(name, str) or not name:
         raise ToolError(f"a tool is named by a string, got {name!r}")
     if ":" in name:
-        mod_name, _, attr = name.partition(":")
-        try:
-            module = importlib.import_module(mod_name)
-        except ImportError as exc:
-            raise ToolError(f"tool {name!r}: cannot import module {mod_name!r} ({exc}); is it on PYTHONPATH?") from exc
-        func = getattr(module, attr, None)
-        if func is None:
-            raise ToolError(f"tool {name!r}: module {mod_name!r} has no attribute {attr!r}")
-        return func
+        return import_target(name, "tool", ToolError)
     _builtins_loaded()
     if name not in _REGISTRY:
         raise ToolError(

@@ -1,0 +1,45 @@
+"""``module.path:attribute`` targets (rewards, tools, environments): one importer with one set of errors.
+
+Example:
+    >>> import_target("os.path:join", "tool", ValueError).__name__
+    'join'
+    >>> import_target("os.path:nope", "tool", ValueError)
+    Traceback (most recent call last):
+    ...
+    ValueError: tool 'os.path:nope': module 'os.path' has no attribute 'nope'
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+
+def is_target(name: Any) -> bool:
+    """Whether ``name`` is written as ``module.path:attribute`` (rather than a registered name)."""
+    return isinstance(name, str) and ":" in name
+
+
+def import_target(
+    name: str, what: str, error: Callable[..., Exception], form: str = "function", **error_kwargs: Any
+) -> Any:
+    """The object ``module.path:attribute`` names; ``error(message, **error_kwargs)`` is raised for a malformed
+    name (``form`` says what the attribute should be: function, Class), a module that cannot be imported or fails
+    while importing, or a missing attribute."""
+    mod_name, _, attr = name.partition(":")
+    if not mod_name or not attr or not all(p.isidentifier() for p in [*mod_name.split("."), attr]):
+        raise error(f"{what} {name!r} is neither a registered name nor module.path:{form}", **error_kwargs)
+    try:
+        module = importlib.import_module(mod_name)
+    except ImportError as exc:
+        raise error(
+            f"{what} {name!r}: cannot import module {mod_name!r} ({exc}); is it on PYTHONPATH?", **error_kwargs
+        ) from exc
+    except Exception as exc:  # noqa: BLE001 - the user's module fails while importing
+        raise error(
+            f"{what} {name!r}: module {mod_name!r} failed to import: {type(exc).__name__}: {exc}", **error_kwargs
+        ) from exc
+    if not hasattr(module, attr):
+        raise error(f"{what} {name!r}: module {mod_name!r} has no attribute {attr!r}", **error_kwargs)
+    return getattr(module, attr)
