@@ -201,15 +201,20 @@ HOSTILE_SETS = [
 ]
 
 
-@pytest.mark.parametrize(("sets", "named", "words"), HOSTILE_SETS, ids=[" ".join(c[0]) for c in HOSTILE_SETS])
-def test_hostile_overrides_give_error_lines(tmp_path, capsys, sets, named, words):
+def _check_good_with(tmp_path, capsys, sets: list[str]) -> list[str]:
+    """``grpo-trl check`` on the GOOD recipe with ``--set`` overrides: must exit 1; its stderr lines."""
     path = tmp_path / "good.yaml"
     path.write_text(yaml.safe_dump(GOOD))
     argv = ["check", str(path)]
     for s in sets:
         argv += ["--set", s]
     assert cli_main(argv) == 1
-    lines = capsys.readouterr().err.splitlines()
+    return capsys.readouterr().err.splitlines()
+
+
+@pytest.mark.parametrize(("sets", "named", "words"), HOSTILE_SETS, ids=[" ".join(c[0]) for c in HOSTILE_SETS])
+def test_hostile_overrides_give_error_lines(tmp_path, capsys, sets, named, words):
+    lines = _check_good_with(tmp_path, capsys, sets)
     assert lines and all(line.startswith("error: ") for line in lines), lines
     assert any(f": {named}: " in line and words in line for line in lines), lines
 
@@ -270,13 +275,7 @@ READY = [
 def test_check_catches_what_training_would_crash_on(tmp_path, capsys, sets, named, words):
     (tmp_path / "bad.jinja").write_text("{% for m in messages %}{{ m.content | no_such_filter }}{% endfor %}")
     (tmp_path / "problems.jsonl").write_text('{"question": "1+1?", "solution": "2"}\n')
-    path = tmp_path / "good.yaml"
-    path.write_text(yaml.safe_dump(GOOD))
-    argv = ["check", str(path)]
-    for s in sets:
-        argv += ["--set", s]
-    assert cli_main(argv) == 1
-    lines = capsys.readouterr().err.splitlines()
+    lines = _check_good_with(tmp_path, capsys, sets)
     assert len(lines) == 1 and f": {named}: " in lines[0] and words in lines[0], lines
 
 
