@@ -69,7 +69,9 @@ def _load(name: str | None, path: str | None, config: str | None, split: str, ba
     return load_hub_or_file(name, config, split, path, base_dir)
 
 
-@register_builder("hub", system_prompt=None, columns=lambda options, base_dir: columns_of(options, base_dir))
+@register_builder(
+    "hub", system_prompt=None, columns=lambda options, base_dir: columns_of(options, base_dir), local_copy=True
+)
 def hub(
     split: str = "train",
     *,

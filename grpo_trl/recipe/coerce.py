@@ -19,6 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from grpo_trl.errors import Problem, suggest, suggest_fix
 from grpo_trl.recipe import schema
+from grpo_trl.recipe.trl_schema import BOUND_REASONS, MANAGED_FIELDS, REMOVED_FIELDS
 
 _TYPE_NAMES = {
     "int_type": "int",
@@ -101,10 +102,10 @@ def _one(key: str, errs: list[tuple[dict, Any, list]], file: str, section: str, 
         choices = _fields_at(kind, path[:-1])
         where = key.rpartition(".")[0]
         if where == "trainer":
-            if last in schema.MANAGED_FIELDS:
-                return Problem(file, key, schema.MANAGED_FIELDS[last])
-            if last in schema.REMOVED_FIELDS:
-                return Problem(file, key, schema.REMOVED_FIELDS[last])
+            if last in MANAGED_FIELDS:
+                return Problem(file, key, MANAGED_FIELDS[last])
+            if last in REMOVED_FIELDS:
+                return Problem(file, key, REMOVED_FIELDS[last])
             return Problem(
                 file,
                 key,
@@ -126,7 +127,7 @@ def _one(key: str, errs: list[tuple[dict, Any, list]], file: str, section: str, 
     for e, _, _ in errs:
         if e["type"] in _BOUNDS:
             bound = next(iter(e["ctx"].values()))
-            why = schema.BOUND_REASONS.get(key, "")
+            why = BOUND_REASONS.get(key, "")
             if e["type"] == "greater_than" and bound == 0:
                 kind_name = "number" if isinstance(node, float) else "integer"
                 return Problem(file, key, f"must be a positive {kind_name}, got {short(node)}", why)

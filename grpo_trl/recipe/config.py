@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from grpo_trl.recipe.schema import GENERATION_FIELDS
+from grpo_trl.recipe.trl_schema import GENERATION_FIELDS
 
 if TYPE_CHECKING:
     from grpo_trl.recipe.core import Recipe

@@ -124,13 +124,13 @@ class Recipe:
 
     def column_problems(self, rewards: list, columns: typing.Iterable[str]) -> list[Problem]:
         """One problem per reward that reads a column (``solution``, ``nums``...) that ``columns`` lack."""
-        from grpo_trl.recipe.validate import column_problems
+        from grpo_trl.recipe.reward_checks import column_problems
 
         return column_problems(self, rewards, columns)
 
     def reward_args(self, spec: dict) -> dict:
         """A reward's args, with the defaults it declares it takes from the trainer filled in."""
-        from grpo_trl.recipe.validate import reward_args
+        from grpo_trl.recipe.reward_checks import reward_args
 
         return reward_args(self, spec)
 

@@ -52,7 +52,7 @@ def describe_generation(recipe: Recipe, world_size: int) -> str:
 
 def make_plan(recipe: Recipe, world_size: int | None = None, dataset_rows: int | None = None) -> Plan:
     """The ``Plan`` of a valid recipe for ``world_size`` processes (default: the recipe's ``launch``)."""
-    from grpo_trl.data.registry import expected_size
+    from grpo_trl.data.shape import expected_size
 
     ws = world_size or recipe.world_size
     cfg = recipe.to_grpo_config(world_size=ws, planning=True)

@@ -131,7 +131,8 @@ def chat_template(recipe: Recipe) -> tuple[str, str] | None:
 
 def first_prompt(recipe: Recipe) -> list[dict] | None:
     """The first prompt of the data as the trainer will see it, when it can be built offline (else None)."""
-    from grpo_trl.data.registry import _build_one, builder_params, get_builder
+    from grpo_trl.data.build import build_one
+    from grpo_trl.data.registry import builder_params, get_builder
 
     cfg = recipe.dataset
     if cfg.get("mixture"):
@@ -139,15 +140,15 @@ def first_prompt(recipe: Recipe) -> list[dict] | None:
     builder = get_builder(cfg["builder"])
     if "source" in builder_params(builder) and not cfg.get("path") and cfg.get("source") != "generate":
         return None  # from the Hub: not downloaded by check
-    if builder.name == "hub" and not cfg.get("path"):
-        return None  # hub by name: not downloaded by check either
+    if builder.local_copy and not cfg.get("path"):
+        return None  # no local copy of what the builder downloads: not downloaded by check either
     from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
 
     one = {**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None, "eval_size": None}
     shown = is_progress_bar_enabled()
     disable_progress_bar()  # a check of one row: no "Map: 100%" bars before the command's own output
     try:
-        ds, _, _ = _build_one(one, None, recipe.base_dir)
+        ds, _, _ = build_one(one, None, recipe.base_dir)
     finally:
         if shown:
             enable_progress_bar()

@@ -2,17 +2,19 @@
 
 Coercion (types, unknown keys, bounds) already ran when the ``Recipe`` was made; this adds the checks that need the
 registries (plugins first, then builders and rewards), local files, and TRL's own ``GRPOConfig.__post_init__``.
-A section that failed coercion is skipped here, so each mistake is reported once.
+A section that failed coercion is skipped here, so each mistake is reported once. The data checks are in
+``data_checks.py``, the reward and column checks in ``reward_checks.py``, what would only fail mid-run in ``ready.py``.
 """
 
 from __future__ import annotations
 
-import typing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
 from grpo_trl.recipe import schema
-from grpo_trl.recipe.coerce import validate_value
+from grpo_trl.recipe.data_checks import data_problems
+from grpo_trl.recipe.reward_checks import columns_check, reward_problems
+from grpo_trl.recipe.trl_schema import BACKENDS, GENERATION_FIELDS
 from grpo_trl.run_dir import output_dir_problems
 
 if TYPE_CHECKING:
@@ -128,146 +130,18 @@ def model_problems(recipe: Recipe) -> list[Problem]:
     return out
 
 
-def data_problems(cfg: dict, file: str, prefix: str) -> list[Problem]:
-    """Problems of a ``data:`` mapping (already coerced for the common options): builder, its options, prompt."""
-    from grpo_trl.data.prompts import resolve_system_prompt
-    from grpo_trl.data.registry import get_builder, list_builders, option_problems
-
-    out: list[Problem] = [  # data.pass_rate / data.sampler (data/pass_rate.py, data/sampler.py)
-        Problem(file, prefix + key[4:], message) for key, message in option_problems(cfg)
-    ]
-    if cfg.get("mixture") is not None:
-        for key in cfg:
-            if key not in schema.MIXTURE_KEYS:
-                out.append(
-                    Problem(
-                        file,
-                        f"{prefix}.{key}",
-                        f"not a mixture option; mixture options: {', '.join(schema.MIXTURE_KEYS)}",
-                    )
-                )
-        for i, part in enumerate(cfg["mixture"]):
-            where = f"{prefix}.mixture.{i}"
-            coerced, found = validate_value(schema.DataSection, part, file, where)
-            if found:
-                out += found
-            elif "mixture" in coerced:
-                out.append(Problem(file, f"{where}.mixture", "mixtures do not nest"))
-            else:
-                out += data_problems(coerced, file, where)
-        return out
-    names = [b.name for b in list_builders()]
-    if not cfg.get("builder"):
-        return [
-            Problem(file, f"{prefix}.builder", f"missing; name a builder ({', '.join(names)}) or give data.mixture")
-        ]
-    try:
-        builder = get_builder(cfg["builder"])
-    except GrpoTrlError as exc:
-        return exc.located(file, f"{prefix}.builder")
-    options_model = schema.builder_options_model(builder)
-    params = options_model.model_fields
-    allowed = [*schema.COMMON_DATA_KEYS, *params, "weight"]
-    options = {}
-    for key, value in cfg.items():
-        if key in params:
-            options[key] = value
-        elif key not in allowed:
-            out.append(
-                Problem(
-                    file,
-                    f"{prefix}.{key}",
-                    f"unknown option for builder {builder.name!r}{suggest(key, allowed)}; "
-                    f"options: {', '.join(sorted(allowed))}",
-                )
-            )
-    for key, info in params.items():
-        if info.is_required() and key not in cfg:
-            out.append(Problem(file, f"{prefix}.{key}", f"required by builder {builder.name!r}"))
-    if not out:
-        _, found = validate_value(options_model, options, file, prefix)
-        out += found
-    try:
-        resolve_system_prompt(cfg.get("system_prompt"))
-    except GrpoTrlError as exc:
-        out += exc.located(file, f"{prefix}.system_prompt")
-    return out
-
-
-def reward_problems(recipe: Recipe) -> list[Problem]:
-    from grpo_trl.reward_models import is_model_entry, model_entry_problems, model_label
-    from grpo_trl.rewards.registry import check_reward_args, reward_label
-
-    file, out = recipe.file, []
-    names: dict[str, int] = {}
-    for i, spec in enumerate(recipe.rewards):
-        key = f"rewards.{i}"
-        if is_model_entry(spec):  # a reward model: its config is read, never its weights
-            out += [Problem(file, k, m) for k, m in model_entry_problems(spec, key, recipe.base_dir)]
-            names[model_label(spec)] = i
-            continue
-        if not spec.get("name"):
-            out.append(
-                Problem(
-                    file,
-                    f"{key}.name",
-                    ("missing" if "name" not in spec else f"expected str, got {spec['name']!r}")
-                    + ": a reward name, or model: <id or path> for a reward model",
-                )
-            )
-            continue
-        try:
-            check_reward_args(spec["name"], reward_args(recipe, spec))
-        except GrpoTrlError as exc:
-            out += [
-                Problem(file, f"{key}.{p.key}" if p.key else f"{key}.name", p.message, p.fix) for p in exc.problems
-            ]
-            continue
-        label = reward_label(spec["name"], spec.get("alias"))
-        if label in names:
-            out.append(
-                Problem(
-                    file,
-                    f"{key}.alias",
-                    f"reward name {label!r} is already used by rewards.{names[label]}; TRL logs rewards by name",
-                    "give one of them an alias",
-                )
-            )
-        names[label] = i
-    return out
-
-
-def trainer_default(name: str) -> Any:
-    """The installed TRL's default for GRPOConfig field ``name``."""
-    return schema.trainer_model().model_fields[name].default
-
-
-def reward_args(recipe: Recipe, spec: dict) -> dict:
-    """The reward's args, with the trainer values it declares (``uses_trainer``) filled in when not given."""
-    from grpo_trl.rewards.registry import reward_metadata
-
-    args = dict(spec.get("args") or {})
-    try:
-        meta = reward_metadata(spec["name"])
-    except GrpoTrlError:
-        return args
-    for arg, trainer_field in meta.get("uses_trainer", {}).items():
-        args.setdefault(arg, recipe.trainer.get(trainer_field, trainer_default(trainer_field)))
-    return args
-
-
 def generation_problems(recipe: Recipe) -> list[Problem]:
     gen, trainer, file, out = recipe.generation, recipe.trainer, recipe.file, []
     backend = gen.get("backend") or "transformers"
-    if backend not in schema.BACKENDS:
+    if backend not in BACKENDS:
         out.append(
             Problem(
                 file,
                 "generation.backend",
-                f"{backend!r} is not a backend{suggest(backend, schema.BACKENDS)}; use transformers or vllm",
+                f"{backend!r} is not a backend{suggest(backend, BACKENDS)}; use transformers or vllm",
             )
         )
-    for key, trl_name in schema.GENERATION_FIELDS.items():
+    for key, trl_name in GENERATION_FIELDS.items():
         if key in gen and trl_name in trainer and gen[key] != trainer[trl_name]:
             out.append(Problem(file, f"generation.{key}", f"conflicts with trainer.{trl_name}", "set it in one place"))
     if "backend" in gen and "use_vllm" in trainer and trainer["use_vllm"] != (backend == "vllm"):
@@ -277,43 +151,6 @@ def generation_problems(recipe: Recipe) -> list[Problem]:
     if backend == "transformers" and gen.get("vllm_mode"):
         out.append(Problem(file, "generation.vllm_mode", "only applies with generation.backend: vllm"))
     return out
-
-
-def columns_check(recipe: Recipe) -> list[Problem]:
-    """Local data files exist and have their columns; every reward's columns are in the dataset."""
-    from grpo_trl.data.registry import dataset_columns
-    from grpo_trl.rewards.signature import plan_reward
-
-    try:
-        columns = dataset_columns(recipe.dataset, recipe.base_dir)
-        named = [s for s in recipe.rewards if "name" in s]  # reward models read no columns
-        rewards = [plan_reward(s["name"], alias=s.get("alias"), **reward_args(recipe, s)) for s in named]
-    except GrpoTrlError as exc:
-        return exc.located(recipe.file, "data")
-    return column_problems(recipe, rewards, columns)
-
-
-def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]) -> list[Problem]:
-    """One problem per reward that reads a column (``solution``, ``nums``...) that ``columns`` lack."""
-    from grpo_trl.rewards.registry import required_columns
-    from grpo_trl.rewards.signature import column_conflicts
-
-    columns = set(columns) - {"prompt"}
-    source = recipe.dataset.get("builder") or "mixture"
-    problems = [Problem(recipe.file, key, message) for key, message in column_conflicts(rewards, columns)]
-    for i, reward in enumerate(rewards):
-        missing = [c for c in required_columns(reward) if c not in columns]
-        if missing:
-            problems.append(
-                Problem(
-                    recipe.file,
-                    f"rewards.{i}",
-                    f"reward {reward.__name__!r} reads column(s) {', '.join(missing)} that data ({source}) does "
-                    f"not provide (it gives: {', '.join(sorted(columns)) or 'nothing'})",
-                    "use a builder with those columns",
-                )
-            )
-    return problems
 
 
 def trl_problems(recipe: Recipe, world_size: int) -> list[Problem]:

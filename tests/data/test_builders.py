@@ -188,3 +188,51 @@ def test_weighted_mixture_is_seeded_and_keeps_columns(gsm8k_file):
     assert {"nums", "target", "solution", "prompt"} <= set(a.column_names)
     with pytest.raises(DataError, match="has 3 rows, the mixture asks for 6"):
         build_dataset({**cfg, "size": 24})
+
+
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        ({"limit": 0}, "data.limit"),  # the schema's bound
+        ({"sise": 8}, "data.sise"),  # not an option of the builder
+        ({"size": "8"}, "data.size"),  # the builder's option, typed from its signature
+        ({"weight": 2.0}, "data.weight"),  # a share of a mixture part, not of a single dataset
+        ({"system_prompt": "r2"}, "data.system_prompt"),
+    ],
+)
+def test_check_and_build_refuse_a_data_section_alike(extra, key):
+    from grpo_trl.recipe import Recipe
+
+    data = {"builder": "countdown", "source": "generate", "size": 8, **extra}
+    recipe = Recipe({"model": {"name": "builtin:tiny"}, "data": data, "rewards": ["countdown"]})
+    assert [p.key for p in recipe.validate()] == [key]
+    with pytest.raises(DataError, match=f"^{key}: "):
+        build_dataset(data)
+
+
+def test_a_builder_declares_its_path_a_local_copy(tmp_path, monkeypatch):
+    """Counting a ``path:`` file's rows, and skipping the sample row without one, follow what the builder declares."""
+    from datasets import Dataset
+
+    from grpo_trl.data import registry
+    from grpo_trl.data.shape import expected_size
+    from grpo_trl.recipe import Recipe
+    from grpo_trl.recipe.ready import first_prompt
+
+    monkeypatch.setattr(registry, "_BUILDERS", dict(registry._BUILDERS))  # registered for this test only
+
+    def rows(split: str = "train", *, path: str | None = None, base_dir: Path | None = None):
+        return Dataset.from_dict({"user": ["q1", "q2"]})
+
+    registry.register_builder("test_copy", local_copy=True)(rows)
+    registry.register_builder("test_own")(rows)
+    file = write_jsonl(tmp_path / "rows.jsonl", [{"q": i} for i in range(3)])
+    assert expected_size({"builder": "test_copy", "path": str(file)}) == (3, True)
+    assert expected_size({"builder": "test_own", "path": str(file)}) == (None, False)
+
+    def sample(builder: str) -> list | None:
+        data = {"builder": builder, "system_prompt": "none"}
+        return first_prompt(Recipe({"model": {"name": "builtin:tiny"}, "data": data, "rewards": ["countdown"]}))
+
+    assert sample("test_copy") is None  # would download: check builds nothing
+    assert sample("test_own") == [{"role": "user", "content": "q1"}]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from grpo_trl.data import DataError, build_dataset, expected_size
-from grpo_trl.data.registry import dataset_columns
+from grpo_trl.data.shape import dataset_columns
 
 ROWS = [
     {"question": "What is 2 + 3?", "answer": "5", "level": "easy"},

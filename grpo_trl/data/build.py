@@ -1,0 +1,142 @@
+"""``build_dataset``: a ``data:`` section built into a ``DataResult`` by its builder, with what every builder shares.
+
+Common to every builder: the system prompt, the conversational ``prompt`` column, shuffle/limit, token-length and
+pass-rate filters, a held-out split, and weighted mixtures of builders. The section is checked first by the recipe's
+own data checks (``validate_data_config``), so a bad option is one ``DataError`` naming its key.
+
+Example:
+    >>> from grpo_trl.data import build_dataset
+    >>> result = build_dataset({"builder": "countdown", "source": "generate", "size": 8, "system_prompt": "none"})
+    >>> result.train[0]["prompt"][0]["role"], len(result.train)
+    ('user', 8)
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grpo_trl.data.filters import filter_by_tokens
+from grpo_trl.data.pass_rate import keep_band
+from grpo_trl.data.prompts import resolve_system_prompt
+from grpo_trl.data.registry import get_builder, to_conversation, validate_data_config
+from grpo_trl.errors import DataError
+from grpo_trl.recipe.schema import COMMON_DATA_KEYS, DataSection
+
+
+@dataclass
+class DataResult:
+    """What ``build_dataset`` returns: the train set, an optional held-out set, and what happened on the way."""
+
+    train: Any
+    eval: Any = None
+    loaded: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        drops = ", ".join(f"{v} by {k}" for k, v in self.dropped.items() if v) or "none"
+        held = f", eval {len(self.eval)}" if self.eval is not None else ""
+        return f"{self.loaded} rows loaded, dropped: {drops}; train {len(self.train)}{held}"
+
+
+def build_one(cfg: dict, tokenizer: Any, base_dir: Path | None, split_key: str = "split") -> tuple[Any, int, dict]:
+    """One builder's dataset (not a mixture) after the common options: ``(dataset, rows loaded, rows dropped)``."""
+    problems = validate_data_config(cfg)
+    if problems:
+        raise DataError("; ".join(f"{k}: {m}" for k, m in problems))
+    builder = get_builder(cfg["builder"])
+    options = {k: v for k, v in cfg.items() if k not in COMMON_DATA_KEYS}
+    params = inspect.signature(builder.func).parameters
+    system = resolve_system_prompt(cfg.get("system_prompt", builder.default_system_prompt))
+    # common options a builder asks for by name (one that makes the prompt itself takes the system prompt)
+    solution_default = DataSection.model_fields["solution_column"].default
+    for key, value in (("base_dir", base_dir), ("system_prompt", system), ("solution_column", None)):
+        if key in params:
+            options[key] = value if key != "solution_column" else cfg.get(key, solution_default)
+    ds = builder.func(split=cfg.get(split_key) or "train", **options)
+    if "user" not in ds.column_names and "prompt" not in ds.column_names:  # pragma: no cover - a builder bug
+        raise DataError(f"builder {builder.name!r} returned no 'user' (or 'prompt') column")
+    loaded = len(ds)
+    seed = cfg.get("seed", 42)
+    if cfg.get("shuffle"):
+        ds = ds.shuffle(seed=seed)
+    if "user" in ds.column_names:  # a builder that makes the prompt itself has none
+        ds = ds.map(lambda row: {"prompt": to_conversation(row["user"], system)}, remove_columns=["user"])
+    pass_rate = cfg.get("pass_rate")  # the band sits between the token filters and limit
+    ds, dropped = filter_by_tokens(ds, {**cfg, "limit": None} if pass_rate else cfg, tokenizer)
+    if pass_rate:
+        ds = keep_band(ds, pass_rate, base_dir, dropped)
+        if cfg.get("limit") is not None:
+            ds = ds.select(range(min(cfg["limit"], len(ds))))
+    return ds, loaded, dropped
+
+
+def _align(parts: list) -> list:
+    """Give every dataset the union of columns (missing ones as None) so they can be concatenated."""
+    columns: list[str] = []
+    for ds in parts:
+        columns += [c for c in ds.column_names if c not in columns]
+    out = []
+    for ds in parts:
+        for col in columns:
+            if col not in ds.column_names:
+                feature = next(p.features[col] for p in parts if col in p.column_names)
+                ds = ds.add_column(col, [None] * len(ds), feature=feature)
+        out.append(ds.select_columns(columns))
+    return out
+
+
+def build_dataset(cfg: dict, tokenizer: Any = None, base_dir: str | Path | None = None) -> DataResult:
+    """Build the recipe's ``data:`` section into a ``DataResult`` (train, optional eval, counts)."""
+    from datasets import concatenate_datasets
+
+    base = Path(base_dir) if base_dir else None
+    cfg = dict(cfg)
+    if "mixture" in cfg:
+        problems = validate_data_config(cfg)
+        if problems:
+            raise DataError("; ".join(f"{k}: {m}" for k, m in problems))
+        built, loaded, dropped = [], 0, {}
+        weights = []
+        for part in cfg["mixture"]:
+            part = dict(part)
+            weights.append(float(part.pop("weight", 1.0)))
+            if "system_prompt" in cfg and "system_prompt" not in part:
+                part["system_prompt"] = cfg["system_prompt"]
+            ds, n, d = build_one(part, tokenizer, base)
+            built.append(ds)
+            loaded += n
+            for k, v in d.items():
+                dropped[k] = dropped.get(k, 0) + v
+        total_w = sum(weights)
+        shares = [w / total_w for w in weights]
+        size = cfg.get("size") or int(min(len(ds) / s for ds, s in zip(built, shares)))
+        counts = [round(size * s) for s in shares]
+        for ds, c, part in zip(built, counts, cfg["mixture"]):
+            if c > len(ds):
+                raise DataError(
+                    f"data.mixture: builder {part['builder']!r} has {len(ds)} rows, the mixture asks for {c}"
+                )
+        seed = cfg.get("seed", 42)
+        pieces = [ds.shuffle(seed=seed).select(range(c)) for ds, c in zip(built, counts)]
+        train = concatenate_datasets(_align(pieces)).shuffle(seed=seed)
+        result = DataResult(train, None, loaded, dropped)
+    else:
+        train, loaded, dropped = build_one(cfg, tokenizer, base)
+        result = DataResult(train, None, loaded, dropped)
+        if cfg.get("eval_split"):
+            result.eval, _, _ = build_one({**cfg, "limit": cfg.get("eval_size")}, tokenizer, base, "eval_split")
+    if cfg.get("eval_size") and result.eval is None:
+        n = cfg["eval_size"]
+        if n >= len(result.train):
+            raise DataError(f"data.eval_size ({n}) must be smaller than the dataset ({len(result.train)} rows)")
+        split = result.train.train_test_split(test_size=n, seed=cfg.get("seed", 42), shuffle=True)
+        result.train, result.eval = split["train"], split["test"]
+    if len(result.train) == 0:
+        raise DataError(
+            f"the dataset is empty after filtering ({result.summary()}); raise data.max_prompt_tokens / "
+            "max_solution_tokens or check the source"
+        )
+    return result

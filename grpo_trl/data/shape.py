@@ -1,0 +1,65 @@
+"""What a ``data:`` section gives, without building it: the rows it should yield and the columns rewards will see.
+``check`` and the plan read these; only local files are read, nothing is downloaded.
+
+Example:
+    >>> expected_size({"builder": "countdown", "source": "generate", "size": 100, "eval_size": 10})
+    (90, True)
+    >>> sorted(dataset_columns({"builder": "countdown", "source": "generate", "size": 4}))
+    ['nums', 'reference_equation', 'target']
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grpo_trl.data.build import build_one
+from grpo_trl.data.registry import builder_params, get_builder
+from grpo_trl.data.sources import load_file
+
+
+def expected_size(cfg: dict, base_dir: str | Path | None = None) -> tuple[int | None, bool]:
+    """Rows the ``data:`` section should give, unbuilt: ``(rows or None, exact)``. Filters make it inexact.
+
+    A builder's ``known_sizes`` describe its default source: a local ``path`` is counted, another ``source`` or
+    ``config`` is unknown until built.
+    """
+    if "mixture" in cfg:
+        return cfg.get("size"), cfg.get("size") is not None
+    builder = get_builder(cfg["builder"])
+    defaults = builder_params(builder)
+    if cfg.get("source") == "generate":
+        size = cfg.get("size")
+    elif cfg.get("path") and (builder.known_sizes or builder.local_copy):
+        size = len(load_file(cfg["path"], Path(base_dir) if base_dir else None))
+    elif any(k in cfg and cfg[k] != defaults.get(k) for k in ("source", "config")):
+        size = None
+    else:
+        size = builder.known_sizes.get(cfg.get("split", "train"))
+    limit = cfg.get("limit")
+    if limit is not None:
+        size = limit if size is None else min(size, limit)
+    if size is not None and cfg.get("eval_size") and not cfg.get("eval_split"):
+        size = max(0, size - cfg["eval_size"])
+    exact = not (cfg.get("max_prompt_tokens") or cfg.get("max_solution_tokens") or cfg.get("pass_rate"))
+    return size, exact and size is not None
+
+
+def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str]:
+    """The columns the ``data:`` section will give rewards, without building it (local files are read).
+
+    Raises ``DataError`` when a local file is missing or lacks a named column.
+    """
+    if "mixture" in cfg:
+        out: set[str] = set()
+        for part in cfg["mixture"]:
+            out |= dataset_columns({k: v for k, v in part.items() if k != "weight"}, base_dir)
+        return out
+    builder = get_builder(cfg["builder"])
+    base = Path(base_dir) if base_dir else None
+    if callable(builder.columns):
+        options = {k: v for k, v in cfg.items() if k in builder_params(builder)}
+        return set(builder.columns(options, base))
+    columns = set(builder.columns)
+    if cfg.get("path"):  # a local copy in the Hub schema: check it has what the builder needs
+        build_one({**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None}, None, base)
+    return columns

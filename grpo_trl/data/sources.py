@@ -1,0 +1,90 @@
+"""Reading a builder's source: a Hub dataset or a local JSONL / JSON / Parquet / CSV file, with one clear
+``DataError`` when it cannot be read, and the check that it has the columns a builder needs.
+
+Example:
+    >>> load_file("nope.jsonl")
+    Traceback (most recent call last):
+    ...
+    grpo_trl.errors.DataError: data file 'nope.jsonl' does not exist (looked at nope.jsonl)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from grpo_trl.errors import DataError
+
+logger = logging.getLogger(__name__)
+
+
+def load_hub_or_file(source: str, config: str | None, split: str, path: str | None, base_dir: Path | None) -> Any:
+    """``load_dataset(source, config, split=split)``, or a local file at ``path``; clear error when unreachable."""
+    from datasets import load_dataset
+
+    if path is not None:
+        return load_file(path, base_dir)
+    try:
+        return load_dataset(source, config, split=split)
+    except Exception as exc:  # noqa: BLE001 - offline, missing split, gated...
+        raise DataError(
+            f"cannot load dataset {source!r} (config {config!r}, split {split!r}): {type(exc).__name__}: "
+            f"{str(exc)[:200]}. Offline? Download it elsewhere and set data.path to a local JSONL/Parquet/CSV file "
+            "with the same columns."
+        ) from exc
+
+
+def load_file(path: str | Path, base_dir: Path | None = None) -> Any:
+    """A local JSONL, JSON, Parquet or CSV file as a ``Dataset`` (``path`` relative to the recipe's folder)."""
+    from datasets import load_dataset
+
+    p = Path(path).expanduser()
+    if not p.is_absolute() and base_dir is not None and not p.exists():
+        p = base_dir / p
+    if not p.exists():
+        raise DataError(f"data file {str(path)!r} does not exist (looked at {p})")
+    kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(p.suffix.lower())
+    if kind is None:
+        raise DataError(
+            f"data file {str(path)!r}: unsupported extension {p.suffix!r}; use .jsonl, .json, .parquet or .csv"
+        )
+    try:
+        ds = load_dataset(kind, data_files=str(p), split="train")
+    except Exception as exc:  # noqa: BLE001 - malformed JSON/CSV/Parquet: the user's file, not a bug
+        raise DataError(f"data file {str(path)!r} cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
+    return _keep_mixed_columns(ds, p) if kind == "json" else ds
+
+
+def _keep_mixed_columns(ds: Any, path: Path) -> Any:
+    """A JSON column mixing types (``"007"`` and ``7``) becomes text as written (``"007"``, ``"7"``).
+
+    ``datasets`` stores such a column as ``Json`` and decodes the string ``"007"`` into the number 7.
+    """
+    from datasets import Json
+
+    mixed = [name for name, feature in ds.features.items() if isinstance(feature, Json)]
+    if not mixed:
+        return ds
+    text = path.read_text(encoding="utf-8")
+    try:
+        rows = json.loads(text) if path.suffix.lower() == ".json" else [json.loads(x) for x in text.splitlines() if x]
+    except ValueError:
+        return ds
+    if isinstance(rows, dict):
+        rows = next((v for v in rows.values() if isinstance(v, list)), [])
+    if not isinstance(rows, list) or len(rows) != len(ds):
+        return ds
+    for name in mixed:
+        values = [row.get(name) if isinstance(row, dict) else None for row in rows]
+        as_text = [v if v is None or isinstance(v, str) else json.dumps(v) for v in values]
+        logger.warning("data file %s: column %r mixes types; read as text", path.name, name)
+        ds = ds.remove_columns(name).add_column(name, as_text)
+    return ds
+
+
+def require_columns(ds: Any, columns: list[str], what: str) -> None:
+    missing = [c for c in columns if c not in ds.column_names]
+    if missing:
+        raise DataError(f"{what}: missing column(s) {', '.join(missing)}; the data has: {', '.join(ds.column_names)}")

@@ -1,0 +1,85 @@
+"""The model side of a peer config: ``model_name_or_path``, dtype, ``model_init_kwargs`` and ``trl.ModelConfig``'s
+LoRA and quantization keys -> the recipe's ``model:`` section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from grpo_trl.importer import tables as T
+from grpo_trl.importer.state import Translation
+from grpo_trl.recipe.schema import DTYPES
+
+
+class ModelKeys(Translation):
+    """``model:``: the model, its dtype and LoRA settings."""
+
+    def model(self) -> None:
+        name = self.string("model_name_or_path")
+        if not name:
+            if "model_name_or_path" not in self.data:
+                self.problem("model_name_or_path", "missing: the model to train (a Hub id or a local path)")
+            return
+        self.put(("model", "name"), name, "model_name_or_path")
+        init = self.take("model_init_kwargs") or {}
+        if not isinstance(init, dict):
+            self.problem("model_init_kwargs", f"must be a mapping, got {init!r}")
+            init = {}
+        dtype_keys = [k for k in ("dtype", "torch_dtype") if self.has(k)]
+        dtype = None
+        if dtype_keys:
+            values = {k: self.take(k) for k in dtype_keys}
+            if len(set(map(str, values.values()))) > 1:
+                self.out.warnings.append(f"both dtype and torch_dtype are set ({values}); dtype (TRL's name) is used")
+            key = dtype_keys[0]
+            dtype, src = values[key], key
+        elif init.get("dtype", init.get("torch_dtype")) is not None:
+            dtype, src = init.get("dtype", init.get("torch_dtype")), "model_init_kwargs.dtype"
+        for k in ("dtype", "torch_dtype"):
+            self.done.add(k)
+        if dtype is None or str(dtype) == "None":
+            self.put(
+                ("model", "dtype"),
+                "float32",
+                "not set: trl grpo loads float32 (ModelConfig.dtype); grpo-trl would let transformers choose (auto)",
+            )
+        elif str(dtype) not in DTYPES:
+            self.problem(src, f"{dtype!r} is not a dtype; use one of {', '.join(DTYPES)}")
+        else:
+            self.put(("model", "dtype"), str(dtype), src if src != "torch_dtype" else "torch_dtype (renamed dtype)")
+        for key in ("model_revision", "attn_implementation", "trust_remote_code", "chat_template"):
+            if self.has(key):
+                self.put(("model", T.MODEL_KEYS[key]), self.take(key), key)
+            self.done.add(key)
+        for key, value in init.items():
+            target = {"dtype": None, "torch_dtype": None, "revision": "revision"}.get(key, key)
+            if target is None:
+                continue
+            if target in ("revision", "attn_implementation", "trust_remote_code"):
+                self.put(("model", target), value, f"model_init_kwargs.{key}")
+            else:
+                self.out.unmapped.append((f"model_init_kwargs.{key}", "grpo-trl's model section has no such key"))
+        self.lora()
+
+    def lora(self) -> None:
+        use_peft = self.take("use_peft", False)
+        if not isinstance(use_peft, bool):
+            self.problem("use_peft", f"must be true or false, got {use_peft!r}")
+            return
+        given = [k for k in T.LORA_KEYS if k in self.data]
+        if not use_peft:
+            for k in given:
+                self.unmapped(k, "use_peft is not true, so TRL ignores it")
+            return
+        for key, target in T.LORA_KEYS.items():
+            value = self.take(key, self.model_defaults.get(key))
+            if value is None or value is dataclasses.MISSING or (key == "lora_task_type" and value == "CAUSAL_LM"):
+                continue
+            if key in ("use_rslora", "use_dora") and value is False:
+                continue
+            note = f"{key} (use_peft)" if key in self.data else f"TRL ModelConfig's default {key}"
+            self.put(("model", "lora", target), value, note)
+        for key in T.QUANT_KEYS:
+            if self.data.get(key) not in (None, False, "nf4"):
+                self.unmapped(key, "4-/8-bit loading is not a grpo-trl recipe setting yet")
+            self.done.add(key)

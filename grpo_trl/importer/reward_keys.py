@@ -1,0 +1,123 @@
+"""``reward_funcs`` / ``reward_weights`` and open-r1's reward settings -> the recipe's ``rewards:`` list, each peer
+reward mapped to its grpo-trl equivalent with the args its semantics need (``tables.REWARDS``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import numbers
+
+from grpo_trl.importer import tables as T
+from grpo_trl.importer.state import Translation
+
+
+class RewardKeys(Translation):
+    """``rewards:``: each peer reward as its grpo-trl equivalent, with its weight and args."""
+
+    def rewards(self) -> None:
+        from grpo_trl.rewards.registry import list_rewards
+
+        known = {info.name: info for info in list_rewards()}
+        funcs = self.take("reward_funcs")
+        if funcs is None:
+            if self.out.flavour != "open-r1":
+                if not self.has("reward_model_name_or_path"):
+                    self.problem("reward_funcs", "missing: TRL needs reward functions (e.g. - accuracy_reward)")
+                return
+            funcs = list(T.OPEN_R1_DEFAULT_REWARDS)
+            self.out.warnings.append(f"reward_funcs not set: open-r1's default {funcs} is written")
+        if isinstance(funcs, str):
+            funcs = [funcs]
+        if not isinstance(funcs, list) or not all(isinstance(f, str) and f for f in funcs):
+            self.problem("reward_funcs", f"must be a list of reward names, got {funcs!r}")
+            return
+        weights = self.take("reward_weights")
+        if weights is not None:
+            if not isinstance(weights, list) or not all(
+                isinstance(w, numbers.Real) and not isinstance(w, bool) for w in weights
+            ):
+                self.problem("reward_weights", f"must be a list of numbers, got {weights!r}")
+                return
+            if len(weights) != len(funcs):
+                self.problem(
+                    "reward_weights",
+                    f"{len(weights)} weights for {len(funcs)} reward_funcs; give one weight per reward",
+                )
+                return
+        used_settings: set[str] = set()
+        entries, labels = [], {}
+        for i, peer in enumerate(funcs):
+            entry, comment = self.reward(peer, known, used_settings)
+            if weights is not None:
+                entry["weight"] = float(weights[i])
+            label = entry.get("alias") or entry["name"].rpartition(":")[2]
+            if label in labels:
+                entry["alias"] = peer if peer not in labels else f"{peer}_{i}"
+            labels[entry.get("alias") or label] = i
+            entries.append(entry)
+            self.out.comments[("rewards", i)] = comment
+        self.out.recipe["rewards"] = entries
+        for key in T.REWARD_SETTINGS:
+            if key in self.data and key not in used_settings:
+                self.unmapped(key, f"open-r1's {T.REWARD_SETTINGS[key][0]!r} setting, and reward_funcs do not use it")
+        for key in T.CODE_PROVIDER_KEYS:
+            if key in self.data:
+                self.unmapped(key, "remote code-execution setting; grpo-trl runs code in its local sandbox")
+
+    def reward(self, peer: str, known: dict, used_settings: set) -> tuple[dict, str]:
+        if peer in T.NO_EQUIVALENT:
+            self.out.warnings.append(f"reward {peer!r}: no grpo-trl equivalent ({T.NO_EQUIVALENT[peer]})")
+            return {"name": peer}, f"NO EQUIVALENT: {T.NO_EQUIVALENT[peer]}"
+        if peer not in T.REWARDS:
+            if ":" in peer:
+                return {"name": peer}, "your own reward (module:function)"
+            if "." in peer:
+                module, _, func = peer.rpartition(".")
+                return {"name": f"{module}:{func}"}, f"{peer} (dotted path -> module:function)"
+            if peer in known:
+                return {"name": peer}, "same name in grpo-trl"
+            close = difflib.get_close_matches(peer, list(T.REWARDS) + list(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            self.out.warnings.append(
+                f"reward {peer!r} is not a TRL/open-r1 reward grpo-trl knows{hint}; written unchanged: register it "
+                "in a plugin or name it as module:function"
+            )
+            return {"name": peer}, "UNKNOWN: written unchanged"
+        target, args, note = T.REWARDS[peer]
+        args = dict(args)
+        for key, (owner, arg, default) in T.REWARD_SETTINGS.items():
+            if owner == peer:
+                used_settings.add(key)
+                value = self.data.get(key, default)
+                self.done.add(key)
+                args[arg] = value
+                if key not in self.data:
+                    note += f"; {arg}={value!r} is open-r1's default"
+        args.update(T.TRL_FIXED_ARGS.get(peer, {}))
+        if peer in T.TRL_FIXED_ARGS:
+            note += "; TRL's script fixes " + ", ".join(f"{k}={v}" for k, v in T.TRL_FIXED_ARGS[peer].items())
+        if target in T.LENGTH_UNITS and self.out.flavour == "open-r1":
+            self.out.warnings.append(f"reward {peer!r}: {T.LENGTH_UNITS[target]}")
+        info = known.get(target)
+        if info is None:
+            self.out.warnings.append(
+                f"reward {peer!r}: its grpo-trl equivalent {target!r} is not in this grpo-trl version; written as "
+                f"{target!r} for when it is (check will report it)"
+            )
+            return ({"name": target, "args": args} if args else {"name": target}), f"{peer}: {note} (NOT AVAILABLE)"
+        takes_any = info.factory and any(str(k).startswith("**") for k in info.params)
+        dropped = [a for a in args if a not in info.params and not takes_any]
+        for a in dropped:
+            value = args.pop(a)
+            why = (
+                "it reads the last <answer> block, the peer reads the whole completion"
+                if a == "require_answer_tag"
+                else "it has no such argument"
+            )
+            self.out.warnings.append(
+                f"reward {peer!r}: grpo-trl's {target!r} does not take {a}={value!r} yet, so {why}"
+            )
+        entry = {"name": target}
+        if args:
+            entry["args"] = args
+        return entry, f"{peer}: {note}"

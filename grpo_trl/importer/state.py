@@ -1,0 +1,98 @@
+"""The state of one translation (``Translation``) and what it returns (``Imported``): the helpers every section of
+the translation uses to read a peer key, place a value with its comment, or record why a key is not mapped.
+
+Example:
+    >>> t = Translation({"beta": 0.1}, "c.yaml", "trl", "1.0", None)
+    >>> t.put(("trainer", "beta"), t.take("beta"), "beta"); t.out.recipe, t.done
+    ({'trainer': {'beta': 0.1}}, {'beta'})
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grpo_trl.errors import Problem
+from grpo_trl.importer import tables as T
+
+
+@dataclass
+class Imported:
+    """The translated recipe with a comment per translated value, and what could not be translated."""
+
+    recipe: dict
+    comments: dict[tuple, str] = field(default_factory=dict)
+    unmapped: list[tuple[str, str]] = field(default_factory=list)  # (peer key, why)
+    warnings: list[str] = field(default_factory=list)
+    changed_defaults: list[str] = field(default_factory=list)
+    flavour: str = "trl"
+    baseline: str = T.BASELINE_TRL
+
+
+def installed_fields(cls) -> dict[str, Any]:
+    """A dataclass's init fields and their defaults (``MISSING`` where it has none), as installed."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+        else:
+            out[f.name] = dataclasses.MISSING
+    return out
+
+
+class Translation:
+    """One translation under way: the peer config, the recipe being written, and the keys already placed.
+
+    The sections are mixins beside this module (``model_keys``, ``data_keys``, ``reward_keys``, ``trainer_keys``),
+    each translating its keys with the helpers here.
+    """
+
+    def __init__(self, data: dict, file: str, flavour: str, baseline: str, out_dir: Path | None):
+        from trl import GRPOConfig, ModelConfig
+
+        self.data = data
+        self.file = file
+        self.out = Imported(recipe={}, flavour=flavour, baseline=baseline)
+        self.problems: list[Problem] = []
+        self.done: set[str] = set()
+        self.grpo = installed_fields(GRPOConfig)
+        self.model_defaults = installed_fields(ModelConfig)
+        self.out_dir = out_dir
+
+    # helpers
+    def problem(self, key: str, message: str) -> None:
+        self.problems.append(Problem(self.file, key, message))
+
+    def unmapped(self, key: str, why: str) -> None:
+        self.done.add(key)
+        self.out.unmapped.append((key, why))
+
+    def put(self, path: tuple, value: Any, comment: str | None = None) -> None:
+        node = self.out.recipe
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+        if comment:
+            self.out.comments[path] = comment
+
+    def take(self, key: str, default: Any = None) -> Any:
+        self.done.add(key)
+        return self.data.get(key, default)
+
+    def has(self, key: str) -> bool:
+        return key in self.data and self.data[key] is not None
+
+    def string(self, key: str, default: str | None = None) -> str | None:
+        value = self.take(key, default)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            self.problem(key, f"must be a string, got {type(value).__name__} {value!r}")
+            return None
+        return str(value)

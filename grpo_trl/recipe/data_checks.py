@@ -1,0 +1,93 @@
+"""Checks of a ``data:`` section: the schema's types and bounds, then the builder, its options, the system prompt,
+``pass_rate``/``sampler`` and mixture parts. The one place these checks live: ``check`` runs them on the recipe, and
+``build_dataset`` (``grpo_trl.data.registry.validate_data_config``) on what it is asked to build.
+
+Example:
+    >>> [str(p) for p in data_section_problems({"builder": "countdown", "limit": 0, "sise": 8})]
+    ['data.limit: must be a positive integer, got 0']
+    >>> [p.key for p in data_section_problems({"builder": "countdown", "sise": 8})]
+    ['data.sise']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grpo_trl.errors import GrpoTrlError, Problem, suggest
+from grpo_trl.recipe import schema
+from grpo_trl.recipe.coerce import validate_value
+
+
+def data_section_problems(cfg: Any, file: str = "", prefix: str = "data") -> list[Problem]:
+    """Every problem of a raw ``data:`` mapping: coerced by the schema first, then checked by ``data_problems``."""
+    coerced, found = validate_value(schema.DataSection, cfg, file, prefix)
+    return found or data_problems(coerced, file, prefix)
+
+
+def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list[Problem]:
+    """Problems of a ``data:`` mapping (already coerced for the common options): builder, its options, prompt.
+
+    ``part``: ``cfg`` is a part of a mixture, the one place ``weight`` means something.
+    """
+    from grpo_trl.data.prompts import resolve_system_prompt
+    from grpo_trl.data.registry import get_builder, list_builders, option_problems
+
+    out: list[Problem] = [  # data.pass_rate / data.sampler (data/pass_rate.py, data/sampler.py)
+        Problem(file, prefix + key[4:], message) for key, message in option_problems(cfg)
+    ]
+    if cfg.get("mixture") is not None:
+        for key in cfg:
+            if key not in schema.MIXTURE_KEYS:
+                out.append(
+                    Problem(
+                        file,
+                        f"{prefix}.{key}",
+                        f"not a mixture option; mixture options: {', '.join(schema.MIXTURE_KEYS)}",
+                    )
+                )
+        for i, entry in enumerate(cfg["mixture"]):
+            where = f"{prefix}.mixture.{i}"
+            coerced, found = validate_value(schema.DataSection, entry, file, where)
+            if found:
+                out += found
+            elif "mixture" in coerced:
+                out.append(Problem(file, f"{where}.mixture", "mixtures do not nest"))
+            else:
+                out += data_problems(coerced, file, where, part=True)
+        return out
+    names = [b.name for b in list_builders()]
+    if not cfg.get("builder"):
+        return [
+            Problem(file, f"{prefix}.builder", f"missing; name a builder ({', '.join(names)}) or give data.mixture")
+        ]
+    try:
+        builder = get_builder(cfg["builder"])
+    except GrpoTrlError as exc:
+        return exc.located(file, f"{prefix}.builder")
+    options_model = schema.builder_options_model(builder)
+    params = options_model.model_fields
+    allowed = [*schema.COMMON_DATA_KEYS, *params, *(["weight"] if part else [])]
+    options = {}
+    for key, value in cfg.items():
+        if key in params:
+            options[key] = value
+        elif key not in allowed:
+            out.append(
+                Problem(
+                    file,
+                    f"{prefix}.{key}",
+                    f"unknown option for builder {builder.name!r}{suggest(key, allowed)}; "
+                    f"options: {', '.join(sorted(allowed))}",
+                )
+            )
+    for key, info in params.items():
+        if info.is_required() and key not in cfg:
+            out.append(Problem(file, f"{prefix}.{key}", f"required by builder {builder.name!r}"))
+    if not out:
+        _, found = validate_value(options_model, options, file, prefix)
+        out += found
+    try:
+        resolve_system_prompt(cfg.get("system_prompt"))
+    except GrpoTrlError as exc:
+        out += exc.located(file, f"{prefix}.system_prompt")
+    return out

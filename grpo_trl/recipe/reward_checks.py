@@ -1,0 +1,114 @@
+"""Checks of the ``rewards:`` section: each reward exists and takes its args, names are unique (TRL logs rewards by
+name), and every column a reward reads is one the data gives. Also each reward's args with the trainer values it
+declares (``uses_trainer``) filled in, which ``check`` and ``train`` share.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import TYPE_CHECKING, Any
+
+from grpo_trl.errors import GrpoTrlError, Problem
+from grpo_trl.recipe.trl_schema import trainer_model
+
+if TYPE_CHECKING:
+    from grpo_trl.recipe.core import Recipe
+
+
+def reward_problems(recipe: Recipe) -> list[Problem]:
+    from grpo_trl.reward_models import is_model_entry, model_entry_problems, model_label
+    from grpo_trl.rewards.registry import check_reward_args, reward_label
+
+    file, out = recipe.file, []
+    names: dict[str, int] = {}
+    for i, spec in enumerate(recipe.rewards):
+        key = f"rewards.{i}"
+        if is_model_entry(spec):  # a reward model: its config is read, never its weights
+            out += [Problem(file, k, m) for k, m in model_entry_problems(spec, key, recipe.base_dir)]
+            names[model_label(spec)] = i
+            continue
+        if not spec.get("name"):
+            out.append(
+                Problem(
+                    file,
+                    f"{key}.name",
+                    ("missing" if "name" not in spec else f"expected str, got {spec['name']!r}")
+                    + ": a reward name, or model: <id or path> for a reward model",
+                )
+            )
+            continue
+        try:
+            check_reward_args(spec["name"], reward_args(recipe, spec))
+        except GrpoTrlError as exc:
+            out += [
+                Problem(file, f"{key}.{p.key}" if p.key else f"{key}.name", p.message, p.fix) for p in exc.problems
+            ]
+            continue
+        label = reward_label(spec["name"], spec.get("alias"))
+        if label in names:
+            out.append(
+                Problem(
+                    file,
+                    f"{key}.alias",
+                    f"reward name {label!r} is already used by rewards.{names[label]}; TRL logs rewards by name",
+                    "give one of them an alias",
+                )
+            )
+        names[label] = i
+    return out
+
+
+def trainer_default(name: str) -> Any:
+    """The installed TRL's default for GRPOConfig field ``name``."""
+    return trainer_model().model_fields[name].default
+
+
+def reward_args(recipe: Recipe, spec: dict) -> dict:
+    """The reward's args, with the trainer values it declares (``uses_trainer``) filled in when not given."""
+    from grpo_trl.rewards.registry import reward_metadata
+
+    args = dict(spec.get("args") or {})
+    try:
+        meta = reward_metadata(spec["name"])
+    except GrpoTrlError:
+        return args
+    for arg, trainer_field in meta.get("uses_trainer", {}).items():
+        args.setdefault(arg, recipe.trainer.get(trainer_field, trainer_default(trainer_field)))
+    return args
+
+
+def columns_check(recipe: Recipe) -> list[Problem]:
+    """Local data files exist and have their columns; every reward's columns are in the dataset."""
+    from grpo_trl.data.shape import dataset_columns
+    from grpo_trl.rewards.signature import plan_reward
+
+    try:
+        columns = dataset_columns(recipe.dataset, recipe.base_dir)
+        named = [s for s in recipe.rewards if "name" in s]  # reward models read no columns
+        rewards = [plan_reward(s["name"], alias=s.get("alias"), **reward_args(recipe, s)) for s in named]
+    except GrpoTrlError as exc:
+        return exc.located(recipe.file, "data")
+    return column_problems(recipe, rewards, columns)
+
+
+def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]) -> list[Problem]:
+    """One problem per reward that reads a column (``solution``, ``nums``...) that ``columns`` lack."""
+    from grpo_trl.rewards.registry import required_columns
+    from grpo_trl.rewards.signature import column_conflicts
+
+    columns = set(columns) - {"prompt"}
+    source = recipe.dataset.get("builder") or "mixture"
+    problems = [Problem(recipe.file, key, message) for key, message in column_conflicts(rewards, columns)]
+    for i, reward in enumerate(rewards):
+        missing = [c for c in required_columns(reward) if c not in columns]
+        if missing:
+            problems.append(
+                Problem(
+                    recipe.file,
+                    f"rewards.{i}",
+                    f"reward {reward.__name__!r} reads column(s) {', '.join(missing)} that data ({source}) does "
+                    f"not provide (it gives: {', '.join(sorted(columns)) or 'nothing'})",
+                    "use a builder with those columns",
+                )
+            )
+    return problems

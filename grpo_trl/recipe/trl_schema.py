@@ -1,0 +1,157 @@
+"""The ``trainer`` and ``generation`` sections, typed from the installed ``trl.GRPOConfig``.
+
+Names, types, defaults, help texts and choices are read from ``dataclasses.fields(trl.GRPOConfig)`` (and
+transformers' enums), never copied; what is written here is only what grpo-trl knows beyond TRL's types: bounds on
+values TRL accepts and then crashes on mid-run, fields other sections set, and fields TRL removed or renamed.
+
+Example:
+    >>> trainer_model().model_fields["num_generations"].default >= 2
+    True
+    >>> generation_fields()["server_port"]
+    'vllm_server_port'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import typing
+from typing import Any
+
+from pydantic import Field, create_model
+
+from grpo_trl.recipe.fields import Section, YamlFloat, field_type, jsonable
+
+BACKENDS = ("transformers", "vllm")
+
+# What grpo-trl knows beyond TRL's types: values TRL accepts at construction and then crashes on mid-run.
+TRAINER_BOUNDS: dict[str, dict[str, float]] = {
+    "temperature": {"gt": 0},
+    "learning_rate": {"ge": 0},
+    "max_completion_length": {"ge": 1},
+    "per_device_train_batch_size": {"ge": 1},
+    "per_device_eval_batch_size": {"ge": 1},
+    "gradient_accumulation_steps": {"ge": 1},
+    "num_iterations": {"ge": 1},
+    "num_generations": {"ge": 1},  # 1 gets TRL's own message (at least 2); 0 divides by zero first
+    "num_train_epochs": {"gt": 0},
+    "logging_steps": {"gt": 0},
+}
+BOUND_REASONS = {  # the fix printed with a bound error, by dotted key
+    "trainer.temperature": "sampling divides the logits by it; use 1.0 for GRPO (0.6-1.0 are common)",
+    "trainer.max_completion_length": "the number of tokens each completion may have",
+    "trainer.num_generations": "GRPO compares at least 2 completions per prompt",
+    "trainer.num_iterations": "1 is one update per generation batch",
+    "trainer.per_device_train_batch_size": "completions per device per step",
+}
+
+
+# TRL fields whose choices live only in their help text (TRL checks them the first time a step reaches them).
+HELP_CHOICE_FIELDS = (
+    "loss_type",
+    "scale_rewards",
+    "vllm_mode",
+    "importance_sampling_level",
+    "multi_objective_aggregation",
+    "vllm_importance_sampling_mode",
+)
+# GRPOConfig fields the recipe's other sections set: one place for each value.
+MANAGED_FIELDS = {
+    "reward_weights": "set `weight:` on each entry of rewards: instead",
+    "model_init_kwargs": "set through the model: section (dtype, attn_implementation, trust_remote_code, revision)",
+}
+# Fields TRL removed or renamed: old name -> the fix. Only reported when the installed GRPOConfig lacks the old name.
+REMOVED_FIELDS = {
+    "max_prompt_length": "removed in TRL 1.x (prompts are no longer truncated); bound prompts with "
+    "data.max_prompt_tokens, which drops longer rows before training",
+    "use_liger_loss": "removed in TRL 0.28 with Liger's GRPO loss (TRL computes log-probs with its own fused LM "
+    "head); "
+    "trainer.use_liger_kernel is a different switch (layer kernels)",
+    "overwrite_output_dir": "not a recipe setting: pass --overwrite to `grpo-trl train`",
+    "vllm_device": "removed: run vLLM colocated (generation.vllm_mode: colocate) or on its own GPU in server mode "
+    "(generation.vllm_mode: server, started with `grpo-trl serve`)",
+    "torch_dtype": "moved: set model.dtype (bfloat16, float16, float32 or auto)",
+    "wandb_log_unique_prompts": "renamed: use trainer.log_unique_prompts",
+    "vllm_guided_decoding_regex": "renamed: use trainer.vllm_structured_outputs_regex",
+    "warmup_ratio": "removed in transformers 5: trainer.warmup_steps takes a float in [0, 1) as a ratio",
+}
+
+
+def help_choices(help_text: str, default: Any) -> tuple[Any, ...]:
+    """The quoted values a TRL help text lists (``Supported values are 'a', 'b'``), the default first if missing.
+
+    >>> help_choices("Must be one of `'server'` or `'colocate'`. `'server'`: ...", "colocate")
+    ('server', 'colocate')
+    """
+    sentence = re.search(r"(?:[Ss]upported (?:values|options) are|[Mm]ust be one of)[^.]*\.", help_text)
+    found = re.findall(r"'([a-z][a-z0-9_]*)'", sentence.group(0)) if sentence else []
+    if len(found) < 2:
+        found = re.findall(r"'([a-z][a-z0-9_]*)'", help_text)
+    out = list(dict.fromkeys(found))
+    if isinstance(default, str) and default not in out:
+        out.insert(0, default)
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1)
+def trainer_model() -> type[Section]:
+    """The ``trainer`` section: every ``trl.GRPOConfig`` init field, typed and defaulted by the installed TRL."""
+    from trl import GRPOConfig
+
+    hints = typing.get_type_hints(GRPOConfig)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(GRPOConfig):
+        if not f.init or f.name in MANAGED_FIELDS:
+            continue
+        help_text = f.metadata.get("help", "")
+        default = f.default if f.default is not dataclasses.MISSING else None
+        if f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        choices = f.metadata.get("choices")
+        if f.name in HELP_CHOICE_FIELDS:
+            choices = help_choices(help_text, default)
+        hint = hints.get(f.name, Any)
+        if choices and bool in typing.get_args(hint):
+            choices = (*choices, True, False)
+        kind = field_type(hint, tuple(choices) if choices else None)
+        if kind is Any or not (isinstance(default, (str, int, float, bool, list, dict)) or default is None):
+            default = jsonable(default)
+        bounds = TRAINER_BOUNDS.get(f.name, {})
+        fields[f.name] = (kind, Field(default=jsonable(default), description=help_text[:300] or None, **bounds))
+    return create_model("TrainerSection", __base__=Section, __doc__="trl.GRPOConfig fields", **fields)
+
+
+def generation_fields() -> dict[str, str]:
+    """``generation:`` key -> the ``GRPOConfig`` field it sets (types come from the trainer section)."""
+    return dict(GENERATION_FIELDS)
+
+
+GENERATION_FIELDS = {
+    "vllm_mode": "vllm_mode",
+    "server_host": "vllm_server_host",
+    "server_port": "vllm_server_port",
+    "server_base_url": "vllm_server_base_url",
+    "server_timeout": "vllm_server_timeout",
+    "gpu_memory_utilization": "vllm_gpu_memory_utilization",
+    "tensor_parallel_size": "vllm_tensor_parallel_size",
+    "enable_sleep_mode": "vllm_enable_sleep_mode",
+    "max_model_length": "vllm_max_model_length",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def generation_model() -> type[Section]:
+    """``generation:``: the backend, a health-check timeout, and vLLM settings typed as their GRPOConfig fields."""
+    trainer = trainer_model().model_fields
+    fields: dict[str, Any] = {
+        "backend": (  # choices checked in validate.py (its message names both); the enum is for editors
+            str | None,
+            Field(None, description="transformers or vllm", json_schema_extra={"enum": list(BACKENDS)}),
+        ),
+        "health_timeout": (YamlFloat, Field(5.0, gt=0, description="seconds to wait for a vLLM server")),
+    }
+    for key, trl_name in GENERATION_FIELDS.items():
+        info = trainer[trl_name]
+        fields[key] = (info.annotation | None, Field(None, description=info.description))
+    return create_model("GenerationSection", __base__=Section, __doc__=generation_model.__doc__, **fields)
