@@ -105,8 +105,9 @@ def run(quick: bool = False) -> dict:
     result["rows"] = [
         f"| `accuracy` vs TRL's `accuracy_reward`, {n} MATH/GSM8K-style boxed completions, identical scores | "
         f"**{result['ratio']:.1f}x** with {result['workers']} worker processes ({result['ours_per_s']:,.0f} vs "
-        f"{result['trl_per_s']:,.0f} /s); {result['ratio_one_worker']:.1f}x with one, so {result['workers']} workers are "
-        f"{result['scaling']:.2f}x one (linear: {result['workers']}x); CPU per completion "
+        f"{result['trl_per_s']:,.0f} /s); {result['ratio_one_worker']:.1f}x with one, so "
+        f"{result['workers']} workers are {result['scaling']:.2f}x one (linear: {result['workers']}x); "
+        f"CPU per completion "
         f"{result['ours_cpu_ms_per_completion']:.1f} vs {result['trl_cpu_ms_per_completion']:.1f} ms |"
     ]
     return result
