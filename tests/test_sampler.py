@@ -97,6 +97,23 @@ def test_bad_options_are_reported(option, key):
     assert key in [k for k, _ in validate_data_config(data)]
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "fix"),
+    [
+        ("sampler", {"zero_variance_weight": 0.2}, "data.sampler beside data.mixture"),
+        ("eval_size", 4, "data.eval_size beside data.mixture"),
+        ("eval_split", "test", "data.eval_size beside data.mixture"),
+    ],
+)
+def test_whole_dataset_options_inside_a_mixture_part_are_errors_not_no_ops(key, value, fix):
+    part = {"builder": "countdown", "source": "generate", "size": 8}
+    data = {"mixture": [part, {**part, key: value}]}
+    problems = validate_data_config(data)
+    assert [k for k, _ in problems] == [f"data.mixture.1.{key}"], problems
+    assert fix in problems[0][1]
+    assert validate_data_config({"mixture": [part, part], **({key: value} if key != "eval_split" else {})}) == []
+
+
 @pytest.mark.slow
 def test_training_feeds_every_generation_once_and_resumes_the_sampler(tmp_path, make_recipe):
     data = {

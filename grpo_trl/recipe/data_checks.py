@@ -55,6 +55,12 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
             else:
                 out += data_problems(coerced, file, where, part=True)
         return out
+    if part:
+        for key in schema.WHOLE_DATASET_KEYS:
+            if key in cfg:
+                where = "data.eval_size beside data.mixture (mixtures hold out rows that way)"
+                fix = f"data.{key} beside data.mixture" if key in schema.MIXTURE_KEYS else where
+                out.append(Problem(file, f"{prefix}.{key}", f"applies to the whole dataset, not one part; set {fix}"))
     names = [b.name for b in list_builders()]
     if not cfg.get("builder"):
         return [

@@ -156,6 +156,8 @@ class DataSection(Section):
 
 
 MIXTURE_KEYS = ("mixture", "size", "seed", "shuffle", "eval_size", "system_prompt", "sampler")
+# options of the whole dataset that would do nothing inside one mixture part (set beside data.mixture instead)
+WHOLE_DATASET_KEYS = ("sampler", "eval_size", "eval_split")
 COMMON_DATA_KEYS = tuple(k for k in DataSection.model_fields if k not in ("mixture", "weight"))
 
 
