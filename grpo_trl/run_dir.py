@@ -33,12 +33,10 @@ import json
 import logging
 import os
 import shutil
-import socket
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grpo_trl.run_lock import RunLock
+from grpo_trl.run_lock import RunLock, this_process
 from grpo_trl.run_names import CHECKPOINT, OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable, write_json
 
 logger = logging.getLogger("grpo_trl")
@@ -141,7 +139,7 @@ class Manifest:
 
     def start_run(self, **info) -> dict:
         """Record a run starting now (its window opens at the filesystem's current time)."""
-        run = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        run = this_process()
         run.update(info, fs_start=_fs_now(self.folder), ended=None)
         self.runs.append(run)
         self.save()

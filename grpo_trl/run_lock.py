@@ -14,6 +14,11 @@ from grpo_trl.run_names import STATE, write_json
 logger = logging.getLogger("grpo_trl")
 
 
+def this_process() -> dict:
+    """Who is writing: pid, host and start time, as ``lock.json`` and each run record of the manifest say it."""
+    return {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
 class RunLock:
     """One run per output directory: an OS lock (``filelock``) held by the main process, with ``lock.json`` saying
     whose it is. The kernel frees the OS lock when its process dies, so a ``lock.json`` found with the lock free is
@@ -54,8 +59,7 @@ class RunLock:
                 "taking over the lock of PID %s on %s (started %s): that run is gone (its OS lock was free)",
                 stale.get("pid"), stale.get("host"), stale.get("started"),
             )  # fmt: skip
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        write_json(self.info, me)
+        write_json(self.info, this_process())
         return None
 
     def release(self) -> None:

@@ -26,6 +26,15 @@ ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="the uid drop and its guarantees apply when grpo-trl runs as root")
 
 
+def _alive(pid: int) -> bool:
+    """``pid`` exists and is not a zombie (dead, waiting for its parent)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
+
+
 def _sandbox_pids() -> list[int]:
     """Live (non-zombie) processes owned by any sandbox uid."""
     pids = []
@@ -34,10 +43,9 @@ def _sandbox_pids() -> list[int]:
             continue
         try:
             uid = os.stat(f"/proc/{p}").st_uid
-            state = Path(f"/proc/{p}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
+        except OSError:
             continue
-        if (UID_BASE <= uid < UID_BASE + UID_SLOTS or uid == NOBODY) and state not in (b"Z", b"X"):
+        if (UID_BASE <= uid < UID_BASE + UID_SLOTS or uid == NOBODY) and _alive(int(p)):
             pids.append(int(p))
     return pids
 
@@ -230,11 +238,7 @@ def test_runs_die_with_the_process_that_started_them():
             starter.wait()
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            break
-        if state in (b"Z", b"X"):
+        if not _alive(pid):
             break
         time.sleep(0.05)
     else:
