@@ -1,7 +1,8 @@
 """``grpo-trl report OUTPUT_DIR``: PNG plots of a run's logs and one self-contained ``report.html``.
 
 Reads ``trainer_state.json`` (TRL's log history), ``completions.jsonl`` and ``alerts.jsonl`` written during training.
-Each plot lists the series it drew in ``report.json`` so tools (and tests) can check them without reading pixels.
+Each plot (drawn by report_plots.py) lists the series it drew in ``report.json`` so tools (and tests) can check
+them without reading pixels.
 
 Example:
     >>> from grpo_trl.report import write_report
@@ -17,63 +18,10 @@ import json
 import math
 from pathlib import Path
 
+from grpo_trl.report_plots import plot_history, plot_title
 from grpo_trl.run_dir import record_entries
 
 TREND_WINDOW = 20  # TrainResult.reward_trend's default, used by the end-of-run summary
-
-# plot file -> (title, series chooser)
-PLOTS = {
-    "rewards.png": (
-        "Mean reward (total and per reward)",
-        lambda k: k == "reward" or (k.startswith("rewards/") and k.endswith("/mean")),
-    ),
-    "reward_std.png": ("Reward std", lambda k: k == "reward_std" or (k.startswith("rewards/") and k.endswith("/std"))),
-    "lengths.png": (
-        "Completion length (tokens)",
-        lambda k: k.startswith("completions/") and k.endswith("_length"),  # all, and those that ended with EOS
-    ),
-    "truncated.png": (
-        "Completions cut at max_completion_length (fraction)",
-        lambda k: k == "completions/clipped_ratio",
-    ),
-    "kl.png": ("KL to the reference model", lambda k: k == "kl"),
-    "entropy.png": ("Token entropy", lambda k: k == "entropy"),
-    "clip_ratio.png": ("Trust-region clip ratios (importance sampling)", lambda k: k.startswith("clip_ratio/")),
-    "zero_std.png": (
-        "Fraction of groups with zero reward std (no learning signal)",
-        lambda k: k == "frac_reward_zero_std",
-    ),
-    "reward_none.png": ("Share of rows each reward scored None", lambda k: k.startswith("reward_none_frac/")),
-    "loss_grad.png": ("Loss and gradient norm", lambda k: k in ("loss", "grad_norm")),
-    "learning_rate.png": ("Learning rate", lambda k: k == "learning_rate"),
-    "reward_faults.png": (
-        "Reward faults (rows scored None per batch, by reward)",
-        lambda k: k.startswith("reward_faults/"),
-    ),
-    "timing.png": (
-        "Seconds per step: total, generation, rewards",
-        lambda k: k == "step_time" or k.startswith("timing/"),
-    ),
-}
-EVAL_MAIN = PLOTS["rewards.png"][1]  # the eval panel shows the rewards; the rest go to eval_details.png
-EVAL_FIRST = ("loss", "reward_std", "completions/mean_length", "completions/clipped_ratio", "kl", "entropy")
-# bookkeeping, not curves
-NOT_PLOTTED = {"step", "epoch", "num_tokens", "total_flos", "train_runtime", "train_loss"}
-NOT_PLOTTED_SUFFIXES = ("_per_second", "_runtime")
-
-
-def _other_groups(keys: list[str], drawn: set[str]) -> dict[str, list[str]]:
-    """Metrics no fixed plot draws (``log_metric`` from rewards, new TRL metrics), grouped by their first path part.
-
-    >>> _other_groups(["my/acc", "my/len", "solo", "kl"], {"kl"})
-    {'my': ['my/acc', 'my/len'], 'solo': ['solo']}
-    """
-    groups: dict[str, list[str]] = {}
-    for key in keys:
-        if key in drawn or key in NOT_PLOTTED or key.endswith(NOT_PLOTTED_SUFFIXES):
-            continue
-        groups.setdefault(key.split("/")[0], []).append(key)
-    return groups
 
 
 def reward_trend(history: list[dict], window: int = TREND_WINDOW, key: str = "reward") -> tuple[float, float] | None:
@@ -148,80 +96,6 @@ def _read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _draw(plt, title: str, series: list[str], history: list[dict], path: Path) -> bool:
-    from matplotlib.ticker import MaxNLocator
-
-    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=100)
-    drew = False
-    for key in series:
-        points = [(h["step"], h[key]) for h in history if isinstance(h.get(key), (int, float))]
-        if points:
-            xs, ys = zip(*points)
-            ax.plot(xs, ys, label=key, linewidth=1.2, marker="o" if len(xs) < 12 else None, markersize=3)
-            drew = True
-    ax.set_title(title)
-    ax.set_xlabel("step")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
-    ax.grid(alpha=0.3)
-    if drew:
-        ax.legend(fontsize=7, loc="best")
-        fig.tight_layout()
-        fig.savefig(path)
-    plt.close(fig)
-    return drew
-
-
-def plot_title(filename: str) -> str:
-    """The heading of a PNG written by ``plot_history``."""
-    if filename in PLOTS:
-        return PLOTS[filename][0]
-    if filename == "eval.png":
-        return "Evaluation on the eval split: mean reward (total and per reward)"
-    if filename == "eval_details.png":
-        return "Evaluation on the eval split: other metrics"
-    return f"Logged metric: {filename[len('metric_') : -len('.png')]}"
-
-
-def plot_history(history: list[dict], out_dir: Path, eval_history: list[dict] | None = None) -> dict[str, list[str]]:
-    """Write the PNGs; return ``{file: [series plotted]}`` (plots with no data are skipped). Every numeric metric
-    is drawn somewhere: the fixed plots, then one ``metric_<group>.png`` per remaining group (``log_metric`` values
-    from rewards...), then ``eval.png`` for the evaluation metrics."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    keys = sorted(
-        {k for h in history for k, v in h.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    )
-    drawn: dict[str, list[str]] = {}
-    for filename, (title, choose) in PLOTS.items():
-        series = [k for k in keys if choose(k)]
-        if series and _draw(plt, title, series, history, out_dir / filename):
-            drawn[filename] = series
-    taken = {k for series in drawn.values() for k in series}
-    for group, series in _other_groups(keys, taken).items():
-        filename = "metric_" + "".join(c if c.isalnum() or c in "-_" else "_" for c in group)[:60] + ".png"
-        if _draw(plt, f"Logged metric: {group}", series, history, out_dir / filename):
-            drawn[filename] = series
-    if eval_history:
-        eval_keys = sorted({k for h in eval_history for k, v in h.items() if isinstance(v, (int, float))})
-        main = [k for k in eval_keys if EVAL_MAIN(k)]
-        rest = [
-            k
-            for k in eval_keys
-            if k not in main
-            and k != "step"
-            and not k.startswith("clip_ratio/")
-            and not k.endswith(NOT_PLOTTED_SUFFIXES)
-        ]  # trust-region clip ratios are 0 in evaluation (no policy update)
-        rest.sort(key=lambda k: (k not in EVAL_FIRST, k))
-        for filename, series in (("eval.png", main), ("eval_details.png", rest[:10])):
-            if series and _draw(plt, plot_title(filename), series, eval_history, out_dir / filename):
-                drawn[filename] = ["eval_" + k for k in series]
-    return drawn
 
 
 def _completion_html(sample: dict) -> str:

@@ -4,13 +4,15 @@ Everything grpo-trl keeps about a directory lives in ``<output_dir>/.grpo-trl/``
 
 - ``manifest.json``: the top-level entries grpo-trl (or the trainer it drives) wrote, and one record per run
   (pid, host, start, end, batch arithmetic). Only these entries are ever removed (``--overwrite``) or replaced.
-- ``lock`` (an OS lock through ``filelock``) and ``lock.json`` (pid, host, start): one run per directory.
+- ``lock`` (an OS lock through ``filelock``) and ``lock.json`` (pid, host, start): one run per directory
+  (``RunLock``, in run_lock.py).
 
 A run killed between writing a file and recording it: the trainer writes predictable names (``checkpoint-<N>``,
 ``model.safetensors``, ``config.json``, tokenizer files, ``training_args.bin``, ``trainer_state.json``, the
-``README.md`` model card, ``runs/``...; ``TRAINER_NAMES``). An entry with such a name whose modification time falls
-inside a recorded run's window (its start, taken from the filesystem's own clock, to its end, or for a killed run to
-the moment the next run found it) is that run's. Anything else not in the manifest is foreign and is never touched.
+``README.md`` model card, ``runs/``...; ``TRAINER_NAMES`` in run_names.py). An entry with such a name whose
+modification time falls inside a recorded run's window (its start, taken from the filesystem's own clock, to its
+end, or for a killed run to the moment the next run found it) is that run's. Anything else not in the manifest is
+foreign and is never touched.
 
 Example:
     >>> import tempfile
@@ -27,65 +29,18 @@ Example:
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import logging
 import os
-import re
 import shutil
-import socket
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grpo_trl.run_lock import RunLock, this_process
+from grpo_trl.run_names import CHECKPOINT, OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable, write_json
+
 logger = logging.getLogger("grpo_trl")
-
-STATE = ".grpo-trl"
-CHECKPOINT = re.compile(r"checkpoint-(\d+)$")
 SLACK_S = 2.0  # coarse filesystem timestamps: a file may look up to this much older than the run that wrote it
-# what transformers/TRL write into output_dir (save_model, save_state, model card, tensorboard, TRL's parquet logs)
-TRAINER_NAMES = (
-    "checkpoint-[0-9]*", "*.safetensors", "*.safetensors.index.json", "pytorch_model*.bin", "adapter_config.json",
-    "config.json", "generation_config.json", "tokenizer*", "special_tokens_map.json", "added_tokens.json",
-    "vocab.json", "merges.txt", "chat_template.jinja", "chat_template.json", "preprocessor_config.json",
-    "processor_config.json", "training_args.bin", "trainer_state.json", "*_results.json", "README.md", "runs",
-    "completions",
-)  # fmt: skip
-# what grpo-trl itself writes: logs, recipe copies, the built tiny model, `grpo-trl report`
-OWN_NAMES = (
-    "completions.jsonl",
-    "alerts.jsonl",
-    "recipe.yaml",
-    "recipe.step-*.yaml",
-    "tiny-model",
-    "tiny-tools",
-    "tiny-reward",
-    "report",
-)
-
-
-def kind_of(name: str) -> str:
-    """What an entry is: checkpoint, log, recipe, cache, report or model (the trainer's final save).
-
-    >>> [kind_of(n) for n in ("checkpoint-4", "alerts.jsonl", "recipe.step-4.yaml", "tiny-model", "config.json")]
-    ['checkpoint', 'log', 'recipe', 'cache', 'model']
-    """
-    if CHECKPOINT.match(name):
-        return "checkpoint"
-    if name.endswith(".jsonl") or name in ("runs", "completions"):
-        return "log"
-    if name.startswith("recipe"):
-        return "recipe"
-    return {"tiny-model": "cache", "tiny-tools": "cache", "tiny-reward": "cache", "report": "report"}.get(
-        name, "model"
-    )
-
-
-def predictable(name: str) -> bool:
-    """A name the trainer or grpo-trl writes (``checkpoint-<N>`` with digits only)."""
-    if name.startswith("checkpoint-"):
-        return bool(CHECKPOINT.match(name))
-    return any(fnmatch.fnmatchcase(name, p) for p in TRAINER_NAMES + OWN_NAMES)
 
 
 def _fs_now(folder: Path) -> float:
@@ -97,12 +52,6 @@ def _fs_now(folder: Path) -> float:
         return probe.stat().st_mtime
     finally:
         probe.unlink()
-
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    os.replace(tmp, path)
 
 
 @dataclass
@@ -133,7 +82,7 @@ class Manifest:
 
     def save(self) -> None:
         (self.folder / STATE).mkdir(parents=True, exist_ok=True)
-        _write_json(self.path, {"version": 1, "entries": self.entries, "runs": self.runs})
+        write_json(self.path, {"version": 1, "entries": self.entries, "runs": self.runs})
         self.exists = True
 
     def present(self) -> list[str]:
@@ -190,7 +139,7 @@ class Manifest:
 
     def start_run(self, **info) -> dict:
         """Record a run starting now (its window opens at the filesystem's current time)."""
-        run = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        run = this_process()
         run.update(info, fs_start=_fs_now(self.folder), ended=None)
         self.runs.append(run)
         self.save()
@@ -218,56 +167,6 @@ def record_entries(output_dir: str | Path, *names: str) -> None:
 def describe(names: list[str], folder: Path, limit: int = 12) -> str:
     shown = [n + ("/" if (folder / n).is_dir() else "") for n in names[:limit]]
     return ", ".join(shown) + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
-class RunLock:
-    """One run per output directory: an OS lock (``filelock``) held by the main process, with ``lock.json`` saying
-    whose it is. The kernel frees the OS lock when its process dies, so a ``lock.json`` found with the lock free is
-    a dead run's: taken over with a warning."""
-
-    def __init__(self, folder: str | Path):
-        from filelock import FileLock
-
-        self.state = Path(folder) / STATE
-        self.info = self.state / "lock.json"
-        self.state.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(str(self.state / "lock"), timeout=0)
-
-    def owner(self, wait_s: float = 0.5) -> dict | None:
-        deadline = time.monotonic() + wait_s
-        while True:  # the holder writes lock.json right after taking the lock: give it a moment
-            try:
-                return json.loads(self.info.read_text())
-            except (OSError, ValueError):
-                if time.monotonic() > deadline:
-                    return None
-                time.sleep(0.02)
-
-    def acquire(self) -> str | None:
-        """Take the lock; ``None`` on success, else a sentence naming the run that holds it."""
-        from filelock import Timeout
-
-        try:
-            self._lock.acquire(timeout=0)
-        except Timeout:
-            who = self.owner()
-            if who is None:
-                return "is in use by another run (its .grpo-trl/lock.json is unreadable)"
-            return f"is in use by another run: PID {who.get('pid')} on {who.get('host')}, started {who.get('started')}"
-        stale = self.owner(wait_s=0)
-        if stale and stale.get("pid") != os.getpid():
-            logger.warning(
-                "taking over the lock of PID %s on %s (started %s): that run is gone (its OS lock was free)",
-                stale.get("pid"), stale.get("host"), stale.get("started"),
-            )  # fmt: skip
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        _write_json(self.info, me)
-        return None
-
-    def release(self) -> None:
-        if self._lock.is_locked:
-            self.info.unlink(missing_ok=True)
-            self._lock.release()
 
 
 def _git_root(start: Path) -> Path | None:
@@ -319,3 +218,19 @@ def output_dir_problems(output_dir: str | None, recipe_dir: str | Path | None = 
             problems.append(f"is inside the output_dir {parent} of another run: choose a sibling folder instead")
             break
     return problems
+
+
+# names other modules and tests import from here; they live in run_names.py and run_lock.py
+__all__ = [
+    "CHECKPOINT",
+    "OWN_NAMES",
+    "STATE",
+    "TRAINER_NAMES",
+    "Manifest",
+    "RunLock",
+    "describe",
+    "kind_of",
+    "output_dir_problems",
+    "predictable",
+    "record_entries",
+]

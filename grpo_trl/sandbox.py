@@ -3,8 +3,9 @@
 Each run is a fresh ``python -I`` process in an empty temporary directory (removed afterwards) with a stripped
 environment, ``setrlimit`` bounds on CPU time, address space, file size, processes and core dumps, a wall-clock
 deadline that kills everything the run started, and stdout/stderr read incrementally up to a byte bound. Run as root,
-the child gets its own unprivileged uid (one per concurrent run, see ``_UidPool``), because the process-count limit
-does not bind root and a root child could read or kill anything.
+the child gets its own unprivileged uid (one per concurrent run), because the process-count limit does not bind root
+and a root child could read or kill anything. The child's side is ``_sandbox_boot.py``; the host's (uids, the run
+directories, cleanup of what a run left) is ``_sandbox_host.py``.
 
 It is NOT a VM or a container: the network is reachable, world-writable directories (``/tmp``) are writable, and the
 kernel is shared. For code from strangers at scale use a remote executor (E2B, Modal, a gVisor/Firecracker service)
@@ -20,12 +21,9 @@ Example:
 
 from __future__ import annotations
 
-import fcntl
 import os
 import selectors
 import shutil
-import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -35,9 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-UID_BASE = 1_790_000_000  # per-run uids come from here (unnamed, unused by any distribution)
-UID_SLOTS = 256
-NOBODY = 65534
+from grpo_trl._sandbox_host import NOBODY, UID_BASE, SandboxError, base_dir, chown_tree, kill_all, rmtree, uids
+
 MAX_OPEN_FILES = 256
 ENV_PYTHON = "GRPO_TRL_SANDBOX_PYTHON"  # interpreter override when the sandbox user cannot run sys.executable
 
@@ -73,92 +70,8 @@ class Result:
         return self.returncode == 0 and not self.timed_out
 
 
-class SandboxError(RuntimeError):
-    """The sandbox cannot run anything here (for example no interpreter the unprivileged user can execute)."""
-
-
-class _UidPool:
-    """Unprivileged uids for runs started as root, one per concurrent run across processes (``flock``ed files).
-
-    A run's own uid makes ``RLIMIT_NPROC`` exact and lets the cleanup kill every process the run left behind, even
-    ones that left its process group. Falls back to ``nobody`` (shared: cleanup by process group only) where the
-    range is not mapped (rootless containers).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.dedicated = True
-
-    def acquire(self) -> tuple[int, object | None]:
-        if not self.dedicated:
-            return NOBODY, None
-        locks = _base_dir() / "locks"
-        with self._lock:
-            locks.mkdir(mode=0o700, exist_ok=True)
-            for slot in range(UID_SLOTS):
-                handle = open(locks / f"{slot}.lock", "a")  # noqa: SIM115 - held for the run
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    handle.close()
-                    continue
-                return UID_BASE + slot, handle
-        raise SandboxError(f"more than {UID_SLOTS} sandbox runs at once on this machine")
-
-    @staticmethod
-    def release(handle: object | None) -> None:
-        if handle is not None:
-            handle.close()  # closing drops the flock
-
-
-_uids = _UidPool()
 _python: str | None = None
 _python_lock = threading.Lock()
-_base: Path | None = None
-
-
-def _base_dir() -> Path:
-    """``$TMPDIR/grpo-trl-sandbox-<euid>``, mode 0711: runs can reach their own directory but not write beside it.
-
-    Run directories left by a process that was killed (``run-<pid>-*`` of a dead pid) are removed on first use.
-    """
-    global _base
-    if _base is not None:
-        return _base
-    base = Path(tempfile.gettempdir()) / f"grpo-trl-sandbox-{os.geteuid()}"
-    try:
-        base.mkdir(mode=0o711)
-    except FileExistsError:
-        pass
-    st = os.lstat(base)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-        raise SandboxError(f"{base} is not a directory owned by this user; remove it")
-    os.chmod(base, 0o711)
-    for run in base.glob("run-*"):
-        pid = run.name.split("-")[1]
-        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-            _rmtree(run)
-    _base = base
-    return base
-
-
-def _remove_strays(uid: int) -> None:
-    """Delete what a run's dedicated uid left at the top of world-writable directories (``/tmp``, ``/dev/shm``)."""
-    for shared in {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}:
-        try:
-            entries = list(os.scandir(shared))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    _rmtree(Path(entry.path))
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                continue
 
 
 def _can_run(exe: str, uid: int | None) -> bool:
@@ -182,7 +95,7 @@ def interpreter() -> str:
         if os.geteuid() == 0:
             uid = UID_BASE
             if not _can_run("/bin/true" if os.path.exists("/bin/true") else sys.executable, uid):
-                _uids.dedicated, uid = False, NOBODY
+                uids.dedicated, uid = False, NOBODY
         candidates = [os.environ.get(ENV_PYTHON), sys.executable, shutil.which("python3", path="/usr/bin:/bin")]
         for exe in filter(None, candidates):
             if _can_run(exe, uid):
@@ -216,56 +129,6 @@ def _write_files(root: Path, files: dict[str, str]) -> None:
         target.write_text(text, encoding="utf-8")
 
 
-def _chown_tree(root: Path, uid: int) -> None:
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
-            os.chown(name, uid, uid)
-
-
-def _kill_uid(uid: int) -> None:
-    """SIGKILL every live process of ``uid`` (a run's dedicated uid), repeating until none is left (bounded)."""
-    for _ in range(100):
-        found = False
-        for p in os.listdir("/proc"):
-            if not p.isdigit():
-                continue
-            try:
-                if os.stat(f"/proc/{p}").st_uid != uid:
-                    continue
-                with open(f"/proc/{p}/stat", "rb") as f:
-                    if f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
-                        continue  # a zombie: already dead, waiting for its parent
-                os.kill(int(p), signal.SIGKILL)
-                found = True
-            except (OSError, IndexError):
-                continue
-        if not found:
-            return
-        time.sleep(0.002)
-
-
-def _kill_all(proc: subprocess.Popen, uid: int | None) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if uid is not None and uid != NOBODY:
-        _kill_uid(uid)
-        _remove_strays(uid)
-
-
-def _rmtree(path: Path) -> None:
-    def fix(func, p, _exc):  # a run may leave read-only or 000 directories
-        try:
-            os.chmod(os.path.dirname(p), 0o700)
-            os.chmod(p, 0o700)
-            func(p)
-        except OSError:
-            pass
-
-    shutil.rmtree(path, onerror=fix)
-
-
 def run_python(
     code: str, *, stdin: str = "", limits: Limits = Limits(), files: dict[str, str] | None = None
 ) -> Result:
@@ -275,8 +138,8 @@ def run_python(
     interpreter can be run at all.
     """
     exe = interpreter()
-    uid, handle = _uids.acquire() if os.geteuid() == 0 else (None, None)
-    root = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=_base_dir()))
+    uid, handle = uids.acquire() if os.geteuid() == 0 else (None, None)
+    root = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base_dir()))
     start = time.monotonic()
     try:
         _write_files(root, files or {})
@@ -286,7 +149,7 @@ def run_python(
             stdin_file.seek(0)
             kw: dict = {}
             if uid is not None:
-                _chown_tree(root, uid)
+                chown_tree(root, uid)
                 kw = {"user": uid, "group": uid, "extra_groups": []}
             args = [
                 exe,
@@ -322,8 +185,8 @@ def run_python(
             duration_s=time.monotonic() - start,
         )
     finally:
-        _rmtree(root)
-        _uids.release(handle)
+        rmtree(root)
+        uids.release(handle)
 
 
 def _collect(proc: subprocess.Popen, deadline: float, bound: int, uid: int | None) -> tuple[str, str, bool, bool]:
@@ -353,7 +216,7 @@ def _collect(proc: subprocess.Popen, deadline: float, bound: int, uid: int | Non
                 truncated = truncated or len(chunk) > room
             if truncated:
                 break
-    _kill_all(proc, uid)
+    kill_all(proc, uid)
     proc.wait()
     for pipe in bufs:
         pipe.close()

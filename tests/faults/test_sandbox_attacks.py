@@ -6,6 +6,7 @@ port this test opens.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -18,10 +19,20 @@ from pathlib import Path
 
 import pytest
 
-from grpo_trl.sandbox import NOBODY, UID_BASE, UID_SLOTS, Limits, _base_dir, run_many, run_python
+from grpo_trl._sandbox_host import NOBODY, UID_BASE, UID_SLOTS, base_dir
+from grpo_trl.sandbox import Limits, run_many, run_python
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="the uid drop and its guarantees apply when grpo-trl runs as root")
+
+
+def _alive(pid: int) -> bool:
+    """``pid`` exists and is not a zombie (dead, waiting for its parent)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
 
 
 def _sandbox_pids() -> list[int]:
@@ -32,12 +43,21 @@ def _sandbox_pids() -> list[int]:
             continue
         try:
             uid = os.stat(f"/proc/{p}").st_uid
-            state = Path(f"/proc/{p}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
+        except OSError:
             continue
-        if (UID_BASE <= uid < UID_BASE + UID_SLOTS or uid == NOBODY) and state not in (b"Z", b"X"):
+        if (UID_BASE <= uid < UID_BASE + UID_SLOTS or uid == NOBODY) and _alive(int(p)):
             pids.append(int(p))
     return pids
+
+
+@contextlib.contextmanager
+def _loopback_server(timeout: float):
+    """A socket listening on 127.0.0.1 (the only address these tests use), and its port."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        server.settimeout(timeout)
+        yield server, server.getsockname()[1]
 
 
 def _wait_gone(pids: list[int], seconds: float = 5.0) -> list[int]:
@@ -158,11 +178,7 @@ def test_environment_secrets_are_not_visible(monkeypatch):
 
 def test_network_is_not_isolated_loopback_connect_succeeds():
     """Documents the limit the README states: a local sandbox does not isolate the network."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(1)
-        server.settimeout(10)
-        port = server.getsockname()[1]
+    with _loopback_server(10) as (server, port):
         code = f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=5)\ns.sendall(b'hi')"
         r = run_python(code)
         conn, _ = server.accept()
@@ -203,11 +219,7 @@ def test_printing_a_gigabyte_is_cut_at_the_output_bound():
 
 def test_runs_die_with_the_process_that_started_them():
     """SIGKILL of the grpo-trl process leaves no sandboxed run behind (PR_SET_PDEATHSIG)."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(1)
-        server.settimeout(30)
-        port = server.getsockname()[1]
+    with _loopback_server(30) as (server, port):
         child = textwrap.dedent(
             f"""
             from grpo_trl.sandbox import Limits, run_python
@@ -226,17 +238,13 @@ def test_runs_die_with_the_process_that_started_them():
             starter.wait()
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            break
-        if state in (b"Z", b"X"):
+        if not _alive(pid):
             break
         time.sleep(0.05)
     else:
         pytest.fail(f"sandboxed pid {pid} outlived the process that started it")
     # the run directory the killed process left behind is removed by the next process that uses the sandbox
-    leftovers = list(_base_dir().glob(f"run-{starter.pid}-*"))
+    leftovers = list(base_dir().glob(f"run-{starter.pid}-*"))
     assert leftovers
     subprocess.run([sys.executable, "-c", "from grpo_trl.sandbox import run_python; run_python('pass')"], check=True)
     assert not any(p.exists() for p in leftovers)

@@ -1,0 +1,160 @@
+"""The host side of a sandboxed run (see grpo_trl/sandbox.py): whose uid it runs as, where its directory lives, and
+removing everything it left behind (processes, files).
+
+Run as root, each concurrent run gets its own unprivileged uid from ``UidPool``: the process-count limit then binds
+exactly, and the cleanup can kill every process of that uid, even ones that left the run's process group.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+UID_BASE = 1_790_000_000  # per-run uids come from here (unnamed, unused by any distribution)
+UID_SLOTS = 256
+NOBODY = 65534
+
+
+class SandboxError(RuntimeError):
+    """The sandbox cannot run anything here (for example no interpreter the unprivileged user can execute)."""
+
+
+class UidPool:
+    """Unprivileged uids for runs started as root, one per concurrent run across processes (``flock``ed files).
+
+    A run's own uid makes ``RLIMIT_NPROC`` exact and lets the cleanup kill every process the run left behind, even
+    ones that left its process group. Falls back to ``nobody`` (shared: cleanup by process group only) where the
+    range is not mapped (rootless containers).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.dedicated = True
+
+    def acquire(self) -> tuple[int, object | None]:
+        if not self.dedicated:
+            return NOBODY, None
+        locks = base_dir() / "locks"
+        with self._lock:
+            locks.mkdir(mode=0o700, exist_ok=True)
+            for slot in range(UID_SLOTS):
+                handle = open(locks / f"{slot}.lock", "a")  # noqa: SIM115 - held for the run
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    handle.close()
+                    continue
+                return UID_BASE + slot, handle
+        raise SandboxError(f"more than {UID_SLOTS} sandbox runs at once on this machine")
+
+    @staticmethod
+    def release(handle: object | None) -> None:
+        if handle is not None:
+            handle.close()  # closing drops the flock
+
+
+uids = UidPool()
+_base: Path | None = None
+
+
+def base_dir() -> Path:
+    """``$TMPDIR/grpo-trl-sandbox-<euid>``, mode 0711: runs can reach their own directory but not write beside it.
+
+    Run directories left by a process that was killed (``run-<pid>-*`` of a dead pid) are removed on first use.
+    """
+    global _base
+    if _base is not None:
+        return _base
+    base = Path(tempfile.gettempdir()) / f"grpo-trl-sandbox-{os.geteuid()}"
+    try:
+        base.mkdir(mode=0o711)
+    except FileExistsError:
+        pass
+    st = os.lstat(base)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise SandboxError(f"{base} is not a directory owned by this user; remove it")
+    os.chmod(base, 0o711)
+    for run in base.glob("run-*"):
+        pid = run.name.split("-")[1]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            rmtree(run)
+    _base = base
+    return base
+
+
+def _remove_strays(uid: int) -> None:
+    """Delete what a run's dedicated uid left at the top of world-writable directories (``/tmp``, ``/dev/shm``)."""
+    for shared in {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}:
+        try:
+            entries = list(os.scandir(shared))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    rmtree(Path(entry.path))
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                continue
+
+
+def chown_tree(root: Path, uid: int) -> None:
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
+            os.chown(name, uid, uid)
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every live process of ``uid`` (a run's dedicated uid), repeating until none is left (bounded)."""
+    for _ in range(100):
+        found = False
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                if os.stat(f"/proc/{p}").st_uid != uid:
+                    continue
+                with open(f"/proc/{p}/stat", "rb") as f:
+                    if f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
+                        continue  # a zombie: already dead, waiting for its parent
+                os.kill(int(p), signal.SIGKILL)
+                found = True
+            except (OSError, IndexError):
+                continue
+        if not found:
+            return
+        time.sleep(0.002)
+
+
+def kill_all(proc: subprocess.Popen, uid: int | None) -> None:
+    """Kill the run's process group and, under a dedicated uid, every process and top-level stray file of it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if uid is not None and uid != NOBODY:
+        _kill_uid(uid)
+        _remove_strays(uid)
+
+
+def rmtree(path: Path) -> None:
+    def fix(func, p, _exc):  # a run may leave read-only or 000 directories
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+            func(p)
+        except OSError:
+            pass
+
+    shutil.rmtree(path, onerror=fix)
