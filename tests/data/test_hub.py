@@ -4,13 +4,11 @@ run on plain-string prompts."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from grpo_trl.data import DataError, build_dataset, expected_size
 from grpo_trl.data.shape import dataset_columns
+from tests.data.test_builders import write_jsonl
 
 ROWS = [
     {"question": "What is 2 + 3?", "answer": "5", "level": "easy"},
@@ -21,11 +19,6 @@ CHAT_ROWS = [
     {"prompt": [{"role": "user", "content": "Say hi."}], "solution": "hi"},
     {"prompt": [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Say yo."}], "solution": "yo"},
 ]
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 @pytest.fixture
