@@ -21,22 +21,27 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-# Names users carry over from other tools or older grpo-trl versions: old -> new. Consulted by ``suggest`` before
-# the fuzzy match, when ``new`` is among the choices (or is a dotted key path, valid anywhere). Other modules add
-# their own with ``add_rename``.
-RENAMES: dict[str, str] = {
-    "format": "think_format",
-    "model_name_or_path": "model.name",
-    "reward_funcs": "rewards",
-    "dataset": "data",
-    "dataset_name": "data.source",
-    "torch_dtype": "model.dtype",
-}
+# Names users carry over from older grpo-trl versions or other tools: old -> new. Consulted by ``suggest`` before the
+# fuzzy match, when ``new`` is among the choices (or is a dotted key path, valid anywhere). TRL's and open-r1's names
+# are not repeated here: ``renames()`` reads them from the importer's tables (``grpo_trl.importer.tables``), the one
+# place ``grpo-trl import`` translates them with. Other modules add their own with ``add_rename``.
+RENAMES: dict[str, str] = {}
 
 
 def add_rename(old: str, new: str) -> None:
     """Teach ``suggest`` that ``old`` is now called ``new`` (``new`` may be a dotted key like ``model.name``)."""
     RENAMES[old] = new
+
+
+def renames() -> dict[str, str]:
+    """Every rename ``suggest`` knows: the importer's peer names, then those added with ``add_rename``.
+
+    >>> renames()["model_name_or_path"], renames()["no_cuda"]
+    ('model.name', 'use_cpu')
+    """
+    from grpo_trl.importer.tables import suggest_renames
+
+    return {**suggest_renames(), **RENAMES}
 
 
 def closest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str | None:
@@ -49,7 +54,7 @@ def closest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str
     """
     names = [str(c) for c in choices]
     text = str(word)
-    renamed = RENAMES.get(text)
+    renamed = renames().get(text)
     if renamed is not None and (renamed in names or "." in renamed):
         return renamed
     close = difflib.get_close_matches(text, names, n=1, cutoff=cutoff)

@@ -3,6 +3,7 @@
 TRL loads each one as ``AutoModelForSequenceClassification(num_labels=1)`` and logs it as ``rewards/<last path
 part>/mean``. ``check`` reads only the config (no weights): it must be a sequence classifier with one label.
 ``builtin:tiny-reward`` is a tiny random classifier built offline (``grpo_trl.testing.build_tiny_reward_model``).
+``grpo-trl eval`` scores with the same models through :class:`RewardModel`, the way TRL's trainer scores them.
 
 Example:
     >>> is_model_entry({"model": "builtin:tiny-reward"}), is_model_entry({"name": "countdown"})
@@ -92,3 +93,71 @@ def processing_class(spec: dict, base_dir: Path):
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     return tok
+
+
+class RewardModel:
+    """A reward model as a reward callable, scoring exactly as TRL 1.16's ``GRPOTrainer`` scores one (for ``eval``).
+
+    The same loading (``AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)``; the tokenizer named
+    by ``tokenizer:``, else the model's own, its pad token set on the model's config) and the same texts as
+    ``GRPOTrainer._calculate_rewards``: a conversational prompt and completion rendered together with
+    ``trl.data_utils.apply_chat_template`` on ``{"messages": prompt + completion}``, a standard (string) one
+    concatenated; tokenized with right padding and no special tokens; the score is ``logits[:, 0]``.
+    ``__name__`` is the name TRL logs it under (``rewards/<name>/mean``).
+    """
+
+    def __init__(
+        self,
+        path: str,
+        name: str,
+        tokenizer: Any = None,
+        *,
+        batch_size: int = 32,
+        chat_template_kwargs: dict | None = None,
+    ):
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        self.__name__ = name
+        self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
+        self.tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(path)
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model.config.get_text_config().pad_token_id = self.tokenizer.pad_token_id
+        self.model.to("cuda" if torch.cuda.is_available() else "cpu").eval()
+        self.batch_size = batch_size
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+
+    @classmethod
+    def from_entry(cls, spec: dict, path: str, base_dir: Path, **options: Any) -> RewardModel:
+        """The model of a recipe ``rewards:`` entry, ``path`` being what ``resolve_model`` gave for it."""
+        return cls(path, model_label(spec), processing_class(spec, base_dir), **options)
+
+    def texts(self, prompts: list, completions: list) -> list[str]:
+        from trl.data_utils import apply_chat_template, is_conversational
+
+        if prompts and is_conversational({"prompt": prompts[0]}):
+            return [
+                apply_chat_template({"messages": p + c}, self.tokenizer, **self.chat_template_kwargs)["text"]
+                for p, c in zip(prompts, completions, strict=True)
+            ]
+        return [p + c for p, c in zip(prompts, completions, strict=True)]
+
+    def __call__(self, *, prompts: list, completions: list, **_: Any) -> list[float]:
+        import torch
+
+        texts, out = self.texts(prompts, completions), []
+        for start in range(0, len(texts), self.batch_size):
+            inputs = self.tokenizer(
+                text=texts[start : start + self.batch_size],
+                return_tensors="pt",
+                padding=True,
+                padding_side="right",
+                add_special_tokens=False,
+            ).to(self.model.device)
+            with torch.inference_mode():
+                out += self.model(**inputs).logits[:, 0].float().tolist()
+        return out
+
+    def __repr__(self) -> str:
+        return f"RewardModel({self.__name__!r})"

@@ -5,11 +5,15 @@
   of ``make install-vllm``), fed the same token ids;
 - ``endpoint``: any OpenAI-compatible server through :mod:`grpo_trl.endpoint` (async, bounded concurrency, retries).
 
-Every backend renders the prompt with the recipe's tokenizer and chat template (:func:`render`), and the two local
-backends cut and decode the generated ids the same way (:func:`finish`), so identical samples give identical texts,
-lengths and therefore identical scores. A completion's length counts its tokens including the end-of-sequence
-token when generation stopped there; for an endpoint it is the server's ``usage.completion_tokens`` (the text
-re-tokenized with the recipe's tokenizer, plus one for ``finish_reason: stop``, when a server does not say).
+Every backend renders the prompt as TRL's trainer does (:func:`render`, :func:`prompt_ids`): a conversational prompt (a
+message list) with the recipe's tokenizer and chat template, a standard one (a plain string, as the ``hub`` builder
+gives with ``prompt_format: standard``) as the text itself, no chat template, tokenized with the tokenizer's special
+tokens; an endpoint gets a string prompt through the completions API even with ``api: chat`` (a chat API would wrap it
+in the server's chat template). The two local backends cut and decode the generated ids the same way (:func:`finish`),
+so identical samples give identical texts, lengths and therefore identical scores. A completion's length counts its
+tokens including the end-of-sequence token when generation stopped there; for an endpoint it is the server's
+``usage.completion_tokens`` (the text re-tokenized with the recipe's tokenizer, plus one for ``finish_reason: stop``,
+when a server does not say).
 """
 
 from __future__ import annotations
@@ -45,14 +49,24 @@ class Generations:
 
 
 def render(tokenizer: Any, prompt: list[dict] | str) -> str:
-    """The prompt text exactly as the model sees it in training (chat template + generation prompt)."""
-    if isinstance(prompt, str):
+    """The prompt text exactly as the model sees it in training: chat template + generation prompt for messages, a
+    standard (string) prompt unchanged."""
+    if is_standard(prompt):
         return prompt
     return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
 
 
+def is_standard(prompt: Any) -> bool:
+    """A prompt in TRL's standard format (plain text), not conversational (messages), as TRL decides it."""
+    from trl.data_utils import is_conversational
+
+    return not is_conversational({"prompt": prompt})
+
+
 def prompt_ids(tokenizer: Any, prompt: list[dict] | str) -> list[int]:
-    return tokenizer(render(tokenizer, prompt), add_special_tokens=False)["input_ids"]
+    """The prompt's token ids as TRL's trainer makes them: a rendered chat template carries its own special tokens;
+    a standard prompt is tokenized as ``processing_class(text=prompts)`` does (with them)."""
+    return tokenizer(render(tokenizer, prompt), add_special_tokens=is_standard(prompt))["input_ids"]
 
 
 def finish(tokenizer: Any, ids: list[int]) -> tuple[str, int]:
@@ -78,8 +92,11 @@ def generate_transformers(model_path: str, tokenizer: Any, prompts: list, s: Sam
     texts, lengths = [], []
     for start in tqdm(range(0, len(prompts), s.batch_size), desc="generating", unit="batch"):
         batch = prompts[start : start + s.batch_size]
-        enc = tokenizer(
-            [render(tokenizer, p) for p in batch], return_tensors="pt", padding=True, add_special_tokens=False
+        enc = tokenizer(  # TRL decides the format by the batch's first prompt too
+            [render(tokenizer, p) for p in batch],
+            return_tensors="pt",
+            padding=True,
+            add_special_tokens=is_standard(batch[0]),
         )
         with torch.no_grad():
             out = model.generate(
@@ -156,8 +173,9 @@ def generate_endpoint(
     """One request per sample (``n = 1``, seed ``seed + i * n + j`` for sample ``j`` of prompt ``i``), so a failure
     costs one sample and the server's ``usage`` gives each sample's exact token count. ``endpoint``: ``base_url``,
     ``model``, ``api`` (``completions``: the rendered prompt text, exactly what the model sees in training; ``chat``:
-    the messages, the server applies its own template), ``api_key_env``, ``max_concurrency``, ``timeout``,
-    ``retries``. Call :func:`preflight` first."""
+    the messages, the server applies its own template; a standard (string) prompt always goes through the completions
+    API, untemplated as in training), ``api_key_env``, ``max_concurrency``, ``timeout``, ``retries``. Call
+    :func:`preflight` first."""
     from grpo_trl.endpoint import Choice
 
     opts = dict(endpoint or {})
@@ -166,12 +184,13 @@ def generate_endpoint(
     params = {"n": 1, "max_tokens": s.max_new_tokens, "temperature": s.temperature, "top_p": s.top_p}
     calls = []
     for i, prompt in enumerate(prompts):
-        text = None if api == "chat" else render(tokenizer, prompt)
+        chat = api == "chat" and not is_standard(prompt)
+        text = None if chat else render(tokenizer, prompt)
         for j in range(s.n):
             seed = s.seed + i * s.n + j
             calls.append(
                 ep.chat_choices(prompt, seed=seed, **params)
-                if api == "chat"
+                if chat
                 else ep.complete_choices(text, seed=seed, **params)
             )
     results = ep.run(calls)

@@ -2,9 +2,10 @@
 
 Outputs in ``output_dir`` (default: the model folder, else the recipe's output_dir):
 
-- ``eval.json``: per-reward means, total weighted reward, pass@k for every k <= n with a 95% interval over prompts
-  (``pass@k``), the ``pass@1`` / ``pass@n`` shortcuts, mean completion length (tokens), format-failure rate
-  (completions without an ``<answer>`` block), failed requests, counts, backend and model;
+- ``eval.json``: per-reward means (reward models included, under the name TRL logs them by), total weighted
+  reward, pass@k for every k <= n with a 95% interval over prompts (``pass@k``), the ``pass@1`` / ``pass@n``
+  shortcuts, mean completion length (tokens), format-failure rate (completions without an ``<answer>`` block),
+  failed requests, counts, backend and model;
 - ``eval_completions.jsonl``: one row per completion with its rewards and whether it passed.
 
 Prompts come from the recipe's eval split (``data.eval_size`` / ``data.eval_split``). A recipe without one is an
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.eval.backends import BACKENDS, Generations, Sampling, generate, preflight
-from grpo_trl.eval.score import Scored, score
+from grpo_trl.eval.score import Scored, load_reward_models, score
 from grpo_trl.recipe import Problem, Recipe, RecipeError
 
 WHERE = "grpo-trl eval"
@@ -122,6 +123,7 @@ def generate_and_score(
     problems = recipe.column_problems(rewards, ds.column_names)
     if problems:
         raise RecipeError(problems)
+    rewards = load_reward_models(recipe, rewards)
     gens = generate(backend, model_path, tokenizer, list(ds["prompt"]), sampling, **options)
     return gens, score(recipe, rewards, weights, ds, gens)
 

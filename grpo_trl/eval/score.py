@@ -1,9 +1,11 @@
 """Scoring generated completions with the recipe's rewards, the same way whatever backend produced them.
 
 A completion *passes* when the recipe's correctness reward (the first that declares ``passes_at`` when registered,
-else its first reward) reaches that value (1.0 for ``countdown`` and ``accuracy``; for ``gsm8k`` its ``numeric``
-credit, a correct number either way). The rewards are the training ones, wrapped the same way
-(``Recipe.build_rewards``).
+else its first reward function, else its first reward model) reaches that value (1.0 for ``countdown`` and
+``accuracy``; for ``gsm8k`` its ``numeric`` credit, a correct number either way). The rewards are the training ones,
+wrapped the same way (``Recipe.build_rewards``); a reward model (``{model: ...}``) scores as TRL's trainer scores it
+(:class:`grpo_trl.reward_models.RewardModel`). Rewards see what TRL gives them: with conversational prompts each
+completion is ``[{"role": "assistant", "content": text}]``, with standard (string) prompts the text itself.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from grpo_trl.eval.backends import Generations
+from grpo_trl.eval.backends import Generations, is_standard
 from grpo_trl.eval.passk import pass_at_k_table
 from grpo_trl.recipe import Recipe
 from grpo_trl.rewards.text import completion_text, extract_tag
@@ -19,14 +21,36 @@ from grpo_trl.rewards.text import completion_text, extract_tag
 
 def pass_rule(recipe: Recipe) -> tuple[str, float]:
     """``(reward name, threshold)`` that decides whether a completion passes."""
+    from grpo_trl.reward_models import is_model_entry, model_label
     from grpo_trl.rewards.registry import pass_threshold, reward_label
 
-    for spec in recipe.rewards:  # the first reward that declares its pass threshold (register_reward(passes_at=))
+    funcs = [spec for spec in recipe.rewards if not is_model_entry(spec)]
+    for spec in funcs:  # the first reward that declares its pass threshold (register_reward(passes_at=))
         threshold = pass_threshold(spec["name"], spec.get("args") or {})
         if threshold is not None:
             return reward_label(spec["name"], spec.get("alias")), threshold
-    first = recipe.rewards[0]
-    return reward_label(first["name"], first.get("alias")), 1.0
+    if not funcs:
+        return model_label(recipe.rewards[0]), 1.0
+    return reward_label(funcs[0]["name"], funcs[0].get("alias")), 1.0
+
+
+def load_reward_models(recipe: Recipe, rewards: list) -> list:
+    """``Recipe.build_rewards()``'s rewards as ``score`` calls them: a reward model, there the path TRL would load,
+    becomes a :class:`~grpo_trl.reward_models.RewardModel`; reward functions stay as they are."""
+    from grpo_trl.reward_models import RewardModel, is_model_entry
+
+    template_kwargs = recipe.grpo_kwargs().get("chat_template_kwargs")
+    return [
+        RewardModel.from_entry(spec, reward, recipe.base_dir, chat_template_kwargs=template_kwargs)
+        if is_model_entry(spec)
+        else reward
+        for spec, reward in zip(recipe.rewards, rewards, strict=True)
+    ]
+
+
+def as_completion(prompt: Any, text: str) -> Any:
+    """A completion as TRL hands it to rewards: a message list after a conversational prompt, else the text."""
+    return text if is_standard(prompt) else [{"role": "assistant", "content": text}]
 
 
 @dataclass
@@ -47,7 +71,7 @@ def score(recipe: Recipe, rewards: list, weights: list[float], ds: Any, gens: Ge
     """Score ``gens`` (``n`` texts per row of ``ds``) with ``rewards``; pass@k for every k <= n."""
     prompts = list(ds["prompt"])
     n = len(gens.texts[0]) if gens.texts else 0
-    flat_completions = [[{"role": "assistant", "content": t}] for group in gens.texts for t in group]
+    flat_completions = [as_completion(p, t) for p, group in zip(prompts, gens.texts) for t in group]
     columns = {c: [v for v in ds[c] for _ in range(n)] for c in ds.column_names if c != "prompt"}
     flat_prompts = [p for p in prompts for _ in range(n)]
     flat_lengths = [x for group in gens.lengths for x in group]
@@ -55,7 +79,11 @@ def score(recipe: Recipe, rewards: list, weights: list[float], ds: Any, gens: Ge
 
     scores = {  # an async reward (the judge) is run to completion
         reward.__name__: call_sync(
-            reward, flat_completions, prompts=flat_prompts, completion_ids=[[0] * k for k in flat_lengths], **columns
+            reward,
+            completions=flat_completions,
+            prompts=flat_prompts,
+            completion_ids=[[0] * k for k in flat_lengths],
+            **columns,
         )
         for reward in rewards
     }

@@ -1,6 +1,7 @@
 """What the importer knows about TRL's and open-r1's configs, as data: reward names, reward settings, renamed and
-removed fields, and the GRPO defaults older TRL releases used. Current defaults are never written here: they are read
-from the installed ``trl.GRPOConfig`` / ``trl.ModelConfig``.
+removed fields, and the GRPO defaults older TRL releases used. The renames are also the did-you-mean data of
+``grpo_trl.errors.suggest`` (``suggest_renames``): one table for ``import`` and ``check``. Current defaults are never
+written here: they are read from the installed ``trl.GRPOConfig`` / ``trl.ModelConfig``.
 
 Example:
     >>> old_default("beta", "0.18"), old_default("beta", "0.19"), old_default("loss_type", "0.20")
@@ -196,8 +197,10 @@ def old_default(field: str, version: str, history: list | None = None) -> object
 
 
 # --------------------------------------------------------------------------------------------- did-you-mean data
-# Peer names -> where they live in a grpo-trl recipe. Used by `check`/`train` to answer a peer's key or reward name.
-RENAMES = {
+# Peer names -> (where they live in a grpo-trl recipe: a reward name, a recipe key or a CLI flag; why). `check`/`train`
+# answer a peer's top-level key with it (rename_hint); with the translation tables above it is also what
+# errors.suggest knows (suggest_renames), so a peer's name anywhere in a recipe gets "did you mean <new>".
+RENAMES: dict[str, tuple[str, str]] = {
     "format": ("think_format", "open-r1's 'format'"),
     "format_reward": ("think_format", "open-r1's 'format'"),
     "think_format_reward": ("think_format", "TRL's name"),
@@ -211,11 +214,12 @@ RENAMES = {
     "model_name_or_path": ("model.name", "TRL's ModelConfig"),
     "model_revision": ("model.revision", "TRL's ModelConfig"),
     "torch_dtype": ("model.dtype", "TRL's ModelConfig"),
-    "dataset_name": ("data: {builder: hub, name: ...}", "TRL's ScriptArguments"),
-    "dataset_prompt_column": ("data.prompt_column (builder: hub)", "open-r1"),
+    "dataset": ("data", "the data section"),
+    "dataset_name": ("data.name", "TRL's ScriptArguments; with data.builder: hub"),
+    "dataset_prompt_column": ("data.prompt_column", "open-r1; with data.builder: hub"),
     "system_prompt": ("data.system_prompt", "open-r1"),
-    "reward_funcs": ("rewards: [{name: ...}]", "TRL / open-r1"),
-    "reward_weights": ("rewards: [{name: ..., weight: ...}]", "TRL / open-r1"),
+    "reward_funcs": ("rewards", "TRL / open-r1; rewards: [{name: ...}]"),
+    "reward_weights": ("rewards", "TRL / open-r1; a weight: on each rewards: entry"),
     "use_peft": ("model.lora", "TRL's ModelConfig"),
 }
 
@@ -224,3 +228,19 @@ def rename_hint(name: str) -> str | None:
     """``did you mean X? (why)`` for a peer's name, or None."""
     hit = RENAMES.get(str(name))
     return f"did you mean {hit[0]!r}? ({hit[1]})" if hit else None
+
+
+def suggest_renames() -> dict[str, str]:
+    """Peer or old name -> grpo-trl name or dotted recipe key, for ``errors.suggest``: read from the tables above
+    (peer reward names, ``trl.ModelConfig`` keys, LoRA keys, renamed ``GRPOConfig`` fields, ``RENAMES``).
+
+    >>> renames = suggest_renames()
+    >>> renames["accuracy_reward"], renames["lora_r"], renames["evaluation_strategy"], renames["torch_dtype"]
+    ('accuracy', 'model.lora.r', 'eval_strategy', 'model.dtype')
+    """
+    out = {peer: ours for peer, (ours, _args, _note) in REWARDS.items() if peer != ours}
+    out.update({key: f"model.{ours}" for key, ours in MODEL_KEYS.items() if key != ours})
+    out.update({key: f"model.lora.{ours}" for key, ours in LORA_KEYS.items()})
+    out.update(RENAMED_FIELDS)  # GRPOConfig field names: suggested among the trainer: keys
+    out.update({key: ours for key, (ours, _why) in RENAMES.items()})
+    return out

@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import logging
@@ -33,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from grpo_trl.rewards.inputs import GUARD, private
-from grpo_trl.rewards.results import LengthError, describe, scores
+from grpo_trl.rewards.results import LengthError, collecting_faults, describe, scores, with_reported
 
 logger = logging.getLogger(__name__)
 
@@ -122,12 +123,15 @@ class SafeReward:
       fail become ``None``; Ctrl-C (``KeyboardInterrupt``) still stops the run;
     - ``timeout`` (seconds): an ``async`` reward is cancelled by ``asyncio.wait_for``; a plain one runs in a worker
       thread and is abandoned (Python cannot kill a thread: one stuck in pure Python keeps a core busy);
-    - the inputs are isolated (``grpo_trl.rewards.inputs``): editing them in place changes nothing others see.
+    - the inputs are isolated (``grpo_trl.rewards.inputs``): editing them in place changes nothing others see;
+    - a row the reward scores ``None`` and reports as a fault (``grpo_trl.rewards.results.report_fault``, as the
+      ``judge`` does for a failed request) is a fault like the others.
 
-    Metrics via TRL's ``log_metric``: ``reward_faults/<name>`` (rows a fault turned ``None``), ``reward_none_frac/
-    <name>`` (share of rows scored ``None``, faults or the reward's own ``None``), ``timing/reward_s/<name>``.
-    ``cause`` keeps the first reason a row became ``None`` (exception with file:line, "returned 3 values for 8
-    completions", ...). Wrapping an ``async`` reward gives an ``AsyncSafeReward``, itself ``async``.
+    Metrics via TRL's ``log_metric``: ``reward_faults/<name>`` (rows a fault turned ``None``, reported ones included),
+    ``reward_none_frac/<name>`` (share of rows scored ``None``, faults or the reward's own ``None``),
+    ``timing/reward_s/<name>``. ``cause`` keeps the first reason a row became ``None`` (exception with file:line,
+    "returned 3 values for 8 completions", ...). Wrapping an ``async`` reward gives an ``AsyncSafeReward``, itself
+    ``async``.
     """
 
     def __new__(cls, reward: Callable | None = None, *args: Any, **kwargs: Any):
@@ -154,10 +158,11 @@ class SafeReward:
 
     def _threaded(self, kwargs: dict) -> Any:
         box: dict[str, Any] = {}
+        context = contextvars.copy_context()  # faults the reward reports reach this call's collector
 
         def target() -> None:
             try:
-                box["value"] = self.reward(**kwargs)
+                box["value"] = context.run(self.reward, **kwargs)
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
                 box["error"] = exc
 
@@ -191,7 +196,9 @@ class SafeReward:
         out, bad = [], 0
         for row in self._rows(kwargs, n):
             try:
-                value, row_bad, _ = scores(self._threaded(row) if self.timeout else self.reward(**row), 1)
+                with collecting_faults() as reported:
+                    value, row_bad, _ = scores(self._threaded(row) if self.timeout else self.reward(**row), 1)
+                row_bad = with_reported(value, row_bad, None, reported)[0]
             except (Exception, SystemExit):  # noqa: BLE001 - this row is the faulty one
                 value, row_bad = [None], 1
             out.append(value[0])
@@ -202,7 +209,9 @@ class SafeReward:
         kwargs = _keywords(args, kwargs)
         n, start, before = _batch_size(kwargs), time.perf_counter(), set(threading.enumerate())
         try:
-            out, bad, cause = scores(self._first_call(kwargs), n)
+            with collecting_faults() as reported:
+                out, bad, cause = scores(self._first_call(kwargs), n)
+            bad, cause = with_reported(out, bad, cause, reported)
         except (RewardTimeout, LengthError) as exc:  # row by row would repeat the hang / the bug n times
             out, bad, cause = [None] * n, n, str(exc)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - a reward must never end a run
@@ -259,7 +268,9 @@ class AsyncSafeReward(SafeReward):
         kwargs = _keywords(args, kwargs)
         n, start, before = _batch_size(kwargs), time.perf_counter(), set(threading.enumerate())
         try:
-            out, bad, cause = scores(await self._invoke(private(kwargs)), n)  # runs beside others: its own copy
+            with collecting_faults() as reported:
+                out, bad, cause = scores(await self._invoke(private(kwargs)), n)  # runs beside others: its own copy
+            bad, cause = with_reported(out, bad, cause, reported)
         except (RewardTimeout, LengthError) as exc:
             out, bad, cause = [None] * n, n, str(exc)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - a reward must never end a run
@@ -267,7 +278,9 @@ class AsyncSafeReward(SafeReward):
             out, bad = [], 0
             for row in self._rows(kwargs, n) if n > 1 else ():
                 try:
-                    value, row_bad, _ = scores(await self._invoke(row), 1)
+                    with collecting_faults() as reported:
+                        value, row_bad, _ = scores(await self._invoke(row), 1)
+                    row_bad = with_reported(value, row_bad, None, reported)[0]
                 except (Exception, SystemExit):  # noqa: BLE001 - this row is the faulty one
                     value, row_bad = [None], 1
                 out.append(value[0])

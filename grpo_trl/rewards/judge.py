@@ -2,13 +2,14 @@
 with the other rewards).
 
 The request is a Jinja ``prompt`` template rendered with ``prompt`` (the prompt's last user turn, as text),
-``messages`` (the whole prompt), ``completion`` (its text) and every dataset column by name. The judge's answer is
-read with ``score_regex`` (its last match; the first group if it has one) or ``score_field`` (a field of the JSON
-object in the answer), and mapped from ``score_range: [low, high]`` onto [0, 1]. Every failure (unreachable server,
-HTTP error after ``retries``, timeout, unreadable or out-of-range score) costs only its row: ``None``, counted like
-any reward fault. Answers are cached on disk (``cache``: a SQLite file) keyed by the request (model, messages,
-sampling parameters), so a resumed run does not pay twice. ``grpo-trl check`` probes the endpoint and the model
-name in seconds.
+``messages`` (the whole prompt), ``completion`` (its text) and every dataset column by name. The judge's answer is read
+with ``score_regex`` (its last match; the first group if it has one) or ``score_field`` (a field of the JSON object in
+the answer), and mapped from ``score_range: [low, high]`` onto [0, 1]. Every failure (unreachable server, HTTP error
+after ``retries``, timeout, unreadable or out-of-range score) costs only its row: ``None``, reported with
+``report_fault`` so the safety wrapper counts it in ``reward_faults/judge`` and warns and alerts on it like any reward
+fault (called bare, the judge logs it itself). Answers are cached on disk (``cache``: a SQLite file) keyed by the
+request (model, messages, sampling parameters), so a resumed run does not pay twice. ``grpo-trl check`` probes the
+endpoint and the model name in seconds.
 
 Example recipe entry::
 
@@ -37,6 +38,7 @@ from typing import Any
 
 from grpo_trl.endpoint import Endpoint, EndpointError, probe
 from grpo_trl.rewards.registry import RewardError, register_reward
+from grpo_trl.rewards.results import report_fault
 from grpo_trl.rewards.text import completion_text
 
 logger = logging.getLogger(__name__)
@@ -216,7 +218,7 @@ class Judge:
             try:
                 messages = self._messages(prompts[i], completions[i], {k: columns[k][i] for k in names})
             except Exception as exc:  # noqa: BLE001 - a template naming a missing column: this row only
-                self._fault(f"prompt template: {type(exc).__name__}: {exc}")
+                self._fault(f"prompt template failed: {type(exc).__name__}: {exc}")
                 continue
             key = self._key(messages)
             cached = self.cache.get(key) if self.cache else None
@@ -231,7 +233,7 @@ class Judge:
             fresh = {}
             for (i, (key, _)), result in zip(calls.items(), results):
                 if isinstance(result, BaseException):
-                    self._fault(str(getattr(result, "message", result)))
+                    self._fault(f"request failed: {getattr(result, 'message', result)}")
                 elif result:
                     answers[i] = fresh[key] = result[0]
             if self.cache and fresh:
@@ -239,11 +241,14 @@ class Judge:
         for i, answer in answers.items():
             out[i] = self.score_of(answer)
             if out[i] is None:
-                self._fault(f"no score in range [{self.low:g}, {self.high:g}] in the judge's answer {answer[-120:]!r}")
+                self._fault(f"found no score in range [{self.low:g}, {self.high:g}] in its answer {answer[-120:]!r}")
         return out
 
     def _fault(self, why: str) -> None:
+        """One row scored None: counted by the safety wrapper when there is one, else logged here."""
         self.failures += 1
+        if report_fault(why):
+            return
         if self.failures <= 3 or self.failures % 100 == 0:
             logger.warning("judge: row scored None (%d so far): %s", self.failures, why)
 

@@ -4,10 +4,16 @@ TRL (``GRPOTrainer._calculate_rewards``) iterates over whatever a reward returns
 stores the values in a float32 tensor. ``scores`` accepts the same sequences (list, tuple, generator, 1-D numpy
 array or torch tensor, numpy scalars and 0-d tensors as items) and turns what TRL would store wrongly or reject
 into ``None`` with a reason: NaN, inf, a finite value beyond float32 (1e308 would become inf), a non-number.
+
+A reward that scores a row ``None`` because something failed for that row (the ``judge``'s request, an unreadable
+answer) says so with :func:`report_fault`: the safety wrapper then counts the row in ``reward_faults/<name>`` and
+logs and alerts on it as on any other fault; a ``None`` not reported is the reward's own verdict (TRL skips the row).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import inspect
 import itertools
 import reprlib
@@ -106,3 +112,49 @@ def describe(exc: BaseException) -> str:
     except Exception:  # noqa: BLE001 - a hostile __str__
         msg = "(unprintable message)"
     return f"{type(exc).__name__}: {msg[:300]}{at}"
+
+
+# ------------------------------------------------------------------------------------------------ reported faults
+_REPORTED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("grpo_trl_reward_faults", default=None)
+
+
+def report_fault(why: str) -> bool:
+    """Call from inside a reward for each row it scores ``None`` because of a failure, saying ``why`` (one line).
+
+    The safety wrapper running the reward counts it like an exception or an invalid value: ``reward_faults/<name>``,
+    one warning per distinct cause, the cause kept for the ``reward_none`` alert. Returns ``False`` when no wrapper
+    is listening (the reward was called bare): the reward should then log ``why`` itself.
+
+    >>> report_fault("judge request failed: HTTP 500")
+    False
+    >>> with collecting_faults() as reported:
+    ...     report_fault("judge request failed: HTTP 500")
+    True
+    >>> reported
+    ['judge request failed: HTTP 500']
+    """
+    reported = _REPORTED.get()
+    if reported is None:
+        return False
+    reported.append(str(why))
+    return True
+
+
+@contextlib.contextmanager
+def collecting_faults() -> Iterator[list[str]]:
+    """The faults a reward reports with :func:`report_fault` while this block runs it (also from tasks it starts)."""
+    reported: list[str] = []
+    token = _REPORTED.set(reported)
+    try:
+        yield reported
+    finally:
+        _REPORTED.reset(token)
+
+
+def with_reported(values: list, bad: int, cause: str | None, reported: list[str]) -> tuple[int, str | None]:
+    """``(bad, cause)`` of ``scores`` with the reported faults added: at most one per row the reward itself scored
+    ``None`` (``scores`` already counted the values it turned into ``None``)."""
+    extra = min(len(reported), sum(v is None for v in values) - bad)
+    if extra <= 0:
+        return bad, cause
+    return bad + extra, cause or reported[0]

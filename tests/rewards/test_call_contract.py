@@ -373,3 +373,66 @@ def test_builtins_leave_their_inputs_alone_so_they_may_skip_the_guard():
             assert {k: batch[k] for k in before} == before, info.name
     assert not SafeReward(NamedReward("v", vandal)).read_only
     assert not SafeReward(get_reward("tests.rewards.plugin_module:shouts")).read_only
+
+
+# ------------------------------------------------------------------------------------------------ reported faults
+def _reports_odd_rows(completions, solution, **kwargs):
+    """None for odd solutions, reported as faults; None for solution '0', the reward's own verdict (not a fault)."""
+    from grpo_trl.rewards.results import report_fault
+
+    out = []
+    for s in solution:
+        if int(s) % 2:
+            report_fault(f"row {s} failed")
+            out.append(None)
+        else:
+            out.append(None if s == "0" else 1.0)
+    return out
+
+
+@pytest.mark.parametrize("timeout", [None, 5.0])  # in the caller's thread, and in the worker thread of timeout:
+def test_reported_faults_are_counted_and_the_reward_own_none_is_not(timeout, caplog):
+    kwargs, logged = trl_kwargs(n=4)  # solutions 0..3: '0' own None, '1' and '3' reported
+    wrapped = SafeReward(NamedReward("reports", _reports_odd_rows), timeout=timeout)
+    with caplog.at_level(logging.WARNING):
+        assert wrapped(**kwargs) == [None, None, 1.0, None]
+    assert logged["reward_faults/reports"] == [2.0] and logged["reward_none_frac/reports"] == [0.75]
+    assert wrapped.faults == 2 and wrapped.cause == "row 1 failed"
+    assert "reward 'reports' row 1 failed; 2 of 4 row(s) scored None (counted in reward_faults/reports)" in caplog.text
+
+
+def test_reported_faults_count_once_per_none_row_and_outside_a_call_are_not_counted():
+    from grpo_trl.rewards.results import report_fault
+
+    def over_reports(completions, **kwargs):
+        for _ in range(5):
+            report_fault("again")
+        return [None, 1.0, 1.0]
+
+    kwargs, logged = trl_kwargs(n=3)
+    wrapped = SafeReward(NamedReward("over", over_reports))
+    wrapped(**kwargs)
+    assert logged["reward_faults/over"] == [1.0]  # one None row: one fault, however often it was reported
+    assert report_fault("nobody listens") is False
+    wrapped(**kwargs)
+    assert logged["reward_faults/over"] == [1.0, 1.0]  # nothing leaked from outside or from the previous call
+
+
+def test_reported_faults_are_counted_row_by_row_and_from_async_rewards():
+    from grpo_trl.rewards.results import report_fault
+
+    def raises_on_batches(completions, solution, **kwargs):
+        if len(completions) > 1:
+            report_fault("not a row fault: the batch raised")
+            raise RuntimeError("batch")
+        return _reports_odd_rows(completions, solution)
+
+    async def async_reports(completions, solution, **kwargs):
+        await asyncio.sleep(0)
+        return _reports_odd_rows(completions, solution)
+
+    for name, func in (("rows", raises_on_batches), ("areports", async_reports)):
+        kwargs, logged = trl_kwargs(n=4)
+        wrapped = SafeReward(NamedReward(name, func), timeout=5.0 if name == "areports" else None)
+        assert score(wrapped, **kwargs) == [None, None, 1.0, None]
+        assert logged[f"reward_faults/{name}"] == [2.0], name

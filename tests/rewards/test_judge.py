@@ -193,3 +193,35 @@ def test_grpo_trl_check_probes_the_judge(make_recipe, capsys):
     err = capsys.readouterr().err
     assert time.monotonic() - start < 30
     assert "error:" in err and "rewards" in err and "cannot reach" in err and "Traceback" not in err
+
+
+def test_failed_judge_rows_are_counted_as_reward_faults_like_any_other(make_recipe, caplog):
+    """As training runs it: the recipe's judge inside the safety wrapper, called with TRL's keywords."""
+    from grpo_trl.callbacks import Alerts
+    from grpo_trl.recipe import load_recipe
+    from grpo_trl.rewards.call import call_sync
+
+    with FakeOpenAI(models=["judge-m"], script=["ok", "500"], reply=echo_score) as server:  # ok: the probe
+        judge = {"name": "judge", "args": {"base_url": server.base_url, "model": "judge-m", "prompt": PROMPT}}
+        judge["args"].update(retries=0, max_concurrency=1)
+        recipe = load_recipe(make_recipe(rewards=[judge]), validate=False)
+        (wrapped,), _ = recipe.build_rewards()
+        logged: dict[str, float] = {}
+        completions = [[{"role": "assistant", "content": f"score={s}"}] for s in (3, 4, 99)]
+        with caplog.at_level("WARNING"):
+            out = call_sync(
+                wrapped,
+                prompts=[[{"role": "user", "content": f"q{i}"}] for i in range(3)],
+                completions=completions,
+                completion_ids=[[1], [2], [3]],
+                log_metric=logged.__setitem__,
+            )
+    assert out == [None, 0.4, None]  # the failed request, and an answer out of score_range
+    assert logged["reward_faults/judge"] == 2.0 and logged["reward_none_frac/judge"] == 2 / 3
+    assert wrapped.faults == 2 and wrapped.cause.startswith("request failed: ") and "HTTP 500" in wrapped.cause
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [  # the wrapper's one line, as for any fault, and no second line from the judge
+        f"reward 'judge' {wrapped.cause}; 2 of 3 row(s) scored None (counted in reward_faults/judge)"
+    ]
+    alerts = Alerts("/nonexistent", rewards=[wrapped])._check({"reward_none_frac/judge": 1.0})
+    assert f"first cause: {wrapped.cause}" in alerts["reward_none:judge"]
