@@ -191,6 +191,9 @@ def _fixed_text(convs: list, tokenizer) -> list[str]:
     from grpo_trl.data.countdown import USER_TEMPLATE
 
     chunks = [c for c in re.split(r"\{numbers\}|\{target\}", USER_TEMPLATE) if c]
+    # the generation prompt's last token: one token, so that what follows it (a tool call on the first turn) does
+    # not share a context with every other line break of the tool schemas and calls
+    chunks.append("assistant\n")
     for messages, tools in convs[:2]:
         text = tokenizer.apply_chat_template(messages[:1], tools=tools, tokenize=False)
         chunks.append(text.split("<|im_start|>system\n", 1)[1].split("<|im_end|>", 1)[0])

@@ -94,11 +94,17 @@ def test_reward_model_scores_appear_in_a_real_run(make_recipe):
 
 
 def test_tool_reward_rises_over_a_short_run(make_recipe, tool_model):
-    # the warmed model calls a tool most of the time but often the wrong one (check_equation, not offered here) or
-    # with a broken call; GRPO on tool_success learns to call the calculator correctly
-    trainer = {"max_completion_length": 40, "max_steps": 12, "learning_rate": 3e-3}
+    # the warmed model starts a tool call most of the time but often names the wrong tool (check_equation, not offered
+    # here) or breaks the call; GRPO on tool_success (32 completions a step) learns to call the calculator correctly
+    trainer = {
+        "max_completion_length": 40,
+        "max_steps": 16,
+        "learning_rate": 2e-3,
+        "per_device_train_batch_size": 32,
+        "num_generations": 8,
+    }
     path = make_recipe(rewards=["tool_success"], trainer=trainer, extra={"tools": ["calculator"]})
     result = run(load_recipe(path, [f"model.name={tool_model}"]))
     scores = _metric(result, "rewards/tool_success/mean")
     first, last = sum(scores[:4]) / 4, sum(scores[-4:]) / 4
-    assert last > first, scores
+    assert last > first + 0.05, scores
