@@ -272,7 +272,7 @@ def run_cli(args: argparse.Namespace) -> int:
         return 1
     if int(os.environ.get("RANK", "0")) == 0:
         print_summary(result)
-    from grpo_trl.rewards.call import exit_if_stray_threads
+    from grpo_trl.rewards.stray_threads import exit_if_stray_threads
 
     exit_if_stray_threads(0)  # a reward's non-daemon thread must not keep the process alive after saving
     return 0

@@ -35,6 +35,7 @@ from typing import Any
 
 from grpo_trl.rewards.inputs import GUARD, private
 from grpo_trl.rewards.results import LengthError, collecting_faults, describe, scores, with_reported
+from grpo_trl.rewards.stray_threads import note_threads
 
 logger = logging.getLogger(__name__)
 
@@ -217,7 +218,7 @@ class SafeReward:
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - a reward must never end a run
             cause = describe(exc)
             out, bad = self._row_by_row(kwargs, n) if n > 1 else ([None] * n, n)
-        _note_threads(before, self.__name__)
+        note_threads(before, self.__name__)
         return self._account(out, bad, cause, n, kwargs.get("log_metric"), start)
 
     def _warn(self, message: str) -> None:
@@ -287,7 +288,7 @@ class AsyncSafeReward(SafeReward):
                 bad += row_bad
             if n <= 1:
                 out, bad = [None] * n, n
-        _note_threads(before, self.__name__)
+        note_threads(before, self.__name__)
         return self._account(out, bad, cause, n, kwargs.get("log_metric"), start)
 
 
@@ -301,44 +302,3 @@ def call_sync(reward: Callable, *args: Any, **kwargs: Any) -> Any:
 
 async def _await(awaitable: Any) -> Any:
     return await awaitable
-
-
-# ------------------------------------------------------------------------------------------------ threads
-_STRAYS: dict[threading.Thread, str] = {}  # non-daemon threads a reward started, -> the reward's name
-
-
-def _note_threads(before: set, name: str) -> None:
-    for t in threading.enumerate():
-        if t not in before and not t.daemon and t.is_alive():
-            _STRAYS[t] = name
-
-
-def exit_if_stray_threads(code: int, grace: float = 2.0) -> None:
-    """End of the CLI: if a reward left a non-daemon thread running, name it and exit now instead of waiting on it.
-
-    Training has saved by then; Python would otherwise wait for the thread forever.
-    """
-    deadline = time.monotonic() + grace
-    alive = []
-    for t, name in list(_STRAYS.items()):
-        t.join(max(0.0, deadline - time.monotonic()))
-        if t.is_alive():
-            alive.append((t, name))
-    if not alive:
-        return
-    for t, name in alive:
-        logger.warning(
-            "reward %r left thread %r running (not a daemon); exiting without waiting for it "
-            "(start it with daemon=True or join it before returning)",
-            name,
-            t.name,
-        )
-    import atexit
-    import os
-    import sys
-
-    getattr(atexit, "_run_exitfuncs", lambda: None)()
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
