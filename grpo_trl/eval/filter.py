@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.data.pass_rate import prompt_hash
-from grpo_trl.eval.backends import Sampling, preflight
-from grpo_trl.eval.run import check_arguments, generate_and_score, model_and_tokenizer
+from grpo_trl.eval.run import generate_and_score, prepare
 from grpo_trl.recipe import Recipe
 
 
@@ -60,32 +59,24 @@ def filter_prompts(
     write their pass rates; returns a summary with the file, the counts per band and the recipe snippet."""
     from grpo_trl.data import build_dataset
 
-    endpoint = {**(endpoint or {}), **({"model": model} if backend == "endpoint" else {})}
-    check_arguments(
+    setup = prepare(
+        recipe,
         "grpo-trl filter",
+        model=model,
         backend=backend,
         n=n,
         limit=limit,
         batch_size=batch_size,
         max_new_tokens=max_new_tokens,
         temperature=temperature,
-        endpoint=endpoint,
-    )
-    preflight(backend, endpoint)
-    config = recipe.to_grpo_config()
-    model_path, tokenizer = model_and_tokenizer(recipe, model, backend)
-    data = build_dataset(_without_band(recipe.dataset, limit, split), tokenizer=tokenizer, base_dir=recipe.base_dir)
-    ds = data.train
-    sampling = Sampling(
-        n=n,
-        max_new_tokens=max_new_tokens or config.max_completion_length,
-        temperature=config.temperature if temperature is None else float(temperature),
-        top_p=config.top_p,
         seed=seed,
-        batch_size=batch_size,
+        endpoint=endpoint,
+        vllm_options=vllm_options,
     )
-    options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
-    gens, scored = generate_and_score(recipe, ds, model_path, tokenizer, backend, sampling, **options)
+    model_path, sampling = setup.model_path, setup.sampling
+    cfg = _without_band(recipe.dataset, limit, split)
+    ds = build_dataset(cfg, tokenizer=setup.tokenizer, base_dir=recipe.base_dir).train
+    gens, scored = generate_and_score(recipe, ds, setup)
     rates: dict[str, dict[str, Any]] = {}
     for prompt, flags in zip(ds["prompt"], scored.passed):
         entry = rates.setdefault(prompt_hash(prompt), {"passed": 0, "n": 0})

@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -115,16 +117,53 @@ def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tupl
     return path, load_tokenizer(recipe, path)
 
 
-def generate_and_score(
-    recipe: Recipe, ds: Any, model_path: str, tokenizer: Any, backend: str, sampling: Sampling, **options: Any
-) -> tuple[Generations, Scored]:
+@dataclass
+class Setup:
+    """What ``eval`` and ``filter`` resolve before generating: the trainer config, model, tokenizer, sampling."""
+
+    config: Any
+    model_path: str
+    tokenizer: Any
+    backend: str
+    sampling: Sampling
+    options: dict
+
+
+def prepare(
+    recipe: Recipe, where: str, *, model: str | None, backend: str, then: Callable[[], None] | None = None, **args: Any
+) -> Setup:
+    """Check the arguments (``error:`` lines naming ``where``), run ``then`` (more checks), probe the backend, and
+    resolve model and sampling."""
+    endpoint = {**(args.pop("endpoint", None) or {}), **({"model": model} if backend == "endpoint" else {})}
+    vllm_options, seed = args.pop("vllm_options", None), args.pop("seed", 0)
+    check_arguments(where, backend=backend, endpoint=endpoint, **args)
+    if then is not None:
+        then()
+    preflight(backend, endpoint)
+    config = recipe.to_grpo_config()
+    model_path, tokenizer = model_and_tokenizer(recipe, model, backend)
+    temperature = args.get("temperature")
+    sampling = Sampling(
+        n=args["n"],
+        max_new_tokens=args.get("max_new_tokens") or config.max_completion_length,
+        temperature=config.temperature if temperature is None else float(temperature),
+        top_p=config.top_p,
+        seed=seed,
+        batch_size=args["batch_size"],
+    )
+    options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
+    return Setup(config, model_path, tokenizer, backend, sampling, options)
+
+
+def generate_and_score(recipe: Recipe, ds: Any, setup: Setup) -> tuple[Generations, Scored]:
     """Generate for every row of ``ds`` and score: the part ``eval`` and ``filter`` share."""
     rewards, weights = recipe.build_rewards()
     problems = recipe.column_problems(rewards, ds.column_names)
     if problems:
         raise RecipeError(problems)
     rewards = load_reward_models(recipe, rewards)
-    gens = generate(backend, model_path, tokenizer, list(ds["prompt"]), sampling, **options)
+    prompts = list(ds["prompt"])
+    gens = generate(setup.backend, setup.model_path, setup.tokenizer, prompts, setup.sampling, **setup.options)
     return gens, score(recipe, rewards, weights, ds, gens)
 
 
@@ -148,31 +187,24 @@ def evaluate(
     ``endpoint``: ``base_url``, ``api`` (completions | chat), ``api_key_env``, ``max_concurrency``, ``timeout``,
     ``retries`` for ``backend="endpoint"``, where ``model`` is the name the server gives the model.
     """
-    endpoint = {**(endpoint or {}), **({"model": model} if backend == "endpoint" else {})}
-    check_arguments(
+    setup = prepare(
+        recipe,
+        WHERE,
+        then=lambda: require_split(recipe, split),
+        model=model,
         backend=backend,
         n=n,
         limit=limit,
         batch_size=batch_size,
         max_new_tokens=max_new_tokens,
         temperature=temperature,
-        endpoint=endpoint,
-    )
-    require_split(recipe, split)
-    preflight(backend, endpoint)
-    config = recipe.to_grpo_config()
-    model_path, tokenizer = model_and_tokenizer(recipe, model, backend)
-    ds = prompts_for(recipe, split, tokenizer, limit)
-    sampling = Sampling(
-        n=n,
-        max_new_tokens=max_new_tokens or config.max_completion_length,
-        temperature=config.temperature if temperature is None else float(temperature),
-        top_p=config.top_p,
         seed=seed,
-        batch_size=batch_size,
+        endpoint=endpoint,
+        vllm_options=vllm_options,
     )
-    options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
-    gens, scored = generate_and_score(recipe, ds, model_path, tokenizer, backend, sampling, **options)
+    config, model_path = setup.config, setup.model_path
+    ds = prompts_for(recipe, split, setup.tokenizer, limit)
+    gens, scored = generate_and_score(recipe, ds, setup)
     report = {"model": model_path, "backend": backend, "split": split or "eval", **scored.summary}
     if gens.errors:
         report["generation_error_examples"] = gens.errors[:5]
