@@ -54,7 +54,8 @@ def test_template_columns_and_score_mapping():
         judge = make(server, prompt=WITH_SOLUTION, score_range=[0, 10], system="You are strict.")
         out = call(judge, ["score=10", "score=5", "score=0", "score=7.5"], solution=["s0", "s1", "s2", "s3"])
     assert out == [1.0, 0.5, 0.0, 0.75]
-    body = server.requests[0]["body"]
+    # requests run concurrently, so they arrive in any order: find the first row's
+    body = next(r["body"] for r in server.requests if "Q: q0" in r["body"]["messages"][1]["content"])
     assert body["messages"][0] == {"role": "system", "content": "You are strict."}
     assert body["messages"][1]["content"] == "Q: q0\nA: score=10\nRef: s0\nScore:"
     assert body["model"] == "judge-m" and body["temperature"] == 0.0
