@@ -26,20 +26,35 @@ def import_target(
 ) -> Any:
     """The object ``module.path:attribute`` names; ``error(message, **error_kwargs)`` is raised for a malformed
     name (``form`` says what the attribute should be: function, Class), a module that cannot be imported or fails
-    while importing, or a missing attribute."""
+    while importing (an exception, ``exit()``; Ctrl-C still stops), or an attribute missing or failing to read."""
     mod_name, _, attr = name.partition(":")
     if not mod_name or not attr or not all(p.isidentifier() for p in [*mod_name.split("."), attr]):
         raise error(f"{what} {name!r} is neither a registered name nor module.path:{form}", **error_kwargs)
     try:
         module = importlib.import_module(mod_name)
     except ImportError as exc:
-        raise error(
-            f"{what} {name!r}: cannot import module {mod_name!r} ({exc}); is it on PYTHONPATH?", **error_kwargs
-        ) from exc
-    except Exception as exc:  # noqa: BLE001 - the user's module fails while importing
-        raise error(
-            f"{what} {name!r}: module {mod_name!r} failed to import: {type(exc).__name__}: {exc}", **error_kwargs
-        ) from exc
-    if not hasattr(module, attr):
-        raise error(f"{what} {name!r}: module {mod_name!r} has no attribute {attr!r}", **error_kwargs)
-    return getattr(module, attr)
+        why = f"cannot import module {mod_name!r} ({_message(exc)}); is it on PYTHONPATH?"
+        raise error(f"{what} {name!r}: {why}", **error_kwargs) from exc
+    except KeyboardInterrupt:
+        raise  # Ctrl-C while a slow module imports still stops the program
+    except BaseException as exc:  # noqa: BLE001 - the user's module fails, or calls exit(), while importing
+        raise error(f"{what} {name!r}: module {mod_name!r} failed to import: {_why(exc)}", **error_kwargs) from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise error(f"{what} {name!r}: module {mod_name!r} has no attribute {attr!r}", **error_kwargs) from None
+    except Exception as exc:  # noqa: BLE001 - a module __getattr__ or property of the user's that raises
+        raise error(f"{what} {name!r}: reading {attr!r} failed: {_why(exc)}", **error_kwargs) from exc
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"exit({exc.code!r}) called while importing"
+    return f"{type(exc).__name__}: {_message(exc)}"
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001 - a hostile __str__
+        return "(unprintable message)"
