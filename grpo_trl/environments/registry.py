@@ -99,7 +99,7 @@ def environment_problems(section: Any) -> list[tuple[str, str]]:
             check_environment(_factory(spec))
         except EnvError as exc:
             problems.append((f"{key}.factory", str(exc)))
-        except Exception as exc:  # noqa: BLE001 - a user factory failing to build
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a user factory failing to build, or calling exit()
             problems.append((f"{key}.args", f"building the environment failed: {type(exc).__name__}: {exc}"))
     return problems
 

@@ -26,6 +26,7 @@ ECHO = "tests.tools.tool_plugin:Echo"
         ({"factory": "countdown", "arg": {}}, "environment.arg", "environment keys"),
         ({"factory": "countdown", "args": {"max_tries": 2}}, "environment.args", "unexpected keyword"),
         ({"a": {"factory": "countdown"}, "b": "nowhere:Env"}, "environment.b.factory", "cannot import module"),
+        ({"factory": "tests.tools.tool_plugin:ExitsWhenBuilt"}, "environment.args", "failed: SystemExit: 5"),
     ],
 )
 def test_environment_section_errors(section, key, fix):

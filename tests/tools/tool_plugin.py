@@ -126,3 +126,8 @@ class CalculatorEnv:
 
     def get_reward(self) -> float:
         return float(min(self.good, 1))
+
+
+class ExitsWhenBuilt:
+    def __init__(self):
+        raise SystemExit(5)
