@@ -110,8 +110,8 @@ def build_dataset(cfg: dict, tokenizer: Any = None, base_dir: str | Path | None 
             loaded += n
             for k, v in d.items():
                 dropped[k] = dropped.get(k, 0) + v
-        total_w = sum(weights)
-        shares = [w / total_w for w in weights]
+        total_w = sum(w / max(weights) for w in weights)  # scaled first: weights near 1e308 must not sum to inf
+        shares = [w / max(weights) / total_w for w in weights]
         size = cfg.get("size") or int(min(len(ds) / s for ds, s in zip(built, shares)))
         counts = [round(size * s) for s in shares]
         for ds, c, part in zip(built, counts, cfg["mixture"]):

@@ -45,6 +45,7 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
                         f"not a mixture option; mixture options: {', '.join(schema.MIXTURE_KEYS)}",
                     )
                 )
+        out += validate_value(schema.MixtureOptions, cfg, file, prefix)[1]
         for i, entry in enumerate(cfg["mixture"]):
             where = f"{prefix}.mixture.{i}"
             coerced, found = validate_value(schema.DataSection, entry, file, where)

@@ -155,6 +155,13 @@ class DataSection(Section):
     weight: YamlFloat | None = Field(None, gt=0, description="share of a mixture part")
 
 
+class MixtureOptions(Section):
+    """The option of a mixture that is not a common data option (a part's ``size`` is its builder's)."""
+
+    model_config = ConfigDict(extra="ignore")
+    size: int | None = Field(None, gt=0, description="rows of the mixture (default: as many as the shares allow)")
+
+
 MIXTURE_KEYS = ("mixture", "size", "seed", "shuffle", "eval_size", "system_prompt", "sampler")
 # options of the whole dataset that would do nothing inside one mixture part (set beside data.mixture instead)
 WHOLE_DATASET_KEYS = ("sampler", "eval_size", "eval_split")

@@ -236,3 +236,22 @@ def test_a_builder_declares_its_path_a_local_copy(tmp_path, monkeypatch):
 
     assert sample("test_copy") is None  # would download: check builds nothing
     assert sample("test_own") == [{"role": "user", "content": "q1"}]
+
+
+PART = {"builder": "countdown", "source": "generate", "size": 8}
+
+
+@pytest.mark.parametrize("size", ["8", 0, -1, 1.5, True])
+def test_check_and_build_refuse_a_bad_mixture_size_alike(size):
+    from grpo_trl.recipe import Recipe
+
+    data = {"mixture": [PART], "size": size}
+    recipe = Recipe({"model": {"name": "builtin:tiny"}, "data": data, "rewards": ["countdown"]})
+    assert [p.key for p in recipe.validate()] == ["data.size"]
+    with pytest.raises(DataError, match="^data.size: "):
+        build_dataset(data)
+
+
+def test_mixture_weights_whose_sum_overflows_keep_their_shares():
+    data = {"mixture": [{**PART, "weight": 1e308}, {**PART, "weight": 1e308}], "size": 4}
+    assert len(build_dataset(data).train) == 4
