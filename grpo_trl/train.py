@@ -119,7 +119,11 @@ def load_tokenizer(recipe: Recipe, model_path: str):
 
     model = recipe.model
     kwargs = {k: model[k] for k in ("revision", "trust_remote_code") if model.get(k) is not None}
-    tokenizer = AutoTokenizer.from_pretrained(model_path, **kwargs)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_path, **kwargs)
+    except (OSError, ValueError) as exc:  # not a model folder, no such Hub id, offline, no tokenizer files
+        why = f"cannot load the tokenizer of {str(model_path)!r} ({type(exc).__name__}: {str(exc)[:300]})"
+        raise RecipeError([Problem(recipe.file, "model", why, "give a model folder or a Hub id")]) from exc
     template = model.get("chat_template")
     if template:
         from grpo_trl.chat_templates import resolve_template

@@ -203,14 +203,18 @@ def evaluate(
         vllm_options=vllm_options,
     )
     config, model_path = setup.config, setup.model_path
+    local = backend != "endpoint" and Path(model_path).is_dir()
+    out = Path(output_dir or (model_path if local else config.output_dir))
+    try:  # before generating: a folder that cannot be made must not cost the whole generation
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        flag = "--output-dir" if output_dir else "trainer.output_dir"
+        raise RecipeError([Problem(WHERE, flag, f"cannot make {str(out)!r} ({exc.strerror or exc})")]) from exc
     ds = prompts_for(recipe, split, setup.tokenizer, limit)
     gens, scored = generate_and_score(recipe, ds, setup)
     report = {"model": model_path, "backend": backend, "split": split or "eval", **scored.summary}
     if gens.errors:
         report["generation_error_examples"] = gens.errors[:5]
-    local = backend != "endpoint" and Path(model_path).is_dir()
-    out = Path(output_dir or (model_path if local else config.output_dir))
-    out.mkdir(parents=True, exist_ok=True)
     (out / "eval.json").write_text(json.dumps(report, indent=2))
     with (out / "eval_completions.jsonl").open("w") as fh:
         for row in scored.rows:

@@ -45,6 +45,24 @@ def test_bad_values_are_one_error_line(capsys, make_recipe, flags, key):
     assert len(lines) == 1 and lines[0].startswith(f"error: grpo-trl eval: {key}: ")
 
 
+@pytest.mark.parametrize("model", ["/nonexistent/model-dir", "file", "empty-dir"])
+def test_a_model_that_cannot_be_loaded_is_one_error_line(capsys, make_recipe, tmp_path, model):
+    (tmp_path / "file").write_text("not a model")
+    (tmp_path / "empty-dir").mkdir()
+    path = tmp_path / model
+    lines = _errors(capsys, ["eval", str(make_recipe()), "--split", "train", "--model", str(path)])
+    assert len(lines) == 1 and "cannot load the tokenizer" in lines[0] and str(path) in lines[0], lines
+
+
+def test_an_output_dir_that_cannot_be_made_is_one_error_line_before_generating(capsys, make_recipe, tmp_path):
+    (tmp_path / "taken").write_text("a file")
+    flags = ["--split", "train", "--n", "1", "--limit", "1", "--output-dir", str(tmp_path / "taken" / "eval")]
+    assert main(["eval", str(make_recipe()), *flags]) == 1
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "--output-dir" in lines[0] and "generating" not in err, err
+
+
 def test_several_bad_values_are_all_reported(capsys, make_recipe):
     lines = _errors(capsys, ["eval", str(make_recipe()), "--n", "0", "--limit", "-1", "--batch-size", "0"])
     assert [line.split(": ")[2] for line in lines] == ["--n", "--limit", "--batch-size"]
