@@ -9,6 +9,7 @@ since the question is whether a training group would have any variance.
 
 from __future__ import annotations
 
+import errno
 import json
 import time
 from pathlib import Path
@@ -16,7 +17,9 @@ from typing import Any
 
 from grpo_trl.data.pass_rate import prompt_hash
 from grpo_trl.eval.run import generate_and_score, prepare
-from grpo_trl.recipe import Recipe
+from grpo_trl.recipe import Problem, Recipe, RecipeError
+
+WHERE = "grpo-trl filter"
 
 
 def default_path(recipe: Recipe) -> Path:
@@ -28,12 +31,10 @@ def default_path(recipe: Recipe) -> Path:
     return recipe.base_dir / f"{Path(recipe.file).stem}.pass_rates.json"
 
 
-def _without_band(cfg: dict, limit: int | None, split: str | None) -> dict:
-    cfg = {k: v for k, v in cfg.items() if k != "pass_rate" and (k != "limit" or limit)}
+def _without_band(cfg: dict, split: str | None) -> dict:
+    cfg = {k: v for k, v in cfg.items() if k not in ("pass_rate", "limit")}
     if "mixture" in cfg:
-        cfg["mixture"] = [_without_band(part, None, None) for part in cfg["mixture"]]
-    if limit:
-        cfg["limit"] = limit
+        cfg["mixture"] = [_without_band(part, None) for part in cfg["mixture"]]
     if split:
         cfg["split"] = split
         cfg.pop("eval_size", None)
@@ -61,7 +62,7 @@ def filter_prompts(
 
     setup = prepare(
         recipe,
-        "grpo-trl filter",
+        WHERE,
         model=model,
         backend=backend,
         n=n,
@@ -74,8 +75,16 @@ def filter_prompts(
         vllm_options=vllm_options,
     )
     model_path, sampling = setup.model_path, setup.sampling
-    cfg = _without_band(recipe.dataset, limit, split)
-    ds = build_dataset(cfg, tokenizer=setup.tokenizer, base_dir=recipe.base_dir).train
+    path = Path(output) if output else default_path(recipe)
+    try:  # before generating: a file that cannot be written must not cost the whole generation
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "a folder")
+    except OSError as exc:
+        raise RecipeError([Problem(WHERE, "--output", f"cannot write {str(path)!r} ({exc.strerror or exc})")]) from exc
+    ds = build_dataset(_without_band(recipe.dataset, split), tokenizer=setup.tokenizer, base_dir=recipe.base_dir).train
+    if limit:  # the first N training prompts: the recipe's eval rows are held out first, as in training
+        ds = ds.select(range(min(limit, len(ds))))
     gens, scored = generate_and_score(recipe, ds, setup)
     rates: dict[str, dict[str, Any]] = {}
     for prompt, flags in zip(ds["prompt"], scored.passed):
@@ -84,14 +93,13 @@ def filter_prompts(
         entry["n"] += len(flags)
     for entry in rates.values():
         entry["p"] = entry["passed"] / entry["n"]
-    path = Path(output) if output else default_path(recipe)
     previous = {}
     if path.exists():
         try:
             previous = json.loads(path.read_text()).get("rates", {})
         except (OSError, ValueError, AttributeError):
             previous = {}
-    path.parent.mkdir(parents=True, exist_ok=True)
+    previous = previous if isinstance(previous, dict) else {}  # a foreign file: replaced, like an unreadable one
     meta = {
         "model": model_path,
         "backend": backend,

@@ -120,3 +120,25 @@ def test_filter_measures_stores_and_the_band_keeps_the_prompts_that_teach(tmp_pa
 def test_filter_bad_values_are_error_lines(capsys, make_recipe):
     assert main(["filter", str(make_recipe()), "--n", "0"]) == 1
     assert capsys.readouterr().err.strip() == "error: grpo-trl filter: --n: must be an integer >= 1, got 0"
+
+
+@pytest.mark.parametrize("where", ["folder", "under-a-file"])
+def test_an_output_that_cannot_be_written_is_one_error_line_before_generating(capsys, make_recipe, tmp_path, where):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "a-file").write_text("x")
+    output = tmp_path / ("folder" if where == "folder" else "a-file/rates.json")
+    argv = ["filter", str(make_recipe()), "--n", "1", "--limit", "1", "--output", str(output)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: grpo-trl filter: --output: ") and "generating" not in err
+
+
+def test_limit_counts_training_prompts_and_a_foreign_rates_file_is_replaced(capsys, make_recipe, tmp_path):
+    """--limit N scores N training prompts (the recipe's eval_size rows are held out first, as in training)."""
+    data = {"builder": "countdown", "source": "generate", "size": 16, "system_prompt": "none", "eval_size": 4}
+    output = tmp_path / "rates.json"
+    output.write_text('{"rates": [1, 2]}')
+    argv = ["filter", str(make_recipe(data=data)), "--n", "1", "--limit", "3", "--max-new-tokens", "2"]
+    assert main([*argv, "--output", str(output)]) == 0
+    assert len(json.loads(output.read_text())["rates"]) == 3
