@@ -123,7 +123,8 @@ def report_fault(why: str) -> bool:
 
     The safety wrapper running the reward counts it like an exception or an invalid value: ``reward_faults/<name>``,
     one warning per distinct cause, the cause kept for the ``reward_none`` alert. Returns ``False`` when no wrapper
-    is listening (the reward was called bare): the reward should then log ``why`` itself.
+    is listening (the reward was called bare, or this is a thread the reward started: threads do not inherit the
+    listener, ``asyncio`` tasks do): the reward should then log ``why`` itself. ``why`` is kept as one line.
 
     >>> report_fault("judge request failed: HTTP 500")
     False
@@ -136,7 +137,11 @@ def report_fault(why: str) -> bool:
     reported = _REPORTED.get()
     if reported is None:
         return False
-    reported.append(str(why))
+    try:
+        text = " ".join(str(why).split())  # one line: it goes into a warning and the reward_none alert as it is
+    except Exception:  # noqa: BLE001 - a hostile __str__ must not turn a reported row into a failed batch
+        text = f"(an unprintable {type(why).__name__})"
+    reported.append(text[:300])
     return True
 
 

@@ -436,3 +436,17 @@ def test_reported_faults_are_counted_row_by_row_and_from_async_rewards():
         wrapped = SafeReward(NamedReward(name, func), timeout=5.0 if name == "areports" else None)
         assert score(wrapped, **kwargs) == [None, None, 1.0, None]
         assert logged[f"reward_faults/{name}"] == [2.0], name
+
+
+def test_a_reported_reason_is_one_printable_line_whatever_the_reward_passes():
+    from grpo_trl.rewards.results import collecting_faults, report_fault
+
+    class Unprintable:
+        def __str__(self):
+            raise RuntimeError("no str")
+
+    with collecting_faults() as reported:
+        for why in ("judge said:\nno score\r\n", 42, None, Unprintable(), "x" * 5000):
+            assert report_fault(why) is True
+    assert reported[:4] == ["judge said: no score", "42", "None", "(an unprintable Unprintable)"]
+    assert all("\n" not in r and "\r" not in r and len(r) <= 300 for r in reported)
