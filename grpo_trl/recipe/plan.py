@@ -113,7 +113,10 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
         else f"{rows}{'' if plan.dataset_rows_exact else ' at most (token filters apply at train time)'}"
     )
     total = plan.total_optimizer_steps
-    rewards = ", ".join(f"{spec.get('alias') or spec['name']} x{spec.get('weight', 1.0)}" for spec in recipe.rewards)
+    from grpo_trl.reward_models import is_model_entry, model_label
+
+    labels = [model_label(s) if is_model_entry(s) else s.get("alias") or s["name"] for s in recipe.rewards]
+    rewards = ", ".join(f"{label} x{spec.get('weight', 1.0)}" for label, spec in zip(labels, recipe.rewards))
     return [
         f"  model               {recipe.model['name']}" + (" + LoRA" if recipe.model.get("lora") else ""),
         f"  data                {recipe.dataset.get('builder') or 'mixture'}: {rows_s} rows",

@@ -124,3 +124,10 @@ def test_eval_on_string_prompts_with_a_reward_model_same_for_every_backend(tmp_p
         assert {r["body"]["prompt"] for r in posts} == {f"What is {i} + {i}? Answer:" for i in range(3)}  # untemplated
         skip = ("model", "backend", "output_dir")
         assert {k: v for k, v in remote.items() if k not in skip} == {k: v for k, v in local.items() if k not in skip}
+
+
+def test_check_prints_reward_models_by_the_name_trl_logs(make_recipe, capsys):
+    from grpo_trl.cli import main
+
+    assert main(["check", str(make_recipe(rewards=REWARDS))]) == 0
+    assert "rewards             xml_format x1.0, tiny-reward x0.5" in capsys.readouterr().out
