@@ -16,11 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 
-def is_target(name: Any) -> bool:
-    """Whether ``name`` is written as ``module.path:attribute`` (rather than a registered name)."""
-    return isinstance(name, str) and ":" in name
-
-
 def import_target(
     name: str, what: str, error: Callable[..., Exception], form: str = "function", **error_kwargs: Any
 ) -> Any:
