@@ -155,10 +155,30 @@ def build_environment_factory(section: Any, *, hide_reward: bool = False) -> Cal
     ``hide_reward``: the recipe scores environments through the ``environment`` reward (with its weight), so TRL must
     not add ``get_reward`` a second time on its own (TRL adds a reward column for any class defining it).
     """
-    built = {name: _factory(spec) for name, spec in _entries(section).items()}
+    built = {name: functools.partial(_with_bounded_tools, _factory(spec)) for name, spec in _entries(section).items()}
     if hide_reward:
         built = {name: functools.partial(_without_trl_reward, f) for name, f in built.items()}
     return built[None] if None in built else built
+
+
+@functools.cache
+def _bounded(cls: type) -> type:
+    """A subclass whose tool methods are ``tools.registry.bounded`` like any tool: a call that hangs, raises or calls
+    ``exit()`` fails that call only. Same names, signatures and docstrings, so the model sees the same schemas."""
+    from grpo_trl.tools.registry import bounded
+
+    names = [n for n, _ in inspect.getmembers(cls, predicate=inspect.isfunction)]
+    tools = {n: bounded(getattr(cls, n)) for n in names if n not in ("reset", "get_reward") and not n.startswith("_")}
+    return type(cls.__name__, (cls,), {**tools, "__module__": cls.__module__, "__doc__": cls.__doc__})
+
+
+def _with_bounded_tools(factory: Callable) -> Any:
+    instance = factory()
+    try:
+        instance.__class__ = _bounded(type(instance))
+    except TypeError:  # a layout that cannot take a subclass (__slots__, a C type): its tools stay as written
+        pass
+    return instance
 
 
 @functools.cache

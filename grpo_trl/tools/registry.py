@@ -117,7 +117,8 @@ def tool_schema(func: Callable) -> dict:
 def bounded(func: Callable, timeout: float | None = DEFAULT_TIMEOUT, max_chars: int = MAX_RESULT_CHARS) -> Callable:
     """``func`` with each call limited to ``timeout`` seconds and text results cut to ``max_chars``.
 
-    A call that takes longer raises ``TimeoutError``, which TRL turns into ``{"error": ...}`` for that call only
+    A call that takes longer raises ``TimeoutError``, and one that calls ``exit()`` (or raises another
+    ``BaseException``) raises ``RuntimeError``: TRL turns either into ``{"error": ...}`` for that call only
     (counted in ``tools/failure_frequency``). Python cannot kill a thread: a tool stuck in pure Python keeps running in
     the background until it returns, so tools that can hang (code execution) should bound themselves too. The
     signature, hints and docstring are kept, so the model sees the same schema.
@@ -141,7 +142,10 @@ def bounded(func: Callable, timeout: float | None = DEFAULT_TIMEOUT, max_chars: 
         if worker.is_alive():
             raise TimeoutError(f"tool {func.__name__!r} did not return within {timeout} s")
         if "error" in box:
-            raise box["error"]
+            error = box["error"]
+            if not isinstance(error, Exception):  # exit() or another BaseException: that call fails, not the run
+                raise RuntimeError(f"tool {func.__name__!r} ended with {type(error).__name__}({error})") from error
+            raise error
         value = box.get("value")
         if isinstance(value, str) and len(value) > max_chars:
             value = value[:max_chars] + f"... [cut at {max_chars} characters]"

@@ -59,6 +59,25 @@ def test_hidden_reward_is_invisible_to_trl_but_scored_by_the_environment_reward(
         reward(["x"])
 
 
+def test_environment_tools_are_bounded_like_tools_and_keep_their_schemas():
+    from transformers.utils import get_json_schema
+
+    from tests.tools.tool_plugin import Unruly
+
+    env = build_environment_factory({"factory": "tests.tools.tool_plugin:Unruly"})()
+    assert isinstance(env, Unruly) and type(env).__name__ == "Unruly"
+    for name in ("fail", "leave"):  # the model sees exactly the schema of the method as written
+        assert get_json_schema(getattr(env, name)) == get_json_schema(getattr(Unruly(), name))
+    with pytest.raises(ValueError, match="bad 3"):  # TRL turns it into {"error": ...} for this call
+        env.fail(x=3)
+    with pytest.raises(RuntimeError, match="SystemExit"):  # exit() in a tool fails the call, not the run
+        env.leave(code=4)
+    both = build_environment_factory({"factory": ECHO}, hide_reward=True)()  # bounded and hidden together
+    both.reset()
+    both.say(text="a")
+    assert environment_score(both) == 1.0
+
+
 @pytest.mark.parametrize(
     ("equation", "reply", "score"),
     [

@@ -84,6 +84,15 @@ def test_countdown_environment_tool_executes_in_grpo(make_recipe, tool_model):
     assert any(c > 0 and f < 1 for c, f in zip(calls, failures)), (calls, failures)  # some calls ran without error
 
 
+def test_an_environment_tool_calling_exit_costs_the_call_not_the_run(make_recipe, tool_model):
+    env = {"factory": "tests.tools.tool_plugin:ExitingCountdown"}
+    path = make_recipe(rewards=["tool_success"], trainer={**TRAINER, "max_steps": 6}, extra={"environment": env})
+    result = run(load_recipe(path, [f"model.name={tool_model}"]))
+    assert result.global_step == 6  # the run went on
+    calls, failures = _metric(result, "tools/call_frequency"), _metric(result, "tools/failure_frequency")
+    assert max(calls) > 0 and all(f == 1.0 for c, f in zip(calls, failures) if c > 0), (calls, failures)
+
+
 def test_reward_model_scores_appear_in_a_real_run(make_recipe):
     path = make_recipe(
         rewards=["xml_format", {"model": "builtin:tiny-reward", "weight": 0.5}], trainer={"max_steps": 2}

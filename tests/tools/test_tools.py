@@ -118,6 +118,12 @@ def test_bounded_tool_times_out_raises_and_cuts(tmp_path):
     assert time.perf_counter() - start < 2
     with pytest.raises(RuntimeError, match="exploded"):
         bounded(explode)(x=1)
+
+    def leave(code: int) -> int:
+        raise SystemExit(code)
+
+    with pytest.raises(RuntimeError, match=r"ended with SystemExit\(3\)"):  # exit() costs the call, not the run
+        bounded(leave)(code=3)
     long = bounded(lambda text: text * 10_000, 5, max_chars=50)
     assert long(text="ab").endswith("[cut at 50 characters]")
     assert tool_schema(bounded(calculator)) == tool_schema(calculator)  # the model sees the same tool

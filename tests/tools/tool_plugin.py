@@ -131,3 +131,41 @@ class CalculatorEnv:
 class ExitsWhenBuilt:
     def __init__(self):
         raise SystemExit(5)
+
+
+class Unruly:
+    """An environment whose tools fail in the ways a user's code can: raising, and calling exit()."""
+
+    def reset(self, **row) -> str | None:
+        return None
+
+    def fail(self, x: int) -> int:
+        """Fail.
+
+        Args:
+            x: A number.
+        """
+        raise ValueError(f"bad {x}")
+
+    def leave(self, code: int) -> int:
+        """Leave.
+
+        Args:
+            code: The exit code.
+        """
+        raise SystemExit(code)
+
+
+class ExitingCountdown:
+    """The Countdown environment's tool name (which the tiny tool model calls), but the tool calls exit()."""
+
+    def reset(self, **row) -> str | None:
+        return None
+
+    def check_equation(self, equation: str) -> str:
+        """Check a candidate equation against the numbers and the target.
+
+        Args:
+            equation: An arithmetic expression using each number once, e.g. "(3 + 5) * 2".
+        """
+        raise SystemExit(3)
