@@ -114,13 +114,18 @@ def _factory(spec: dict) -> Callable:
     return functools.partial(obj, **args) if args else obj
 
 
-def tool_methods(instance: Any) -> list[Callable]:
-    """The public methods TRL exposes as tools (as TRL lists them: functions on the class)."""
+def tool_names(cls: type) -> list[str]:
+    """The methods TRL exposes as tools, as TRL lists them: public functions on the class but reset/get_reward."""
     return [
-        getattr(instance, n)
-        for n, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
+        n
+        for n, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
         if n not in ("reset", "get_reward") and not n.startswith("_")
     ]
+
+
+def tool_methods(instance: Any) -> list[Callable]:
+    """The bound tool methods of an environment instance (``tool_names`` of its class)."""
+    return [getattr(instance, n) for n in tool_names(type(instance))]
 
 
 def check_environment(factory: Callable) -> None:
@@ -167,8 +172,7 @@ def _bounded(cls: type) -> type:
     ``exit()`` fails that call only. Same names, signatures and docstrings, so the model sees the same schemas."""
     from grpo_trl.tools.registry import bounded
 
-    names = [n for n, _ in inspect.getmembers(cls, predicate=inspect.isfunction)]
-    tools = {n: bounded(getattr(cls, n)) for n in names if n not in ("reset", "get_reward") and not n.startswith("_")}
+    tools = {n: bounded(getattr(cls, n)) for n in tool_names(cls)}
     return type(cls.__name__, (cls,), {**tools, "__module__": cls.__module__, "__doc__": cls.__doc__})
 
 
