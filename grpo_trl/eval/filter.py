@@ -9,15 +9,14 @@ since the question is whether a training group would have any variance.
 
 from __future__ import annotations
 
-import errno
 import json
 import time
 from pathlib import Path
 from typing import Any
 
 from grpo_trl.data.pass_rate import prompt_hash
-from grpo_trl.eval.run import generate_and_score, prepare
-from grpo_trl.recipe import Problem, Recipe, RecipeError
+from grpo_trl.eval.run import generate_and_score, prepare, writable
+from grpo_trl.recipe import Recipe
 
 WHERE = "grpo-trl filter"
 
@@ -76,12 +75,7 @@ def filter_prompts(
     )
     model_path, sampling = setup.model_path, setup.sampling
     path = Path(output) if output else default_path(recipe)
-    try:  # before generating: a file that cannot be written must not cost the whole generation
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_dir():
-            raise IsADirectoryError(errno.EISDIR, "a folder")
-    except OSError as exc:
-        raise RecipeError([Problem(WHERE, "--output", f"cannot write {str(path)!r} ({exc.strerror or exc})")]) from exc
+    writable(path, WHERE, "--output")
     ds = build_dataset(_without_band(recipe.dataset, split), tokenizer=setup.tokenizer, base_dir=recipe.base_dir).train
     if limit:  # the first N training prompts: the recipe's eval rows are held out first, as in training
         ds = ds.select(range(min(limit, len(ds))))

@@ -15,6 +15,7 @@ error unless a split is named (``--split train`` evaluates on training prompts, 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 from collections.abc import Callable
@@ -117,6 +118,17 @@ def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tupl
     return path, load_tokenizer(recipe, path)
 
 
+def writable(path: Path, where: str, flag: str) -> None:
+    """Make ``path``'s folder now, before generating: a path that cannot be written (a file in the way, no permission,
+    ``path`` itself a folder) must not cost the whole generation. One ``error:`` line naming ``flag``."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "a folder")
+    except OSError as exc:
+        raise RecipeError([Problem(where, flag, f"cannot write {str(path)!r} ({exc.strerror or exc})")]) from exc
+
+
 @dataclass
 class Setup:
     """What ``eval`` and ``filter`` resolve before generating: the trainer config, model, tokenizer, sampling."""
@@ -205,11 +217,7 @@ def evaluate(
     config, model_path = setup.config, setup.model_path
     local = backend != "endpoint" and Path(model_path).is_dir()
     out = Path(output_dir or (model_path if local else config.output_dir))
-    try:  # before generating: a folder that cannot be made must not cost the whole generation
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        flag = "--output-dir" if output_dir else "trainer.output_dir"
-        raise RecipeError([Problem(WHERE, flag, f"cannot make {str(out)!r} ({exc.strerror or exc})")]) from exc
+    writable(out / "eval.json", WHERE, "--output-dir" if output_dir else "trainer.output_dir")
     ds = prompts_for(recipe, split, setup.tokenizer, limit)
     gens, scored = generate_and_score(recipe, ds, setup)
     report = {"model": model_path, "backend": backend, "split": split or "eval", **scored.summary}
