@@ -159,6 +159,7 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
 
     from grpo_trl.data import build_dataset
     from grpo_trl.environments import build_environment_factory
+    from grpo_trl.prompt_render import Rendering
     from grpo_trl.quantization import bnb_config, hardware_problems
     from grpo_trl.reward_models import is_model_entry, processing_class
     from grpo_trl.tools import build_tools
@@ -206,7 +207,8 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
 
     train_dataset, eval_dataset = kw.pop("train_dataset", None), kw.pop("eval_dataset", None)
     if train_dataset is None:
-        data = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir)
+        rendering = Rendering.of(tokenizer, tools, config.chat_template_kwargs, env)  # as GRPOTrainer renders prompts
+        data = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=rendering)
         logger.info("dataset: %s", data.summary())
         train_dataset = data.train
         eval_dataset = eval_dataset or (data.eval if config.eval_strategy != "no" else None)

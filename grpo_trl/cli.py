@@ -122,12 +122,14 @@ def cmd_rewards(args: argparse.Namespace) -> int:
 
 def cmd_data(args: argparse.Namespace) -> int:
     from grpo_trl.data import build_dataset
+    from grpo_trl.prompt_render import recipe_rendering
     from grpo_trl.recipe import load_recipe
     from grpo_trl.train import load_tokenizer, resolve_model
 
     recipe = load_recipe(args.recipe, args.overrides)
     tokenizer = load_tokenizer(recipe, resolve_model(recipe))  # builtin:tiny: a cache, not the output_dir
-    result = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir)
+    rendering = recipe_rendering(recipe, tokenizer)  # the prompt as GRPOTrainer renders it, tools included
+    result = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=rendering)
     print(f"dataset: {result.summary()}")
     print(f"columns: {', '.join(result.train.column_names)}")
     for i in range(min(args.n, len(result.train))):
@@ -136,7 +138,9 @@ def cmd_data(args: argparse.Namespace) -> int:
         text = (
             prompt
             if isinstance(prompt, str)
-            else tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+            else tokenizer.apply_chat_template(
+                prompt, tokenize=False, add_generation_prompt=True, **rendering.kwargs_for(row.get("environment"))
+            )
         )
         extra = {k: v for k, v in row.items() if k != "prompt"}
         print(

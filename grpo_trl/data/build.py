@@ -23,6 +23,7 @@ from grpo_trl.data.pass_rate import keep_band
 from grpo_trl.data.prompts import resolve_system_prompt
 from grpo_trl.data.registry import get_builder, to_conversation, validate_data_config
 from grpo_trl.errors import DataError
+from grpo_trl.prompt_render import Rendering
 from grpo_trl.recipe.schema import COMMON_DATA_KEYS, DataSection
 
 
@@ -41,8 +42,11 @@ class DataResult:
         return f"{self.loaded} rows loaded, dropped: {drops}; train {len(self.train)}{held}"
 
 
-def build_one(cfg: dict, tokenizer: Any, base_dir: Path | None, split_key: str = "split") -> tuple[Any, int, dict]:
-    """One builder's dataset (not a mixture) after the common options: ``(dataset, rows loaded, rows dropped)``."""
+def build_one(
+    cfg: dict, tokenizer: Any, base_dir: Path | None, split_key: str = "split", rendering: Rendering | None = None
+) -> tuple[Any, int, dict]:
+    """One builder's dataset (not a mixture) after the common options: ``(dataset, rows loaded, rows dropped)``.
+    ``rendering``: how the trainer renders prompts (``prompt_render.Rendering``), for the token filters."""
     problems = validate_data_config(cfg)
     if problems:
         raise DataError("; ".join(f"{k}: {m}" for k, m in problems))
@@ -65,7 +69,7 @@ def build_one(cfg: dict, tokenizer: Any, base_dir: Path | None, split_key: str =
     if "user" in ds.column_names:  # a builder that makes the prompt itself has none
         ds = ds.map(lambda row: {"prompt": to_conversation(row["user"], system)}, remove_columns=["user"])
     pass_rate = cfg.get("pass_rate")  # the band sits between the token filters and limit
-    ds, dropped = filter_by_tokens(ds, {**cfg, "limit": None} if pass_rate else cfg, tokenizer)
+    ds, dropped = filter_by_tokens(ds, {**cfg, "limit": None} if pass_rate else cfg, tokenizer, rendering)
     if pass_rate:
         ds = keep_band(ds, pass_rate, base_dir, dropped)
         if cfg.get("limit") is not None:
@@ -88,8 +92,12 @@ def _align(parts: list) -> list:
     return out
 
 
-def build_dataset(cfg: dict, tokenizer: Any = None, base_dir: str | Path | None = None) -> DataResult:
-    """Build the recipe's ``data:`` section into a ``DataResult`` (train, optional eval, counts)."""
+def build_dataset(
+    cfg: dict, tokenizer: Any = None, base_dir: str | Path | None = None, rendering: Rendering | None = None
+) -> DataResult:
+    """Build the recipe's ``data:`` section into a ``DataResult`` (train, optional eval, counts). ``rendering``: how
+    the trainer renders prompts (``prompt_render.Rendering``), so that ``max_prompt_tokens`` counts the prompt the
+    model is fed, tool schemas included."""
     from datasets import concatenate_datasets
 
     base = Path(base_dir) if base_dir else None
@@ -105,7 +113,7 @@ def build_dataset(cfg: dict, tokenizer: Any = None, base_dir: str | Path | None 
             weights.append(float(part.pop("weight", 1.0)))
             if "system_prompt" in cfg and "system_prompt" not in part:
                 part["system_prompt"] = cfg["system_prompt"]
-            ds, n, d = build_one(part, tokenizer, base)
+            ds, n, d = build_one(part, tokenizer, base, rendering=rendering)
             built.append(ds)
             loaded += n
             for k, v in d.items():
@@ -124,10 +132,11 @@ def build_dataset(cfg: dict, tokenizer: Any = None, base_dir: str | Path | None 
         train = concatenate_datasets(_align(pieces)).shuffle(seed=seed)
         result = DataResult(train, None, loaded, dropped)
     else:
-        train, loaded, dropped = build_one(cfg, tokenizer, base)
+        train, loaded, dropped = build_one(cfg, tokenizer, base, rendering=rendering)
         result = DataResult(train, None, loaded, dropped)
         if cfg.get("eval_split"):
-            result.eval, _, _ = build_one({**cfg, "limit": cfg.get("eval_size")}, tokenizer, base, "eval_split")
+            held = {**cfg, "limit": cfg.get("eval_size")}
+            result.eval, _, _ = build_one(held, tokenizer, base, "eval_split", rendering)
     if cfg.get("eval_size") and result.eval is None:
         n = cfg["eval_size"]
         if n >= len(result.train):

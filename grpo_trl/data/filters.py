@@ -1,9 +1,12 @@
 """Token-length filters (``data.max_prompt_tokens`` / ``max_solution_tokens``) and ``limit``, at corpus scale.
 
-``filter_by_tokens`` keeps exactly the rows a row-at-a-time filter keeps (each prompt rendered with the chat
-template and tokenized, each solution tokenized; then the first ``limit`` rows), but:
+``filter_by_tokens`` keeps exactly the rows a row-at-a-time filter keeps (each prompt rendered and tokenized as
+``GRPOTrainer`` does it: the chat template with the trainer's tools and ``chat_template_kwargs``, see
+``grpo_trl.prompt_render``; a standard string prompt with the tokenizer's special tokens; each solution tokenized;
+then the first ``limit`` rows), but:
 
-- batched: one ``apply_chat_template`` call renders a whole batch, one fast-tokenizer call tokenizes it;
+- batched: one ``apply_chat_template`` call renders a whole batch, one call to the Rust tokenizer counts it, each
+  distinct text once (``token_lengths``);
 - short texts skip the tokenizer: for byte-level BPE tokenizers a text of at most ``max_tokens`` bytes cannot have
   more tokens than that (``byte_bound_mode``);
 - parallel: ``datasets.map(num_proc=...)`` with one process per core once there are enough rows to pay for it;
@@ -38,12 +41,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from grpo_trl.data.token_count import byte_bound_mode, max_token_chars, token_lengths
+from grpo_trl.prompt_render import Rendering
+
 logger = logging.getLogger(__name__)
 
+ENV_COLUMN = "environment"  # names the row's environment when there are several (TRL's column)
 BATCH_SIZE = 1000  # rows per apply_chat_template / tokenizer call
 MIN_ROWS_PER_PROC = 20_000  # below this, one more process costs more (fork, pickling) than it saves
 CHAR_SLACK = 4  # normalizers may merge characters; the bound stays far above any row that could fit
-FORMAT_VERSION = "1"  # bump when what is cached changes meaning
+FORMAT_VERSION = "2"  # bump when what is cached changes meaning
 
 
 def cache_dir() -> Path:
@@ -62,44 +69,17 @@ def num_proc_for(rows: int) -> int | None:
     return n if n > 1 else None
 
 
-def max_token_chars(tokenizer: Any) -> int:
-    """The most characters one token of ``tokenizer`` stands for (its longest vocabulary entry)."""
-    return max((len(t) for t in tokenizer.get_vocab()), default=1) or 1
+def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col: str, rendering: Rendering):
+    """A batched ``datasets.map`` function adding ``_ok_p`` and ``_ok_s`` (prompt / solution within bounds).
 
-
-_SAME_BYTES_PRE = {"ByteLevel", "Split", "Digits", "Punctuation"}  # split text, never add bytes
-_UNICODE_NORMALIZERS = {"NFC", "NFD", "NFKC", "NFKD"}  # identity on ASCII
-
-
-def byte_bound_mode(tokenizer: Any) -> str | None:
-    """When a text's UTF-8 length bounds its token count from above, without tokenizing it.
-
-    For a byte-level BPE (GPT-2, Llama 3, Qwen...) every token stands for at least one byte of the normalized text,
-    and an added token for at least one byte of the raw text, so tokens <= bytes. ``"any"``: no normalizer, true for
-    every text; ``"ascii"``: a Unicode normalizer (NFC...) that is the identity on ASCII, true for ASCII texts;
-    ``None``: another tokenizer, every row is tokenized.
-    """
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None:
-        return None
-    spec = json.loads(backend.to_str())
-    pre, norm = spec.get("pre_tokenizer") or {}, spec.get("normalizer")
-    pres = pre.get("pretokenizers", [pre]) if pre.get("type") == "Sequence" else [pre]
-    types = {p.get("type") for p in pres}
-    if (spec.get("model") or {}).get("type") != "BPE" or "ByteLevel" not in types or types - _SAME_BYTES_PRE:
-        return None
-    if norm is None:
-        return "any"
-    norms = norm.get("normalizers", [norm]) if norm.get("type") == "Sequence" else [norm]
-    return "ascii" if {n.get("type") for n in norms} <= _UNICODE_NORMALIZERS else None
-
-
-def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col: str):
-    """A batched ``datasets.map`` function adding ``_ok_p`` and ``_ok_s`` (prompt / solution within bounds)."""
+    A conversational prompt is counted as TRL renders it (``rendering``, by the row's environment) and then
+    tokenizes it (no special tokens added: the template writes them); a standard (string) prompt as
+    ``processing_class(text=prompts)`` tokenizes it, with the tokenizer's special tokens; a solution without."""
     longest = max_token_chars(tokenizer)
     p_chars = (max_p or 0) * longest * CHAR_SLACK
     s_chars = (max_s or 0) * longest * CHAR_SLACK
     mode = byte_bound_mode(tokenizer)
+    extra = tokenizer.num_special_tokens_to_add() if hasattr(tokenizer, "num_special_tokens_to_add") else None
 
     def surely_fits(text: str, limit: int) -> bool:  # tokens <= bytes <= limit
         if mode == "ascii":
@@ -111,36 +91,37 @@ def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col
             return len(prompt)
         return sum(len(str(m.get("content") or "")) for m in prompt if isinstance(m, dict))
 
-    def lengths_ok(texts: list[str], rows: list[int], limit: int, flags: list[bool]) -> None:
-        todo = [i for i in rows if not surely_fits(texts[i], limit)]
-        if todo:
-            ids = tokenizer([texts[i] for i in todo], add_special_tokens=False)["input_ids"]
-            for i, row in zip(todo, ids):
-                flags[i] = len(row) <= limit
+    def lengths_ok(texts: list[str], rows: list[int], limit: int, flags: list[bool], special: bool = False) -> None:
+        bound = limit if not special else -1 if extra is None else limit - extra  # special tokens on top of the text
+        todo = [i for i in rows if not surely_fits(texts[i], bound)]
+        for i, length in zip(todo, token_lengths(tokenizer, [texts[i] for i in todo], special)):
+            flags[i] = length <= limit
 
     def count(batch: dict) -> dict:
         n = len(batch["prompt"] if "prompt" in batch else batch[sol_col])
         ok_p, ok_s = [True] * n, [True] * n
         if max_p:
-            fits = []
-            for i, prompt in enumerate(batch["prompt"]):
-                if content_chars(prompt) <= p_chars:
-                    fits.append(i)
-                else:
-                    ok_p[i] = False  # cannot fit: never rendered nor tokenized
-            if fits:  # what apply_chat_template(tokenize=True) does, in two steps so that short texts skip the second
-                texts = [""] * n
-                chats = [i for i in fits if not isinstance(batch["prompt"][i], str)]
-                if chats:
-                    rendered = tokenizer.apply_chat_template(
-                        [batch["prompt"][i] for i in chats], tokenize=False, add_generation_prompt=True
-                    )
-                    for i, text in zip(chats, rendered):
-                        texts[i] = text
-                for i in fits:
-                    if isinstance(batch["prompt"][i], str):
-                        texts[i] = batch["prompt"][i]
-                lengths_ok(texts, fits, max_p, ok_p)
+            prompts = batch["prompt"]
+            fits = [i for i in range(n) if content_chars(prompts[i]) <= p_chars]
+            for i in set(range(n)) - set(fits):
+                ok_p[i] = False  # cannot fit: never rendered nor tokenized
+            chats = [i for i in fits if not isinstance(prompts[i], str)]
+            strings = [i for i in fits if isinstance(prompts[i], str)]
+            texts = [p if isinstance(p, str) else "" for p in prompts]
+            groups: dict[Any, list[int]] = {}  # rows rendered alike: by environment when tools differ by it
+            envs = batch.get(ENV_COLUMN) if rendering.per_row else None
+            for i in chats:
+                groups.setdefault(envs[i] if envs else None, []).append(i)
+            for env, rows in groups.items():  # apply_chat_template(tokenize=True) in two steps: short texts skip one
+                rendered = tokenizer.apply_chat_template(
+                    [prompts[i] for i in rows], tokenize=False, add_generation_prompt=True, **rendering.kwargs_for(env)
+                )
+                for i, text in zip(rows, rendered):
+                    texts[i] = text
+            if chats:
+                lengths_ok(texts, chats, max_p, ok_p)
+            if strings:
+                lengths_ok(texts, strings, max_p, ok_p, special=True)
         if max_s:  # only rows the prompt filter kept, as when the filters ran one after the other
             texts = [str(x) for x in batch[sol_col]]
             fits = []
@@ -249,9 +230,13 @@ def _write_cache(path: Path, kept: list[int], dropped: dict[str, int]) -> None:
         logger.warning("token-length filter: cannot write the cache %s (%s)", path, exc)
 
 
-def filter_by_tokens(ds: Any, cfg: dict, tokenizer: Any) -> tuple[Any, dict[str, int]]:
+def filter_by_tokens(
+    ds: Any, cfg: dict, tokenizer: Any, rendering: Rendering | None = None
+) -> tuple[Any, dict[str, int]]:
     """Apply ``max_prompt_tokens``, ``max_solution_tokens`` and ``limit`` of ``cfg`` to ``ds`` (with a ``prompt``
-    column). Returns the kept rows and ``{filter: rows dropped}``. Raises ``DataError`` for an unusable option."""
+    column), prompts rendered as the trainer renders them (``rendering``: tools, chat template,
+    ``chat_template_kwargs``, environments' tools). Returns the kept rows and ``{filter: rows dropped}``. Raises
+    ``DataError`` for an unusable option."""
     from grpo_trl.errors import DataError
 
     max_p, max_s, limit = cfg.get("max_prompt_tokens"), cfg.get("max_solution_tokens"), cfg.get("limit")
@@ -263,13 +248,17 @@ def filter_by_tokens(ds: Any, cfg: dict, tokenizer: Any) -> tuple[Any, dict[str,
     if max_s and sol_col not in ds.column_names:
         raise DataError(f"data.max_solution_tokens: no column {sol_col!r}; columns: {', '.join(ds.column_names)}")
     columns = (["prompt"] if max_p else []) + ([sol_col] if max_s else [])
+    rendering = rendering or Rendering()
+    if rendering.per_row and max_p and ENV_COLUMN in ds.column_names and ENV_COLUMN not in columns:
+        columns.insert(1, ENV_COLUMN)
     options = {"max_prompt_tokens": max_p, "max_solution_tokens": max_s, "limit": limit, "columns": columns}
+    options["rendering"] = [rendering.common, rendering.by_environment]
     with _once_per_node():
         key = _cache_key(ds, tokenizer, columns, options)
         path = cache_dir() / f"{key}.json" if key else None
         hit = _read_cache(path) if path is not None and path.exists() else None
         if hit is None:
-            counter = _token_counter(tokenizer, max_p, max_s, sol_col)
+            counter = _token_counter(tokenizer, max_p, max_s, sol_col, rendering)
             kept, dropped = _kept(ds.select_columns(columns), counter, limit, max_p, max_s)
             if path is not None:
                 _write_cache(path, kept, dropped)

@@ -58,6 +58,7 @@ def filter_prompts(
     """Score the recipe's training prompts (all of them: ``data.limit`` is ignored unless ``limit`` is given) and
     write their pass rates; returns a summary with the file, the counts per band and the recipe snippet."""
     from grpo_trl.data import build_dataset
+    from grpo_trl.prompt_render import recipe_rendering
 
     setup = prepare(
         recipe,
@@ -76,7 +77,9 @@ def filter_prompts(
     model_path, sampling = setup.model_path, setup.sampling
     path = Path(output) if output else default_path(recipe)
     writable(path, WHERE, "--output")
-    ds = build_dataset(_without_band(recipe.dataset, split), tokenizer=setup.tokenizer, base_dir=recipe.base_dir).train
+    rendering = recipe_rendering(recipe, setup.tokenizer)  # the same rows as training keeps
+    data_cfg = _without_band(recipe.dataset, split)
+    ds = build_dataset(data_cfg, tokenizer=setup.tokenizer, base_dir=recipe.base_dir, rendering=rendering).train
     if limit:  # the first N training prompts: the recipe's eval rows are held out first, as in training
         ds = ds.select(range(min(limit, len(ds))))
     gens, scored = generate_and_score(recipe, ds, setup)

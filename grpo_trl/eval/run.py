@@ -93,12 +93,14 @@ def require_split(recipe: Recipe, split: str | None, what: str = "evaluate") -> 
 def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | None) -> Any:
     """The rows to evaluate: the recipe's eval split, or the whole ``split`` when one is named explicitly."""
     from grpo_trl.data import build_dataset
+    from grpo_trl.prompt_render import recipe_rendering
 
     data_cfg = dict(recipe.dataset)
     if split:  # an explicit split is taken whole (no held-out carving)
         data_cfg.pop("eval_size", None)
         data_cfg["split"] = split
-    data = build_dataset(data_cfg, tokenizer=tokenizer, base_dir=recipe.base_dir)
+    rendering = recipe_rendering(recipe, tokenizer)  # the same rows as training keeps
+    data = build_dataset(data_cfg, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=rendering)
     ds = data.train if split or data.eval is None else data.eval
     return ds.select(range(min(limit, len(ds)))) if limit else ds
 

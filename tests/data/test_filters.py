@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_trl.data import filters
-from grpo_trl.data.filters import byte_bound_mode, filter_by_tokens
+from grpo_trl.data.filters import filter_by_tokens
+from grpo_trl.data.token_count import byte_bound_mode
 from tests.naive_filter import naive_filter
 
 

@@ -1,0 +1,87 @@
+"""Token counts without the cost of ``tokenizer(...)``: what the token-length filters (``data/filters.py``) ask.
+
+- ``token_lengths``: ``len(tokenizer(text)["input_ids"])`` for many texts in one call to the Rust tokenizer, each
+  distinct text once, when transformers would only forward the call to it;
+- ``byte_bound_mode``: when a text's UTF-8 length bounds its token count, so short texts need no tokenizer at all;
+- ``max_token_chars``: the longest vocabulary entry, which bounds how many characters can fit in N tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def max_token_chars(tokenizer: Any) -> int:
+    """The most characters one token of ``tokenizer`` stands for (its longest vocabulary entry)."""
+    return max((len(t) for t in tokenizer.get_vocab()), default=1) or 1
+
+
+_SAME_BYTES_PRE = {"ByteLevel", "Split", "Digits", "Punctuation"}  # split text, never add bytes
+_UNICODE_NORMALIZERS = {"NFC", "NFD", "NFKC", "NFKD"}  # identity on ASCII
+
+
+def byte_bound_mode(tokenizer: Any) -> str | None:
+    """When a text's UTF-8 length bounds its token count from above, without tokenizing it.
+
+    For a byte-level BPE (GPT-2, Llama 3, Qwen...) every token stands for at least one byte of the normalized text,
+    and an added token for at least one byte of the raw text, so tokens <= bytes. ``"any"``: no normalizer, true for
+    every text; ``"ascii"``: a Unicode normalizer (NFC...) that is the identity on ASCII, true for ASCII texts;
+    ``None``: another tokenizer, every row is tokenized.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    spec = json.loads(backend.to_str())
+    pre, norm = spec.get("pre_tokenizer") or {}, spec.get("normalizer")
+    pres = pre.get("pretokenizers", [pre]) if pre.get("type") == "Sequence" else [pre]
+    types = {p.get("type") for p in pres}
+    if (spec.get("model") or {}).get("type") != "BPE" or "ByteLevel" not in types or types - _SAME_BYTES_PRE:
+        return None
+    if norm is None:
+        return "any"
+    norms = norm.get("normalizers", [norm]) if norm.get("type") == "Sequence" else [norm]
+    return "ascii" if {n.get("type") for n in norms} <= _UNICODE_NORMALIZERS else None
+
+
+def _forwards_to_backend(tokenizer: Any) -> bool:
+    """True when ``tokenizer(texts, add_special_tokens=...)`` only forwards to its Rust ``tokenizers.Tokenizer``
+    (transformers' own ``TokenizersBackend`` call path, nothing set on the backend that transformers would reset)."""
+    try:
+        from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+    except ImportError:  # another transformers layout
+        return False
+    backend = getattr(tokenizer, "_tokenizer", None)
+    cls = type(tokenizer)
+    return (
+        isinstance(tokenizer, TokenizersBackend)
+        and cls._encode_plus is TokenizersBackend._encode_plus
+        and cls.__call__ is PreTrainedTokenizerBase.__call__
+        and backend is not None
+        and backend.truncation is None
+        and backend.padding is None
+        and backend.encode_special_tokens == bool(getattr(tokenizer, "split_special_tokens", False))
+    )
+
+
+def token_lengths(tokenizer: Any, texts: list[str], special: bool = False) -> list[int]:
+    """``len(tokenizer(text, add_special_tokens=special)["input_ids"])`` for each text, each distinct text once.
+
+    When transformers would only forward the call (``_forwards_to_backend``), the Rust tokenizer is called directly
+    without offsets: the same ids, without building Python lists and attention masks for 50k rows.
+
+    >>> token_lengths(None, [])
+    []
+    """
+    if not texts:
+        return []
+    unique = list(dict.fromkeys(texts))
+    if _forwards_to_backend(tokenizer):
+        backend = tokenizer._tokenizer
+        encode = getattr(backend, "encode_batch_fast", backend.encode_batch)
+        counts = [len(e) for e in encode(unique, add_special_tokens=special)]
+    else:
+        counts = [len(ids) for ids in tokenizer(unique, add_special_tokens=special)["input_ids"]]
+    by_text = dict(zip(unique, counts))
+    return [by_text[t] for t in texts]
