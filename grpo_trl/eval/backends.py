@@ -48,12 +48,12 @@ class Generations:
     errors: list[str] = field(default_factory=list)
 
 
-def render(tokenizer: Any, prompt: list[dict] | str) -> str:
-    """The prompt text exactly as the model sees it in training: chat template + generation prompt for messages, a
-    standard (string) prompt unchanged."""
+def render(tokenizer: Any, prompt: list[dict] | str, template: dict | None = None) -> str:
+    """The prompt text exactly as the model sees it in training: chat template + generation prompt for messages, with
+    the trainer's ``chat_template_kwargs`` (``template``), a standard (string) prompt unchanged."""
     if is_standard(prompt):
         return prompt
-    return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True, **(template or {}))
 
 
 def is_standard(prompt: Any) -> bool:
@@ -63,10 +63,10 @@ def is_standard(prompt: Any) -> bool:
     return not is_conversational({"prompt": prompt})
 
 
-def prompt_ids(tokenizer: Any, prompt: list[dict] | str) -> list[int]:
+def prompt_ids(tokenizer: Any, prompt: list[dict] | str, template: dict | None = None) -> list[int]:
     """The prompt's token ids as TRL's trainer makes them: a rendered chat template carries its own special tokens;
     a standard prompt is tokenized as ``processing_class(text=prompts)`` does (with them)."""
-    return tokenizer(render(tokenizer, prompt), add_special_tokens=is_standard(prompt))["input_ids"]
+    return tokenizer(render(tokenizer, prompt, template), add_special_tokens=is_standard(prompt))["input_ids"]
 
 
 def finish(tokenizer: Any, ids: list[int]) -> tuple[str, int]:
@@ -77,7 +77,9 @@ def finish(tokenizer: Any, ids: list[int]) -> tuple[str, int]:
     return tokenizer.decode(ids, skip_special_tokens=True), len(ids)
 
 
-def generate_transformers(model_path: str, tokenizer: Any, prompts: list, s: Sampling, **_: Any) -> Generations:
+def generate_transformers(
+    model_path: str, tokenizer: Any, prompts: list, s: Sampling, *, template: dict | None = None, **_: Any
+) -> Generations:
     import torch
     from tqdm.auto import tqdm
     from transformers import AutoModelForCausalLM
@@ -93,7 +95,7 @@ def generate_transformers(model_path: str, tokenizer: Any, prompts: list, s: Sam
     for start in tqdm(range(0, len(prompts), s.batch_size), desc="generating", unit="batch"):
         batch = prompts[start : start + s.batch_size]
         enc = tokenizer(  # TRL decides the format by the batch's first prompt too
-            [render(tokenizer, p) for p in batch],
+            [render(tokenizer, p, template) for p in batch],
             return_tensors="pt",
             padding=True,
             add_special_tokens=is_standard(batch[0]),
@@ -115,7 +117,14 @@ def generate_transformers(model_path: str, tokenizer: Any, prompts: list, s: Sam
 
 
 def generate_vllm(
-    model_path: str, tokenizer: Any, prompts: list, s: Sampling, *, vllm_options: dict | None = None, **_: Any
+    model_path: str,
+    tokenizer: Any,
+    prompts: list,
+    s: Sampling,
+    *,
+    vllm_options: dict | None = None,
+    template: dict | None = None,
+    **_: Any,
 ) -> Generations:
     try:
         from vllm import LLM, SamplingParams
@@ -151,7 +160,7 @@ def generate_vllm(
         max_tokens=s.max_new_tokens,
         skip_special_tokens=True,
     )
-    requests = [{"prompt_token_ids": prompt_ids(tokenizer, p)} for p in prompts]
+    requests = [{"prompt_token_ids": prompt_ids(tokenizer, p, template)} for p in prompts]
     outputs = llm.generate(requests, params)
     texts, lengths = [], []
     for out in outputs:
@@ -168,28 +177,36 @@ def _cuda() -> bool:
 
 
 def generate_endpoint(
-    model_path: str, tokenizer: Any, prompts: list, s: Sampling, *, endpoint: dict | None = None, **_: Any
+    model_path: str,
+    tokenizer: Any,
+    prompts: list,
+    s: Sampling,
+    *,
+    endpoint: dict | None = None,
+    template: dict | None = None,
+    **_: Any,
 ) -> Generations:
     """One request per sample (``n = 1``, seed ``seed + i * n + j`` for sample ``j`` of prompt ``i``), so a failure
     costs one sample and the server's ``usage`` gives each sample's exact token count. ``endpoint``: ``base_url``,
     ``model``, ``api`` (``completions``: the rendered prompt text, exactly what the model sees in training; ``chat``:
-    the messages, the server applies its own template; a standard (string) prompt always goes through the completions
-    API, untemplated as in training), ``api_key_env``, ``max_concurrency``, ``timeout``, ``retries``. Call
-    :func:`preflight` first."""
+    the messages, the server applies its own template, given ``template`` as ``chat_template_kwargs`` as vLLM's server
+    takes them; a standard (string) prompt always goes through the completions API, untemplated as in training),
+    ``api_key_env``, ``max_concurrency``, ``timeout``, ``retries``. Call :func:`preflight` first."""
     from grpo_trl.endpoint import Choice
 
     opts = dict(endpoint or {})
     api = opts.pop("api", None) or "completions"
     ep = _endpoint(opts)
     params = {"n": 1, "max_tokens": s.max_new_tokens, "temperature": s.temperature, "top_p": s.top_p}
+    chat_params = {**params, **({"extra_body": {"chat_template_kwargs": template}} if template else {})}
     calls = []
     for i, prompt in enumerate(prompts):
         chat = api == "chat" and not is_standard(prompt)
-        text = None if chat else render(tokenizer, prompt)
+        text = None if chat else render(tokenizer, prompt, template)
         for j in range(s.n):
             seed = s.seed + i * s.n + j
             calls.append(
-                ep.chat_choices(prompt, seed=seed, **params)
+                ep.chat_choices(prompt, seed=seed, **chat_params)
                 if chat
                 else ep.complete_choices(text, seed=seed, **params)
             )

@@ -166,6 +166,7 @@ def prepare(
         batch_size=args["batch_size"],
     )
     options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
+    options["template"] = config.chat_template_kwargs or {}  # prompts rendered as the trainer renders them
     return Setup(config, model_path, tokenizer, backend, sampling, options)
 
 

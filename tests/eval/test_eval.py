@@ -161,3 +161,35 @@ def test_unreachable_endpoint_or_wrong_model_is_one_error_line(capsys, make_reci
         f"error: --backend endpoint: model: model 'm' is not served at {server.base_url}; it serves: tiny-served"
     ]
     assert not (tmp_path / "x").exists()
+
+
+MODE_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% if mode %}[{{ mode }}]{% endif %}{% endif %}"
+)
+
+
+@pytest.mark.parametrize("api", ["completions", "chat"])
+def test_prompts_are_rendered_with_the_trainers_chat_template_kwargs(tmp_path, make_recipe, api):
+    """``trainer.chat_template_kwargs`` (Qwen3's ``enable_thinking``...) shape the training prompt; eval renders the
+    same one (completions API), or hands them to the server that renders it (chat API, vLLM's field)."""
+    path = make_recipe(rewards=REWARDS, trainer={"chat_template_kwargs": {"mode": "terse"}})
+    (path.parent / "mode.jinja").write_text(MODE_TEMPLATE)
+    recipe = load_recipe(path, ["model.chat_template=mode.jinja"])
+    with FakeOpenAI(models=["m"], reply=lambda body: "<answer>1</answer>") as server:
+        evaluate(
+            recipe,
+            model="m",
+            backend="endpoint",
+            split="train",
+            n=1,
+            limit=3,
+            endpoint={"base_url": server.base_url, "api": api},
+            output_dir=str(tmp_path / "ep"),
+        )
+    posts = [r["body"] for r in server.requests[1:]]
+    assert len(posts) == 3
+    if api == "completions":
+        assert all(body["prompt"].endswith("<|im_start|>assistant\n[terse]") for body in posts)
+    else:
+        assert all(body["chat_template_kwargs"] == {"mode": "terse"} for body in posts)
