@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from grpo_trl.errors import Problem, suggest, suggest_fix
 from grpo_trl.recipe import schema
-from grpo_trl.recipe.trl_schema import BOUND_REASONS, MANAGED_FIELDS, REMOVED_FIELDS
+from grpo_trl.recipe.trl_schema import BOUND_REASONS, MANAGED_FIELDS, REMOVED_FIELDS, takes_float
 
 _TYPE_NAMES = {
     "int_type": "int",
@@ -129,7 +129,7 @@ def _one(key: str, errs: list[tuple[dict, Any, list]], file: str, section: str, 
             bound = next(iter(e["ctx"].values()))
             why = BOUND_REASONS.get(key, "")
             if e["type"] == "greater_than" and bound == 0:
-                kind_name = "number" if isinstance(node, float) else "integer"
+                kind_name = "number" if isinstance(node, float) or takes_float(key) else "integer"
                 return Problem(file, key, f"must be a positive {kind_name}, got {short(node)}", why)
             return Problem(file, key, f"must be {_BOUNDS[e['type']]} {bound}, got {short(node)}", why)
         if e["type"] in ("too_short", "string_too_short"):

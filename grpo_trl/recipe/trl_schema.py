@@ -28,6 +28,13 @@ BACKENDS = ("transformers", "vllm")
 # What grpo-trl knows beyond TRL's types: values TRL accepts at construction and then crashes on mid-run.
 TRAINER_BOUNDS: dict[str, dict[str, float]] = {
     "temperature": {"gt": 0},
+    "top_p": {"gt": 0, "le": 1},  # generate() and vLLM refuse others at the first generation
+    "min_p": {"ge": 0, "le": 1},
+    "repetition_penalty": {"gt": 0},
+    "beta": {"ge": 0},  # a KL coefficient: negative rewards drifting away from the reference
+    "epsilon": {"ge": 0},
+    "epsilon_high": {"ge": 0},
+    "vllm_gpu_memory_utilization": {"gt": 0, "le": 1},
     "learning_rate": {"ge": 0},
     "max_completion_length": {"ge": 1},
     "per_device_train_batch_size": {"ge": 1},
@@ -122,6 +129,23 @@ def trainer_model() -> type[Section]:
     return create_model("TrainerSection", __base__=Section, __doc__="trl.GRPOConfig fields", **fields)
 
 
+@functools.cache
+def takes_float(key: str) -> bool:
+    """Whether the ``GRPOConfig`` field behind a dotted ``trainer.``/``generation.`` key is typed ``float``.
+
+    >>> takes_float("trainer.temperature"), takes_float("trainer.logging_steps"), takes_float("data.size")
+    (True, True, False)
+    """
+    from trl import GRPOConfig
+
+    section, _, name = key.partition(".")
+    name = GENERATION_FIELDS.get(name, name) if section == "generation" else name
+    if section not in ("trainer", "generation"):
+        return False
+    hint = typing.get_type_hints(GRPOConfig).get(name)
+    return hint is float or float in typing.get_args(hint)
+
+
 def generation_fields() -> dict[str, str]:
     """``generation:`` key -> the ``GRPOConfig`` field it sets (types come from the trainer section)."""
     return dict(GENERATION_FIELDS)
@@ -153,5 +177,6 @@ def generation_model() -> type[Section]:
     }
     for key, trl_name in GENERATION_FIELDS.items():
         info = trainer[trl_name]
-        fields[key] = (info.annotation | None, Field(None, description=info.description))
+        bounds = TRAINER_BOUNDS.get(trl_name, {})
+        fields[key] = (info.annotation | None, Field(None, description=info.description, **bounds))
     return create_model("GenerationSection", __base__=Section, __doc__=generation_model.__doc__, **fields)
