@@ -17,14 +17,18 @@ from grpo_trl.data.registry import builder_params, get_builder
 from grpo_trl.data.sources import load_file
 
 
-def expected_size(cfg: dict, base_dir: str | Path | None = None) -> tuple[int | None, bool]:
-    """Rows the ``data:`` section should give, unbuilt: ``(rows or None, exact)``. Filters make it inexact.
+def expected_rows(cfg: dict, base_dir: str | Path | None = None) -> int | None:
+    """Rows the ``data:`` section loads before any hold-out and filter (``None``: unknown until built), an upper
+    bound of what training gets.
 
     A builder's ``known_sizes`` describe its default source: a local ``path`` is counted, another ``source`` or
     ``config`` is unknown until built.
+
+    >>> expected_rows({"builder": "countdown", "source": "generate", "size": 100, "limit": 30})
+    30
     """
     if "mixture" in cfg:
-        return cfg.get("size"), cfg.get("size") is not None
+        return cfg.get("size")
     builder = get_builder(cfg["builder"])
     defaults = builder_params(builder)
     if cfg.get("source") == "generate":
@@ -38,8 +42,17 @@ def expected_size(cfg: dict, base_dir: str | Path | None = None) -> tuple[int | 
     limit = cfg.get("limit")
     if limit is not None:
         size = limit if size is None else min(size, limit)
+    return size
+
+
+def expected_size(cfg: dict, base_dir: str | Path | None = None) -> tuple[int | None, bool]:
+    """Rows the ``data:`` section should give for training, unbuilt: ``(rows or None, exact)``. Filters make it
+    inexact; ``eval_size`` rows are held out."""
+    size = expected_rows(cfg, base_dir)
     if size is not None and cfg.get("eval_size") and not cfg.get("eval_split"):
         size = max(0, size - cfg["eval_size"])
+    if "mixture" in cfg:
+        return size, size is not None
     exact = not (cfg.get("max_prompt_tokens") or cfg.get("max_solution_tokens") or cfg.get("pass_rate"))
     return size, exact and size is not None
 

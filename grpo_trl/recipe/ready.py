@@ -90,6 +90,14 @@ def eval_problems(recipe: Recipe, cfg: Any) -> list[Problem]:
 
 
 def step_problems(recipe: Recipe, world_size: int) -> list[Problem]:
+    from grpo_trl.data.shape import expected_rows
+
+    data = recipe.dataset
+    held = data.get("eval_size") if not data.get("eval_split") else None
+    rows = expected_rows(data, recipe.base_dir) if held else None
+    if held and rows is not None and held >= rows:  # rows bound what the filters leave: this fails whatever they do
+        fix = "hold out fewer rows, or name a split with data.eval_split"
+        return [Problem(recipe.file, "data.eval_size", f"holds out {held} rows of a dataset of at most {rows}", fix)]
     plan = recipe.plan(world_size=world_size)
     if plan.total_optimizer_steps == 0:
         return [

@@ -198,6 +198,14 @@ HOSTILE_SETS = [
     (["trainer.epsilon=-0.2"], "trainer.epsilon", "must be >= 0"),
     (["trainer.epsilon_high=-1"], "trainer.epsilon_high", "must be >= 0"),
     (["trainer.vllm_gpu_memory_utilization=1.5"], "trainer.vllm_gpu_memory_utilization", "must be <= 1"),
+    (["data.eval_size=16"], "data.eval_size", "holds out 16 rows of a dataset of at most 16"),
+    (["data.limit=5", "data.eval_size=9"], "data.eval_size", "at most 5"),
+    (["data.max_prompt_tokens=300", "data.eval_size=40"], "data.eval_size", "at most 16"),  # filters only drop
+    (
+        ["data={mixture: [{builder: countdown, source: generate, size: 16}], size: 6, eval_size: 6}"],
+        "data.eval_size",
+        "at most 6",
+    ),
     (["trainer.learning_rate=.nan"], "trainer.learning_rate", "finite number"),
     (["trainer.max_completion_length=0"], "trainer.max_completion_length", "must be >= 1"),
     (["trainer.per_device_train_batch_size=0"], "trainer.per_device_train_batch_size", "must be >= 1"),
