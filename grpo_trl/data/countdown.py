@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import random
 from fractions import Fraction
 from pathlib import Path
@@ -64,6 +65,16 @@ def generate_problems(
     return rows
 
 
+def split_seed(split: str, seed: int) -> int:
+    """The generator seed of a split other than ``train``: its own problems, so that ``eval_split: test`` or
+    ``eval --split test`` on generated data does not evaluate on the training problems.
+
+    >>> split_seed("test", 0) != split_seed("validation", 0) != 0
+    True
+    """
+    return int.from_bytes(hashlib.sha256(f"{split}:{seed}".encode()).digest()[:8], "big")
+
+
 def _columns(options: dict, base_dir: Path | None) -> set[str]:
     """``nums``, ``target``, and ``reference_equation`` when generated."""
     return {"nums", "target"} | ({"reference_equation"} if options.get("source") == "generate" else set())
@@ -87,7 +98,8 @@ def countdown(
     from datasets import Dataset
 
     if source == "generate":
-        ds = Dataset.from_list(generate_problems(size, generator_seed, min_numbers, max_numbers, max_number))
+        seed = generator_seed if split == "train" else split_seed(split, generator_seed)
+        ds = Dataset.from_list(generate_problems(size, seed, min_numbers, max_numbers, max_number))
     else:
         ds = load_hub_or_file(source, config, split, path, base_dir)
     require_columns(ds, ["nums", "target"], f"countdown data ({path or source})")

@@ -88,6 +88,17 @@ def test_generator_problems_are_solvable_and_seeded():
     assert scores == [1.0] * len(rows)
 
 
+def test_generated_splits_hold_their_own_problems():
+    """``eval_split: test`` on generated data must not evaluate on the training problems (it once did)."""
+    base = {"builder": "countdown", "source": "generate", "size": 50, "system_prompt": "none"}
+    train = build_dataset(base).train
+    assert train[:] == build_dataset(base).train[:]  # train keeps its seed: runs stay reproducible
+    held = build_dataset({**base, "eval_split": "test", "eval_size": 50}).eval
+    assert len(held) == 50 and held[:] == build_dataset({**base, "split": "test"}).train[:]
+    overlap = {(tuple(r["nums"]), r["target"]) for r in train} & {(tuple(r["nums"]), r["target"]) for r in held}
+    assert len(overlap) <= 1
+
+
 def test_files_builder_csv_template_and_columns(tmp_path):
     path = tmp_path / "mine.csv"
     path.write_text("q,gold,topic\nWhat is 2+2?,4,arith\nWhat is 3*3?,9,arith\n")
