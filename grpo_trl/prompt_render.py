@@ -8,6 +8,9 @@ tools plus the tool methods of that row's environment, listed from one probed in
 one too). The token-length filter counts the prompt TRL will feed the model with these, and ``grpo-trl data`` shows
 it: tool schemas alone can add hundreds of tokens.
 
+Not rendered here: the text an environment's ``reset(**row)`` returns, which TRL appends to the last message at
+rollout time (calling ``reset`` for every row of a corpus would run the environment itself).
+
 Example:
     >>> Rendering.of(None, [], {"enable_thinking": False}).kwargs_for(None)
     {'enable_thinking': False}
