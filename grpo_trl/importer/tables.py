@@ -142,7 +142,6 @@ NOT_MAPPED = {
     "wandb_entity": "set the WANDB_ENTITY environment variable instead",
     "wandb_project": "set the WANDB_PROJECT environment variable instead",
     "wandb_run_group": "set the WANDB_RUN_GROUP environment variable instead",
-    "reward_model_name_or_path": "reward models are not a grpo-trl reward yet",
     "dataset_streaming": "grpo-trl builds the dataset in memory (no streaming)",
     "ignore_bias_buffers": "DDP setting TRL's GRPO script ignores",
     "use_liger_loss": "Liger's GRPO loss was removed from TRL (0.28): TRL now always computes log-probs in chunks "

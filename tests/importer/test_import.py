@@ -335,3 +335,55 @@ def test_shipped_readme_example_imports_and_checks(tmp_path, monkeypatch, capsys
     assert (tmp_path / data["path"]).resolve() == (root / "examples/import/problems.jsonl").resolve()
     assert cli_main(["check", str(out)]) == 0
     assert "data                hub: 24 at most" in capsys.readouterr().out
+
+
+# `trl grpo`'s script passes [reward_model_name_or_path, *reward_funcs] to GRPOTrainer: the model is the first reward
+# and reward_weights[0] is its weight.
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (
+            "reward_funcs: [accuracy_reward, think_format_reward]\nreward_weights: [0.5, 1.0, 0.2]\n",
+            [("org/rm", 0.5), ("accuracy", 1.0), ("think_format", 0.2)],
+        ),
+        ("reward_funcs: [accuracy_reward]\n", [("org/rm", None), ("accuracy", None)]),
+        ("", [("org/rm", None)]),
+        ("reward_weights: [2.0]\n", [("org/rm", 2.0)]),
+    ],
+)
+def test_trl_reward_model_becomes_the_first_reward(tmp_path, extra, expected):
+    result = load(f"model_name_or_path: m\ndataset_name: d\nreward_model_name_or_path: org/rm\n{extra}", tmp_path)
+    rewards = result.recipe["rewards"]
+    assert [(e.get("model") or e["name"], e.get("weight")) for e in rewards] == expected
+    assert "reward_model_name_or_path" not in dict(result.unmapped)
+    assert "# reward_model_name_or_path" in result.text.splitlines()[result.text.splitlines().index("rewards:") + 1]
+
+
+def test_trl_reward_model_weights_count_the_model(tmp_path):
+    text = "model_name_or_path: m\ndataset_name: d\nreward_model_name_or_path: org/rm\nreward_funcs: [a, b]\n"
+    with pytest.raises(RecipeError) as err:
+        load(text + "reward_weights: [1.0, 1.0]\n", tmp_path)
+    assert [p.key for p in err.value.problems] == ["reward_weights"]
+    assert "reward model's first" in err.value.problems[0].message
+
+
+def test_trl_local_reward_model_imports_and_checks(tmp_path, monkeypatch, capsys):
+    from grpo_trl.testing import build_tiny_reward_model
+
+    work = tmp_path / "work"
+    build_tiny_reward_model(work / "rm")
+    (work / "rows.jsonl").write_text("".join(f'{{"prompt": "say {i}", "solution": "{i}"}}\n' for i in range(16)))
+    (work / "config.yaml").write_text(
+        "model_name_or_path: builtin:tiny\ndataset_name: rows.jsonl\nreward_model_name_or_path: rm\n"
+        "reward_funcs: [think_format_reward]\nreward_weights: [0.5, 1.0]\nnum_generations: 4\n"
+        "per_device_train_batch_size: 4\nuse_cpu: true\noutput_dir: out\nreport_to: none\n"
+    )
+    monkeypatch.chdir(work)  # TRL's script resolves local paths from where it runs
+    out = tmp_path / "recipes" / "imported.yaml"
+    out.parent.mkdir()
+    assert cli_main(["import", "config.yaml", "-o", str(out)]) == 0
+    rewards = yaml.safe_load(out.read_text())["rewards"]
+    assert rewards[0] == {"model": "../work/rm", "weight": 0.5}  # relative to the recipe, like data paths
+    capsys.readouterr()
+    assert cli_main(["check", str(out)]) == 0, capsys.readouterr().err
+    assert "tiny-reward" not in capsys.readouterr().err
