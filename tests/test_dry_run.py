@@ -164,3 +164,36 @@ def test_a_column_named_like_a_bound_argument_is_a_check_error(tmp_path, capsys)
     assert "rewards.0.args.exact: reward 'gsm8k' binds args.exact, and the dataset has a column 'exact'" in err
     clean = recipe_file(tmp_path, [{"name": "gsm8k"}], data={"builder": "files", "path": str(data)})
     assert cli_main(["check", str(clean)]) == 0
+
+
+def every_trl_keyword_no_kwargs(prompts, completions, completion_ids, trainer_state, log_extra, log_metric, solution):
+    return [0.0] * len(completions)
+
+
+def every_trl_keyword_and_kwargs(prompts, completions, completion_ids, trainer_state, log_extra, log_metric, **kw):
+    return [0.0] * len(completions)
+
+
+@pytest.mark.parametrize(
+    ("reward", "columns", "extra"),
+    [
+        ("every_trl_keyword_no_kwargs", None, "level, some_values"),  # TRL passes every column: a TypeError
+        ("every_trl_keyword_no_kwargs", ["solution"], None),  # only the columns it takes
+        ("every_trl_keyword_and_kwargs", None, None),
+        ("gsm8k", None, None),
+    ],
+)
+def test_a_reward_without_kwargs_must_take_every_column_trl_passes(tmp_path, capsys, reward, columns, extra):
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": "q", "solution": "1", "level": "L1", "some_values": 3}) + "\n")
+    name = reward if reward == "gsm8k" else f"tests.test_dry_run:{reward}"
+    spec = {"builder": "hub", "path": str(data), **({"columns": columns} if columns else {})}
+    path = recipe_file(tmp_path, [{"name": name}], data=spec)
+    code = cli_main(["check", str(path)])
+    err = capsys.readouterr().err
+    if extra is None:
+        assert code == 0, err
+    else:
+        assert code == 1 and err.count("error:") == 1 and "Traceback" not in err
+        assert f"error: {path}: rewards.0: reward {reward!r} has no **kwargs parameter" in err
+        assert f"column(s) {extra} would make every call fail" in err

@@ -94,12 +94,23 @@ def columns_check(recipe: Recipe) -> list[Problem]:
 def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]) -> list[Problem]:
     """One problem per reward that reads a column (``solution``, ``nums``...) that ``columns`` lack."""
     from grpo_trl.rewards.registry import required_columns
-    from grpo_trl.rewards.signature import column_conflicts
+    from grpo_trl.rewards.signature import column_conflicts, unaccepted_columns
 
     columns = set(columns) - {"prompt"}
     source = recipe.dataset.get("builder") or "mixture"
     problems = [Problem(recipe.file, key, message) for key, message in column_conflicts(rewards, columns)]
     for i, reward in enumerate(rewards):
+        extra = unaccepted_columns(reward, columns)
+        if extra:
+            problems.append(
+                Problem(
+                    recipe.file,
+                    f"rewards.{i}",
+                    f"reward {reward.__name__!r} has no **kwargs parameter, and TRL passes it every dataset column by "
+                    f"keyword: column(s) {', '.join(extra)} would make every call fail (unexpected keyword argument)",
+                    "add **kwargs to its parameters, or leave those columns out of the data",
+                )
+            )
         missing = [c for c in required_columns(reward) if c not in columns]
         if missing:
             problems.append(

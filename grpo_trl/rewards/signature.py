@@ -73,6 +73,19 @@ def required_columns(reward: Any) -> list[str]:
     ]
 
 
+def unaccepted_columns(reward: Any, columns: Iterable[str]) -> list[str]:
+    """Dataset columns TRL would pass that the reward's call cannot take: it has no ``**kwargs`` and no such parameter.
+
+    TRL passes every column (but ``prompt``) to every reward by keyword, so each one is a ``TypeError`` on every batch.
+    """
+    sig = call_signature(reward)
+    if sig is None or any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    takes = {name for name, p in sig.parameters.items() if p.kind in kinds}
+    return sorted(set(columns) - takes - TRL_KWARGS - set(bound_args(reward)) - {"prompt"})
+
+
 def _error(message: str, key: str) -> Exception:
     """A ``RewardError`` located at ``rewards.N.<key>`` (``name`` or ``args``)."""
     from grpo_trl.errors import RewardError
