@@ -26,7 +26,7 @@ REWARDS: dict[str, tuple[str, dict, str]] = {
     "length": ("length", {"require_answer_tag": False}, "open-r1's length (Kimi 1.5)"),
     "soft_overlong_punishment": ("soft_overlong", {}, "open-r1's soft_overlong_punishment (DAPO)"),
     "code": ("code_tests", {}, "open-r1's code (E2B/local/morph) -> grpo-trl's local sandbox"),
-    "binary_code": ("code_tests", {"pass_fail": True}, "open-r1's binary_code -> code_tests, pass/fail"),
+    "binary_code": ("code_tests", {"binary": True}, "open-r1's binary_code -> code_tests, pass/fail"),
     "code_format": ("code_format", {}, "open-r1's code_format"),
     # TRL (trl/scripts/grpo.py registry names)
     "accuracy_reward": ("accuracy", {"require_answer_tag": False}, "TRL's accuracy_reward"),

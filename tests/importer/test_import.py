@@ -387,3 +387,19 @@ def test_trl_local_reward_model_imports_and_checks(tmp_path, monkeypatch, capsys
     capsys.readouterr()
     assert cli_main(["check", str(out)]) == 0, capsys.readouterr().err
     assert "tiny-reward" not in capsys.readouterr().err
+
+
+def test_every_peer_reward_imports_with_args_its_grpo_trl_reward_takes(tmp_path):
+    """Each reward name open-r1 or TRL's script knows maps to a grpo-trl reward that takes every arg the table gives
+    it (an arg name that drifted would be dropped with a warning, changing what the reward scores)."""
+    from grpo_trl.importer import tables as T
+
+    names = list(T.REWARDS)
+    result = load(
+        f"model_name_or_path: m\ndataset_name: d\ndataset_prompt_column: q\nreward_funcs: [{', '.join(names)}]\n",
+        tmp_path,
+    )
+    dropped = [w for w in result.warnings if "does not take" in w and "language='python'" not in w]
+    assert dropped == []
+    by_peer = dict(zip(names, result.recipe["rewards"]))
+    assert by_peer["binary_code"]["args"] == {"binary": True}  # open-r1: 1 only if all tests pass
