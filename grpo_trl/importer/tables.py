@@ -20,7 +20,11 @@ REWARDS: dict[str, tuple[str, dict, str]] = {
     "accuracy": ("accuracy", {"require_answer_tag": False}, "open-r1's accuracy: math-verify on the whole completion"),
     "format": ("think_format", {}, "open-r1's format; grpo-trl's think_format is the stricter (no nested <think>)"),
     "tag_count": ("tag_count", {}, "open-r1's tag_count"),
-    "reasoning_steps": ("reasoning_steps", {}, "open-r1's reasoning_steps"),
+    "reasoning_steps": (
+        "reasoning_steps",
+        {"numbered_lines": False},
+        "open-r1's reasoning_steps (a numbered '1.' counts only at the start of the text, as its regex does)",
+    ),
     "cosine": ("cosine", {"require_answer_tag": False}, "open-r1's cosine"),
     "repetition_penalty": ("repetition_penalty", {}, "open-r1's repetition_penalty"),
     "length": ("length", {"require_answer_tag": False}, "open-r1's length (Kimi 1.5)"),

@@ -17,7 +17,8 @@ import re
 from grpo_trl.rewards.registry import register_reward, text_of
 
 _OPEN, _SEP, _CLOSE = "<think>\n", "\n</think>\n<answer>\n", "\n</answer>"
-_STEP_MARKERS = re.compile(r"(Step \d+:|^\d+\.|\n-|\n\*|First,|Second,|Next,|Finally,)", re.MULTILINE)
+_STEPS = r"(Step \d+:|^\d+\.|\n-|\n\*|First,|Second,|Next,|Finally,)"
+_STEP_MARKERS = {True: re.compile(_STEPS, re.MULTILINE), False: re.compile(_STEPS)}
 
 
 @register_reward("think_format")
@@ -52,11 +53,16 @@ def tag_count(completions: list, **kwargs) -> list[float]:
 
 
 @register_reward("reasoning_steps")
-def reasoning_steps(completions: list, min_steps: int = 3, **kwargs) -> list[float]:
-    """min(1, step markers found / ``min_steps``): ``Step 1:``, ``1.``, bullets, ``First,`` ... ``Finally,``."""
+def reasoning_steps(completions: list, min_steps: int = 3, numbered_lines: bool = True, **kwargs) -> list[float]:
+    """min(1, step markers found / ``min_steps``): ``Step 1:``, ``1.``, bullets, ``First,`` ... ``Finally,``.
+
+    ``numbered_lines``: a ``1.`` counts at the start of every line; False counts it only at the start of the text,
+    as open-r1's ``reasoning_steps_reward`` does (its regex has no MULTILINE flag).
+    """
+    markers = _STEP_MARKERS[bool(numbered_lines)]
     # stops at min_steps markers: a long text of markers costs no more than a short one
     return [
-        min(1.0, sum(1 for _ in itertools.islice(_STEP_MARKERS.finditer(text), max(1, min_steps))) / min_steps)
+        min(1.0, sum(1 for _ in itertools.islice(markers.finditer(text), max(1, min_steps))) / min_steps)
         for text in text_of(completions)
     ]
 

@@ -222,3 +222,47 @@ def test_cosine_and_length_take_require_answer_tag(name):
         assert loose == pytest.approx(trl([_msg(t) for t in texts], ["7", "7"], ids))
     else:
         assert strict != loose and loose[0] > loose[1]
+
+
+# ------------------------------------------------------------------------------------------------ open-r1's own
+# open-r1's reasoning_steps_reward and tag_count_reward (src/open_r1/rewards.py), as published; `grpo-trl import`
+# maps them to reasoning_steps (numbered_lines: false) and tag_count.
+def _open_r1_reasoning_steps(completions, **kwargs):
+    pattern = r"(Step \d+:|^\d+\.|\n-|\n\*|First,|Second,|Next,|Finally,)"
+    return [min(1.0, len(re.findall(pattern, c[0]["content"])) / 3) for c in completions]
+
+
+def _open_r1_tag_count(completions, **kwargs):
+    def count_tags(text):
+        marks = ("<think>\n", "\n</think>\n", "\n<answer>\n", "\n</answer>")
+        return sum(0.25 for m in marks if text.count(m) == 1)
+
+    return [count_tags(c[0]["content"]) for c in completions]
+
+
+STEP_PIECES = ["Step 1:", "Step 22:", "1. ", "\n1. ", "12.", "\n- ", "\n* ", "First,", "Next,", "Finally,", "x", "\n"]
+TAG_PIECES = ["<think>\n", "\n</think>\n", "\n<answer>\n", "\n</answer>", "<think>", "\n", "a"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.lists(st.sampled_from(STEP_PIECES), max_size=8).map("".join))
+def test_imported_reasoning_steps_scores_like_open_r1(text):
+    from grpo_trl.importer import tables
+
+    name, args, _ = tables.REWARDS["reasoning_steps"]
+    assert get_reward(name, **args)([_msg(text)]) == pytest.approx(_open_r1_reasoning_steps([_msg(text)]))
+
+
+def test_reasoning_steps_counts_numbered_lines_by_default():
+    text = "1. a\n2. b\n3. c"
+    assert get_reward("reasoning_steps")([text]) == [1.0]
+    assert get_reward("reasoning_steps", numbered_lines=False)([text]) == [pytest.approx(1 / 3)]  # open-r1's
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.lists(st.sampled_from(TAG_PIECES), max_size=8).map("".join))
+def test_imported_tag_count_scores_like_open_r1(text):
+    from grpo_trl.importer import tables
+
+    name, args, _ = tables.REWARDS["tag_count"]
+    assert get_reward(name, **args)([_msg(text)]) == _open_r1_tag_count([_msg(text)])
