@@ -82,6 +82,8 @@ LENGTH_UNITS = {
     "cosine": "open-r1 measures cosine_max_len in characters, grpo-trl in tokens (roughly 3-4 characters each): "
     "check args.max_len",
     "repetition_penalty": "open-r1 counts word n-grams, grpo-trl (TRL's implementation) token-id n-grams",
+    "length": "open-r1 compares the batch's lengths in characters, grpo-trl in tokens, and scores a row whose gold "
+    "cannot be parsed as correct where grpo-trl scores it None (skipped)",
 }
 
 # ------------------------------------------------------------------------------------------------- config keys

@@ -403,3 +403,11 @@ def test_every_peer_reward_imports_with_args_its_grpo_trl_reward_takes(tmp_path)
     assert dropped == []
     by_peer = dict(zip(names, result.recipe["rewards"]))
     assert by_peer["binary_code"]["args"] == {"binary": True}  # open-r1: 1 only if all tests pass
+
+
+@pytest.mark.parametrize("peer", ["cosine", "repetition_penalty", "length"])
+def test_open_r1_length_rewards_say_what_they_measure_differently(tmp_path, peer):
+    result = load(
+        f"model_name_or_path: m\ndataset_name: d\ndataset_prompt_column: q\nreward_funcs: [{peer}]\n", tmp_path
+    )
+    assert any(w.startswith(f"reward {peer!r}: open-r1 ") for w in result.warnings), result.warnings
