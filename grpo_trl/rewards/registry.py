@@ -31,6 +31,7 @@ from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward  # noqa: F
 from grpo_trl.rewards.results import LengthError  # noqa: F401 - re-exported
 from grpo_trl.rewards.signature import required_columns  # noqa: F401 - re-exported
 from grpo_trl.rewards.text import completion_text
+from grpo_trl.targets import _why as import_failure
 from grpo_trl.targets import import_target
 
 logger = logging.getLogger(__name__)
@@ -153,9 +154,12 @@ def load_plugin(path: str | Path) -> None:
     before = dict(_REGISTRY)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except KeyboardInterrupt:
         sys.modules.pop(mod_name, None)
-        raise RewardError(f"plugin file {str(path)!r} failed to import: {type(exc).__name__}: {exc}") from exc
+        raise  # Ctrl-C while a slow plugin imports still stops the program
+    except BaseException as exc:  # noqa: BLE001 - the plugin fails, or calls exit(), while importing
+        sys.modules.pop(mod_name, None)
+        raise RewardError(f"plugin file {str(path)!r} failed to import: {import_failure(exc)}") from exc
     _LOADED_PLUGINS.add(str(p))
     if _REGISTRY == before:  # registered nothing: remember its plain functions for `check` to name
         _UNREGISTERED[str(p)] = [
@@ -204,7 +208,7 @@ def check_reward_args(name: str, args: dict[str, Any]) -> None:
     target = obj.__init__ if inspect.isclass(obj) else obj
     try:
         sig = inspect.signature(target)
-    except (TypeError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
         raise RewardError(f"reward {name!r}: its signature cannot be read ({exc})", key="name") from exc
     accepts_any = is_factory and any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
     params = _params(obj, is_factory)

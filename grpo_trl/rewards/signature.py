@@ -48,7 +48,7 @@ def call_signature(reward: Any) -> inspect.Signature | None:
     func = reward.func if isinstance(reward, NamedReward) else reward
     try:
         return inspect.signature(func)  # a function, or a callable instance (its bound __call__)
-    except (TypeError, ValueError):
+    except Exception:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
         return None
 
 
@@ -112,7 +112,7 @@ def plan_reward(name: str, alias: str | None = None, **args: Any) -> RewardPlan:
     else:
         try:
             signature = inspect.signature(obj)
-        except (TypeError, ValueError):
+        except Exception:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
             signature = None
     return RewardPlan(reward_label(name, alias), signature, dict(args))
 
@@ -148,7 +148,7 @@ def check_call(name: str, obj: Callable, is_factory: bool, args: dict[str, Any])
         )
     try:
         signature = inspect.signature(obj)
-    except (TypeError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
         raise _error(
             f"reward {name!r}: the parameters of {qualname} cannot be read ({exc}), so nothing says it takes "
             "completions; wrap it in a Python function `def my_reward(completions, **kwargs)`",
