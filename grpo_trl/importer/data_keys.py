@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import numbers
-import os
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +52,7 @@ class DataKeys(Translation):
         """``path:`` for a local data file (relative to where the recipe is written), else ``name:``."""
         p = Path(name).expanduser()
         if p.suffix.lower() in (".jsonl", ".json", ".parquet", ".csv") and p.is_file():
-            if self.out_dir is not None and not p.is_absolute():  # recipe paths are relative to the recipe
-                return {"path": os.path.relpath(p.resolve(), self.out_dir.resolve())}
-            return {"path": str(p)}
+            return {"path": self.local(str(p))}
         return {"name": name}
 
     def mixture(self, prompt_column: str, flavour: str) -> None:

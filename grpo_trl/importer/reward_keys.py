@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import difflib
 import numbers
-import os
-from pathlib import Path
 
 from grpo_trl.importer import tables as T
 from grpo_trl.importer.state import Translation
@@ -89,10 +87,7 @@ class RewardKeys(Translation):
         if not isinstance(model, str) or not model.strip():
             self.problem("reward_model_name_or_path", f"must be a model id or a local path, got {model!r}")
             return None
-        local = Path(model).expanduser()
-        if local.is_dir() and not local.is_absolute() and self.out_dir is not None:  # recipe paths: from the recipe
-            return os.path.relpath(local.resolve(), self.out_dir.resolve())
-        return model
+        return self.local(model)
 
     def reward(self, peer: str, known: dict, used_settings: set) -> tuple[dict, str]:
         if peer in T.NO_EQUIVALENT:

@@ -411,3 +411,20 @@ def test_open_r1_length_rewards_say_what_they_measure_differently(tmp_path, peer
         f"model_name_or_path: m\ndataset_name: d\ndataset_prompt_column: q\nreward_funcs: [{peer}]\n", tmp_path
     )
     assert any(w.startswith(f"reward {peer!r}: open-r1 ") for w in result.warnings), result.warnings
+
+
+def test_local_accelerate_config_is_written_relative_to_the_recipe(tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    (work / "acc").mkdir(parents=True)
+    (work / "acc" / "mine.yaml").write_text("distributed_type: MULTI_GPU\n")
+    (work / "config.yaml").write_text(
+        "model_name_or_path: m\ndataset_name: d\nreward_funcs: [accuracy_reward]\naccelerate_config: acc/mine.yaml\n"
+    )
+    monkeypatch.chdir(work)  # the TRL CLI resolves it from where it runs; a recipe's paths are from the recipe
+    out = tmp_path / "recipes"
+    out.mkdir()
+    launch = import_config(work / "config.yaml", out_dir=out).recipe["launch"]
+    assert launch == {"accelerate_config": "../work/acc/mine.yaml"}
+    assert (out / launch["accelerate_config"]).is_file()
+    (work / "config.yaml").write_text((work / "config.yaml").read_text().replace("acc/mine.yaml", "zero2"))
+    assert import_config(work / "config.yaml", out_dir=out).recipe["launch"] == {"accelerate_config": "zero2"}
