@@ -20,11 +20,15 @@ class DataKeys(Translation):
         split = self.string("dataset_train_split", "train")
         test_split = self.string("dataset_test_split", "test")
         part: dict[str, Any] = {"builder": "hub"}
-        if self.has("dataset_mixture") or self.has("datasets"):
+        if self.data.get("datasets") == []:  # TRL's DatasetMixtureConfig default, written out: no mixture
+            self.take("datasets")
+        elif self.has("dataset_mixture") or self.has("datasets"):
             self.mixture(prompt_column, flavour)
             if self.has("dataset_name"):
                 self.unmapped("dataset_name", "a dataset mixture is given too, and TRL uses the mixture")
-        elif self.has("dataset_name"):
+            self.prompt_format(flavour)
+            return
+        if self.has("dataset_name"):
             name = self.string("dataset_name")
             if name is None:
                 return

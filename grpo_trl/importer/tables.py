@@ -149,6 +149,8 @@ NOT_MAPPED = {
     "wandb_project": "set the WANDB_PROJECT environment variable instead",
     "wandb_run_group": "set the WANDB_RUN_GROUP environment variable instead",
     "dataset_streaming": "grpo-trl builds the dataset in memory (no streaming)",
+    "streaming": "TRL's dataset-mixture streaming: grpo-trl builds the dataset in memory",
+    "test_split_size": "TRL's dataset-mixture eval fraction: grpo-trl holds out a count, set data.eval_size",
     "ignore_bias_buffers": "DDP setting TRL's GRPO script ignores",
     "use_liger_loss": "Liger's GRPO loss was removed from TRL (0.28): TRL now always computes log-probs in chunks "
     "with its own fused LM head; use_liger_kernel (layer kernels) is a different setting and is not derived from it",

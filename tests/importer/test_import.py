@@ -428,3 +428,60 @@ def test_local_accelerate_config_is_written_relative_to_the_recipe(tmp_path, mon
     assert (out / launch["accelerate_config"]).is_file()
     (work / "config.yaml").write_text((work / "config.yaml").read_text().replace("acc/mine.yaml", "zero2"))
     assert import_config(work / "config.yaml", out_dir=out).recipe["launch"] == {"accelerate_config": "zero2"}
+
+
+@pytest.mark.parametrize(
+    "extra, expected",
+    [  # what trl.trainer.utils.get_quantization_config builds from the same ModelConfig keys
+        (
+            "load_in_4bit: true\ndtype: bfloat16\nuse_bnb_nested_quant: true\n",
+            {
+                "load_in_4bit": True,
+                "bnb_4bit_quant_type": "nf4",
+                "bnb_4bit_compute_dtype": "bfloat16",
+                "bnb_4bit_use_double_quant": True,
+            },
+        ),
+        (
+            "load_in_4bit: true\nbnb_4bit_quant_type: fp4\n",
+            {"load_in_4bit": True, "bnb_4bit_quant_type": "fp4", "bnb_4bit_compute_dtype": "float32"},
+        ),
+        ("load_in_8bit: true\n", {"load_in_8bit": True}),
+        ("load_in_4bit: false\nload_in_8bit: false\nbnb_4bit_quant_type: nf4\nuse_bnb_nested_quant: false\n", None),
+    ],
+)
+def test_trl_quantization_keys_become_model_quantization(tmp_path, extra, expected):
+    text = "model_name_or_path: m\ndataset_name: d\nreward_funcs: [accuracy_reward]\nuse_peft: true\n" + extra
+    result = load(text, tmp_path)
+    assert result.recipe["model"].get("quantization") == expected
+    assert not any(k.startswith(("load_in", "bnb_", "use_bnb")) for k, _ in result.unmapped), result.unmapped
+    if expected:
+        from transformers import BitsAndBytesConfig
+
+        from grpo_trl.quantization import quantization_problems
+
+        assert quantization_problems(expected, has_lora=True) == []
+        BitsAndBytesConfig(**expected)  # what the recipe builds, as TRL built it
+
+
+def test_a_config_with_every_trl_script_default_written_out_imports_cleanly(tmp_path):
+    """`trl grpo` configs often carry every ScriptArguments / ModelConfig / DatasetMixtureConfig field at its default
+    (`datasets: []`, `load_in_4bit: false`...): each is a field TRL knows, so none is an error or 'not a field'."""
+    import dataclasses
+
+    from trl import ModelConfig
+    from trl.scripts.grpo import GRPOScriptArguments
+    from trl.scripts.utils import DatasetMixtureConfig
+
+    cfg = {}
+    for cls in (GRPOScriptArguments, ModelConfig, DatasetMixtureConfig):
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                cfg[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                cfg[f.name] = f.default_factory()
+    cfg.update(model_name_or_path="m", dataset_name="d", reward_funcs=["accuracy_reward"])
+    result = load(yaml.safe_dump({k: v for k, v in cfg.items() if v is not None}), tmp_path)
+    assert result.recipe["data"] == {"builder": "hub", "name": "d"}  # `datasets: []` is no mixture
+    assert "quantization" not in result.recipe["model"] and "lora" not in result.recipe["model"]
+    assert not [k for k, why in result.unmapped if "not a field" in why], result.unmapped
