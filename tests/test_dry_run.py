@@ -197,3 +197,21 @@ def test_a_reward_without_kwargs_must_take_every_column_trl_passes(tmp_path, cap
         assert code == 1 and err.count("error:") == 1 and "Traceback" not in err
         assert f"error: {path}: rewards.0: reward {reward!r} has no **kwargs parameter" in err
         assert f"column(s) {extra} would make every call fail" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("trl.rewards.accuracy_reward", "did you mean 'trl.rewards:accuracy_reward'?"),  # TRL's CLI form
+        ("tests.test_dry_run.no_kwargs", "did you mean 'tests.test_dry_run:no_kwargs'?"),
+        ("trl.rewards:get_soft_overlong_punishment", "grpo-trl's built-in 'soft_overlong' is this reward"),
+        ("trl.rewards:get_cosine_scaled_reward", "grpo-trl's built-in 'cosine' is this reward"),
+        ("trl.rewards:get_repetition_penalty_reward", "grpo-trl's built-in 'repetition_penalty' is this reward"),
+        ("reasoning_steps_reward", "did you mean 'reasoning_steps'?"),
+    ],
+)
+def test_trl_reward_spellings_get_a_hint(tmp_path, capsys, name, hint):
+    path = recipe_file(tmp_path, [{"name": name}])
+    assert cli_main(["check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and hint in err, err

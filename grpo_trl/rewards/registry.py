@@ -193,8 +193,12 @@ def _lookup(name: str) -> tuple[Callable, bool]:
             raise RewardError(f"reward {name!r}: {name.partition(':')[2]!r} is not callable", key="name")
         return obj, inspect.isclass(obj)
     if name not in _REGISTRY:
+        hint = suggest(name, list(_REGISTRY))
+        if not hint and "." in name.strip(".") and not name.endswith("."):  # TRL's CLI form: pkg.mod.func
+            module, _, attr = name.rpartition(".")
+            hint = f" (did you mean {f'{module}:{attr}'!r}? a module path names its function after ':')"
         raise RewardError(
-            f"unknown reward {name!r}{suggest(name, list(_REGISTRY))}; `grpo-trl rewards` lists them, and your own "
+            f"unknown reward {name!r}{hint}; `grpo-trl rewards` lists them, and your own "
             "can be given as 'module.path:function' or registered in a file listed under 'plugins:'",
             key="name",
         )

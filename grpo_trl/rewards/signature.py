@@ -173,11 +173,19 @@ def check_call(name: str, obj: Callable, is_factory: bool, args: dict[str, Any])
         args = {}
     problem = signature and _trl_call_problem(signature, args)
     if problem:
+        from grpo_trl.errors import renames
+
+        builtin = renames().get(name.rpartition(":")[2])  # TRL's get_cosine_scaled_reward -> cosine
+        same = (
+            f"; grpo-trl's built-in {builtin!r} is this reward: name it, its arguments under args:"
+            if (builtin in _REGISTRY)
+            else ""
+        )
         raise _error(
             f"reward {name!r} cannot be called the way TRL calls rewards ({problem}): TRL passes prompts, "
             "completions, completion_ids, trainer_state, log_extra, log_metric and every dataset column by keyword; "
             "give it a **kwargs parameter (a factory that returns the reward? register it with "
-            "@register_reward(factory=True))",
+            f"@register_reward(factory=True)){same}",
             "name",
         )
 
