@@ -208,6 +208,8 @@ def test_a_reward_without_kwargs_must_take_every_column_trl_passes(tmp_path, cap
         ("trl.rewards:get_cosine_scaled_reward", "grpo-trl's built-in 'cosine' is this reward"),
         ("trl.rewards:get_repetition_penalty_reward", "grpo-trl's built-in 'repetition_penalty' is this reward"),
         ("reasoning_steps_reward", "did you mean 'reasoning_steps'?"),
+        ("org/tiny-Qwen2ForSequenceClassification-2.5", "a reward model? write {model: org/tiny-Qwen2For"),
+        ("./my-rm", "a reward model? write {model: ./my-rm}"),
     ],
 )
 def test_trl_reward_spellings_get_a_hint(tmp_path, capsys, name, hint):

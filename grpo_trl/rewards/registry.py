@@ -194,8 +194,10 @@ def _lookup(name: str) -> tuple[Callable, bool]:
         return obj, inspect.isclass(obj)
     if name not in _REGISTRY:
         hint = suggest(name, list(_REGISTRY))
-        if not hint and "." in name.strip(".") and not name.endswith("."):  # TRL's CLI form: pkg.mod.func
-            module, _, attr = name.rpartition(".")
+        module, _, attr = name.rpartition(".")
+        if "/" in name:  # GRPOTrainer(reward_funcs="org/model") loads a reward model
+            hint = f" (a reward model? write {{model: {name}}} instead of name:)"
+        elif not hint and module and all(p.isidentifier() for p in [*module.split("."), attr]):  # trl's pkg.mod.func
             hint = f" (did you mean {f'{module}:{attr}'!r}? a module path names its function after ':')"
         raise RewardError(
             f"unknown reward {name!r}{hint}; `grpo-trl rewards` lists them, and your own "
