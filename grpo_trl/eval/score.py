@@ -75,8 +75,15 @@ def score(recipe: Recipe, rewards: list, weights: list[float], ds: Any, gens: Ge
     columns = {c: [v for v in ds[c] for _ in range(n)] for c in ds.column_names if c != "prompt"}
     flat_prompts = [p for p in prompts for _ in range(n)]
     flat_lengths = [x for group in gens.lengths for x in group]
+    from transformers import TrainerState
+
     from grpo_trl.rewards.call import call_sync
 
+    trl_keywords = {  # what GRPOTrainer passes every reward besides the batch: a reward written for TRL reads them
+        "trainer_state": TrainerState(),
+        "log_extra": lambda column, values: None,
+        "log_metric": lambda name, value: None,
+    }
     scores = {  # an async reward (the judge) is run to completion
         reward.__name__: call_sync(
             reward,
@@ -84,6 +91,7 @@ def score(recipe: Recipe, rewards: list, weights: list[float], ds: Any, gens: Ge
             prompts=flat_prompts,
             completion_ids=[[0] * k for k in flat_lengths],
             **columns,
+            **trl_keywords,
         )
         for reward in rewards
     }
