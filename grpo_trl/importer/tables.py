@@ -18,7 +18,11 @@ from __future__ import annotations
 REWARDS: dict[str, tuple[str, dict, str]] = {
     # open-r1 (src/open_r1/rewards.py registry names)
     "accuracy": ("accuracy", {"require_answer_tag": False}, "open-r1's accuracy: math-verify on the whole completion"),
-    "format": ("think_format", {}, "open-r1's format; grpo-trl's think_format is the stricter (no nested <think>)"),
+    "format": (
+        "think_format",
+        {"trailing_lines": True},
+        "open-r1's format (lines may follow </answer>); grpo-trl's think_format is the stricter (no nested <think>)",
+    ),
     "tag_count": ("tag_count", {}, "open-r1's tag_count"),
     "reasoning_steps": (
         "reasoning_steps",

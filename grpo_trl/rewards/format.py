@@ -22,27 +22,36 @@ _STEP_MARKERS = {True: re.compile(_STEPS, re.MULTILINE), False: re.compile(_STEP
 
 
 @register_reward("think_format")
-def think_format(completions: list, prefilled_think: bool = False, **kwargs) -> list[float]:
+def think_format(
+    completions: list, prefilled_think: bool = False, trailing_lines: bool = False, **kwargs
+) -> list[float]:
     """1.0 for exactly ``<think>\\n...\\n</think>\\n<answer>\\n...\\n</answer>``, else 0.0.
 
     ``prefilled_think=True`` is for chat templates that open ``<think>`` in the prompt: the completion then starts
-    inside the think block.
+    inside the think block. ``trailing_lines=True`` also accepts more lines after a ``\\n</answer>`` that ends its
+    line (a trailing newline, say), as open-r1's ``format`` reward does (its ``$`` matches at any line end).
     """
     out = []
     for text in text_of(completions):
         if prefilled_think and not text.startswith("<think>"):
             text = "<think>\n" + text.lstrip("\n")
-        out.append(1.0 if _think_layout(text) else 0.0)
+        out.append(1.0 if _think_layout(text, trailing_lines) else 0.0)
     return out
 
 
-def _think_layout(text: str) -> bool:
+def _think_layout(text: str, trailing_lines: bool = False) -> bool:
     """``<think>\\n T \\n</think>\\n<answer>\\n A \\n</answer>`` and no second ``<think>`` anywhere (TRL rejects one),
     in linear time: string searches, no regex backtracking."""
-    if not (text.startswith(_OPEN) and text.endswith(_CLOSE)) or text.find("<think>", 1) >= 0:
+    if not text.startswith(_OPEN) or text.find("<think>", 1) >= 0:
         return False
     sep = text.find(_SEP, len(_OPEN))  # the think and answer bodies may be empty, not shared with the tags
-    return sep >= 0 and sep + len(_SEP) + len(_CLOSE) <= len(text)
+    if sep < 0:
+        return False
+    start = sep + len(_SEP)
+    if not trailing_lines:
+        return text.endswith(_CLOSE) and start + len(_CLOSE) <= len(text)
+    end = text.find(_CLOSE + "\n", start)  # the first </answer> that ends a line, else one that ends the text
+    return end >= 0 or (text.endswith(_CLOSE) and start + len(_CLOSE) <= len(text))
 
 
 @register_reward("tag_count")

@@ -266,3 +266,41 @@ def test_imported_tag_count_scores_like_open_r1(text):
 
     name, args, _ = tables.REWARDS["tag_count"]
     assert get_reward(name, **args)([_msg(text)]) == _open_r1_tag_count([_msg(text)])
+
+
+def _open_r1_format(completions, **kwargs):
+    pattern = r"^<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>$"
+    return [1.0 if re.match(pattern, c[0]["content"], re.DOTALL | re.MULTILINE) else 0.0 for c in completions]
+
+
+FORMAT_PIECES = ["<think>\n", "\n</think>\n<answer>\n", "\n</answer>", "\n", "a", "</answer>", "\n</think>\n", " "]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(st.sampled_from(FORMAT_PIECES), max_size=8).map("".join),
+    st.sampled_from(["", "\n", "\nmore", "\n\n", " ", "x"]),
+    st.booleans(),
+)
+def test_imported_format_scores_like_open_r1_but_refuses_a_second_think(text, tail, layout):
+    """open-r1's `format` -> think_format as `grpo-trl import` writes it: the same score, except that grpo-trl's
+    rejects a second <think> (the one documented difference; TRL's think_format_reward rejects it too)."""
+    from grpo_trl.importer import tables
+
+    name, args, _ = tables.REWARDS["format"]
+    if layout:
+        text = f"<think>\n{text}\n</think>\n<answer>\n{text}\n</answer>{tail}"
+    ours = get_reward(name, **args)([_msg(text)])[0]
+    expected = _open_r1_format([_msg(text)])[0] if "<think>" not in text[1:] else 0.0
+    assert ours == expected, text
+
+
+def test_think_format_trailing_lines():
+    text = "<think>\nx\n</think>\n<answer>\n4\n</answer>\n"
+    assert think_format([text]) == [0.0]  # the default layout ends at </answer>
+    assert think_format([text], trailing_lines=True) == [1.0] == _open_r1_format([_msg(text)])
+    assert (
+        think_format([text[:-1] + " more"], trailing_lines=True)
+        == [0.0]
+        == _open_r1_format([_msg(text[:-1] + " more")])
+    )
