@@ -217,3 +217,35 @@ def test_trl_reward_spellings_get_a_hint(tmp_path, capsys, name, hint):
     assert cli_main(["check", str(path)]) == 1
     err = capsys.readouterr().err
     assert err.count("error:") == 1 and hint in err, err
+
+
+def reads_the_completion_column(completions, completion, **kwargs):
+    return [0.0] * len(completions)
+
+
+def reads_the_prompt_column(completions, prompt, **kwargs):
+    return [0.0] * len(completions)
+
+
+@pytest.mark.parametrize(
+    ("reward", "error"),
+    [
+        ("reads_the_completion_column", "reads completion, which TRL never passes to rewards"),
+        ("reads_the_prompt_column", "reads prompt, which TRL never passes to rewards"),
+        ("every_trl_keyword_no_kwargs", None),  # takes solution only: TRL does not pass the completion column
+    ],
+)
+def test_columns_trl_drops_are_never_a_reward_input(tmp_path, capsys, reward, error):
+    """GRPOTrainer._calculate_rewards drops the dataset's prompt, completion and completion_ids columns (a
+    prompt-completion dataset keeps its reference `completion`): a reward cannot read them, nor must it take them."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": "q", "completion": "a", "solution": "1"}) + "\n")
+    path = recipe_file(
+        tmp_path, [{"name": f"tests.test_dry_run:{reward}"}], data={"builder": "hub", "path": str(data)}
+    )
+    code = cli_main(["check", str(path)])
+    err = capsys.readouterr().err
+    if error is None:
+        assert code == 0, err
+    else:
+        assert code == 1 and err.count("error:") == 1 and error in err and "read prompts=, completions=" in err

@@ -72,13 +72,13 @@ def score(recipe: Recipe, rewards: list, weights: list[float], ds: Any, gens: Ge
     prompts = list(ds["prompt"])
     n = len(gens.texts[0]) if gens.texts else 0
     flat_completions = [as_completion(p, t) for p, group in zip(prompts, gens.texts) for t in group]
-    columns = {c: [v for v in ds[c] for _ in range(n)] for c in ds.column_names if c != "prompt"}
-    flat_prompts = [p for p in prompts for _ in range(n)]
-    flat_lengths = [x for group in gens.lengths for x in group]
     from transformers import TrainerState
 
-    from grpo_trl.rewards.call import call_sync
+    from grpo_trl.rewards.call import NOT_PASSED, call_sync
 
+    columns = {c: [v for v in ds[c] for _ in range(n)] for c in ds.column_names if c not in NOT_PASSED}
+    flat_prompts = [p for p in prompts for _ in range(n)]
+    flat_lengths = [x for group in gens.lengths for x in group]
     trl_keywords = {  # what GRPOTrainer passes every reward besides the batch: a reward written for TRL reads them
         "trainer_state": TrainerState(),
         "log_extra": lambda column, values: None,

@@ -20,7 +20,7 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward
+from grpo_trl.rewards.call import NOT_PASSED, TRL_KWARGS, NamedReward, SafeReward
 
 
 class RewardPlan:
@@ -76,14 +76,14 @@ def required_columns(reward: Any) -> list[str]:
 def unaccepted_columns(reward: Any, columns: Iterable[str]) -> list[str]:
     """Dataset columns TRL would pass that the reward's call cannot take: it has no ``**kwargs`` and no such parameter.
 
-    TRL passes every column (but ``prompt``) to every reward by keyword, so each one is a ``TypeError`` on every batch.
+    TRL passes every column (but ``NOT_PASSED``) to every reward by keyword: each one is a ``TypeError`` every batch.
     """
     sig = call_signature(reward)
     if sig is None or any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
         return []
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     takes = {name for name, p in sig.parameters.items() if p.kind in kinds}
-    return sorted(set(columns) - takes - TRL_KWARGS - set(bound_args(reward)) - {"prompt"})
+    return sorted(set(columns) - takes - TRL_KWARGS - set(bound_args(reward)) - NOT_PASSED)
 
 
 def _error(message: str, key: str) -> Exception:
