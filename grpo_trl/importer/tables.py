@@ -137,6 +137,7 @@ RENAMED_FIELDS = {
     "vllm_guided_decoding_regex": "vllm_structured_outputs_regex",
     "evaluation_strategy": "eval_strategy",
     "no_cuda": "use_cpu",
+    "vllm_max_model_len": "vllm_max_model_length",
 }
 # Keys with no place in a recipe: key -> why / what to do instead.
 NOT_MAPPED = {
@@ -159,6 +160,10 @@ NOT_MAPPED = {
     "use_liger_loss": "Liger's GRPO loss was removed from TRL (0.28): TRL now always computes log-probs in chunks "
     "with its own fused LM head; use_liger_kernel (layer kernels) is a different setting and is not derived from it",
     "env": "environment variables: export them before running",
+    "vllm_dtype": "removed from TRL: the vLLM server sets its dtype where it starts (`grpo-trl serve RECIPE -- "
+    "--dtype bfloat16`); colocated vLLM follows model.dtype",
+    "vllm_enable_prefix_caching": "removed from TRL: a vLLM server setting (`grpo-trl serve RECIPE -- "
+    "--enable-prefix-caching`)",
 }
 
 # ------------------------------------------------------------------------------------------- defaults over time

@@ -485,3 +485,21 @@ def test_a_config_with_every_trl_script_default_written_out_imports_cleanly(tmp_
     assert result.recipe["data"] == {"builder": "hub", "name": "d"}  # `datasets: []` is no mixture
     assert "quantization" not in result.recipe["model"] and "lora" not in result.recipe["model"]
     assert not [k for k, why in result.unmapped if "not a field" in why], result.unmapped
+
+
+def test_an_older_trl_config_is_read_as_trl_with_its_vllm_fields_explained(tmp_path):
+    """A TRL 0.1x GRPO config: num_completions_to_print is (was) a GRPOConfig field, so the config is TRL's (no
+    open-r1 user-turn wrapping of its standard prompts); vLLM fields TRL renamed or moved to the server are mapped or
+    explained, never 'not a field'."""
+    text = (
+        "model_name_or_path: m\ndataset_name: trl-lib/tldr\nreward_funcs: [think_format_reward]\nuse_vllm: true\n"
+        "num_completions_to_print: 2\nvllm_max_model_len: 2048\nvllm_dtype: auto\nvllm_enable_prefix_caching: true\n"
+    )
+    result = load(text, tmp_path)
+    assert result.imported.flavour == "trl"
+    assert "prompt_format" not in result.recipe["data"] and "system_prompt" not in result.recipe["data"]
+    trainer = result.recipe["trainer"]
+    assert trainer["vllm_max_model_length"] == 2048 and trainer["num_completions_to_print"] == 2
+    unmapped = dict(result.unmapped)
+    assert set(unmapped) == {"vllm_dtype", "vllm_enable_prefix_caching"}
+    assert all("grpo-trl serve" in why for why in unmapped.values())
