@@ -1,7 +1,8 @@
 """Reward models in a recipe: ``rewards: - {model: <Hub id or local path>, weight: 1.0, tokenizer: optional}``.
 
 TRL loads each one as ``AutoModelForSequenceClassification(num_labels=1)`` and logs it as ``rewards/<last path
-part>/mean``. ``check`` reads only the config (no weights): it must be a sequence classifier with one label.
+part>/mean``. ``check`` reads only the config (no weights), from a local folder or the local Hugging Face cache,
+never online: it must be a sequence classifier with one label (a Hub model not downloaded yet is TRL's to fetch).
 ``builtin:tiny-reward`` is a tiny random classifier built offline (``grpo_trl.testing.build_tiny_reward_model``).
 ``grpo-trl eval`` scores with the same models through :class:`RewardModel`, the way TRL's trainer scores them.
 
@@ -14,11 +15,13 @@ Example:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 BUILTIN_TINY_REWARD = "builtin:tiny-reward"
 MODEL_ENTRY_KEYS = ("model", "weight", "tokenizer")
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+|[A-Za-z0-9][\w.-]*")  # org/name or name, not a path
 
 
 def is_model_entry(spec: Any) -> bool:
@@ -49,9 +52,12 @@ def model_entry_problems(spec: dict, key: str, base_dir: Path) -> list[tuple[str
         return problems
     from transformers import AutoConfig
 
-    try:
-        config = AutoConfig.from_pretrained(_where(model, base_dir))
+    where = _where(model, base_dir)
+    try:  # a local folder or the local Hugging Face cache: check stays offline and instant
+        config = AutoConfig.from_pretrained(where, local_files_only=True)
     except (OSError, ValueError) as exc:
+        if not Path(where).exists() and _HUB_ID.fullmatch(model):
+            return problems  # a Hub model not downloaded yet: TRL fetches it when training starts
         first = str(exc).strip().split("\n")[0][:200]
         return [*problems, (f"{key}.model", f"cannot read the config of {model!r}: {first}")]
     archs = list(getattr(config, "architectures", None) or [])

@@ -164,3 +164,88 @@ def test_a_column_named_like_a_bound_argument_is_a_check_error(tmp_path, capsys)
     assert "rewards.0.args.exact: reward 'gsm8k' binds args.exact, and the dataset has a column 'exact'" in err
     clean = recipe_file(tmp_path, [{"name": "gsm8k"}], data={"builder": "files", "path": str(data)})
     assert cli_main(["check", str(clean)]) == 0
+
+
+def every_trl_keyword_no_kwargs(prompts, completions, completion_ids, trainer_state, log_extra, log_metric, solution):
+    return [0.0] * len(completions)
+
+
+def every_trl_keyword_and_kwargs(prompts, completions, completion_ids, trainer_state, log_extra, log_metric, **kw):
+    return [0.0] * len(completions)
+
+
+@pytest.mark.parametrize(
+    ("reward", "columns", "extra"),
+    [
+        ("every_trl_keyword_no_kwargs", None, "level, some_values"),  # TRL passes every column: a TypeError
+        ("every_trl_keyword_no_kwargs", ["solution"], None),  # only the columns it takes
+        ("every_trl_keyword_and_kwargs", None, None),
+        ("gsm8k", None, None),
+    ],
+)
+def test_a_reward_without_kwargs_must_take_every_column_trl_passes(tmp_path, capsys, reward, columns, extra):
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": "q", "solution": "1", "level": "L1", "some_values": 3}) + "\n")
+    name = reward if reward == "gsm8k" else f"tests.test_dry_run:{reward}"
+    spec = {"builder": "hub", "path": str(data), **({"columns": columns} if columns else {})}
+    path = recipe_file(tmp_path, [{"name": name}], data=spec)
+    code = cli_main(["check", str(path)])
+    err = capsys.readouterr().err
+    if extra is None:
+        assert code == 0, err
+    else:
+        assert code == 1 and err.count("error:") == 1 and "Traceback" not in err
+        assert f"error: {path}: rewards.0: reward {reward!r} has no **kwargs parameter" in err
+        assert f"column(s) {extra} would make every call fail" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("trl.rewards.accuracy_reward", "did you mean 'trl.rewards:accuracy_reward'?"),  # TRL's CLI form
+        ("tests.test_dry_run.no_kwargs", "did you mean 'tests.test_dry_run:no_kwargs'?"),
+        ("trl.rewards:get_soft_overlong_punishment", "grpo-trl's built-in 'soft_overlong' is this reward"),
+        ("trl.rewards:get_cosine_scaled_reward", "grpo-trl's built-in 'cosine' is this reward"),
+        ("trl.rewards:get_repetition_penalty_reward", "grpo-trl's built-in 'repetition_penalty' is this reward"),
+        ("reasoning_steps_reward", "did you mean 'reasoning_steps'?"),
+        ("org/tiny-Qwen2ForSequenceClassification-2.5", "a reward model? write {model: org/tiny-Qwen2For"),
+        ("./my-rm", "a reward model? write {model: ./my-rm}"),
+    ],
+)
+def test_trl_reward_spellings_get_a_hint(tmp_path, capsys, name, hint):
+    path = recipe_file(tmp_path, [{"name": name}])
+    assert cli_main(["check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and hint in err, err
+
+
+def reads_the_completion_column(completions, completion, **kwargs):
+    return [0.0] * len(completions)
+
+
+def reads_the_prompt_column(completions, prompt, **kwargs):
+    return [0.0] * len(completions)
+
+
+@pytest.mark.parametrize(
+    ("reward", "error"),
+    [
+        ("reads_the_completion_column", "reads completion, which TRL never passes to rewards"),
+        ("reads_the_prompt_column", "reads prompt, which TRL never passes to rewards"),
+        ("every_trl_keyword_no_kwargs", None),  # takes solution only: TRL does not pass the completion column
+    ],
+)
+def test_columns_trl_drops_are_never_a_reward_input(tmp_path, capsys, reward, error):
+    """GRPOTrainer._calculate_rewards drops the dataset's prompt, completion and completion_ids columns (a
+    prompt-completion dataset keeps its reference `completion`): a reward cannot read them, nor must it take them."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": "q", "completion": "a", "solution": "1"}) + "\n")
+    path = recipe_file(
+        tmp_path, [{"name": f"tests.test_dry_run:{reward}"}], data={"builder": "hub", "path": str(data)}
+    )
+    code = cli_main(["check", str(path)])
+    err = capsys.readouterr().err
+    if error is None:
+        assert code == 0, err
+    else:
+        assert code == 1 and err.count("error:") == 1 and error in err and "read prompts=, completions=" in err

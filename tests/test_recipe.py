@@ -269,3 +269,15 @@ def test_length_rewards_follow_trl_default_when_recipe_leaves_it_out(tmp_path):
     assert recipe.reward_args(recipe.rewards[0])["max_completion_len"] == GRPOConfig.max_completion_length
     recipe = load_recipe(write(tmp_path, data), ["trainer.max_completion_length=64"])
     assert recipe.reward_args(recipe.rewards[0])["max_completion_len"] == 64
+
+
+@pytest.mark.parametrize("value", [False, True, "none", "batch", "group"])
+def test_scale_rewards_takes_the_bools_trl_takes(tmp_path, value):
+    """TRL documents scale_rewards as `str` or `bool` (True -> 'group', False -> 'none'; open-r1's codeforces recipe
+    writes false): check accepts it, and the GRPOConfig gets what TRL itself makes of it."""
+    from trl import GRPOConfig
+
+    assert errors_for(tmp_path, {"trainer": {"scale_rewards": value}}) == []
+    recipe = load_recipe(write(tmp_path, {**BASE, "trainer": {**BASE["trainer"], "scale_rewards": value}}))
+    trl_value = GRPOConfig(output_dir=str(tmp_path), scale_rewards=value, **BASE["trainer"]).scale_rewards
+    assert recipe.to_grpo_config().scale_rewards == trl_value

@@ -72,11 +72,18 @@ def score(recipe: Recipe, rewards: list, weights: list[float], ds: Any, gens: Ge
     prompts = list(ds["prompt"])
     n = len(gens.texts[0]) if gens.texts else 0
     flat_completions = [as_completion(p, t) for p, group in zip(prompts, gens.texts) for t in group]
-    columns = {c: [v for v in ds[c] for _ in range(n)] for c in ds.column_names if c != "prompt"}
+    from transformers import TrainerState
+
+    from grpo_trl.rewards.call import NOT_PASSED, call_sync
+
+    columns = {c: [v for v in ds[c] for _ in range(n)] for c in ds.column_names if c not in NOT_PASSED}
     flat_prompts = [p for p in prompts for _ in range(n)]
     flat_lengths = [x for group in gens.lengths for x in group]
-    from grpo_trl.rewards.call import call_sync
-
+    trl_keywords = {  # what GRPOTrainer passes every reward besides the batch: a reward written for TRL reads them
+        "trainer_state": TrainerState(),
+        "log_extra": lambda column, values: None,
+        "log_metric": lambda name, value: None,
+    }
     scores = {  # an async reward (the judge) is run to completion
         reward.__name__: call_sync(
             reward,
@@ -84,6 +91,7 @@ def score(recipe: Recipe, rewards: list, weights: list[float], ds: Any, gens: Ge
             prompts=flat_prompts,
             completion_ids=[[0] * k for k in flat_lengths],
             **columns,
+            **trl_keywords,
         )
         for reward in rewards
     }

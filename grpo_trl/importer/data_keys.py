@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import numbers
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +20,15 @@ class DataKeys(Translation):
         split = self.string("dataset_train_split", "train")
         test_split = self.string("dataset_test_split", "test")
         part: dict[str, Any] = {"builder": "hub"}
-        if self.has("dataset_mixture") or self.has("datasets"):
+        if self.data.get("datasets") == []:  # TRL's DatasetMixtureConfig default, written out: no mixture
+            self.take("datasets")
+        elif self.has("dataset_mixture") or self.has("datasets"):
             self.mixture(prompt_column, flavour)
             if self.has("dataset_name"):
                 self.unmapped("dataset_name", "a dataset mixture is given too, and TRL uses the mixture")
-        elif self.has("dataset_name"):
+            self.prompt_format(flavour)
+            return
+        if self.has("dataset_name"):
             name = self.string("dataset_name")
             if name is None:
                 return
@@ -53,9 +56,7 @@ class DataKeys(Translation):
         """``path:`` for a local data file (relative to where the recipe is written), else ``name:``."""
         p = Path(name).expanduser()
         if p.suffix.lower() in (".jsonl", ".json", ".parquet", ".csv") and p.is_file():
-            if self.out_dir is not None and not p.is_absolute():  # recipe paths are relative to the recipe
-                return {"path": os.path.relpath(p.resolve(), self.out_dir.resolve())}
-            return {"path": str(p)}
+            return {"path": self.local(str(p))}
         return {"name": name}
 
     def mixture(self, prompt_column: str, flavour: str) -> None:

@@ -12,7 +12,7 @@ from grpo_trl.recipe.schema import DTYPES
 
 
 class ModelKeys(Translation):
-    """``model:``: the model, its dtype and LoRA settings."""
+    """``model:``: the model, its dtype, LoRA and quantization settings."""
 
     def model(self) -> None:
         name = self.string("model_name_or_path")
@@ -60,6 +60,7 @@ class ModelKeys(Translation):
             else:
                 self.out.unmapped.append((f"model_init_kwargs.{key}", "grpo-trl's model section has no such key"))
         self.lora()
+        self.quantization()
 
     def lora(self) -> None:
         use_peft = self.take("use_peft", False)
@@ -79,7 +80,28 @@ class ModelKeys(Translation):
                 continue
             note = f"{key} (use_peft)" if key in self.data else f"TRL ModelConfig's default {key}"
             self.put(("model", "lora", target), value, note)
-        for key in T.QUANT_KEYS:
-            if self.data.get(key) not in (None, False, "nf4"):
-                self.unmapped(key, "4-/8-bit loading is not a grpo-trl recipe setting yet")
-            self.done.add(key)
+
+    def quantization(self) -> None:
+        """``load_in_4bit`` / ``load_in_8bit`` -> ``model.quantization``, as TRL's ``get_quantization_config`` builds
+        the ``BitsAndBytesConfig`` (compute dtype: the model's dtype; quant type nf4 unless given)."""
+        given = {k: self.take(k) for k in T.QUANT_KEYS if self.has(k)}
+        for k in ("load_in_4bit", "load_in_8bit", "use_bnb_nested_quant"):
+            if k in given and not isinstance(given[k], bool):
+                self.problem(k, f"must be true or false, got {given[k]!r}")
+                return
+        if given.get("load_in_4bit"):
+            section = {"load_in_4bit": True, "bnb_4bit_quant_type": given.get("bnb_4bit_quant_type", "nf4")}
+            dtype = self.out.recipe.get("model", {}).get("dtype")
+            if dtype in ("bfloat16", "float16", "float32"):
+                section["bnb_4bit_compute_dtype"] = dtype
+            if given.get("use_bnb_nested_quant"):
+                section["bnb_4bit_use_double_quant"] = True
+            if given.get("bnb_4bit_quant_storage"):
+                section["bnb_4bit_quant_storage"] = given["bnb_4bit_quant_storage"]
+        elif given.get("load_in_8bit"):
+            section = {"load_in_8bit": True}
+        else:
+            return  # TRL loads the model unquantized: the other keys mean nothing
+        for key, value in section.items():
+            source = {"bnb_4bit_compute_dtype": "dtype", "bnb_4bit_use_double_quant": "use_bnb_nested_quant"}
+            self.put(("model", "quantization", key), value, source.get(key, key))

@@ -18,32 +18,39 @@ class RewardKeys(Translation):
         from grpo_trl.rewards.registry import list_rewards
 
         known = {info.name: info for info in list_rewards()}
+        reward_model = self.reward_model()
         funcs = self.take("reward_funcs")
         if funcs is None:
-            if self.out.flavour != "open-r1":
-                if not self.has("reward_model_name_or_path"):
+            if self.out.flavour != "open-r1" or reward_model:
+                if not reward_model:
                     self.problem("reward_funcs", "missing: TRL needs reward functions (e.g. - accuracy_reward)")
-                return
-            funcs = list(T.OPEN_R1_DEFAULT_REWARDS)
-            self.out.warnings.append(f"reward_funcs not set: open-r1's default {funcs} is written")
+                funcs = []
+            else:
+                funcs = list(T.OPEN_R1_DEFAULT_REWARDS)
+                self.out.warnings.append(f"reward_funcs not set: open-r1's default {funcs} is written")
         if isinstance(funcs, str):
             funcs = [funcs]
         if not isinstance(funcs, list) or not all(isinstance(f, str) and f for f in funcs):
             self.problem("reward_funcs", f"must be a list of reward names, got {funcs!r}")
             return
         weights = self.take("reward_weights")
-        if weights is not None:
-            if not isinstance(weights, list) or not all(
-                isinstance(w, numbers.Real) and not isinstance(w, bool) for w in weights
-            ):
-                self.problem("reward_weights", f"must be a list of numbers, got {weights!r}")
-                return
-            if len(weights) != len(funcs):
-                self.problem(
-                    "reward_weights",
-                    f"{len(weights)} weights for {len(funcs)} reward_funcs; give one weight per reward",
-                )
-                return
+        if weights is not None and (
+            not isinstance(weights, list)
+            or not all(isinstance(w, numbers.Real) and not isinstance(w, bool) for w in weights)
+        ):
+            self.problem("reward_weights", f"must be a list of numbers, got {weights!r}")
+            return
+        n_model = 1 if reward_model else 0  # TRL's script passes [reward_model, *reward_funcs]: its weight is first
+        if weights is not None and len(weights) != len(funcs) + n_model:
+            what = "the reward model and " if reward_model else ""
+            first = ", the reward model's first (TRL's script puts it first)" if reward_model else ""
+            self.problem(
+                "reward_weights",
+                f"{len(weights)} weights for {what}{len(funcs)} reward_funcs; give one weight per reward{first}",
+            )
+            return
+        model_weight = {} if weights is None or not reward_model else {"weight": float(weights[0])}
+        weights = weights[n_model:] if weights is not None else None
         used_settings: set[str] = set()
         entries, labels = [], {}
         for i, peer in enumerate(funcs):
@@ -56,13 +63,31 @@ class RewardKeys(Translation):
             labels[entry.get("alias") or label] = i
             entries.append(entry)
             self.out.comments[("rewards", i)] = comment
-        self.out.recipe["rewards"] = entries
+        if reward_model:  # TRL's script puts the reward model first: its weight is reward_weights[0]
+            entries.insert(0, {"model": reward_model, **model_weight})
+            self.out.comments = {
+                (k[0], k[1] + 1) if k[0] == "rewards" and isinstance(k[1], int) else k: v
+                for k, v in self.out.comments.items()
+            }
+            self.out.comments[("rewards", 0)] = "reward_model_name_or_path (a sequence classifier, as TRL loads it)"
+        if entries:
+            self.out.recipe["rewards"] = entries
         for key in T.REWARD_SETTINGS:
             if key in self.data and key not in used_settings:
                 self.unmapped(key, f"open-r1's {T.REWARD_SETTINGS[key][0]!r} setting, and reward_funcs do not use it")
         for key in T.CODE_PROVIDER_KEYS:
             if key in self.data:
                 self.unmapped(key, "remote code-execution setting; grpo-trl runs code in its local sandbox")
+
+    def reward_model(self) -> str | None:
+        """``reward_model_name_or_path`` (TRL's ``trl grpo`` script), or None."""
+        model = self.take("reward_model_name_or_path")
+        if model is None:
+            return None
+        if not isinstance(model, str) or not model.strip():
+            self.problem("reward_model_name_or_path", f"must be a model id or a local path, got {model!r}")
+            return None
+        return self.local(model)
 
     def reward(self, peer: str, known: dict, used_settings: set) -> tuple[dict, str]:
         if peer in T.NO_EQUIVALENT:

@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,14 @@ class Translation:
     def take(self, key: str, default: Any = None) -> Any:
         self.done.add(key)
         return self.data.get(key, default)
+
+    def local(self, value: str) -> str:
+        """``value`` relative to where the recipe is written when it is an existing relative file or folder (the peer
+        resolved it from where it ran; a recipe's paths are relative to the recipe), else unchanged."""
+        p = Path(value).expanduser()
+        if self.out_dir is None or p.is_absolute() or not p.exists():
+            return value
+        return os.path.relpath(p.resolve(), self.out_dir.resolve())
 
     def has(self, key: str) -> bool:
         return key in self.data and self.data[key] is not None

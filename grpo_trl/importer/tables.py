@@ -18,15 +18,23 @@ from __future__ import annotations
 REWARDS: dict[str, tuple[str, dict, str]] = {
     # open-r1 (src/open_r1/rewards.py registry names)
     "accuracy": ("accuracy", {"require_answer_tag": False}, "open-r1's accuracy: math-verify on the whole completion"),
-    "format": ("think_format", {}, "open-r1's format; grpo-trl's think_format is the stricter (no nested <think>)"),
+    "format": (
+        "think_format",
+        {"trailing_lines": True},
+        "open-r1's format (lines may follow </answer>); grpo-trl's think_format is the stricter (no nested <think>)",
+    ),
     "tag_count": ("tag_count", {}, "open-r1's tag_count"),
-    "reasoning_steps": ("reasoning_steps", {}, "open-r1's reasoning_steps"),
+    "reasoning_steps": (
+        "reasoning_steps",
+        {"numbered_lines": False},
+        "open-r1's reasoning_steps (a numbered '1.' counts only at the start of the text, as its regex does)",
+    ),
     "cosine": ("cosine", {"require_answer_tag": False}, "open-r1's cosine"),
     "repetition_penalty": ("repetition_penalty", {}, "open-r1's repetition_penalty"),
     "length": ("length", {"require_answer_tag": False}, "open-r1's length (Kimi 1.5)"),
     "soft_overlong_punishment": ("soft_overlong", {}, "open-r1's soft_overlong_punishment (DAPO)"),
     "code": ("code_tests", {}, "open-r1's code (E2B/local/morph) -> grpo-trl's local sandbox"),
-    "binary_code": ("code_tests", {"pass_fail": True}, "open-r1's binary_code -> code_tests, pass/fail"),
+    "binary_code": ("code_tests", {"binary": True}, "open-r1's binary_code -> code_tests, pass/fail"),
     "code_format": ("code_format", {}, "open-r1's code_format"),
     # TRL (trl/scripts/grpo.py registry names)
     "accuracy_reward": ("accuracy", {"require_answer_tag": False}, "TRL's accuracy_reward"),
@@ -78,6 +86,8 @@ LENGTH_UNITS = {
     "cosine": "open-r1 measures cosine_max_len in characters, grpo-trl in tokens (roughly 3-4 characters each): "
     "check args.max_len",
     "repetition_penalty": "open-r1 counts word n-grams, grpo-trl (TRL's implementation) token-id n-grams",
+    "length": "open-r1 compares the batch's lengths in characters, grpo-trl in tokens, and scores a row whose gold "
+    "cannot be parsed as correct where grpo-trl scores it None (skipped)",
 }
 
 # ------------------------------------------------------------------------------------------------- config keys
@@ -127,6 +137,7 @@ RENAMED_FIELDS = {
     "vllm_guided_decoding_regex": "vllm_structured_outputs_regex",
     "evaluation_strategy": "eval_strategy",
     "no_cuda": "use_cpu",
+    "vllm_max_model_len": "vllm_max_model_length",
 }
 # Keys with no place in a recipe: key -> why / what to do instead.
 NOT_MAPPED = {
@@ -142,12 +153,17 @@ NOT_MAPPED = {
     "wandb_entity": "set the WANDB_ENTITY environment variable instead",
     "wandb_project": "set the WANDB_PROJECT environment variable instead",
     "wandb_run_group": "set the WANDB_RUN_GROUP environment variable instead",
-    "reward_model_name_or_path": "reward models are not a grpo-trl reward yet",
     "dataset_streaming": "grpo-trl builds the dataset in memory (no streaming)",
+    "streaming": "TRL's dataset-mixture streaming: grpo-trl builds the dataset in memory",
+    "test_split_size": "TRL's dataset-mixture eval fraction: grpo-trl holds out a count, set data.eval_size",
     "ignore_bias_buffers": "DDP setting TRL's GRPO script ignores",
     "use_liger_loss": "Liger's GRPO loss was removed from TRL (0.28): TRL now always computes log-probs in chunks "
     "with its own fused LM head; use_liger_kernel (layer kernels) is a different setting and is not derived from it",
     "env": "environment variables: export them before running",
+    "vllm_dtype": "removed from TRL: the vLLM server sets its dtype where it starts (`grpo-trl serve RECIPE -- "
+    "--dtype bfloat16`); colocated vLLM follows model.dtype",
+    "vllm_enable_prefix_caching": "removed from TRL: a vLLM server setting (`grpo-trl serve RECIPE -- "
+    "--enable-prefix-caching`)",
 }
 
 # ------------------------------------------------------------------------------------------- defaults over time
@@ -210,6 +226,11 @@ RENAMES: dict[str, tuple[str, str]] = {
     "get_soft_overlong_punishment": ("soft_overlong", "TRL's name"),
     "tag_count_reward": ("tag_count", "open-r1's function name"),
     "len_reward": ("length", "open-r1's function name"),
+    "reasoning_steps_reward": ("reasoning_steps", "open-r1's function name"),
+    "get_cosine_scaled_reward": ("cosine", "TRL's and open-r1's function name"),
+    "get_repetition_penalty_reward": ("repetition_penalty", "TRL's and open-r1's function name"),
+    "get_code_format_reward": ("code_format", "open-r1's function name"),
+    "binary_code_reward": ("code_tests", "open-r1's function name; args: {binary: true}"),
     "overwrite_output_dir": ("--overwrite", "a `grpo-trl train` flag, not a recipe key"),
     "model_name_or_path": ("model.name", "TRL's ModelConfig"),
     "model_revision": ("model.revision", "TRL's ModelConfig"),

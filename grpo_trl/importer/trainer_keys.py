@@ -67,7 +67,7 @@ class TrainerKeys(Translation):
                     if not isinstance(value, str) or not value:
                         self.problem(key, f"must be an accelerate config name or file, got {value!r}")
                         continue
-                    value = T.ACCELERATE_PRESETS.get(value, value)
+                    value = T.ACCELERATE_PRESETS.get(value) or self.local(value)
                 elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
                     self.problem(key, f"must be a positive integer, got {value!r}")
                     continue

@@ -36,7 +36,12 @@ OPEN_R1_ONLY = frozenset(
 
 def detect_flavour(data: dict) -> str:
     """``open-r1`` when the config uses open-r1's own keys or reward names, else ``trl``."""
-    if any(k in OPEN_R1_ONLY for k in data):
+    from trl import GRPOConfig
+
+    from grpo_trl.importer.state import installed_fields
+
+    trl_fields = installed_fields(GRPOConfig)  # num_completions_to_print: a TRL field too, in some versions
+    if any(k in OPEN_R1_ONLY and k not in trl_fields for k in data):
         return "open-r1"
     funcs = data.get("reward_funcs")
     funcs = [funcs] if isinstance(funcs, str) else funcs if isinstance(funcs, list) else []

@@ -62,7 +62,7 @@ def field_type(hint: Any, choices: tuple | None = None) -> Any:
         mapped = tuple(field_type(a, choices) for a in args)
         return Any if Any in mapped else typing.Union[mapped]  # noqa: UP007
     if choices:
-        if hint is str:
+        if hint is str and False not in choices:  # with False a choice (scale_rewards), YAML's no is that False
             return Annotated[Literal[choices], BeforeValidator(_yaml_no)]  # type: ignore[valid-type]
         return Literal[choices]  # type: ignore[valid-type]
     if hint is float:

@@ -119,7 +119,9 @@ def trainer_model() -> type[Section]:
         if f.name in HELP_CHOICE_FIELDS:
             choices = help_choices(help_text, default)
         hint = hints.get(f.name, Any)
-        if choices and bool in typing.get_args(hint):
+        # a bool among the choices: typed str | bool, or a str field whose help offers `True` / `False` as values
+        # (scale_rewards: TRL maps True -> 'group', False -> 'none')
+        if choices and (bool in typing.get_args(hint) or ("`True`" in help_text and "`False`" in help_text)):
             choices = (*choices, True, False)
         kind = field_type(hint, tuple(choices) if choices else None)
         if kind is Any or not (isinstance(default, (str, int, float, bool, list, dict)) or default is None):

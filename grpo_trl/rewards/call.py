@@ -43,6 +43,9 @@ logger = logging.getLogger(__name__)
 TRL_KWARGS = frozenset(
     {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
 )
+# Dataset columns TRL never passes to rewards (``_calculate_rewards`` drops them; the generated ones come as
+# ``prompts`` / ``completions`` / ``completion_ids``).
+NOT_PASSED = frozenset({"prompt", "completion", "completion_ids"})
 
 
 def is_async_reward(func: Callable) -> bool:

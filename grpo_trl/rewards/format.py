@@ -17,31 +17,41 @@ import re
 from grpo_trl.rewards.registry import register_reward, text_of
 
 _OPEN, _SEP, _CLOSE = "<think>\n", "\n</think>\n<answer>\n", "\n</answer>"
-_STEP_MARKERS = re.compile(r"(Step \d+:|^\d+\.|\n-|\n\*|First,|Second,|Next,|Finally,)", re.MULTILINE)
+_STEPS = r"(Step \d+:|^\d+\.|\n-|\n\*|First,|Second,|Next,|Finally,)"
+_STEP_MARKERS = {True: re.compile(_STEPS, re.MULTILINE), False: re.compile(_STEPS)}
 
 
 @register_reward("think_format")
-def think_format(completions: list, prefilled_think: bool = False, **kwargs) -> list[float]:
+def think_format(
+    completions: list, prefilled_think: bool = False, trailing_lines: bool = False, **kwargs
+) -> list[float]:
     """1.0 for exactly ``<think>\\n...\\n</think>\\n<answer>\\n...\\n</answer>``, else 0.0.
 
     ``prefilled_think=True`` is for chat templates that open ``<think>`` in the prompt: the completion then starts
-    inside the think block.
+    inside the think block. ``trailing_lines=True`` also accepts more lines after a ``\\n</answer>`` that ends its
+    line (a trailing newline, say), as open-r1's ``format`` reward does (its ``$`` matches at any line end).
     """
     out = []
     for text in text_of(completions):
         if prefilled_think and not text.startswith("<think>"):
             text = "<think>\n" + text.lstrip("\n")
-        out.append(1.0 if _think_layout(text) else 0.0)
+        out.append(1.0 if _think_layout(text, trailing_lines) else 0.0)
     return out
 
 
-def _think_layout(text: str) -> bool:
+def _think_layout(text: str, trailing_lines: bool = False) -> bool:
     """``<think>\\n T \\n</think>\\n<answer>\\n A \\n</answer>`` and no second ``<think>`` anywhere (TRL rejects one),
     in linear time: string searches, no regex backtracking."""
-    if not (text.startswith(_OPEN) and text.endswith(_CLOSE)) or text.find("<think>", 1) >= 0:
+    if not text.startswith(_OPEN) or text.find("<think>", 1) >= 0:
         return False
     sep = text.find(_SEP, len(_OPEN))  # the think and answer bodies may be empty, not shared with the tags
-    return sep >= 0 and sep + len(_SEP) + len(_CLOSE) <= len(text)
+    if sep < 0:
+        return False
+    start = sep + len(_SEP)
+    if not trailing_lines:
+        return text.endswith(_CLOSE) and start + len(_CLOSE) <= len(text)
+    end = text.find(_CLOSE + "\n", start)  # the first </answer> that ends a line, else one that ends the text
+    return end >= 0 or (text.endswith(_CLOSE) and start + len(_CLOSE) <= len(text))
 
 
 @register_reward("tag_count")
@@ -52,11 +62,16 @@ def tag_count(completions: list, **kwargs) -> list[float]:
 
 
 @register_reward("reasoning_steps")
-def reasoning_steps(completions: list, min_steps: int = 3, **kwargs) -> list[float]:
-    """min(1, step markers found / ``min_steps``): ``Step 1:``, ``1.``, bullets, ``First,`` ... ``Finally,``."""
+def reasoning_steps(completions: list, min_steps: int = 3, numbered_lines: bool = True, **kwargs) -> list[float]:
+    """min(1, step markers found / ``min_steps``): ``Step 1:``, ``1.``, bullets, ``First,`` ... ``Finally,``.
+
+    ``numbered_lines``: a ``1.`` counts at the start of every line; False counts it only at the start of the text,
+    as open-r1's ``reasoning_steps_reward`` does (its regex has no MULTILINE flag).
+    """
+    markers = _STEP_MARKERS[bool(numbered_lines)]
     # stops at min_steps markers: a long text of markers costs no more than a short one
     return [
-        min(1.0, sum(1 for _ in itertools.islice(_STEP_MARKERS.finditer(text), max(1, min_steps))) / min_steps)
+        min(1.0, sum(1 for _ in itertools.islice(markers.finditer(text), max(1, min_steps))) / min_steps)
         for text in text_of(completions)
     ]
 

@@ -31,6 +31,7 @@ from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward  # noqa: F
 from grpo_trl.rewards.results import LengthError  # noqa: F401 - re-exported
 from grpo_trl.rewards.signature import required_columns  # noqa: F401 - re-exported
 from grpo_trl.rewards.text import completion_text
+from grpo_trl.targets import _why as import_failure
 from grpo_trl.targets import import_target
 
 logger = logging.getLogger(__name__)
@@ -153,9 +154,12 @@ def load_plugin(path: str | Path) -> None:
     before = dict(_REGISTRY)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except KeyboardInterrupt:
         sys.modules.pop(mod_name, None)
-        raise RewardError(f"plugin file {str(path)!r} failed to import: {type(exc).__name__}: {exc}") from exc
+        raise  # Ctrl-C while a slow plugin imports still stops the program
+    except BaseException as exc:  # noqa: BLE001 - the plugin fails, or calls exit(), while importing
+        sys.modules.pop(mod_name, None)
+        raise RewardError(f"plugin file {str(path)!r} failed to import: {import_failure(exc)}") from exc
     _LOADED_PLUGINS.add(str(p))
     if _REGISTRY == before:  # registered nothing: remember its plain functions for `check` to name
         _UNREGISTERED[str(p)] = [
@@ -189,8 +193,14 @@ def _lookup(name: str) -> tuple[Callable, bool]:
             raise RewardError(f"reward {name!r}: {name.partition(':')[2]!r} is not callable", key="name")
         return obj, inspect.isclass(obj)
     if name not in _REGISTRY:
+        hint = suggest(name, list(_REGISTRY))
+        module, _, attr = name.rpartition(".")
+        if "/" in name:  # GRPOTrainer(reward_funcs="org/model") loads a reward model
+            hint = f" (a reward model? write {{model: {name}}} instead of name:)"
+        elif not hint and module and all(p.isidentifier() for p in [*module.split("."), attr]):  # trl's pkg.mod.func
+            hint = f" (did you mean {f'{module}:{attr}'!r}? a module path names its function after ':')"
         raise RewardError(
-            f"unknown reward {name!r}{suggest(name, list(_REGISTRY))}; `grpo-trl rewards` lists them, and your own "
+            f"unknown reward {name!r}{hint}; `grpo-trl rewards` lists them, and your own "
             "can be given as 'module.path:function' or registered in a file listed under 'plugins:'",
             key="name",
         )
@@ -204,7 +214,7 @@ def check_reward_args(name: str, args: dict[str, Any]) -> None:
     target = obj.__init__ if inspect.isclass(obj) else obj
     try:
         sig = inspect.signature(target)
-    except (TypeError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
         raise RewardError(f"reward {name!r}: its signature cannot be read ({exc})", key="name") from exc
     accepts_any = is_factory and any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
     params = _params(obj, is_factory)

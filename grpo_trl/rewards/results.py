@@ -1,9 +1,10 @@
 """What a reward may return, and how a fault is described: TRL-storable scores or ``None``, one per completion.
 
 TRL (``GRPOTrainer._calculate_rewards``) iterates over whatever a reward returns, turns ``None`` into NaN and
-stores the values in a float32 tensor. ``scores`` accepts the same sequences (list, tuple, generator, 1-D numpy
-array or torch tensor, numpy scalars and 0-d tensors as items) and turns what TRL would store wrongly or reject
-into ``None`` with a reason: NaN, inf, a finite value beyond float32 (1e308 would become inf), a non-number.
+stores the values in a float32 tensor. ``scores`` accepts the same results (list, tuple, generator, any other
+iterable such as ``dict.values()``, 1-D numpy array or torch tensor; numpy scalars and 0-d tensors as items) and
+turns what TRL would store wrongly or reject into ``None`` with a reason: NaN, inf, a finite value beyond float32
+(1e308 would become inf), a non-number.
 
 A reward that scores a row ``None`` because something failed for that row (the ``judge``'s request, an unreadable
 answer) says so with :func:`report_fault`: the safety wrapper then counts the row in ``reward_faults/<name>`` and
@@ -19,7 +20,7 @@ import itertools
 import reprlib
 import sysconfig
 import traceback
-from collections.abc import Iterator, Mapping, Sequence, Set
+from collections.abc import Iterable, Iterator, Mapping, Set
 from typing import Any
 
 _PATHS = sysconfig.get_paths()
@@ -70,9 +71,11 @@ def _as_list(raw: Any, n: int) -> list:
         if ndim != 1:
             raise LengthError(f"returned a {ndim}-D {type(raw).__name__}, not one value per completion")
         return raw.tolist()
-    if isinstance(raw, (str, bytes, Mapping, Set)) or not isinstance(raw, (Sequence, Iterator)):
+    # TRL iterates whatever it gets (``dict.values()``, a class with ``__iter__``); text, a mapping (its keys) and a
+    # set (no order) iterate too, but never into one score per completion
+    if isinstance(raw, (str, bytes, Mapping, Set)) or not isinstance(raw, Iterable):
         raise LengthError(f"returned {_show(raw)}, not a list of {n} numbers")
-    return list(itertools.islice(raw, n + 1))  # a generator may be endless
+    return list(itertools.islice(raw, n + 1))  # a generator may be endless; one that raises is retried row by row
 
 
 def scores(raw: Any, n: int) -> tuple[list[float | None], int, str | None]:

@@ -20,7 +20,7 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward
+from grpo_trl.rewards.call import NOT_PASSED, TRL_KWARGS, NamedReward, SafeReward
 
 
 class RewardPlan:
@@ -48,7 +48,7 @@ def call_signature(reward: Any) -> inspect.Signature | None:
     func = reward.func if isinstance(reward, NamedReward) else reward
     try:
         return inspect.signature(func)  # a function, or a callable instance (its bound __call__)
-    except (TypeError, ValueError):
+    except Exception:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
         return None
 
 
@@ -71,6 +71,19 @@ def required_columns(reward: Any) -> list[str]:
         for name, p in sig.parameters.items()
         if p.default is p.empty and p.kind in kinds and name not in TRL_KWARGS and name not in bound
     ]
+
+
+def unaccepted_columns(reward: Any, columns: Iterable[str]) -> list[str]:
+    """Dataset columns TRL would pass that the reward's call cannot take: it has no ``**kwargs`` and no such parameter.
+
+    TRL passes every column (but ``NOT_PASSED``) to every reward by keyword: each one is a ``TypeError`` every batch.
+    """
+    sig = call_signature(reward)
+    if sig is None or any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    takes = {name for name, p in sig.parameters.items() if p.kind in kinds}
+    return sorted(set(columns) - takes - TRL_KWARGS - set(bound_args(reward)) - NOT_PASSED)
 
 
 def _error(message: str, key: str) -> Exception:
@@ -99,7 +112,7 @@ def plan_reward(name: str, alias: str | None = None, **args: Any) -> RewardPlan:
     else:
         try:
             signature = inspect.signature(obj)
-        except (TypeError, ValueError):
+        except Exception:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
             signature = None
     return RewardPlan(reward_label(name, alias), signature, dict(args))
 
@@ -135,7 +148,7 @@ def check_call(name: str, obj: Callable, is_factory: bool, args: dict[str, Any])
         )
     try:
         signature = inspect.signature(obj)
-    except (TypeError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
         raise _error(
             f"reward {name!r}: the parameters of {qualname} cannot be read ({exc}), so nothing says it takes "
             "completions; wrap it in a Python function `def my_reward(completions, **kwargs)`",
@@ -160,11 +173,19 @@ def check_call(name: str, obj: Callable, is_factory: bool, args: dict[str, Any])
         args = {}
     problem = signature and _trl_call_problem(signature, args)
     if problem:
+        from grpo_trl.errors import renames
+
+        builtin = renames().get(name.rpartition(":")[2])  # TRL's get_cosine_scaled_reward -> cosine
+        same = (
+            f"; grpo-trl's built-in {builtin!r} is this reward: name it, its arguments under args:"
+            if (builtin in _REGISTRY)
+            else ""
+        )
         raise _error(
             f"reward {name!r} cannot be called the way TRL calls rewards ({problem}): TRL passes prompts, "
             "completions, completion_ids, trainer_state, log_extra, log_metric and every dataset column by keyword; "
             "give it a **kwargs parameter (a factory that returns the reward? register it with "
-            "@register_reward(factory=True))",
+            f"@register_reward(factory=True)){same}",
             "name",
         )
 

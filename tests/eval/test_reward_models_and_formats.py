@@ -131,3 +131,28 @@ def test_check_prints_reward_models_by_the_name_trl_logs(make_recipe, capsys):
 
     assert main(["check", str(make_recipe(rewards=REWARDS))]) == 0
     assert "rewards             xml_format x1.0, tiny-reward x0.5" in capsys.readouterr().out
+
+
+def needs_every_trl_keyword(completions, trainer_state, log_extra, log_metric, **kwargs):
+    """A reward written for TRL: it reads the trainer state and logs, as TRL's docs show."""
+    log_metric("my_metric", 1.0)
+    log_extra("my_column", [str(trainer_state.global_step)] * len(completions))
+    return [float(trainer_state.global_step >= 0)] * len(completions)
+
+
+def uses_kwargs_like_trl(completions, **kwargs):
+    return [float(kwargs["trainer_state"].global_step + 1)] * len(completions)
+
+
+@pytest.mark.parametrize("reward", ["needs_every_trl_keyword", "uses_kwargs_like_trl"])
+def test_eval_calls_rewards_with_every_keyword_trl_passes(make_recipe, reward):
+    """A reward that trains under TRL must score in eval too: TRL always passes trainer_state, log_extra and
+    log_metric, so eval passes them as well (a fresh TrainerState; logs go nowhere)."""
+    from datasets import Dataset
+
+    recipe = load_recipe(make_recipe(rewards=[{"name": f"{__name__}:{reward}"}]))
+    ds = Dataset.from_dict({"prompt": ["2+2?", "2+3?"]})
+    gens = Generations([TEXTS, TEXTS[::-1]], [[3, 2, 1], [1, 2, 3]])
+    rewards, weights = recipe.build_rewards()
+    scored = score(recipe, load_reward_models(recipe, rewards), weights, ds, gens)
+    assert [row["rewards"][reward] for row in scored.rows] == [1.0] * 6

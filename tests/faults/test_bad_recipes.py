@@ -302,3 +302,42 @@ def test_mixed_type_json_column_keeps_its_text(tmp_path):
 
     (tmp_path / "m.jsonl").write_text('{"q": "a", "solution": "007"}\n{"q": "b", "solution": 7}\n')
     assert load_file(tmp_path / "m.jsonl")["solution"] == ["007", "7"]
+
+
+class _BadSignature:
+    """A callable whose signature cannot be read: its ``__signature__`` raises something other than TypeError."""
+
+    @property
+    def __signature__(self):
+        raise RuntimeError("no signature for you")
+
+    def __call__(self, completions, **kwargs):
+        return [1.0] * len(completions)
+
+
+bad_signature = _BadSignature()
+
+
+@pytest.mark.parametrize(
+    ("plugin", "reward", "fix"),
+    [
+        ("import sys\nsys.exit(3)\n", None, "failed to import: exit(3) called while importing"),
+        ("raise BaseException('boom')\n", None, "failed to import: BaseException: boom"),
+        ("raise SystemExit\n", None, "failed to import: exit(None)"),
+        ("", "tests.faults.test_bad_recipes:bad_signature", "cannot be read"),
+    ],
+)
+@pytest.mark.parametrize("command", [["check"], ["data", "-n", "1"]])
+def test_plugins_and_rewards_that_exit_or_hide_their_signature_are_one_line(
+    tmp_path, capsys, plugin, reward, fix, command
+):
+    (tmp_path / "exits.py").write_text(plugin)
+    recipe = copy.deepcopy(GOOD)
+    recipe["plugins"] = ["exits.py"]
+    if reward:
+        recipe["rewards"] = [{"name": reward}]
+    path = tmp_path / "exits.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    assert cli_main([*command, str(path)]) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: ") and fix in lines[0], lines

@@ -335,3 +335,171 @@ def test_shipped_readme_example_imports_and_checks(tmp_path, monkeypatch, capsys
     assert (tmp_path / data["path"]).resolve() == (root / "examples/import/problems.jsonl").resolve()
     assert cli_main(["check", str(out)]) == 0
     assert "data                hub: 24 at most" in capsys.readouterr().out
+
+
+# `trl grpo`'s script passes [reward_model_name_or_path, *reward_funcs] to GRPOTrainer: the model is the first reward
+# and reward_weights[0] is its weight.
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (
+            "reward_funcs: [accuracy_reward, think_format_reward]\nreward_weights: [0.5, 1.0, 0.2]\n",
+            [("org/rm", 0.5), ("accuracy", 1.0), ("think_format", 0.2)],
+        ),
+        ("reward_funcs: [accuracy_reward]\n", [("org/rm", None), ("accuracy", None)]),
+        ("", [("org/rm", None)]),
+        ("reward_weights: [2.0]\n", [("org/rm", 2.0)]),
+    ],
+)
+def test_trl_reward_model_becomes_the_first_reward(tmp_path, extra, expected):
+    result = load(f"model_name_or_path: m\ndataset_name: d\nreward_model_name_or_path: org/rm\n{extra}", tmp_path)
+    rewards = result.recipe["rewards"]
+    assert [(e.get("model") or e["name"], e.get("weight")) for e in rewards] == expected
+    assert "reward_model_name_or_path" not in dict(result.unmapped)
+    assert "# reward_model_name_or_path" in result.text.splitlines()[result.text.splitlines().index("rewards:") + 1]
+
+
+def test_trl_reward_model_weights_count_the_model(tmp_path):
+    text = "model_name_or_path: m\ndataset_name: d\nreward_model_name_or_path: org/rm\nreward_funcs: [a, b]\n"
+    with pytest.raises(RecipeError) as err:
+        load(text + "reward_weights: [1.0, 1.0]\n", tmp_path)
+    assert [p.key for p in err.value.problems] == ["reward_weights"]
+    assert "reward model's first" in err.value.problems[0].message
+
+
+def test_trl_local_reward_model_imports_and_checks(tmp_path, monkeypatch, capsys):
+    from grpo_trl.testing import build_tiny_reward_model
+
+    work = tmp_path / "work"
+    build_tiny_reward_model(work / "rm")
+    (work / "rows.jsonl").write_text("".join(f'{{"prompt": "say {i}", "solution": "{i}"}}\n' for i in range(16)))
+    (work / "config.yaml").write_text(
+        "model_name_or_path: builtin:tiny\ndataset_name: rows.jsonl\nreward_model_name_or_path: rm\n"
+        "reward_funcs: [think_format_reward]\nreward_weights: [0.5, 1.0]\nnum_generations: 4\n"
+        "per_device_train_batch_size: 4\nuse_cpu: true\noutput_dir: out\nreport_to: none\n"
+    )
+    monkeypatch.chdir(work)  # TRL's script resolves local paths from where it runs
+    out = tmp_path / "recipes" / "imported.yaml"
+    out.parent.mkdir()
+    assert cli_main(["import", "config.yaml", "-o", str(out)]) == 0
+    rewards = yaml.safe_load(out.read_text())["rewards"]
+    assert rewards[0] == {"model": "../work/rm", "weight": 0.5}  # relative to the recipe, like data paths
+    capsys.readouterr()
+    assert cli_main(["check", str(out)]) == 0, capsys.readouterr().err
+    assert "tiny-reward" not in capsys.readouterr().err
+
+
+def test_every_peer_reward_imports_with_args_its_grpo_trl_reward_takes(tmp_path):
+    """Each reward name open-r1 or TRL's script knows maps to a grpo-trl reward that takes every arg the table gives
+    it (an arg name that drifted would be dropped with a warning, changing what the reward scores)."""
+    from grpo_trl.importer import tables as T
+
+    names = list(T.REWARDS)
+    result = load(
+        f"model_name_or_path: m\ndataset_name: d\ndataset_prompt_column: q\nreward_funcs: [{', '.join(names)}]\n",
+        tmp_path,
+    )
+    dropped = [w for w in result.warnings if "does not take" in w and "language='python'" not in w]
+    assert dropped == []
+    by_peer = dict(zip(names, result.recipe["rewards"]))
+    assert by_peer["binary_code"]["args"] == {"binary": True}  # open-r1: 1 only if all tests pass
+
+
+@pytest.mark.parametrize("peer", ["cosine", "repetition_penalty", "length"])
+def test_open_r1_length_rewards_say_what_they_measure_differently(tmp_path, peer):
+    result = load(
+        f"model_name_or_path: m\ndataset_name: d\ndataset_prompt_column: q\nreward_funcs: [{peer}]\n", tmp_path
+    )
+    assert any(w.startswith(f"reward {peer!r}: open-r1 ") for w in result.warnings), result.warnings
+
+
+def test_local_accelerate_config_is_written_relative_to_the_recipe(tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    (work / "acc").mkdir(parents=True)
+    (work / "acc" / "mine.yaml").write_text("distributed_type: MULTI_GPU\n")
+    (work / "config.yaml").write_text(
+        "model_name_or_path: m\ndataset_name: d\nreward_funcs: [accuracy_reward]\naccelerate_config: acc/mine.yaml\n"
+    )
+    monkeypatch.chdir(work)  # the TRL CLI resolves it from where it runs; a recipe's paths are from the recipe
+    out = tmp_path / "recipes"
+    out.mkdir()
+    launch = import_config(work / "config.yaml", out_dir=out).recipe["launch"]
+    assert launch == {"accelerate_config": "../work/acc/mine.yaml"}
+    assert (out / launch["accelerate_config"]).is_file()
+    (work / "config.yaml").write_text((work / "config.yaml").read_text().replace("acc/mine.yaml", "zero2"))
+    assert import_config(work / "config.yaml", out_dir=out).recipe["launch"] == {"accelerate_config": "zero2"}
+
+
+@pytest.mark.parametrize(
+    "extra, expected",
+    [  # what trl.trainer.utils.get_quantization_config builds from the same ModelConfig keys
+        (
+            "load_in_4bit: true\ndtype: bfloat16\nuse_bnb_nested_quant: true\n",
+            {
+                "load_in_4bit": True,
+                "bnb_4bit_quant_type": "nf4",
+                "bnb_4bit_compute_dtype": "bfloat16",
+                "bnb_4bit_use_double_quant": True,
+            },
+        ),
+        (
+            "load_in_4bit: true\nbnb_4bit_quant_type: fp4\n",
+            {"load_in_4bit": True, "bnb_4bit_quant_type": "fp4", "bnb_4bit_compute_dtype": "float32"},
+        ),
+        ("load_in_8bit: true\n", {"load_in_8bit": True}),
+        ("load_in_4bit: false\nload_in_8bit: false\nbnb_4bit_quant_type: nf4\nuse_bnb_nested_quant: false\n", None),
+    ],
+)
+def test_trl_quantization_keys_become_model_quantization(tmp_path, extra, expected):
+    text = "model_name_or_path: m\ndataset_name: d\nreward_funcs: [accuracy_reward]\nuse_peft: true\n" + extra
+    result = load(text, tmp_path)
+    assert result.recipe["model"].get("quantization") == expected
+    assert not any(k.startswith(("load_in", "bnb_", "use_bnb")) for k, _ in result.unmapped), result.unmapped
+    if expected:
+        from transformers import BitsAndBytesConfig
+
+        from grpo_trl.quantization import quantization_problems
+
+        assert quantization_problems(expected, has_lora=True) == []
+        BitsAndBytesConfig(**expected)  # what the recipe builds, as TRL built it
+
+
+def test_a_config_with_every_trl_script_default_written_out_imports_cleanly(tmp_path):
+    """`trl grpo` configs often carry every ScriptArguments / ModelConfig / DatasetMixtureConfig field at its default
+    (`datasets: []`, `load_in_4bit: false`...): each is a field TRL knows, so none is an error or 'not a field'."""
+    import dataclasses
+
+    from trl import ModelConfig
+    from trl.scripts.grpo import GRPOScriptArguments
+    from trl.scripts.utils import DatasetMixtureConfig
+
+    cfg = {}
+    for cls in (GRPOScriptArguments, ModelConfig, DatasetMixtureConfig):
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                cfg[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                cfg[f.name] = f.default_factory()
+    cfg.update(model_name_or_path="m", dataset_name="d", reward_funcs=["accuracy_reward"])
+    result = load(yaml.safe_dump({k: v for k, v in cfg.items() if v is not None}), tmp_path)
+    assert result.recipe["data"] == {"builder": "hub", "name": "d"}  # `datasets: []` is no mixture
+    assert "quantization" not in result.recipe["model"] and "lora" not in result.recipe["model"]
+    assert not [k for k, why in result.unmapped if "not a field" in why], result.unmapped
+
+
+def test_an_older_trl_config_is_read_as_trl_with_its_vllm_fields_explained(tmp_path):
+    """A TRL 0.1x GRPO config: num_completions_to_print is (was) a GRPOConfig field, so the config is TRL's (no
+    open-r1 user-turn wrapping of its standard prompts); vLLM fields TRL renamed or moved to the server are mapped or
+    explained, never 'not a field'."""
+    text = (
+        "model_name_or_path: m\ndataset_name: trl-lib/tldr\nreward_funcs: [think_format_reward]\nuse_vllm: true\n"
+        "num_completions_to_print: 2\nvllm_max_model_len: 2048\nvllm_dtype: auto\nvllm_enable_prefix_caching: true\n"
+    )
+    result = load(text, tmp_path)
+    assert result.imported.flavour == "trl"
+    assert "prompt_format" not in result.recipe["data"] and "system_prompt" not in result.recipe["data"]
+    trainer = result.recipe["trainer"]
+    assert trainer["vllm_max_model_length"] == 2048 and trainer["num_completions_to_print"] == 2
+    unmapped = dict(result.unmapped)
+    assert set(unmapped) == {"vllm_dtype", "vllm_enable_prefix_caching"}
+    assert all("grpo-trl serve" in why for why in unmapped.values())

@@ -113,6 +113,16 @@ def test_a_reward_own_timeout_error_is_retried_row_by_row():
 
 
 # ------------------------------------------------------------------------------------------------ results
+class _Iterable:
+    """A result type that is neither a Sequence nor an Iterator, only iterable, as TRL's loop needs."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __iter__(self):
+        return iter(self.values)
+
+
 @pytest.mark.parametrize(
     "raw",
     [
@@ -125,6 +135,9 @@ def test_a_reward_own_timeout_error_is_retried_row_by_row():
         torch.tensor([1.0, 0.5, 1.0], dtype=torch.bfloat16),
         [torch.tensor(1.0), torch.tensor(0.5), np.array(1.0)],
         (x for x in [1.0, 0.5, 1.0]),
+        {"a": 1.0, "b": 0.5, "c": 1.0}.values(),  # TRL iterates whatever it gets
+        map(float, [1, 0.5, 1]),
+        _Iterable([1.0, 0.5, 1.0]),
     ],
     ids=lambda r: type(r).__name__,
 )
@@ -141,6 +154,8 @@ def test_every_sequence_trl_accepts_is_accepted(raw):
         (np.ones((3, 1)), "2-D ndarray"),
         ("abc", "not a list of 3 numbers"),
         ({"a": 1, "b": 2, "c": 3}, "not a list of 3 numbers"),
+        ({"a": 1, "b": 2, "c": 3}.keys(), "not a list of 3 numbers"),  # TRL would score the keys
+        ({1.0, 0.5, 2.0}, "not a list of 3 numbers"),  # TRL would score in hash order
         (1.0, "not a list of 3 numbers"),
         (None, "not a list of 3 numbers"),
     ],
@@ -450,3 +465,16 @@ def test_a_reported_reason_is_one_printable_line_whatever_the_reward_passes():
             assert report_fault(why) is True
     assert reported[:4] == ["judge said: no score", "42", "None", "(an unprintable Unprintable)"]
     assert all("\n" not in r and "\r" not in r and len(r) <= 300 for r in reported)
+
+
+def test_a_generator_that_raises_midway_is_retried_row_by_row():
+    def lazy(completions, **kwargs):
+        return (1 / ("bad" not in completion_text(c)) for c in completions)
+
+    from grpo_trl.rewards import completion_text
+
+    kwargs, logged = trl_kwargs(n=3)
+    kwargs["completions"] = ["ok", "bad", "ok"]
+    wrapped = SafeReward(NamedReward("lazy", lazy))
+    assert wrapped(**kwargs) == [1.0, None, 1.0]
+    assert logged["reward_faults/lazy"] == [1.0] and "ZeroDivisionError" in wrapped.cause

@@ -222,3 +222,85 @@ def test_cosine_and_length_take_require_answer_tag(name):
         assert loose == pytest.approx(trl([_msg(t) for t in texts], ["7", "7"], ids))
     else:
         assert strict != loose and loose[0] > loose[1]
+
+
+# ------------------------------------------------------------------------------------------------ open-r1's own
+# open-r1's reasoning_steps_reward and tag_count_reward (src/open_r1/rewards.py), as published; `grpo-trl import`
+# maps them to reasoning_steps (numbered_lines: false) and tag_count.
+def _open_r1_reasoning_steps(completions, **kwargs):
+    pattern = r"(Step \d+:|^\d+\.|\n-|\n\*|First,|Second,|Next,|Finally,)"
+    return [min(1.0, len(re.findall(pattern, c[0]["content"])) / 3) for c in completions]
+
+
+def _open_r1_tag_count(completions, **kwargs):
+    def count_tags(text):
+        marks = ("<think>\n", "\n</think>\n", "\n<answer>\n", "\n</answer>")
+        return sum(0.25 for m in marks if text.count(m) == 1)
+
+    return [count_tags(c[0]["content"]) for c in completions]
+
+
+STEP_PIECES = ["Step 1:", "Step 22:", "1. ", "\n1. ", "12.", "\n- ", "\n* ", "First,", "Next,", "Finally,", "x", "\n"]
+TAG_PIECES = ["<think>\n", "\n</think>\n", "\n<answer>\n", "\n</answer>", "<think>", "\n", "a"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.lists(st.sampled_from(STEP_PIECES), max_size=8).map("".join))
+def test_imported_reasoning_steps_scores_like_open_r1(text):
+    from grpo_trl.importer import tables
+
+    name, args, _ = tables.REWARDS["reasoning_steps"]
+    assert get_reward(name, **args)([_msg(text)]) == pytest.approx(_open_r1_reasoning_steps([_msg(text)]))
+
+
+def test_reasoning_steps_counts_numbered_lines_by_default():
+    text = "1. a\n2. b\n3. c"
+    assert get_reward("reasoning_steps")([text]) == [1.0]
+    assert get_reward("reasoning_steps", numbered_lines=False)([text]) == [pytest.approx(1 / 3)]  # open-r1's
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.lists(st.sampled_from(TAG_PIECES), max_size=8).map("".join))
+def test_imported_tag_count_scores_like_open_r1(text):
+    from grpo_trl.importer import tables
+
+    name, args, _ = tables.REWARDS["tag_count"]
+    assert get_reward(name, **args)([_msg(text)]) == _open_r1_tag_count([_msg(text)])
+
+
+def _open_r1_format(completions, **kwargs):
+    pattern = r"^<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>$"
+    return [1.0 if re.match(pattern, c[0]["content"], re.DOTALL | re.MULTILINE) else 0.0 for c in completions]
+
+
+FORMAT_PIECES = ["<think>\n", "\n</think>\n<answer>\n", "\n</answer>", "\n", "a", "</answer>", "\n</think>\n", " "]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(st.sampled_from(FORMAT_PIECES), max_size=8).map("".join),
+    st.sampled_from(["", "\n", "\nmore", "\n\n", " ", "x"]),
+    st.booleans(),
+)
+def test_imported_format_scores_like_open_r1_but_refuses_a_second_think(text, tail, layout):
+    """open-r1's `format` -> think_format as `grpo-trl import` writes it: the same score, except that grpo-trl's
+    rejects a second <think> (the one documented difference; TRL's think_format_reward rejects it too)."""
+    from grpo_trl.importer import tables
+
+    name, args, _ = tables.REWARDS["format"]
+    if layout:
+        text = f"<think>\n{text}\n</think>\n<answer>\n{text}\n</answer>{tail}"
+    ours = get_reward(name, **args)([_msg(text)])[0]
+    expected = _open_r1_format([_msg(text)])[0] if "<think>" not in text[1:] else 0.0
+    assert ours == expected, text
+
+
+def test_think_format_trailing_lines():
+    text = "<think>\nx\n</think>\n<answer>\n4\n</answer>\n"
+    assert think_format([text]) == [0.0]  # the default layout ends at </answer>
+    assert think_format([text], trailing_lines=True) == [1.0] == _open_r1_format([_msg(text)])
+    assert (
+        think_format([text[:-1] + " more"], trailing_lines=True)
+        == [0.0]
+        == _open_r1_format([_msg(text[:-1] + " more")])
+    )

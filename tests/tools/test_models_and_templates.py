@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
@@ -130,3 +132,30 @@ def test_check_asks_trl_about_the_template_when_tools_are_used(tmp_path, model, 
     assert (errs == []) is ok, errs
     if not ok:
         assert any(e.startswith("model.chat_template") and "trl:qwen2_5" in e for e in errs)
+
+
+def test_reward_model_check_never_goes_online(tmp_path, monkeypatch):
+    """`check` reads a reward model's config from a local folder or the local cache only, as it does the policy's:
+    a Hub id not downloaded yet is TRL's to fetch at training time, not a reason to hang on the network."""
+    import socket
+
+    import huggingface_hub.constants
+    import huggingface_hub.file_download
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # as on a machine with network
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    requested = []
+
+    def no_network(*args, **kwargs):
+        requested.append(args[:1] or kwargs.get("url"))
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: no_network(*a, **k))
+    monkeypatch.setattr(huggingface_hub.file_download, "get_hf_file_metadata", no_network)  # the HEAD request
+    start = time.perf_counter()
+    assert errors_for(tmp_path, {"rewards": [{"model": "some-org/not-downloaded-rm"}]}) == []
+    assert not any("not-downloaded-rm" in str(r) for r in requested), requested
+    assert time.perf_counter() - start < 10
+    missing = errors_for(tmp_path, {"rewards": [{"model": "./no-such-folder"}]})  # a path, not a Hub id
+    assert any("cannot read the config" in e for e in missing), missing
