@@ -51,7 +51,12 @@ class RunSession:
 
     def __enter__(self) -> RunSession:
         if self.main:
-            self._lock = RunLock(self.folder)
+            try:
+                self._lock = RunLock(self.folder)
+            except OSError as exc:  # .grpo-trl is a file, or cannot be made
+                raise self._error(
+                    f"cannot hold its lock in .grpo-trl/ ({exc.strerror or exc}); move it away"
+                ) from None
             held = self._lock.acquire()
             if held:
                 raise self._error(f"{held}; wait for it to end, stop it, or use --set trainer.output_dir=DIR")

@@ -30,7 +30,23 @@ from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError, load_rec
 
 logger = logging.getLogger("grpo_trl")
 
-MIN_FREE_MB = int(os.environ.get("GRPO_TRL_MIN_FREE_MB", "200"))
+MIN_FREE_MB: int | None = None  # None: GRPO_TRL_MIN_FREE_MB, else 200 (read when a run starts, not at import)
+
+
+def _min_free_mb() -> int:
+    """The free-space threshold: ``MIN_FREE_MB`` when set, else ``GRPO_TRL_MIN_FREE_MB`` (default 200)."""
+    if MIN_FREE_MB is not None:
+        return MIN_FREE_MB
+    raw = os.environ.get("GRPO_TRL_MIN_FREE_MB", "200")
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise RecipeError(
+            [Problem("environment", "GRPO_TRL_MIN_FREE_MB", f"must be a whole number of MB >= 0, got {raw!r}")]
+        )
+    return value
 
 
 @dataclass
@@ -51,7 +67,7 @@ class TrainResult:
 
 def check_output_dir(path: str | Path, min_free_mb: int | None = None) -> None:
     """Fail before training when ``path`` cannot be written or its disk has less than ``min_free_mb`` free."""
-    min_free_mb = MIN_FREE_MB if min_free_mb is None else min_free_mb
+    min_free_mb = _min_free_mb() if min_free_mb is None else min_free_mb
     p = Path(path)
     try:
         p.mkdir(parents=True, exist_ok=True)
