@@ -201,3 +201,47 @@ def test_log_with_a_bad_byte_costs_its_line_not_the_resume(tmp_path):
     assert [r["step"] for r in read_jsonl(log)] == [1, 2, 3]  # was UnicodeDecodeError (exit 70) on --resume
     assert [r["step"] for r in keep_until(log, 2)] == [1, 2]
     assert [json.loads(line)["step"] for line in log.read_text().splitlines()] == [1, 2]
+
+
+# ------------------------------------------------------------------------------------------------------ report
+STATE = {"global_step": 2, "log_history": [{"loss": 0.1, "step": 1, "reward": 0.5}, {"loss": 0.2, "step": 2}]}
+REPORT_INPUTS = [
+    # (file, content): what a killed run or a hand edit leaves; each was exit 70 in `grpo-trl report`
+    ("completions.jsonl", '{"step": 1, "prompt": "p", "completion": "<b>"}\n{"step": 2, "compl'),  # cut by a kill
+    ("alerts.jsonl", '{"step": 1}\n[1, 2]\n'),
+    ("completions.jsonl", '{"step": 1, "prompt": ["a"], "turns": "x"}\n{"step": "2"}\n'),
+    ("checkpoint-best/trainer_state.json", "{}"),
+]
+
+
+@pytest.mark.parametrize(("name", "content"), REPORT_INPUTS, ids=[f"{n}:{c[:20]}" for n, c in REPORT_INPUTS])
+def test_report_survives_cut_and_odd_logs(tmp_path, capsys, name, content):
+    (tmp_path / "trainer_state.json").write_text(json.dumps(STATE))
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / name).write_text(content)
+    if name.startswith("checkpoint-best"):
+        (tmp_path / "trainer_state.json").unlink()
+        (tmp_path / "checkpoint-2").mkdir()
+        (tmp_path / "checkpoint-2" / "trainer_state.json").write_text(json.dumps(STATE))
+    assert cli_main(["report", str(tmp_path)]) == 0, capsys.readouterr().err
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "<b>" not in content or "&lt;b&gt;" in html  # model output is escaped
+
+
+@pytest.mark.parametrize("state", ["{not json", "[1, 2]", '{"log_history": 5}'])
+def test_report_on_an_unreadable_trainer_state_is_an_error_line(tmp_path, capsys, state):
+    (tmp_path / "trainer_state.json").write_text(state)
+    assert cli_main(["report", str(tmp_path)]) == 1
+    lines = _error_lines(capsys)
+    assert len(lines) == 1 and "trainer_state.json" in lines[0], lines
+
+
+def test_report_does_not_adopt_a_users_report_folder(tmp_path, capsys):
+    (tmp_path / "trainer_state.json").write_text(json.dumps(STATE))
+    Manifest(tmp_path).save()  # a grpo-trl run directory...
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "report.html").write_text("my own")  # ...with the user's own report/ beside it
+    assert cli_main(["report", str(tmp_path)]) == 1
+    assert "did not write it" in _error_lines(capsys)[0]
+    assert (tmp_path / "report" / "report.html").read_text() == "my own"
+    assert "report" not in Manifest.load(tmp_path).entries  # so `train --overwrite` will not remove it
