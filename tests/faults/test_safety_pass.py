@@ -245,3 +245,15 @@ def test_report_does_not_adopt_a_users_report_folder(tmp_path, capsys):
     assert "did not write it" in _error_lines(capsys)[0]
     assert (tmp_path / "report" / "report.html").read_text() == "my own"
     assert "report" not in Manifest.load(tmp_path).entries  # so `train --overwrite` will not remove it
+
+
+# ------------------------------------------------------------------------------------------------------ filter
+@pytest.mark.parametrize("content", ['{"question": "1+1?", "solution": "2"}\n', "my notes", '{"other": 1}', ""])
+def test_filter_never_overwrites_a_file_it_did_not_write(make_recipe, tmp_path, capsys, content):
+    output = tmp_path / "problems.jsonl"  # the user's data, named by mistake
+    output.write_text(content)
+    argv = ["filter", str(make_recipe()), "--n", "1", "--limit", "1", "--max-new-tokens", "2", "--output", str(output)]
+    assert cli_main(argv) == 1  # was: generated, then replaced the file with pass rates
+    lines = _error_lines(capsys)
+    assert len(lines) == 1 and ": --output: " in lines[0] and "not a pass-rate file" in lines[0], lines
+    assert output.read_text() == content
