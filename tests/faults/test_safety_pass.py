@@ -257,3 +257,24 @@ def test_filter_never_overwrites_a_file_it_did_not_write(make_recipe, tmp_path, 
     lines = _error_lines(capsys)
     assert len(lines) == 1 and ": --output: " in lines[0] and "not a pass-rate file" in lines[0], lines
     assert output.read_text() == content
+
+
+# -------------------------------------------------------------------------------------------------------- eval
+@pytest.mark.parametrize(("name", "content"), [("eval.json", '{"accuracy": 0.9}'), ("eval_completions.jsonl", "x")])
+def test_eval_never_overwrites_results_it_did_not_write(make_recipe, tmp_path, capsys, name, content):
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / name).write_text(content)  # another tool's results in the folder eval writes to
+    flags = ["--split", "train", "--n", "1", "--limit", "1", "--max-new-tokens", "2", "--output-dir", str(out)]
+    assert cli_main(["eval", str(make_recipe()), *flags]) == 1  # was: generated, then replaced it
+    lines = _error_lines(capsys)
+    assert len(lines) == 1 and ": --output-dir: " in lines[0] and name in lines[0], lines
+    assert (out / name).read_text() == content
+
+
+def test_eval_replaces_its_own_results(make_recipe, tmp_path, capsys):
+    flags = ["--split", "train", "--n", "1", "--limit", "1", "--max-new-tokens", "2", "--output-dir", str(tmp_path)]
+    path = make_recipe()
+    assert cli_main(["eval", str(path), *flags]) == 0
+    assert cli_main(["eval", str(path), *flags]) == 0
+    assert json.loads((tmp_path / "eval.json").read_text())["backend"] == "transformers"
