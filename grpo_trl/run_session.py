@@ -33,13 +33,26 @@ logger = logging.getLogger("grpo_trl")
 BATCH_FIELDS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "world_size")
 
 
+def is_main_process() -> bool:
+    """Rank 0 of ``accelerate launch`` (``RANK``), or a single process; a ``RANK`` that is not a number is an error."""
+    raw = os.environ.get("RANK", "0")
+    try:
+        return int(raw) == 0
+    except ValueError:
+        raise RecipeError(
+            [Problem("environment", "RANK", f"must be a process rank (0, 1, ...), got {raw!r}")]
+        ) from None
+
+
 class RunSession:
     """The output directory's side of one ``train`` call: see the module docstring."""
 
     def __init__(self, recipe: Recipe, config: Any, *, resume: bool = False, overwrite: bool = False):
         self.recipe, self.config, self.resume, self.overwrite = recipe, config, resume, overwrite
         self.folder = Path(config.output_dir)
-        self.main = int(os.environ.get("RANK", "0")) == 0  # under accelerate launch, only rank 0 owns the directory
+        self.main = is_main_process()  # under accelerate launch, only rank 0 owns the directory
+        if resume and overwrite:
+            raise RecipeError([Problem(recipe.file, "", "--resume and --overwrite together: one would be ignored")])
         self.resume_from: Path | None = None
         self.finished: dict | None = None  # the saved trainer state of a run already at max_steps
         self.manifest: Manifest | None = None

@@ -266,8 +266,9 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     add_recipe_arguments(parser)
-    parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
-    parser.add_argument(
+    mode = parser.add_mutually_exclusive_group()  # both at once: one would be silently ignored
+    mode.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
+    mode.add_argument(
         "--overwrite",
         action="store_true",
         help="start from step 0, removing what grpo-trl wrote in output_dir (nothing else)",
@@ -290,7 +291,9 @@ def run_cli(args: argparse.Namespace) -> int:
         for line in format_error_lines(exc, file=args.recipe):
             print(line, file=sys.stderr)
         return 1
-    if int(os.environ.get("RANK", "0")) == 0:
+    from grpo_trl.run_session import is_main_process
+
+    if is_main_process():  # RANK was read (and checked) by the run
         print_summary(result)
     from grpo_trl.rewards.stray_threads import exit_if_stray_threads
 

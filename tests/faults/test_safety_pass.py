@@ -278,3 +278,26 @@ def test_eval_replaces_its_own_results(make_recipe, tmp_path, capsys):
     assert cli_main(["eval", str(path), *flags]) == 0
     assert cli_main(["eval", str(path), *flags]) == 0
     assert json.loads((tmp_path / "eval.json").read_text())["backend"] == "transformers"
+
+
+# ------------------------------------------------------------------------------------------------ train flags
+def test_resume_and_overwrite_together_is_a_usage_error(make_recipe, capsys):
+    assert cli_main(["train", str(make_recipe()), "--resume", "--overwrite"]) == 1  # --overwrite was ignored
+    lines = _error_lines(capsys)
+    assert len(lines) == 1 and "not allowed with argument --resume" in lines[0], lines
+
+
+def test_resume_and_overwrite_together_in_the_api_is_an_error(make_recipe):
+    from grpo_trl.recipe import load_recipe
+    from grpo_trl.train import run
+
+    with pytest.raises(RecipeError, match="--resume and --overwrite together"):
+        run(load_recipe(make_recipe()), resume=True, overwrite=True)
+
+
+def test_a_rank_that_is_not_a_number_is_an_error_line(make_recipe, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RANK", "abc")
+    assert cli_main(["train", str(make_recipe())]) == 1  # was exit 70 (int('abc'))
+    lines = _error_lines(capsys)
+    assert lines == ["error: environment: RANK: must be a process rank (0, 1, ...), got 'abc'"], lines
+    assert not (tmp_path / "out" / "tiny-model").exists()
