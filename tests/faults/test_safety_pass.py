@@ -301,3 +301,23 @@ def test_a_rank_that_is_not_a_number_is_an_error_line(make_recipe, tmp_path, cap
     lines = _error_lines(capsys)
     assert lines == ["error: environment: RANK: must be a process rank (0, 1, ...), got 'abc'"], lines
     assert not (tmp_path / "out" / "tiny-model").exists()
+
+
+# ------------------------------------------------------------------------------------------------- data files
+DATA_FILES = [
+    ("empty.jsonl", b"", "the file is empty"),
+    ("bad.jsonl", b'{"question": "q", "solution": "1"}\nnot json\n', "JSON parse error"),
+    ("bad.csv", b'question,solution\n"a\n', "EOF inside string"),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "words"), DATA_FILES, ids=[d[0] for d in DATA_FILES])
+def test_unreadable_data_file_says_why(tmp_path, capsys, name, content, words):
+    (tmp_path / name).write_bytes(content)
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump({**GOOD, "data": {"builder": "files", "path": name}, "rewards": ["think_format"]}))
+    assert (
+        cli_main(["check", str(path)]) == 1
+    )  # said "DatasetGenerationError: An error occurred ..." or "StopIteration"
+    lines = _error_lines(capsys)
+    assert len(lines) == 1 and ": data: " in lines[0] and words in lines[0], lines
