@@ -112,7 +112,7 @@ class RunSession:
             m.record("tiny-reward")
         m.save()
         path, text = self.folder / "recipe.yaml", self.recipe.to_yaml()
-        if not path.is_file() or path.read_text() != text:
+        if not path.is_file() or path.read_text(errors="replace") != text:
             path.write_text(text)
 
     def _collisions(self, m: Manifest, action: str) -> None:
@@ -199,7 +199,7 @@ class RunSession:
     def _compare_recipe(self, m: Manifest, ckpt: Path) -> None:
         saved = self.folder / "recipe.yaml"
         try:
-            old = yaml.safe_load(saved.read_text()) if "recipe.yaml" in m.entries else None
+            old = yaml.safe_load(saved.read_text(errors="replace")) if "recipe.yaml" in m.entries else None
         except (OSError, yaml.YAMLError):
             old = None
         diffs = recipe_differences(old, self.recipe.data) if isinstance(old, dict) else []
