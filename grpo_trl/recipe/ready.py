@@ -99,16 +99,6 @@ def step_problems(recipe: Recipe, world_size: int) -> list[Problem]:
         fix = "hold out fewer rows, or name a split with data.eval_split"
         return [Problem(recipe.file, "data.eval_size", f"holds out {held} rows of a dataset of at most {rows}", fix)]
     plan = recipe.plan(world_size=world_size)
-    held = recipe.dataset.get("eval_size") if not recipe.dataset.get("eval_split") else None
-    if plan.dataset_rows == 0 and held:  # at most 0 rows, filters or not; max_steps would hide it below
-        return [
-            Problem(
-                recipe.file,
-                "data.eval_size",
-                f"{held} held-out row(s) leave no training rows",
-                "lower data.eval_size below the dataset's size, or raise data.size / data.limit",
-            )
-        ]
     if plan.total_optimizer_steps == 0:
         return [
             Problem(
