@@ -15,17 +15,43 @@ from grpo_trl.memory_plan import GIB, MemoryPlan, human, model_state_bytes, plan
 from grpo_trl.model_shape import Shape, load_shape
 
 
-def _accelerate_config(recipe: Any) -> dict | None:
-    import yaml
-
+def _accelerate_file(recipe: Any) -> Path | None:
+    """The file ``launch.accelerate_config`` names: a path (relative to the recipe), or a shipped config's name."""
     name = recipe.launch.get("accelerate_config")
     if not name:
         return None
     here = Path(__file__).resolve().parents[1] / "recipes" / "accelerate"
     for path in (recipe.base_dir / str(name), Path(str(name)), here / f"{name}.yaml", here / str(name)):
         if path.is_file():
-            return yaml.safe_load(path.read_text())
+            return path
     return None
+
+
+def _load_accelerate(recipe: Any) -> tuple[dict | None, str | None]:
+    """``(config, problem)`` for ``launch.accelerate_config``: the mapping, or why the file it names is not one."""
+    import yaml
+
+    path = _accelerate_file(recipe)
+    if path is None:
+        return None, None
+    try:
+        with path.open("rb") as fh:  # bounded: the name may be a device
+            data = yaml.safe_load(fh.read(1_000_000).decode("utf-8"))
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        return None, f"{str(path)!r} is not a readable YAML file ({type(exc).__name__})"
+    if not isinstance(data, dict):
+        return None, f"{str(path)!r} is not an accelerate config (a YAML mapping), got {type(data).__name__}"
+    return data, None
+
+
+def accelerate_config_problem(recipe: Any) -> str | None:
+    """Why the file ``launch.accelerate_config`` names is not an accelerate config (``None``: it is one, or none is
+    found here: a shipped name is not where grpo-trl is installed from a wheel, and check warns about it)."""
+    return _load_accelerate(recipe)[1]
+
+
+def _accelerate_config(recipe: Any) -> dict | None:
+    return _load_accelerate(recipe)[0]
 
 
 def detected_gpu_bytes() -> float | None:
@@ -90,14 +116,21 @@ def parse_size(text: str) -> float:
 def check_lines(recipe: Any, config: Any, world_size: int, gpu_memory: float | None = None) -> list[str]:
     """What ``grpo-trl check`` prints: the plan, and a ``warning:`` line when it exceeds the GPU (``gpu_memory``
     bytes, else the detected GPU)."""
-    gpu = gpu_memory
+    gpu, lines = gpu_memory, []
+    name = recipe.launch.get("accelerate_config")
+    if name and _accelerate_file(recipe) is None:
+        lines.append(
+            f"warning: launch.accelerate_config {name!r} not found (a path relative to the recipe, or a config under "
+            "recipes/accelerate/): memory planned without sharding (DDP)"
+        )
     try:
         plan = recipe_memory_plan(recipe, config, world_size, gpu)
     except (OSError, ValueError, KeyError) as exc:  # a Hub model not in the local cache while offline, odd config
         first = str(exc).strip().splitlines()[0][:240] if str(exc).strip() else type(exc).__name__
-        return [f"  memory per GPU      unknown: {first}"]
-    lines = plan.lines()
+        return [*lines, f"  memory per GPU      unknown: {first}"]
+    lines += plan.lines()
     accel = _accelerate_config(recipe) or {}
+
     if str(accel.get("distributed_type", "")).upper() == "FSDP" and recipe.trainer.get("use_cpu"):
         lines.append(
             "warning: accelerate applies FSDP only on GPUs: with trainer.use_cpu this launch runs unsharded "

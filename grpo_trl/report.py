@@ -18,8 +18,11 @@ import json
 import math
 from pathlib import Path
 
+from grpo_trl.errors import GrpoTrlError
 from grpo_trl.report_plots import plot_history, plot_title
-from grpo_trl.run_dir import record_entries
+from grpo_trl.resume import checkpoints as checkpoints_in
+from grpo_trl.resume import read_jsonl
+from grpo_trl.run_dir import Manifest, record_entries
 
 TREND_WINDOW = 20  # TrainResult.reward_trend's default, used by the end-of-run summary
 
@@ -66,9 +69,8 @@ def _state_file(output_dir: Path) -> Path:
     direct = output_dir / "trainer_state.json"
     if direct.exists():
         return direct
-    checkpoints = sorted(
-        output_dir.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.split("-")[-1])
-    )
+    checkpoints = [c / "trainer_state.json" for c in reversed(checkpoints_in(output_dir))]  # checkpoint-best: not one
+    checkpoints = [p for p in checkpoints if p.is_file()]
     if not checkpoints:
         raise FileNotFoundError(
             f"no trainer_state.json in {output_dir} or its checkpoints; is it a training output_dir?"
@@ -76,36 +78,49 @@ def _state_file(output_dir: Path) -> Path:
     return checkpoints[-1]
 
 
+def _log_history(output_dir: Path) -> list[dict]:
+    """``log_history`` of the run's trainer_state.json; an unreadable one is an error line naming it."""
+    path = _state_file(output_dir)
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise GrpoTrlError(
+            f"{path} is unreadable ({type(exc).__name__}: {str(exc)[:120]})", file=str(output_dir)
+        ) from None
+    history = state.get("log_history") if isinstance(state, dict) else None
+    if not isinstance(history, list):
+        raise GrpoTrlError(f"{path} has no log_history list: not a trainer state", file=str(output_dir))
+    return [h for h in history if isinstance(h, dict)]
+
+
 def load_history(output_dir: str | Path) -> list[dict]:
     """The training log entries (those with a loss) from TRL's trainer_state.json."""
-    state = json.loads(_state_file(Path(output_dir)).read_text())
-    return [h for h in state.get("log_history", []) if "loss" in h and "step" in h]
+    return [h for h in _log_history(Path(output_dir)) if "loss" in h and "step" in h]
 
 
 def load_eval_history(output_dir: str | Path) -> list[dict]:
     """The evaluation log entries (``eval_*`` keys, written at each ``eval_steps``), prefix removed."""
-    state = json.loads(_state_file(Path(output_dir)).read_text())
     return [
         {"step": h["step"], **{k[len("eval_") :]: v for k, v in h.items() if k.startswith("eval_")}}
-        for h in state.get("log_history", [])
+        for h in _log_history(Path(output_dir))
         if "step" in h and any(k.startswith("eval_") for k in h)
     ]
 
 
 def _read_jsonl(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """Rows with an integer step; a line cut by a kill mid-write, or edited by hand, is left out."""
+    return [row for row in read_jsonl(path) if isinstance(row.get("step"), int)]
 
 
 def _completion_html(sample: dict) -> str:
     """The completion, or with tools its turns one per block: [assistant], [tool_call], [tool]."""
     if not sample.get("turns"):
-        return f"<pre>{html.escape(sample['completion'])}</pre>"
+        return f"<pre>{html.escape(str(sample.get('completion', '')))}</pre>"
+    turns = [t for t in sample["turns"] if isinstance(t, dict)] if isinstance(sample["turns"], list) else []
     return "".join(
-        f"<div class='turn {html.escape(t['role'])}'><b>[{html.escape(t['role'])}]</b>"
-        f"<pre>{html.escape(t['content'])}</pre></div>"
-        for t in sample["turns"]
+        f"<div class='turn {html.escape(str(t.get('role')))}'><b>[{html.escape(str(t.get('role')))}]</b>"
+        f"<pre>{html.escape(str(t.get('content')))}</pre></div>"
+        for t in turns
     )
 
 
@@ -117,11 +132,12 @@ def _samples_table(samples: list[dict]) -> str:
     rows = []
     for step in chosen:
         for s in [x for x in samples if x["step"] == step][:3]:
-            rewards = ", ".join(f"{k}={v}" for k, v in s.get("rewards", {}).items())
+            scores = s.get("rewards") if isinstance(s.get("rewards"), dict) else {}
+            rewards = ", ".join(f"{k}={v}" for k, v in scores.items())
             rows.append(
-                f"<tr><td>{step}</td><td><pre>{html.escape(s['prompt'][-400:])}</pre></td>"
+                f"<tr><td>{step}</td><td><pre>{html.escape(str(s.get('prompt', ''))[-400:])}</pre></td>"
                 f"<td>{_completion_html(s)}</td><td>{html.escape(rewards)}</td>"
-                f"<td>{s.get('advantage')}</td></tr>"
+                f"<td>{html.escape(str(s.get('advantage')))}</td></tr>"
             )
     return (
         "<table><tr><th>step</th><th>prompt (end)</th><th>completion</th><th>rewards</th><th>advantage</th></tr>"
@@ -135,6 +151,13 @@ def write_report(output_dir: str | Path) -> str:
     output_dir = Path(output_dir)
     history = load_history(output_dir)
     out = output_dir / "report"
+    manifest = Manifest.load(output_dir)
+    if out.exists() and manifest.exists and "report" not in manifest.entries:
+        raise GrpoTrlError(
+            f"{out} exists and grpo-trl did not write it (not in .grpo-trl/manifest.json)",
+            file=str(output_dir),
+            fix="move it away: the report would write into it and `train --overwrite` would then remove it",
+        )
     record_entries(output_dir, "report")  # grpo-trl's own entry: `train --overwrite` may replace it
     out.mkdir(parents=True, exist_ok=True)
     drawn = plot_history(history, out, load_eval_history(output_dir))
@@ -162,7 +185,8 @@ def write_report(output_dir: str | Path) -> str:
         for f in drawn
     )
     alert_html = "".join(
-        f"<li>step {a['step']}: <b>{html.escape(a['kind'])}</b> {html.escape(a['message'])}</li>" for a in alerts
+        f"<li>step {a['step']}: <b>{html.escape(str(a.get('kind')))}</b> {html.escape(str(a.get('message')))}</li>"
+        for a in alerts
     )
     title = html.escape(str(output_dir))
     trend_html = (

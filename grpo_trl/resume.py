@@ -83,7 +83,7 @@ def checkpoint_problem(ckpt: str | Path, world_size: int = 1) -> str | None:
         int(state["global_step"])
     except FileNotFoundError:
         return "no trainer_state.json (killed while saving)"
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, OverflowError) as exc:  # OverflowError: a step of Infinity
         return f"trainer_state.json is unreadable ({type(exc).__name__}: {exc})"
     if problem := _weights_problem(ckpt):
         return problem
@@ -123,7 +123,7 @@ def saved_step(path: Path) -> tuple[int, int] | None:
     try:
         state = json.loads(path.read_text())
         return int(state["global_step"]), int(state.get("max_steps") or 0)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, OverflowError):
         return None
 
 
@@ -156,7 +156,7 @@ def read_jsonl(path: Path) -> list[dict]:
     """Rows of a JSON-lines log; a line cut by a kill (the last one) is dropped."""
     rows = []
     if path.is_file():
-        for line in path.read_text().splitlines():
+        for line in path.read_text(errors="replace").splitlines():  # a bad byte costs its line, not the resume
             try:
                 row = json.loads(line)
             except ValueError:
@@ -177,7 +177,7 @@ def keep_until(path: Path, step: int) -> list[dict]:
         return []
     rows = read_jsonl(path)
     kept = [r for r in rows if _step(r) <= step]
-    if len(kept) != len(rows) or not path.read_text().endswith("\n") and path.stat().st_size:
+    if len(kept) != len(rows) or not path.read_bytes().endswith(b"\n") and path.stat().st_size:
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
         tmp.replace(path)

@@ -54,6 +54,20 @@ def _fs_now(folder: Path) -> float:
         probe.unlink()
 
 
+def _well_formed(data: object) -> bool:
+    """The shape ``Manifest.save`` writes: entries name -> mapping, runs a list of mappings with numeric times."""
+    if not isinstance(data, dict):
+        return False
+    entries, runs = data.get("entries") or {}, data.get("runs") or []
+    if not isinstance(entries, dict) or not all(isinstance(e, dict) for e in entries.values()):
+        return False
+    number = (int, float, type(None))
+    return isinstance(runs, list) and all(
+        isinstance(r, dict) and isinstance(r.get("fs_start", 0), (int, float)) and isinstance(r.get("ended"), number)
+        for r in runs
+    )
+
+
 @dataclass
 class Manifest:
     """``<output_dir>/.grpo-trl/manifest.json``: the entries grpo-trl wrote and the runs that wrote them."""
@@ -77,6 +91,9 @@ class Manifest:
             return cls(folder)
         except (OSError, ValueError) as exc:  # cut mid-write cannot happen (atomic replace); a hand edit can
             logger.warning("%s is unreadable (%s): treating every entry as not written by grpo-trl", path, exc)
+            return cls(folder)
+        if not _well_formed(data):  # a hand edit, or a file from elsewhere: trust none of it
+            logger.warning("%s is not a grpo-trl manifest: treating every entry as not written by grpo-trl", path)
             return cls(folder)
         return cls(folder, dict(data.get("entries") or {}), list(data.get("runs") or []), True)
 

@@ -36,7 +36,10 @@ class RunLock:
         deadline = time.monotonic() + wait_s
         while True:  # the holder writes lock.json right after taking the lock: give it a moment
             try:
-                return json.loads(self.info.read_text())
+                who = json.loads(self.info.read_text())
+                if isinstance(who, dict):
+                    return who
+                raise ValueError("not a mapping")
             except (OSError, ValueError):
                 if time.monotonic() > deadline:
                     return None

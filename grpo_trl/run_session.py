@@ -33,13 +33,26 @@ logger = logging.getLogger("grpo_trl")
 BATCH_FIELDS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "world_size")
 
 
+def is_main_process() -> bool:
+    """Rank 0 of ``accelerate launch`` (``RANK``), or a single process; a ``RANK`` that is not a number is an error."""
+    raw = os.environ.get("RANK", "0")
+    try:
+        return int(raw) == 0
+    except ValueError:
+        raise RecipeError(
+            [Problem("environment", "RANK", f"must be a process rank (0, 1, ...), got {raw!r}")]
+        ) from None
+
+
 class RunSession:
     """The output directory's side of one ``train`` call: see the module docstring."""
 
     def __init__(self, recipe: Recipe, config: Any, *, resume: bool = False, overwrite: bool = False):
         self.recipe, self.config, self.resume, self.overwrite = recipe, config, resume, overwrite
         self.folder = Path(config.output_dir)
-        self.main = int(os.environ.get("RANK", "0")) == 0  # under accelerate launch, only rank 0 owns the directory
+        self.main = is_main_process()  # under accelerate launch, only rank 0 owns the directory
+        if resume and overwrite:
+            raise RecipeError([Problem(recipe.file, "", "--resume and --overwrite together: one would be ignored")])
         self.resume_from: Path | None = None
         self.finished: dict | None = None  # the saved trainer state of a run already at max_steps
         self.manifest: Manifest | None = None
@@ -51,7 +64,12 @@ class RunSession:
 
     def __enter__(self) -> RunSession:
         if self.main:
-            self._lock = RunLock(self.folder)
+            try:
+                self._lock = RunLock(self.folder)
+            except OSError as exc:  # .grpo-trl is a file, or cannot be made
+                raise self._error(
+                    f"cannot hold its lock in .grpo-trl/ ({exc.strerror or exc}); move it away"
+                ) from None
             held = self._lock.acquire()
             if held:
                 raise self._error(f"{held}; wait for it to end, stop it, or use --set trainer.output_dir=DIR")
@@ -94,7 +112,7 @@ class RunSession:
             m.record("tiny-reward")
         m.save()
         path, text = self.folder / "recipe.yaml", self.recipe.to_yaml()
-        if not path.is_file() or path.read_text() != text:
+        if not path.is_file() or path.read_text(errors="replace") != text:
             path.write_text(text)
 
     def _collisions(self, m: Manifest, action: str) -> None:
@@ -181,7 +199,7 @@ class RunSession:
     def _compare_recipe(self, m: Manifest, ckpt: Path) -> None:
         saved = self.folder / "recipe.yaml"
         try:
-            old = yaml.safe_load(saved.read_text()) if "recipe.yaml" in m.entries else None
+            old = yaml.safe_load(saved.read_text(errors="replace")) if "recipe.yaml" in m.entries else None
         except (OSError, yaml.YAMLError):
             old = None
         diffs = recipe_differences(old, self.recipe.data) if isinstance(old, dict) else []

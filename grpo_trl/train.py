@@ -30,7 +30,23 @@ from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError, load_rec
 
 logger = logging.getLogger("grpo_trl")
 
-MIN_FREE_MB = int(os.environ.get("GRPO_TRL_MIN_FREE_MB", "200"))
+MIN_FREE_MB: int | None = None  # None: GRPO_TRL_MIN_FREE_MB, else 200 (read when a run starts, not at import)
+
+
+def _min_free_mb() -> int:
+    """The free-space threshold: ``MIN_FREE_MB`` when set, else ``GRPO_TRL_MIN_FREE_MB`` (default 200)."""
+    if MIN_FREE_MB is not None:
+        return MIN_FREE_MB
+    raw = os.environ.get("GRPO_TRL_MIN_FREE_MB", "200")
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise RecipeError(
+            [Problem("environment", "GRPO_TRL_MIN_FREE_MB", f"must be a whole number of MB >= 0, got {raw!r}")]
+        )
+    return value
 
 
 @dataclass
@@ -51,7 +67,7 @@ class TrainResult:
 
 def check_output_dir(path: str | Path, min_free_mb: int | None = None) -> None:
     """Fail before training when ``path`` cannot be written or its disk has less than ``min_free_mb`` free."""
-    min_free_mb = MIN_FREE_MB if min_free_mb is None else min_free_mb
+    min_free_mb = _min_free_mb() if min_free_mb is None else min_free_mb
     p = Path(path)
     try:
         p.mkdir(parents=True, exist_ok=True)
@@ -250,8 +266,9 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     add_recipe_arguments(parser)
-    parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
-    parser.add_argument(
+    mode = parser.add_mutually_exclusive_group()  # both at once: one would be silently ignored
+    mode.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
+    mode.add_argument(
         "--overwrite",
         action="store_true",
         help="start from step 0, removing what grpo-trl wrote in output_dir (nothing else)",
@@ -274,7 +291,9 @@ def run_cli(args: argparse.Namespace) -> int:
         for line in format_error_lines(exc, file=args.recipe):
             print(line, file=sys.stderr)
         return 1
-    if int(os.environ.get("RANK", "0")) == 0:
+    from grpo_trl.run_session import is_main_process
+
+    if is_main_process():  # RANK was read (and checked) by the run
         print_summary(result)
     from grpo_trl.rewards.stray_threads import exit_if_stray_threads
 

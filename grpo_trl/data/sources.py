@@ -50,10 +50,23 @@ def load_file(path: str | Path, base_dir: Path | None = None) -> Any:
         raise DataError(
             f"data file {str(path)!r}: unsupported extension {p.suffix!r}; use .jsonl, .json, .parquet or .csv"
         )
+    from datasets.utils import logging as datasets_logging
+
+    level = datasets_logging.get_verbosity()
+    datasets_logging.set_verbosity(datasets_logging.CRITICAL)  # its "Failed to load JSON" line repeats ours
     try:
         ds = load_dataset(kind, data_files=str(p), split="train")
     except Exception as exc:  # noqa: BLE001 - malformed JSON/CSV/Parquet: the user's file, not a bug
-        raise DataError(f"data file {str(path)!r} cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
+        cause = exc  # datasets wraps the parser's error ("An error occurred while generating the dataset")
+        while cause.__cause__ is not None and cause.__cause__ is not cause:
+            cause = cause.__cause__
+        why = f"{type(cause).__name__}: {str(cause).strip()[:200]}"
+        if p.is_file() and p.stat().st_size == 0:
+            why = "the file is empty"
+        fix = {"json": "one JSON object per line", "csv": "a header line, then one row per line"}.get(kind, "")
+        raise DataError(f"data file {str(path)!r} cannot be read: {why}", fix=fix) from None
+    finally:
+        datasets_logging.set_verbosity(level)
     return _keep_mixed_columns(ds, p) if kind == "json" else ds
 
 

@@ -10,13 +10,14 @@ since the question is whether a training group would have any variance.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 from grpo_trl.data.pass_rate import prompt_hash
 from grpo_trl.eval.run import generate_and_score, prepare, writable
-from grpo_trl.recipe import Recipe
+from grpo_trl.recipe import Problem, Recipe, RecipeError
 
 WHERE = "grpo-trl filter"
 
@@ -38,6 +39,16 @@ def _without_band(cfg: dict, split: str | None) -> dict:
         cfg["split"] = split
         cfg.pop("eval_size", None)
     return cfg
+
+
+def _rates_file(path: Path) -> bool:
+    """Whether ``path`` is a pass-rate file (``filter`` wrote it, or one shaped like it): JSON with ``rates``."""
+    try:
+        with path.open("rb") as fh:
+            data = json.loads(fh.read(512 * 2**20))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "rates" in data
 
 
 def filter_prompts(
@@ -77,6 +88,17 @@ def filter_prompts(
     model_path, sampling = setup.model_path, setup.sampling
     path = Path(output) if output else default_path(recipe)
     writable(path, WHERE, "--output")
+    if path.exists() and not _rates_file(path):  # a data file or notes named by mistake: never overwritten
+        raise RecipeError(
+            [
+                Problem(
+                    WHERE,
+                    "--output",
+                    f"{str(path)!r} exists and is not a pass-rate file (JSON with 'rates')",
+                    "name a new file, or move this one away",
+                )
+            ]
+        )
     rendering = recipe_rendering(recipe, setup.tokenizer)  # the same rows as training keeps
     data_cfg = _without_band(recipe.dataset, split)
     ds = build_dataset(data_cfg, tokenizer=setup.tokenizer, base_dir=recipe.base_dir, rendering=rendering).train
@@ -105,7 +127,9 @@ def filter_prompts(
         "pass_reward": scored.summary["pass_reward"],
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    path.write_text(json.dumps({**meta, "rates": {**previous, **rates}}, indent=1, sort_keys=True))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # a kill mid-write leaves the old file whole
+    tmp.write_text(json.dumps({**meta, "rates": {**previous, **rates}}, indent=1, sort_keys=True))
+    os.replace(tmp, path)
     values = [e["p"] for e in rates.values()]
     try:
         shown = path.resolve().relative_to(recipe.base_dir.resolve())

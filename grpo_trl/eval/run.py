@@ -131,6 +131,16 @@ def writable(path: Path, where: str, flag: str) -> None:
         raise RecipeError([Problem(where, flag, f"cannot write {str(path)!r} ({exc.strerror or exc})")]) from exc
 
 
+def _ours(path: Path) -> bool:
+    """Whether ``path`` is an ``eval.json`` / ``eval_completions.jsonl`` as ``evaluate`` writes them."""
+    try:
+        with path.open("rb") as fh:  # bounded: the whole report, or the first row of the completions
+            first = json.loads(fh.read(512 * 2**20) if path.suffix == ".json" else fh.readline(2**24) or b"{}")
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and (path.suffix != ".json" or {"model", "backend"} <= first.keys())
+
+
 @dataclass
 class Setup:
     """What ``eval`` and ``filter`` resolve before generating: the trainer config, model, tokenizer, sampling."""
@@ -220,7 +230,13 @@ def evaluate(
     config, model_path = setup.config, setup.model_path
     local = backend != "endpoint" and Path(model_path).is_dir()
     out = Path(output_dir or (model_path if local else config.output_dir))
-    writable(out / "eval.json", WHERE, "--output-dir" if output_dir else "trainer.output_dir")
+    flag = "--output-dir" if output_dir else "trainer.output_dir"
+    writable(out / "eval.json", WHERE, flag)
+    theirs = [f.name for f in (out / "eval.json", out / "eval_completions.jsonl") if f.exists() and not _ours(f)]
+    if theirs:  # eval replaces its own results; a file of that name that it did not write is never overwritten
+        raise RecipeError(
+            [Problem(WHERE, flag, f"{out} holds {', '.join(theirs)} not written by grpo-trl eval", "move it away")]
+        )
     ds = prompts_for(recipe, split, setup.tokenizer, limit)
     gens, scored = generate_and_score(recipe, ds, setup)
     report = {"model": model_path, "backend": backend, "split": split or "eval", **scored.summary}

@@ -12,12 +12,16 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import warnings
+from pathlib import Path
 from typing import Any
 
 from pydantic import ConfigDict, Field, create_model
 
+from grpo_trl.errors import GrpoTrlError
 from grpo_trl.recipe import schema
 
 SCHEMA_LINE = "# yaml-language-server: $schema="
@@ -78,9 +82,33 @@ def _allow_bare_names(out: dict) -> None:
 
 
 def write_schema(path: str | None) -> str:
-    """Write the schema to ``path`` (stdout when None); returns the text."""
+    """Write the schema to ``path`` (stdout when None); returns the text. An existing file is replaced only when it
+    is a schema this command wrote (a user's file of that name is never overwritten)."""
     text = json.dumps(recipe_json_schema(), indent=1, sort_keys=True) + "\n"
     if path:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        target = Path(path)
+        try:
+            if target.is_dir():
+                raise IsADirectoryError(errno.EISDIR, "a folder")
+            if target.exists() and not _is_our_schema(target):
+                raise GrpoTrlError(
+                    f"{path!r} exists and is not a grpo-trl schema", key="--output", fix="choose another file name"
+                )
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            try:
+                tmp.write_text(text, encoding="utf-8")
+                os.replace(tmp, target)
+            finally:
+                tmp.unlink(missing_ok=True)
+        except OSError as exc:
+            raise GrpoTrlError(f"cannot write {path!r} ({exc.strerror or exc})", key="--output") from None
     return text
+
+
+def _is_our_schema(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:  # bounded: the name may be a device
+            data = json.loads(fh.read(10_000_000))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "x-trl-version" in data

@@ -91,7 +91,12 @@ def _check_size(node: yaml.Node, file: str) -> None:
 
 def parse_yaml(text: str, file: str) -> Any:
     """YAML text -> Python data, bounded in expansion and depth, duplicate keys refused."""
-    loader = _BoundedLoader(text)
+    try:
+        loader = _BoundedLoader(text)  # the reader refuses control characters (a NUL byte) here
+    except yaml.YAMLError as exc:
+        raise _error(
+            file, "", f"not valid YAML: {str(exc).splitlines()[0][:200]}", "remove the control characters"
+        ) from None
     loader.file = file
     try:
         node = loader.get_single_node()
@@ -117,7 +122,10 @@ def read_yaml(path: Path) -> dict:
         size = path.stat().st_size
         if size > MAX_BYTES:
             raise _error(file, "", f"{size / 1e6:.1f} MB is too large for a recipe (limit {MAX_BYTES // 10**6} MB)")
-        raw = path.read_bytes()
+        with path.open("rb") as fh:  # bounded: /dev/zero or a pipe reports no size
+            raw = fh.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:
+            raise _error(file, "", f"more than {MAX_BYTES // 10**6} MB: too large for a recipe")
     except OSError as exc:
         raise _error(file, "", f"cannot read the recipe: {exc.strerror or exc}") from None
     try:

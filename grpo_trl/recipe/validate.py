@@ -8,6 +8,7 @@ A section that failed coercion is skipped here, so each mistake is reported once
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
@@ -44,6 +45,11 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
         from grpo_trl.build import recipe_problems  # tools, environment, quantization, trl: templates
 
         problems += recipe_problems(recipe)
+    if "launch" not in bad:
+        from grpo_trl.memory import accelerate_config_problem
+
+        if why := accelerate_config_problem(recipe):
+            problems.append(Problem(file, "launch.accelerate_config", why, "name an accelerate config file"))
     if "trainer" not in bad and "output_dir" in recipe.trainer:  # where checkpoints may go: grpo_trl.run_dir
         where = output_dir_problems(recipe.trainer["output_dir"], recipe.base_dir)
         problems += [Problem(file, "trainer.output_dir", message) for message in where]
@@ -76,7 +82,6 @@ def plugin_problems(recipe: Recipe) -> list[Problem]:
 def warn_unregistered(recipe: Recipe, i: int, plugin: str) -> None:
     """A plugin that registered nothing: a warning naming its functions and both fixes."""
     import logging
-    from pathlib import Path
 
     from grpo_trl.rewards.registry import plugin_unregistered
 
@@ -98,6 +103,12 @@ def warn_unregistered(recipe: Recipe, i: int, plugin: str) -> None:
 
 def model_problems(recipe: Recipe) -> list[Problem]:
     model, file, out = recipe.model, recipe.file, []
+    name = str(model.get("name", ""))
+    fix = "a Hugging Face id (org/name), a local model folder, or builtin:tiny"
+    if not name.strip():
+        out.append(Problem(file, "model.name", "is empty", fix))
+    elif name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().exists():
+        out.append(Problem(file, "model.name", f"{name!r} is a path that does not exist", fix))  # never a Hub id
     template = model.get("chat_template")
     if (
         template is not None
@@ -125,8 +136,33 @@ def model_problems(recipe: Recipe) -> list[Problem]:
             for key in lora
             if key not in names
         ]
+        out += lora_value_problems(recipe) if all(key in names for key in lora) else []
     if model.get("tiny") and model.get("name") != schema.BUILTIN_TINY:
         out.append(Problem(file, "model.tiny", f"only used with name: {schema.BUILTIN_TINY}", "remove it"))
+    return out
+
+
+def lora_value_problems(recipe: Recipe) -> list[Problem]:
+    """Values peft accepts in ``LoraConfig`` and refuses only when it wraps the model, after the model loaded."""
+    lora, file = recipe.model["lora"], recipe.file
+    r, dropout, targets = lora.get("r", 8), lora.get("lora_dropout", 0.0), lora.get("target_modules")
+    out = []
+    if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+        out.append(Problem(file, "model.lora.r", f"must be an integer >= 1 (the adapter rank), got {r!r}"))
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1:
+        out.append(Problem(file, "model.lora.lora_dropout", f"must be a probability in [0, 1], got {dropout!r}"))
+    if targets is not None and not (
+        isinstance(targets, str) or isinstance(targets, list) and all(isinstance(t, str) for t in targets)
+    ):
+        out.append(
+            Problem(file, "model.lora.target_modules", f"must be a module name or a list of them, got {targets!r}")
+        )
+    if not out:
+        try:
+            recipe.lora_config()
+        except (ValueError, TypeError) as exc:
+            message = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+            out.append(Problem(file, "model.lora", f"peft.LoraConfig refuses it: {message}"))
     return out
 
 
