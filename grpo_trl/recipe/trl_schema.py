@@ -44,7 +44,7 @@ TRAINER_BOUNDS: dict[str, dict[str, float]] = {
     "num_generations": {"ge": 1},  # 1 gets TRL's own message (at least 2); 0 divides by zero first
     "num_train_epochs": {"gt": 0},
     "logging_steps": {"gt": 0},
-    "top_k": {"ge": 0},  # 0 disables it; generate() refuses a negative one at the first generation
+    "top_k": {"ge": -1},  # 0 disables it; -1 too in vLLM only (generation_problems), below both refuse it
 }
 BOUND_REASONS = {  # the fix printed with a bound error, by dotted key
     "trainer.temperature": "sampling divides the logits by it; use 1.0 for GRPO (0.6-1.0 are common)",

@@ -144,11 +144,12 @@ def load_plugin(path: str | Path) -> None:
     if str(p) in _LOADED_PLUGINS:
         return
     if not p.is_file():
-        raise RewardError(
-            f"plugin file {str(path)!r} does not exist; fix the path under 'plugins:' (relative to the recipe)"
-        )
+        what = "is not a Python file" if p.exists() else "does not exist"  # a folder, a device
+        raise RewardError(f"plugin file {str(path)!r} {what}; fix the path under 'plugins:' (relative to the recipe)")
     mod_name = f"grpo_trl_plugin_{p.stem}_{abs(hash(str(p))) % 10**8}"
     spec = importlib.util.spec_from_file_location(mod_name, p)
+    if spec is None or spec.loader is None:  # Python only imports source files it knows by their suffix
+        raise RewardError(f"plugin file {str(path)!r} is not a Python file; name a .py file under 'plugins:'")
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module  # lets the plugin's rewards pickle by reference
     before = dict(_REGISTRY)

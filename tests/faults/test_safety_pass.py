@@ -53,7 +53,7 @@ CHECKED = [
     (["model.lora={r: -1}"], "model.lora.r", "integer >= 1"),
     (["model.lora={r: 8, lora_dropout: 5}"], "model.lora.lora_dropout", "probability"),
     (["model.lora={target_modules: 5}"], "model.lora.target_modules", "module name"),
-    (["trainer.top_k=-3"], "trainer.top_k", "must be >= 0"),
+    (["trainer.top_k=-3"], "trainer.top_k", "must be >= -1"),
     (["trainer.top_p=2"], "trainer.top_p", "must be <= 1"),
     (["trainer.top_p=-0.5"], "trainer.top_p", "positive"),
     (["trainer.min_p=2"], "trainer.min_p", "must be <= 1"),
