@@ -50,7 +50,8 @@ ENV_COLUMN = "environment"  # names the row's environment when there are several
 BATCH_SIZE = 1000  # rows per apply_chat_template / tokenizer call
 MIN_ROWS_PER_PROC = 20_000  # below this, one more process costs more (fork, pickling) than it saves
 CHAR_SLACK = 4  # normalizers may merge characters; the bound stays far above any row that could fit
-FORMAT_VERSION = "2"  # bump when what is cached changes meaning
+FORMAT_VERSION = "2"
+PARALLELISM = "TOKENIZERS_PARALLELISM"  # bump when what is cached changes meaning
 
 
 def cache_dir() -> Path:
@@ -166,6 +167,21 @@ def _once_per_node():
     return PartialState().local_main_process_first()
 
 
+@contextlib.contextmanager
+def _tokenizers_parallelism_kept():
+    """``datasets.map(num_proc>1)`` sets ``TOKENIZERS_PARALLELISM=false`` for its workers, then restores ``os.environ``
+    by swapping the Python mapping, which leaves ``false`` in the C environment the Rust tokenizer reads: every later
+    batch tokenization in this process (TRL's prompts at each step included) would run on one core. Put it back."""
+    before = os.environ.get(PARALLELISM)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.unsetenv(PARALLELISM)
+        else:
+            os.putenv(PARALLELISM, before)
+
+
 def _kept(ds: Any, counter, limit: int | None, max_p: Any, max_s: Any) -> tuple[list[int], dict[str, int]]:
     n = len(ds)
     kept: list[int] = []
@@ -174,17 +190,18 @@ def _kept(ds: Any, counter, limit: int | None, max_p: Any, max_s: Any) -> tuple[
     while start < n and (limit is None or len(kept) < limit):
         end = min(n, start + chunk)
         part = ds.select(range(start, end))
-        flags = part.map(
-            counter,
-            batched=True,
-            batch_size=BATCH_SIZE,
-            num_proc=num_proc_for(end - start),
-            remove_columns=part.column_names,
-            keep_in_memory=True,
-            load_from_cache_file=False,
-            new_fingerprint=f"grpo-trl-token-filter-{start}-{end}",
-            desc="token-length filter",
-        )
+        with _tokenizers_parallelism_kept():
+            flags = part.map(
+                counter,
+                batched=True,
+                batch_size=BATCH_SIZE,
+                num_proc=num_proc_for(end - start),
+                remove_columns=part.column_names,
+                keep_in_memory=True,
+                load_from_cache_file=False,
+                new_fingerprint=f"grpo-trl-token-filter-{start}-{end}",
+                desc="token-length filter",
+            )
         for i, (ok_p, ok_s) in enumerate(zip(flags["_ok_p"], flags["_ok_s"]), start):
             if limit is not None and len(kept) == limit:
                 break

@@ -184,3 +184,32 @@ def test_no_token_filter_is_limit_only_and_needs_no_tokenizer():
     ds = _ds(_rows(["a", "b", "c"], ["1", "2", "3"]))
     assert filter_by_tokens(ds, {"limit": 2}, None)[0]["solution"] == ["1", "2"]
     assert filter_by_tokens(ds, {}, None)[0]["solution"] == ["1", "2", "3"]
+
+
+def _c_env(name: str) -> bytes | None:
+    """The variable as C code (the Rust tokenizer) reads it, which os.environ may not show."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.getenv.restype = ctypes.c_char_p
+    return libc.getenv(name.encode())
+
+
+@pytest.mark.parametrize("before", [None, "true"])
+def test_worker_processes_leave_the_tokenizers_parallelism_as_it_was(tok, tmp_path, monkeypatch, before):
+    """datasets.map(num_proc>1) leaves TOKENIZERS_PARALLELISM=false in the C environment: after the filter, TRL's
+    tokenization in this process would have run on one core."""
+    import os
+
+    monkeypatch.setenv("GRPO_TRL_CACHE", str(tmp_path))
+    monkeypatch.setattr(filters, "MIN_ROWS_PER_PROC", 20)  # two worker processes for 40 rows
+    if before is None:
+        monkeypatch.delenv("TOKENIZERS_PARALLELISM", raising=False)
+        os.unsetenv("TOKENIZERS_PARALLELISM")
+    else:
+        monkeypatch.setenv("TOKENIZERS_PARALLELISM", before)
+    ds = _ds(_rows([f"q {i} " * (i % 7) for i in range(40)], ["1"] * 40))
+    assert filters.num_proc_for(40) == 2
+    got, _ = filter_by_tokens(ds, {"max_prompt_tokens": 20}, tok)
+    assert got[:] == naive_filter(ds, {"max_prompt_tokens": 20}, tok)[0][:]
+    assert _c_env("TOKENIZERS_PARALLELISM") == (before.encode() if before else None)
