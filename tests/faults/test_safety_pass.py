@@ -17,7 +17,7 @@ from grpo_trl.cli import main as cli_main
 from grpo_trl.recipe import RecipeError
 from grpo_trl.resume import checkpoint_problem, keep_until, read_jsonl, saved_step
 from grpo_trl.run_dir import Manifest, RunLock
-from tests.faults.test_bad_recipes import GOOD
+from tests.faults.test_bad_recipes import GOOD, _check_good_with
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,13 +67,7 @@ CHECKED = [
 
 @pytest.mark.parametrize(("sets", "named", "words"), CHECKED, ids=[" ".join(c[0]) for c in CHECKED])
 def test_check_refuses_what_training_would_crash_on(tmp_path, capsys, sets, named, words):
-    path = tmp_path / "good.yaml"
-    path.write_text(yaml.safe_dump(GOOD))
-    argv = ["check", str(path)]
-    for s in sets:
-        argv += ["--set", s]
-    assert cli_main(argv) == 1
-    lines = _error_lines(capsys)
+    lines = _check_good_with(tmp_path, capsys, sets)
     assert len(lines) == 1 and f": {named}: " in lines[0] and words in lines[0], lines
 
 
