@@ -140,11 +140,6 @@ def check_environment(factory: Callable) -> None:
         )
     methods = tool_methods(instance)
     get_reward = getattr(type(instance), "get_reward", None)
-    if not methods and get_reward is None:
-        raise EnvError(
-            f"{type(instance).__name__} has no public methods (tools) and no get_reward(): it can neither act nor "
-            "score"
-        )
     for method in methods:
         try:
             tool_schema(method)
@@ -172,8 +167,13 @@ def _bounded(cls: type) -> type:
     ``exit()`` fails that call only. Same names, signatures and docstrings, so the model sees the same schemas."""
     from grpo_trl.tools.registry import bounded
 
-    tools = {n: bounded(getattr(cls, n)) for n in tool_names(cls)}
+    tools = {n: _rewrap(cls, n, bounded(getattr(cls, n))) for n in tool_names(cls)}
     return type(cls.__name__, (cls,), {**tools, "__module__": cls.__module__, "__doc__": cls.__doc__})
+
+
+def _rewrap(cls: type, name: str, func: Callable) -> Any:
+    """A ``@staticmethod`` tool stays one (TRL calls it without ``self``), a plain method stays a method."""
+    return staticmethod(func) if isinstance(inspect.getattr_static(cls, name), staticmethod) else func
 
 
 def _with_bounded_tools(factory: Callable) -> Any:

@@ -13,6 +13,10 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import inspect
+import threading
 from typing import Any
 
 from grpo_trl.rewards.registry import register_reward
@@ -25,7 +29,23 @@ def environment(completions: list, environments: list | None = None, **kwargs: A
         raise ValueError("the 'environment' reward needs an environment: section (TRL passes no environments)")
     from grpo_trl.environments import environment_score
 
-    return [environment_score(env) for env in environments]
+    scores = [environment_score(env) for env in environments]
+    if any(inspect.isawaitable(s) for s in scores):  # an async get_reward(), which TRL supports: await it
+        return asyncio.run_coroutine_threadsafe(_gather(scores), _loop()).result()
+    return scores
+
+
+async def _gather(scores: list) -> list:
+    return [await s if inspect.isawaitable(s) else s for s in scores]
+
+
+@functools.cache
+def _loop() -> asyncio.AbstractEventLoop:
+    """One event loop for every async ``get_reward()`` of the run (as TRL runs them on one), in a daemon thread:
+    an environment's async client made on the first call still works on the next."""
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, name="grpo-trl-environment-reward", daemon=True).start()
+    return loop
 
 
 def _ok(message: Any) -> bool:

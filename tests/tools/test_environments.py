@@ -133,3 +133,36 @@ def test_environment_errors_reach_the_cli_as_one_line(tmp_path, capsys):
 
 def test_env_error_is_a_value_error():
     assert issubclass(EnvError, ValueError)
+
+
+def _trl_tools(env) -> dict:
+    """The tools GRPOTrainer takes from an environment instance (its own listing, _generate_and_score_completions)."""
+    names = [n for n, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)]
+    return {n: getattr(env, n) for n in names if n not in ("reset", "get_reward") and not n.startswith("_")}
+
+
+def test_an_environment_with_only_reset_is_accepted_as_trl_accepts_it():
+    # TRL's own test_train_with_environment_owned_data: reset() gives the prompt, reward functions score
+    assert environment_problems({"factory": "tests.tools.tool_plugin:OnlyReset"}) == []
+
+
+def test_a_staticmethod_tool_is_called_without_self_and_keeps_its_schema():
+    from transformers.utils import get_json_schema
+
+    from tests.tools.tool_plugin import StaticTool
+
+    env = build_environment_factory({"factory": "tests.tools.tool_plugin:StaticTool"})()
+    tool = _trl_tools(env)["double"]
+    assert tool(x=3) == 6 == _trl_tools(StaticTool())["double"](x=3)
+    assert get_json_schema(tool) == get_json_schema(StaticTool.double)
+
+
+def test_an_async_get_reward_is_awaited_by_the_environment_reward():
+    import asyncio
+
+    env = build_environment_factory({"factory": "tests.tools.tool_plugin:AsyncScored"}, hide_reward=True)()
+    env.reset()
+    assert asyncio.run(_trl_tools(env)["ping"](x=1)) == 1  # async tools stay async: TRL awaits them
+    reward = get_reward("environment")
+    assert reward(["x"], environments=[env]) == [1.5]
+    assert reward(["x", "y"], environments=[env, env]) == [1.5, 1.5]  # the same loop again, for every rollout

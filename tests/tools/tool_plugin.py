@@ -169,3 +169,48 @@ class ExitingCountdown:
             equation: An arithmetic expression using each number once, e.g. "(3 + 5) * 2".
         """
         raise SystemExit(3)
+
+
+class OnlyReset:
+    """TRL's environment-owned prompt: no tools, no get_reward(); reward functions score it (TRL accepts this)."""
+
+    def reset(self, **row) -> str:
+        return "Guess the 5-letter word."
+
+
+class StaticTool:
+    """A tool written as a @staticmethod: TRL calls it without self."""
+
+    def reset(self, **row) -> None:
+        return None
+
+    @staticmethod
+    def double(x: int) -> int:
+        """Double a number.
+
+        Args:
+            x: The number.
+        """
+        return 2 * x
+
+
+class AsyncScored:
+    """An async tool and an async get_reward() (an LLM judge, say), both of which TRL awaits."""
+
+    def reset(self, **row) -> None:
+        self.calls = 0
+
+    async def ping(self, x: int) -> int:
+        """Ping.
+
+        Args:
+            x: A number.
+        """
+        self.calls += 1
+        return x
+
+    async def get_reward(self) -> float:
+        import asyncio
+
+        await asyncio.sleep(0)
+        return 0.5 + self.calls
