@@ -104,7 +104,8 @@ def processing_class(spec: dict, base_dir: Path):
 class RewardModel:
     """A reward model as a reward callable, scoring exactly as TRL 1.16's ``GRPOTrainer`` scores one (for ``eval``).
 
-    The same loading (``AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)``; the tokenizer named
+    The same loading (``AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, **model_init_kwargs)``,
+    the recipe's ``model:`` dtype, attention, revision and remote code as TRL passes them; the tokenizer named
     by ``tokenizer:``, else the model's own, its pad token set on the model's config) and the same texts as
     ``GRPOTrainer._calculate_rewards``: a conversational prompt and completion rendered together with
     ``trl.data_utils.apply_chat_template`` on ``{"messages": prompt + completion}``, a standard (string) one
@@ -120,13 +121,18 @@ class RewardModel:
         *,
         batch_size: int = 32,
         chat_template_kwargs: dict | None = None,
+        model_init_kwargs: dict | None = None,
     ):
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+        init = dict(model_init_kwargs or {})  # TRL loads a reward model with the policy's (dtype, revision...)
         self.__name__ = name
-        self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
-        self.tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(path)
+        self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, **init)
+        if tokenizer is None:
+            remote = init.get("trust_remote_code", False)
+            tokenizer = AutoTokenizer.from_pretrained(path, revision=init.get("revision"), trust_remote_code=remote)
+        self.tokenizer = tokenizer
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model.config.get_text_config().pad_token_id = self.tokenizer.pad_token_id

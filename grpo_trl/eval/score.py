@@ -40,8 +40,11 @@ def load_reward_models(recipe: Recipe, rewards: list) -> list:
     from grpo_trl.reward_models import RewardModel, is_model_entry
 
     template_kwargs = recipe.grpo_kwargs().get("chat_template_kwargs")
+    init_kwargs = recipe.model_init_kwargs()
     return [
-        RewardModel.from_entry(spec, reward, recipe.base_dir, chat_template_kwargs=template_kwargs)
+        RewardModel.from_entry(
+            spec, reward, recipe.base_dir, chat_template_kwargs=template_kwargs, model_init_kwargs=init_kwargs
+        )
         if is_model_entry(spec)
         else reward
         for spec, reward in zip(recipe.rewards, rewards, strict=True)

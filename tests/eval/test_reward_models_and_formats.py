@@ -156,3 +156,18 @@ def test_eval_calls_rewards_with_every_keyword_trl_passes(make_recipe, reward):
     rewards, weights = recipe.build_rewards()
     scored = score(recipe, load_reward_models(recipe, rewards), weights, ds, gens)
     assert [row["rewards"][reward] for row in scored.rows] == [1.0] * 6
+
+
+def test_reward_model_is_loaded_with_the_model_init_kwargs_trl_uses(make_recipe):
+    """TRL loads a reward model with GRPOConfig.model_init_kwargs (model.dtype...): eval scores it in that dtype."""
+    import torch
+
+    from grpo_trl.build import build_trainer
+
+    recipe = load_recipe(make_recipe(rewards=REWARDS), ["model.dtype=bfloat16"])
+    trainer = build_trainer(recipe)
+    model = load_reward_models(recipe, recipe.build_rewards()[0])[1]
+    assert trainer.reward_funcs[1].dtype == model.model.dtype == torch.bfloat16
+    prompts, completions = ["2+2?", "3+1? Think"], ["<answer>4</answer>", "a longer completion"]
+    expected = trainer._calculate_rewards([{"prompt": p} for p in prompts], prompts, completions, [[1]] * 2)
+    assert model(prompts=prompts, completions=completions) == expected[:, 1].tolist()
