@@ -37,17 +37,31 @@ def _fail(recipe: Recipe, problems: list[tuple[str, str]]) -> None:
 def recipe_problems(recipe: Recipe) -> list[Problem]:
     """Problems in the sections this module wires (tools, environment, quantization, chat template), no model load."""
     from grpo_trl.chat_templates import resolve_template
-    from grpo_trl.environments import environment_problems
+    from grpo_trl.environments.registry import environment_problems, owns_reward
     from grpo_trl.quantization import quantization_problems
     from grpo_trl.tools import tool_problems
 
     found = tool_problems(recipe.data.get("tools"))
     env = recipe.data.get("environment")
-    found += environment_problems(env)
-    if env is None and any(s.get("name") == "environment" for s in recipe.rewards if isinstance(s, dict)):
-        found.append(
-            ("rewards", "the 'environment' reward scores an environment's get_reward(): add an environment: section")
-        )
+    env_problems = environment_problems(env)
+    found += env_problems
+    if any(s.get("name") == "environment" for s in recipe.rewards if isinstance(s, dict)):
+        if env is None:
+            found.append(
+                (
+                    "rewards",
+                    "the 'environment' reward scores an environment's get_reward(): add an environment: section",
+                )
+            )
+        elif not env_problems and not owns_reward(env):
+            found.append(
+                (
+                    "rewards",
+                    "the 'environment' reward scores an environment's get_reward(), and no environment in "
+                    "environment: defines one (every row would score None): "
+                    "add get_reward() or score with reward functions",
+                )
+            )
     model = recipe.model
     found += quantization_problems(model.get("quantization"), has_lora=bool(model.get("lora")))
     template = model.get("chat_template")

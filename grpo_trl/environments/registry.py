@@ -149,6 +149,11 @@ def check_environment(factory: Callable) -> None:
         raise EnvError(f"{type(instance).__name__}.get_reward must be a method returning a float")
 
 
+def owns_reward(section: Any) -> bool:
+    """Whether any environment of a valid section defines ``get_reward()`` (builds one instance of each)."""
+    return any(callable(getattr(type(_factory(spec)()), "get_reward", None)) for spec in _entries(section).values())
+
+
 def build_environment_factory(section: Any, *, hide_reward: bool = False) -> Callable | dict[str, Callable]:
     """``environment_factory`` for ``GRPOTrainer``: one callable, or a dict of named callables.
 

@@ -166,3 +166,12 @@ def test_an_async_get_reward_is_awaited_by_the_environment_reward():
     reward = get_reward("environment")
     assert reward(["x"], environments=[env]) == [1.5]
     assert reward(["x", "y"], environments=[env, env]) == [1.5, 1.5]  # the same loop again, for every rollout
+
+
+def test_environment_reward_needs_an_environment_with_get_reward(tmp_path):
+    only_reset = {"factory": "tests.tools.tool_plugin:OnlyReset"}
+    with pytest.raises(RecipeError, match="no environment in environment: defines one"):
+        load_recipe(write(tmp_path, {**BASE, "rewards": ["environment"], "environment": only_reset}))
+    mixed = {"plain": only_reset, "echo": {"factory": ECHO}}  # one that scores is enough (TRL: None for the rest)
+    tools_model = {"name": "builtin:tiny-tools"}
+    load_recipe(write(tmp_path, {**BASE, "model": tools_model, "rewards": ["environment"], "environment": mixed}))
