@@ -203,7 +203,12 @@ def _train(
     trainer = build_trainer(recipe, config=config, **trainer_kwargs)
     log_cfg = recipe.logging
     rewards = trainer.reward_funcs  # the recipe's SafeRewards (and any passed or loaded by TRL)
-    alerts = Alerts(output_dir, patience=log_cfg["alert_patience"], rewards=rewards) if log_cfg["alerts"] else None
+    columns = getattr(trainer.train_dataset, "column_names", None) or ()  # what a reward reads as a column
+    alerts = (
+        Alerts(output_dir, patience=log_cfg["alert_patience"], rewards=rewards, columns=columns)
+        if log_cfg["alerts"]
+        else None
+    )
     callbacks = [
         CompletionSamples(trainer, every=log_cfg["completions_every"], samples=log_cfg["completions_samples"]),
         GenerationTimer(trainer),
