@@ -108,12 +108,21 @@ class Alerts(TrainerCallback):
     - ``all_clipped``: ``completions/clipped_ratio`` >= 0.99: every completion hits ``max_completion_length``.
 
     ``rewards``: the trainer's reward callables (``SafeReward``), read for their options and fault causes.
+    ``columns``: the training dataset's columns; a parameter named like one is that column, never an arg to set
+    (``check`` refuses binding it), so hints leave it out.
     """
 
-    def __init__(self, output_dir: str, patience: int = ALERT_PATIENCE, rewards: list | None = None):
+    def __init__(
+        self,
+        output_dir: str,
+        patience: int = ALERT_PATIENCE,
+        rewards: list | None = None,
+        columns: list[str] | tuple[str, ...] = (),
+    ):
         self.path = Path(output_dir) / "alerts.jsonl"
         self.patience = patience
         self.rewards = {getattr(r, "__name__", ""): r for r in rewards or []}
+        self.columns = set(columns)
         self.streak: dict[str, int] = defaultdict(int)
         self.fired: list[dict] = []
 
@@ -121,6 +130,7 @@ class Alerts(TrainerCallback):
         options = getattr(getattr(self.rewards.get(name), "reward", None), "options", None)
         if options is None:
             return ""
+        options = {k: v for k, v in options.items() if k not in self.columns}
         if not options:
             return f"; {name!r} takes no args"
         listed = ", ".join(f"{k}={v!r}" for k, v in options.items() if v is not inspect.Parameter.empty)

@@ -42,18 +42,37 @@ def _num(value: Any, fmt: str) -> str | None:
     return format(value, fmt) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
+def _reward_part(logs: dict) -> list[str]:
+    """``reward 0.412 ±0.310 (a 0.200, b 0.900)``, or nothing without a finite ``reward``."""
+    reward = _num(logs.get("reward"), ".3f")
+    if reward is None:
+        return []
+    std = _num(logs.get("reward_std"), ".3f")
+    per = [
+        f"{k[len('rewards/') : -len('/mean')]} {_num(v, '.3f')}"
+        for k, v in logs.items()
+        if k.startswith("rewards/") and k.endswith("/mean") and _num(v, ".3f") is not None
+    ]
+    return [f"reward {reward}" + (f" ±{std}" if std else "") + (f" ({', '.join(per)})" if per else "")]
+
+
+def format_eval_line(logs: dict, step: int) -> str:
+    """The short line for one evaluation: its total and per-reward means, as the training line shows them.
+
+    >>> format_eval_line({"eval_reward": 0.5, "eval_rewards/acc/mean": 0.5, "eval_rewards/acc/std": 0.1}, 4)
+    'eval at step 4 | reward 0.500 (acc 0.500)'
+    """
+    stripped = {k[len("eval_") :]: v for k, v in logs.items() if k.startswith("eval_")}
+    parts = _reward_part(stripped)
+    value = _num(stripped.get("completions/mean_length"), ".0f")
+    if value is not None:
+        parts.append(f"len {value}")
+    return f"eval at step {step} | " + (" | ".join(parts) or "done")
+
+
 def format_line(logs: dict, step: int, total: int | None, sec_per_step: float | None) -> str:
     """The compact line for one log entry."""
-    parts = [f"step {step}/{total}" if total else f"step {step}"]
-    reward = _num(logs.get("reward"), ".3f")
-    if reward is not None:
-        std = _num(logs.get("reward_std"), ".3f")
-        per = [
-            f"{k[len('rewards/') : -len('/mean')]} {_num(v, '.3f')}"
-            for k, v in logs.items()
-            if k.startswith("rewards/") and k.endswith("/mean") and _num(v, ".3f") is not None
-        ]
-        parts.append(f"reward {reward}" + (f" ±{std}" if std else "") + (f" ({', '.join(per)})" if per else ""))
+    parts = [f"step {step}/{total}" if total else f"step {step}", *_reward_part(logs)]
     for key, label, fmt in (
         ("kl", "kl", ".4f"),
         ("entropy", "entropy", ".2f"),
@@ -94,8 +113,7 @@ class ConsoleLine(TrainerCallback):
                 rate = (time.perf_counter() - self._start[0]) / (state.global_step - self._start[1])
             self._write(format_line(logs, state.global_step, state.max_steps or None, rate))
         elif any(k.startswith("eval_") for k in logs):
-            shown = [f"{k} {_num(v, '.3f')}" for k, v in logs.items() if k.startswith("eval_") and "reward" in k]
-            self._write(f"eval at step {state.global_step} | " + (" | ".join(shown[:6]) or "done"))
+            self._write(format_eval_line(logs, state.global_step))
 
 
 class _BarOnly(ProgressCallback):

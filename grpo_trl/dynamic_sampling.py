@@ -8,6 +8,7 @@ advantages of the latest generation (``GRPOTrainer._logs``), ``use_train_sampler
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +31,27 @@ class ZeroVarianceCallback(TrainerCallback):
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         batch = last_batch(self.trainer)
         prompts, advantages = (batch["prompt"], batch["advantages"]) if batch else ([], [])
-        if not advantages or advantages[-1] is self._last:  # no new generation since the last step
+        if advantages and advantages[-1] is not self._last:  # a new generation since the last step
+            self._last = advantages[-1]  # held, so its identity cannot be reused by a new float
+            self.sampler.observe(prompts, advantages, self.trainer.num_generations)
+        if control.should_save:  # the checkpoint is saved right after this step
+            # written before the trainer writes the checkpoint's trainer_state.json (what makes it complete for
+            # --resume), so a kill between the two cannot leave a complete checkpoint without the sampler state
+            self._write(args, state, create=True)
+
+    def _write(self, args: Any, state: Any, create: bool = False) -> None:
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if not state.is_world_process_zero:
             return
-        self._last = advantages[-1]  # held, so its identity cannot be reused by a new float
-        self.sampler.observe(prompts, advantages, self.trainer.num_generations)
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
+        if folder.is_dir():
+            tmp = folder / f".{STATE_FILE}.tmp"
+            tmp.write_text(json.dumps(self.sampler.state()))
+            os.replace(tmp, folder / STATE_FILE)  # whole or absent, never cut
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        if state.is_world_process_zero and folder.is_dir():
-            (folder / STATE_FILE).write_text(json.dumps(self.sampler.state()))
+        self._write(args, state)  # saves decided after the step (save_strategy epoch or best) get it here
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         saved = Path(args.output_dir) / f"checkpoint-{state.global_step}" / STATE_FILE

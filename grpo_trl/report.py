@@ -27,14 +27,28 @@ from grpo_trl.run_dir import Manifest, record_entries
 TREND_WINDOW = 20  # TrainResult.reward_trend's default, used by the end-of-run summary
 
 
+def _trend_values(history: list[dict], key: str) -> list[float]:
+    values = [h[key] for h in history if isinstance(h.get(key), (int, float)) and "loss" in h]
+    return [v for v in values if math.isfinite(v)]
+
+
+def trend_window(history: list[dict], window: int = TREND_WINDOW, key: str = "reward") -> int:
+    """How many logged steps each end of ``reward_trend`` really averages: ``window``, or fewer on a short run
+    (what the CLI summary and the report header name).
+
+    >>> trend_window([{"loss": 0, "reward": r} for r in (1.0, 2.0, float("nan"), 3.0)])
+    1
+    """
+    return min(window, max(1, len(_trend_values(history, key)) // 2))
+
+
 def reward_trend(history: list[dict], window: int = TREND_WINDOW, key: str = "reward") -> tuple[float, float] | None:
     """Mean of ``key`` over the first and last ``window`` training log entries (those with a ``loss``); at most half
-    the entries each, so the two ends never overlap. ``None`` when nothing was logged."""
-    values = [h[key] for h in history if isinstance(h.get(key), (int, float)) and "loss" in h]
-    values = [v for v in values if math.isfinite(v)]
+    the entries each, so the two ends never overlap (``trend_window``). ``None`` when nothing was logged."""
+    values = _trend_values(history, key)
     if not values:
         return None
-    w = min(window, max(1, len(values) // 2))
+    w = trend_window(history, window, key)
     return sum(values[:w]) / w, sum(values[-w:]) / w
 
 
@@ -165,7 +179,7 @@ def write_report(output_dir: str | Path) -> str:
     alerts = _read_jsonl(output_dir / "alerts.jsonl")
     first, last = (history[0], history[-1]) if history else ({}, {})
     trend = reward_trend(history)  # the same numbers as the end-of-run summary of `grpo-trl train`
-    window = min(TREND_WINDOW, max(1, len(history) // 2))
+    window = trend_window(history)
     summary = {
         "steps_logged": len(history),
         "first_step": first.get("step"),

@@ -1,7 +1,8 @@
 """The PNG plots of ``grpo-trl report`` (grpo_trl/report.py): which logged metrics go on which plot, and drawing them.
 
 Every numeric metric is drawn somewhere: the fixed plots in ``PLOTS``, then one ``metric_<group>.png`` per remaining
-group of keys, then ``eval.png`` and ``eval_details.png`` for the evaluation metrics.
+group of keys; the evaluation metrics likewise: ``eval.png`` (rewards), ``eval_details.png`` (loss, reward std),
+``eval_<plot>.png`` for each of ``PLOTS``, then one ``eval_metric_<group>.png`` per remaining group.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ PLOTS = {
     ),
 }
 EVAL_MAIN = PLOTS["rewards.png"][1]  # the eval panel shows the rewards; the rest go to eval_details.png
-EVAL_FIRST = ("loss", "reward_std", "completions/mean_length", "completions/clipped_ratio", "kl", "entropy")
+EVAL_DETAILS = ("loss", "reward_std")  # the rest of the eval metrics get the training panels
 # bookkeeping, not curves
-NOT_PLOTTED = {"step", "epoch", "num_tokens", "total_flos", "train_runtime", "train_loss"}
+NOT_PLOTTED = {"step", "epoch", "num_tokens", "total_flos", "train_runtime", "train_loss", "runtime"}  # eval_runtime
 NOT_PLOTTED_SUFFIXES = ("_per_second", "_runtime")
 
 
@@ -93,8 +94,16 @@ def plot_title(filename: str) -> str:
     if filename == "eval.png":
         return "Evaluation on the eval split: mean reward (total and per reward)"
     if filename == "eval_details.png":
-        return "Evaluation on the eval split: other metrics"
+        return "Evaluation on the eval split: loss and reward std"
+    if filename.startswith("eval_metric_"):
+        return f"Evaluation on the eval split: {filename[len('eval_metric_') : -len('.png')]}"
+    if filename.startswith("eval_") and filename[len("eval_") :] in PLOTS:
+        return f"Evaluation on the eval split: {PLOTS[filename[len('eval_') :]][0]}"
     return f"Logged metric: {filename[len('metric_') : -len('.png')]}"
+
+
+def _group_file(prefix: str, group: str) -> str:
+    return prefix + "".join(c if c.isalnum() or c in "-_" else "_" for c in group)[:60] + ".png"
 
 
 def plot_history(history: list[dict], out_dir: Path, eval_history: list[dict] | None = None) -> dict[str, list[str]]:
@@ -116,7 +125,7 @@ def plot_history(history: list[dict], out_dir: Path, eval_history: list[dict] | 
             drawn[filename] = series
     taken = {k for series in drawn.values() for k in series}
     for group, series in _other_groups(keys, taken).items():
-        filename = "metric_" + "".join(c if c.isalnum() or c in "-_" else "_" for c in group)[:60] + ".png"
+        filename = _group_file("metric_", group)
         if _draw(plt, f"Logged metric: {group}", series, history, out_dir / filename):
             drawn[filename] = series
     if eval_history:
@@ -130,8 +139,14 @@ def plot_history(history: list[dict], out_dir: Path, eval_history: list[dict] | 
             and not k.startswith("clip_ratio/")
             and not k.endswith(NOT_PLOTTED_SUFFIXES)
         ]  # trust-region clip ratios are 0 in evaluation (no policy update)
-        rest.sort(key=lambda k: (k not in EVAL_FIRST, k))
-        for filename, series in (("eval.png", main), ("eval_details.png", rest[:10])):
+        details = [k for k in EVAL_DETAILS if k in rest]
+        panels, taken = [("eval.png", main), ("eval_details.png", details)], set(details)
+        for filename, (_, choose) in PLOTS.items():  # the training panels (KL on its own, lengths, faults...)
+            series = [k for k in rest if k not in taken and choose(k)]
+            panels.append(("eval_" + filename, series))
+            taken.update(series)
+        panels += [(_group_file("eval_metric_", g), ks) for g, ks in _other_groups(rest, taken).items()]
+        for filename, series in panels:
             if series and _draw(plt, plot_title(filename), series, eval_history, out_dir / filename):
                 drawn[filename] = ["eval_" + k for k in series]
     return drawn

@@ -203,7 +203,12 @@ def _train(
     trainer = build_trainer(recipe, config=config, **trainer_kwargs)
     log_cfg = recipe.logging
     rewards = trainer.reward_funcs  # the recipe's SafeRewards (and any passed or loaded by TRL)
-    alerts = Alerts(output_dir, patience=log_cfg["alert_patience"], rewards=rewards) if log_cfg["alerts"] else None
+    columns = getattr(trainer.train_dataset, "column_names", None) or ()  # what a reward reads as a column
+    alerts = (
+        Alerts(output_dir, patience=log_cfg["alert_patience"], rewards=rewards, columns=columns)
+        if log_cfg["alerts"]
+        else None
+    )
     callbacks = [
         CompletionSamples(trainer, every=log_cfg["completions_every"], samples=log_cfg["completions_samples"]),
         GenerationTimer(trainer),
@@ -228,11 +233,13 @@ def _train(
 
 
 def print_summary(result: TrainResult) -> None:
+    from grpo_trl.report import none_shares, trend_window
+
     trend = result.reward_trend()
     print(f"\ngrpo-trl: trained {result.global_step} steps; results in {result.output_dir}/")
-    if trend:
-        print(f"grpo-trl: reward mean, first vs last 20 logged steps: {trend[0]:.3f} -> {trend[1]:.3f}")
-    from grpo_trl.report import none_shares
+    if trend:  # the window really averaged (fewer than 20 on a short run), as report.html names it
+        window = trend_window(result.log_history)
+        print(f"grpo-trl: reward mean, first vs last {window} logged steps: {trend[0]:.3f} -> {trend[1]:.3f}")
 
     shares = none_shares(result.log_history)
     if shares:

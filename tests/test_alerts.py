@@ -34,6 +34,19 @@ def test_reward_zero_hint_names_only_that_rewards_options(tmp_path, name, args, 
     assert named in message and absent not in message
 
 
+def graded(completions, solution=None, bonus: float = 0.5, **kwargs):
+    """Reads the dataset column ``solution`` (optional, so it has a default) and takes one real arg, ``bonus``."""
+    return [0.0 for _ in completions]
+
+
+def test_reward_zero_hint_leaves_out_parameters_that_are_dataset_columns(tmp_path):
+    reward = SafeReward(get_reward("tests.test_alerts:graded"))
+    alerts = Alerts(str(tmp_path), patience=2, rewards=[reward], columns=["prompt", "solution"])
+    message = fire(alerts, {"rewards/graded/mean": 0.0}, 2)["reward_zero:graded"]
+    assert "bonus=0.5" in message
+    assert "solution" not in message  # binding it in args is what `check` refuses: it would hide the column
+
+
 def test_reward_none_alert_carries_the_first_cause(tmp_path):
     reward = SafeReward(get_reward("tests.rewards.plugin_module:wrong_length"))
     reward(["a", "b", "c"])

@@ -116,11 +116,78 @@ def test_train_prints_one_line_per_step_and_the_report_draws_every_metric(tmp_pa
         image = matplotlib.image.imread(html_path.parent / name)
         assert image.shape[0] > 100 and image.shape[1] > 100
     # the header says what the end-of-run summary said
-    cli = re.search(r"first vs last 20 logged steps: ([-\d.]+) -> ([-\d.]+)", out)
+    cli = re.search(r"first vs last (\d+) logged steps: ([-\d.]+) -> ([-\d.]+)", out)
     page = html_path.read_text()
-    assert cli and f"{cli.group(1)} &rarr; {cli.group(2)}" in page
-    assert summary["reward_trend"] == pytest.approx([float(cli.group(1)), float(cli.group(2))], abs=6e-4)
+    assert cli and f"first vs last {cli.group(1)} logged steps: {cli.group(2)} &rarr; {cli.group(3)}" in page
+    assert int(cli.group(1)) == summary["reward_trend_window"] == 2  # 4 logged steps: 2 at each end, not "20"
+    assert summary["reward_trend"] == pytest.approx([float(cli.group(2)), float(cli.group(3))], abs=6e-4)
 
     assert train_main([str(path), "--overwrite", "--verbose", "--set", "trainer.max_steps=1"]) == 0
     out = capsys.readouterr().out
     assert "'loss'" in out and not any(x.startswith("step 1/1 |") for x in out.splitlines())
+
+
+def _state(tmp_path: Path, history: list[dict]) -> Path:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    return out
+
+
+def test_summary_and_report_name_the_window_they_really_averaged(tmp_path, capsys):
+    from grpo_trl.report import write_report
+    from grpo_trl.train import TrainResult, print_summary
+
+    rewards = [0.1, 0.2, float("nan"), 0.4, 0.5, 0.6]  # 6 logged steps, 5 finite rewards: 2 at each end
+    history = [{"loss": 0.0, "step": i + 1, "reward": r} for i, r in enumerate(rewards)]
+    out = _state(tmp_path, history)
+    print_summary(TrainResult(str(out), 6, history))
+    cli = capsys.readouterr().out
+    assert "reward mean, first vs last 2 logged steps: 0.150 -> 0.550" in cli  # not "20" for a 2-step average
+    page = Path(write_report(out)).read_text()
+    assert "first vs last 2 logged steps: 0.150 &rarr; 0.550" in page
+    assert json.loads((out / "report" / "report.json").read_text())["reward_trend_window"] == 2
+
+
+def test_every_eval_metric_is_drawn_and_eval_kl_has_its_own_panel(tmp_path):
+    from grpo_trl.report import write_report
+
+    train = {"loss": 0.0, "reward": 0.5, "kl": 0.001}
+    evals = {
+        "eval_loss": 0.01, "eval_reward": 0.5, "eval_reward_std": 0.2, "eval_rewards/acc/mean": 0.5,
+        "eval_rewards/acc/std": 0.1, "eval_kl": 0.002, "eval_entropy": 1.5, "eval_completions/mean_length": 40.0,
+        "eval_completions/max_length": 64.0, "eval_completions/min_length": 3.0, "eval_completions/clipped_ratio": 0.1,
+        "eval_completions/mean_terminated_length": 30.0, "eval_reward_faults/acc": 2.0,
+        "eval_reward_none_frac/acc": 0.125, "eval_my/score": 0.7, "eval_timing/generation_s": 0.3,
+        "eval_runtime": 1.2, "eval_samples_per_second": 9.0, "eval_num_tokens": 100.0,
+    }  # fmt: skip
+    history = [{**train, "step": s} for s in (1, 2, 3, 4)] + [{**evals, "step": s, "epoch": 0.5} for s in (2, 4)]
+    out = _state(tmp_path, history)
+    write_report(out)
+    plots = json.loads((out / "report" / "report.json").read_text())["plots"]
+    drawn = {k for series in plots.values() for k in series}
+    bookkeeping = {"eval_runtime", "eval_samples_per_second", "eval_num_tokens"}
+    assert set(evals) - bookkeeping <= drawn  # log_metric values and reward faults of the eval split included
+    assert plots["eval_kl.png"] == ["eval_kl"]  # KL on its own panel, not beside lengths of 40 tokens
+    assert "eval_loss" in plots["eval_details.png"] and "eval_kl" not in plots["eval_details.png"]
+
+
+def test_the_eval_line_shows_the_eval_reward_and_its_per_reward_means():
+    import io
+
+    from transformers import TrainerControl, TrainerState
+
+    from grpo_trl.console import ConsoleLine
+
+    stream = io.StringIO()
+    state = TrainerState(global_step=3, max_steps=6)
+    logs = {
+        "eval_frac_reward_zero_std": 0.0, "eval_reward_faults/a": 1.0, "eval_reward_faults/b": 0.0,
+        "eval_reward_none_frac/a": 0.5, "eval_reward": 1.25, "eval_reward_std": 0.5, "eval_rewards/a/mean": 1.0,
+        "eval_rewards/a/std": 0.0, "eval_rewards/b/mean": 0.25, "eval_rewards/b/std": 0.1, "eval_loss": 0.0,
+    }  # fmt: skip
+    ConsoleLine(stream).on_log(None, state, TrainerControl(), logs=logs)
+    line = stream.getvalue().strip()
+    assert line.startswith("eval at step 3 | ") and "\n" not in line
+    assert "reward 1.250 ±0.500 (a 1.000, b 0.250)" in line  # the total first, as on the training line
+    assert "std" not in line.replace("±", "") and "faults" not in line

@@ -9,6 +9,7 @@ import pytest
 from datasets import Dataset
 from hypothesis import given
 from hypothesis import strategies as st
+from transformers import TrainerCallback
 from trl.trainer.utils import RepeatSampler
 
 from grpo_trl.data import validate_data_config
@@ -136,3 +137,39 @@ def test_training_feeds_every_generation_once_and_resumes_the_sampler(tmp_path, 
     run(load_recipe(path, ["trainer.max_steps=6"]), resume=True)
     resumed = json.loads((out / "checkpoint-6" / "zero_variance_sampler.json").read_text())
     assert resumed["observed_groups"] == 12 and resumed["epoch"] == 3  # continued, not restarted
+
+
+class _KilledAfterCheckpoint(Exception):
+    pass
+
+
+class _DieOnSave(TrainerCallback):
+    """Ends the run right after the trainer wrote a checkpoint, before the callbacks added after it see on_save:
+    the moment a SIGKILL between the checkpoint's save and the sampler's own save would hit."""
+
+    def on_save(self, args, state, control, **kwargs):
+        raise _KilledAfterCheckpoint
+
+
+@pytest.mark.slow
+def test_a_kill_right_after_a_checkpoint_save_keeps_the_sampler_state_for_resume(tmp_path, make_recipe):
+    data = {
+        "builder": "countdown",
+        "source": "generate",
+        "size": 6,
+        "system_prompt": "none",
+        "sampler": {"zero_variance_weight": 0.2, "cooldown_epochs": 1},
+    }
+    trainer = {"max_steps": 4, "save_strategy": "steps", "save_steps": 2}
+    path = make_recipe(data=data, trainer=trainer, rewards=[{"name": "countdown"}])
+    with pytest.raises(_KilledAfterCheckpoint):  # extra callbacks run before the sampler's
+        run(load_recipe(path), extra_callbacks=[_DieOnSave()])
+    out = tmp_path / "out"
+    saved = out / "checkpoint-2" / "zero_variance_sampler.json"
+    assert saved.is_file()  # the checkpoint --resume picks up has the sampler state, not a fresh sampler
+    assert json.loads(saved.read_text())["observed_groups"] == 4
+    run(load_recipe(path), resume=True)
+    resumed = json.loads((out / "checkpoint-4" / "zero_variance_sampler.json").read_text())
+    run(load_recipe(path, [f"trainer.output_dir={tmp_path / 'straight'}"]))
+    straight = json.loads((tmp_path / "straight" / "checkpoint-4" / "zero_variance_sampler.json").read_text())
+    assert resumed == straight  # the same sampling state as a run never interrupted

@@ -107,10 +107,12 @@ def total_steps(cfg: Any, dataset_rows: int, world_size: int) -> int:
 def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]:
     """The lines ``grpo-trl check`` prints under ``OK``."""
     rows = plan.dataset_rows
+    filters = [f"data.{k}" for k in ("max_prompt_tokens", "max_solution_tokens", "pass_rate") if recipe.dataset.get(k)]
+    why = f"{', '.join(filters) or 'filters'} drop rows at train time; `grpo-trl data` counts them"
     rows_s = (
         "unknown (built at train time)"
         if rows is None
-        else f"{rows}{'' if plan.dataset_rows_exact else ' at most (token filters apply at train time)'}"
+        else f"{rows}{'' if plan.dataset_rows_exact else f' at most ({why})'}"
     )
     total = plan.total_optimizer_steps
     from grpo_trl.reward_models import is_model_entry, model_label

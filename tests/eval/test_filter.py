@@ -117,6 +117,14 @@ def test_filter_measures_stores_and_the_band_keeps_the_prompts_that_teach(tmp_pa
     assert kept.dropped == {"pass_rate (p <= 0, too hard)": 4, "pass_rate (p >= 1, too easy)": 4}
 
 
+def test_check_names_the_pass_rate_band_as_what_makes_the_row_count_a_bound(tmp_path, make_recipe, capsys):
+    (tmp_path / "rates.json").write_text(json.dumps({"rates": {}}))
+    path = make_recipe(data={**DATA, "pass_rate": {"file": "rates.json"}}, rewards=[{"name": "countdown"}])
+    assert main(["check", str(path)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("  data "))
+    assert "12 at most (data.pass_rate drop" in line and "token" not in line  # no token filter in this recipe
+
+
 def test_filter_bad_values_are_error_lines(capsys, make_recipe):
     assert main(["filter", str(make_recipe()), "--n", "0"]) == 1
     assert capsys.readouterr().err.strip() == "error: grpo-trl filter: --n: must be an integer >= 1, got 0"
