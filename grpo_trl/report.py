@@ -42,6 +42,16 @@ def trend_window(history: list[dict], window: int = TREND_WINDOW, key: str = "re
     return min(window, max(1, len(_trend_values(history, key)) // 2))
 
 
+def trend_label(history: list[dict]) -> str:
+    """``first vs last N logged steps``, N from ``trend_window``: the words the CLI summary and the report share.
+
+    >>> trend_label([{"loss": 0, "reward": 1.0}, {"loss": 0, "reward": 2.0}])
+    'first vs last logged step'
+    """
+    n = trend_window(history)
+    return "first vs last logged step" if n == 1 else f"first vs last {n} logged steps"
+
+
 def reward_trend(history: list[dict], window: int = TREND_WINDOW, key: str = "reward") -> tuple[float, float] | None:
     """Mean of ``key`` over the first and last ``window`` training log entries (those with a ``loss``); at most half
     the entries each, so the two ends never overlap (``trend_window``). ``None`` when nothing was logged."""
@@ -204,9 +214,7 @@ def write_report(output_dir: str | Path) -> str:
     )
     title = html.escape(str(output_dir))
     trend_html = (
-        f"reward mean, first vs last {window} logged steps: {trend[0]:.3f} &rarr; {trend[1]:.3f}"
-        if trend
-        else "no reward logged"
+        f"reward mean, {trend_label(history)}: {trend[0]:.3f} &rarr; {trend[1]:.3f}" if trend else "no reward logged"
     )
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>grpo-trl report: {title}</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:auto}}

@@ -7,7 +7,10 @@ group of keys; the evaluation metrics likewise: ``eval.png`` (rewards), ``eval_d
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+
+MAX_PLOTTED = 1e300
 
 # plot file -> (title, series chooser)
 PLOTS = {
@@ -64,13 +67,19 @@ def _other_groups(keys: list[str], drawn: set[str]) -> dict[str, list[str]]:
     return groups
 
 
+def _plottable(value: object) -> bool:
+    """A number matplotlib can scale an axis to: finite and below 1e300 (a user's ``log_metric`` of 1.7e308 made
+    matplotlib raise while laying out the ticks; TRL's own metrics are float32)."""
+    return isinstance(value, (int, float)) and math.isfinite(value) and abs(value) <= MAX_PLOTTED
+
+
 def _draw(plt, title: str, series: list[str], history: list[dict], path: Path) -> bool:
     from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=100)
     drew = False
     for key in series:
-        points = [(h["step"], h[key]) for h in history if isinstance(h.get(key), (int, float))]
+        points = [(h["step"], h[key]) for h in history if _plottable(h.get(key))]
         if points:
             xs, ys = zip(*points)
             ax.plot(xs, ys, label=key, linewidth=1.2, marker="o" if len(xs) < 12 else None, markersize=3)

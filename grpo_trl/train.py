@@ -233,13 +233,12 @@ def _train(
 
 
 def print_summary(result: TrainResult) -> None:
-    from grpo_trl.report import none_shares, trend_window
+    from grpo_trl.report import none_shares, trend_label
 
     trend = result.reward_trend()
     print(f"\ngrpo-trl: trained {result.global_step} steps; results in {result.output_dir}/")
     if trend:  # the window really averaged (fewer than 20 on a short run), as report.html names it
-        window = trend_window(result.log_history)
-        print(f"grpo-trl: reward mean, first vs last {window} logged steps: {trend[0]:.3f} -> {trend[1]:.3f}")
+        print(f"grpo-trl: reward mean, {trend_label(result.log_history)}: {trend[0]:.3f} -> {trend[1]:.3f}")
 
     shares = none_shares(result.log_history)
     if shares:

@@ -191,3 +191,25 @@ def test_the_eval_line_shows_the_eval_reward_and_its_per_reward_means():
     assert line.startswith("eval at step 3 | ") and "\n" not in line
     assert "reward 1.250 ±0.500 (a 1.000, b 0.250)" in line  # the total first, as on the training line
     assert "std" not in line.replace("±", "") and "faults" not in line
+
+
+@pytest.mark.parametrize("value", [1.7e308, -1.7e308, float("inf"), float("nan")])
+def test_a_metric_matplotlib_cannot_scale_is_left_out_of_its_plot(tmp_path, value):
+    """A user's log_metric may log any float; 1.7e308 made matplotlib raise while laying out ticks (exit 70)."""
+    from grpo_trl.report import write_report
+
+    history = [{"loss": 0.0, "reward": 0.5, "my/score": v, "step": s} for s, v in ((1, 1.0), (2, value), (3, 2.0))]
+    out = _state(tmp_path, history)
+    write_report(out)
+    assert (out / "report" / "report.html").is_file() and list((out / "report").glob("metric_my*.png"))
+
+
+def test_a_one_step_window_is_named_in_the_singular(tmp_path, capsys):
+    from grpo_trl.report import write_report
+    from grpo_trl.train import TrainResult, print_summary
+
+    history = [{"loss": 0.0, "step": i + 1, "reward": r} for i, r in enumerate([0.1, 0.3])]
+    out = _state(tmp_path, history)
+    print_summary(TrainResult(str(out), 2, history))
+    assert "reward mean, first vs last logged step: 0.100 -> 0.300" in capsys.readouterr().out
+    assert "first vs last logged step: 0.100 &rarr; 0.300" in Path(write_report(out)).read_text()
