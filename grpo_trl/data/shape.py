@@ -33,6 +33,8 @@ def expected_rows(cfg: dict, base_dir: str | Path | None = None) -> int | None:
     defaults = builder_params(builder)
     if cfg.get("source") == "generate":
         size = cfg.get("size")
+    elif "size" in defaults and not {"source", "path"} & set(defaults):  # no source: its rows are made, `size` many
+        size = cfg.get("size", defaults["size"])
     elif cfg.get("path") and (builder.known_sizes or builder.local_copy):
         size = len(load_file(cfg["path"], Path(base_dir) if base_dir else None))
     elif any(k in cfg and cfg[k] != defaults.get(k) for k in ("source", "config")):

@@ -99,6 +99,16 @@ def test_generated_splits_hold_their_own_problems():
     assert len(overlap) <= 1
 
 
+def test_environment_builder_gives_trls_placeholder_rows():
+    """builder: environment is TRL's train_dataset=None: rows of one empty user turn, reset() supplies the prompt."""
+    from grpo_trl.data import expected_size
+
+    cfg = {"builder": "environment", "size": 5}
+    ds = build_dataset(cfg).train
+    assert ds.column_names == ["prompt"] and ds["prompt"] == [[{"role": "user", "content": ""}]] * 5
+    assert expected_size(cfg) == (5, True) and expected_size({"builder": "environment"}) == (64, True)
+
+
 def test_files_builder_csv_template_and_columns(tmp_path):
     path = tmp_path / "mine.csv"
     path.write_text("q,gold,topic\nWhat is 2+2?,4,arith\nWhat is 3*3?,9,arith\n")

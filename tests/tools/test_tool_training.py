@@ -117,3 +117,17 @@ def test_tool_reward_rises_over_a_short_run(make_recipe, tool_model):
     scores = _metric(result, "rewards/tool_success/mean")
     first, last = sum(scores[:4]) / 4, sum(scores[-4:]) / 4
     assert last > first + 0.05, scores
+
+
+def test_an_environment_that_owns_the_data_trains_without_a_dataset(make_recipe, tool_model):
+    """TRL trains with train_dataset=None when reset() returns the prompt; data: {builder: environment} is that."""
+    env = {"factory": "tests.tools.tool_plugin:OwnsData"}
+    data = {"builder": "environment", "size": 4}
+    path = make_recipe(
+        data=data, rewards=["environment"], trainer={**TRAINER, "max_steps": 2}, extra={"environment": env}
+    )
+    recipe = load_recipe(path, [f"model.name={tool_model}", "logging.completions_every=1"])
+    result = run(recipe)
+    assert result.global_step == 2 and len(_metric(result, "rewards/environment/mean")) == 2
+    rows = [json.loads(line) for line in (Path(result.output_dir) / "completions.jsonl").read_text().splitlines()]
+    assert rows and all("Say the word banana." in json.dumps(r["prompt"]) for r in rows)  # reset() gave the prompt

@@ -214,3 +214,24 @@ class AsyncScored:
 
         await asyncio.sleep(0)
         return 0.5 + self.calls
+
+
+class OwnsData:
+    """An environment that owns the data (TRL's train_dataset=None): reset() returns the prompt, from no columns."""
+
+    def reset(self, **row) -> str:
+        assert not set(row) - {"prompt"}, row  # the placeholder rows carry no task columns
+        self.said = ""
+        return "Say the word banana."
+
+    def say(self, word: str) -> str:
+        """Say one word.
+
+        Args:
+            word: The word to say.
+        """
+        self.said = word
+        return "ok"
+
+    def get_reward(self) -> float:
+        return float(self.said == "banana")
