@@ -115,17 +115,17 @@ def test_whole_dataset_options_inside_a_mixture_part_are_errors_not_no_ops(key, 
     assert validate_data_config({"mixture": [part, part], **({key: value} if key != "eval_split" else {})}) == []
 
 
+def _sampled_recipe(make_recipe, rows: int):
+    """Countdown with the zero-variance sampler, 4 steps, a checkpoint every 2."""
+    sampler = {"zero_variance_weight": 0.2, "cooldown_epochs": 1}
+    data = {"builder": "countdown", "source": "generate", "size": rows, "system_prompt": "none", "sampler": sampler}
+    trainer = {"max_steps": 4, "save_strategy": "steps", "save_steps": 2}
+    return make_recipe(data=data, trainer=trainer, rewards=[{"name": "countdown"}])
+
+
 @pytest.mark.slow
 def test_training_feeds_every_generation_once_and_resumes_the_sampler(tmp_path, make_recipe):
-    data = {
-        "builder": "countdown",
-        "source": "generate",
-        "size": 4,
-        "system_prompt": "none",
-        "sampler": {"zero_variance_weight": 0.2, "cooldown_epochs": 1},
-    }
-    trainer = {"max_steps": 4, "save_strategy": "steps", "save_steps": 2}
-    path = make_recipe(data=data, trainer=trainer, rewards=[{"name": "countdown"}])
+    path = _sampled_recipe(make_recipe, rows=4)
     run(load_recipe(path))
     out = tmp_path / "out"
     state = json.loads((out / "checkpoint-4" / "zero_variance_sampler.json").read_text())
@@ -153,15 +153,7 @@ class _DieOnSave(TrainerCallback):
 
 @pytest.mark.slow
 def test_a_kill_right_after_a_checkpoint_save_keeps_the_sampler_state_for_resume(tmp_path, make_recipe):
-    data = {
-        "builder": "countdown",
-        "source": "generate",
-        "size": 6,
-        "system_prompt": "none",
-        "sampler": {"zero_variance_weight": 0.2, "cooldown_epochs": 1},
-    }
-    trainer = {"max_steps": 4, "save_strategy": "steps", "save_steps": 2}
-    path = make_recipe(data=data, trainer=trainer, rewards=[{"name": "countdown"}])
+    path = _sampled_recipe(make_recipe, rows=6)
     with pytest.raises(_KilledAfterCheckpoint):  # extra callbacks run before the sampler's
         run(load_recipe(path), extra_callbacks=[_DieOnSave()])
     out = tmp_path / "out"
