@@ -93,6 +93,9 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
     if not out:
         _, found = validate_value(options_model, options, file, prefix)
         out += found
+    size = options.get("size")  # a builder's `size` option counts the rows it makes (countdown, environment)
+    if not out and isinstance(size, int) and not isinstance(size, bool) and size < 1:
+        out.append(Problem(file, f"{prefix}.size", f"must be a positive integer, got {size}", "the rows to make"))
     try:
         resolve_system_prompt(cfg.get("system_prompt"))
     except GrpoTrlError as exc:
