@@ -79,11 +79,8 @@ class Rendering:
 
     def kwargs_for(self, environment: Any) -> dict:
         """The keyword arguments for a row whose ``environment`` column holds ``environment`` (``None``: none)."""
-        if self.by_environment is None:
-            return self.common
-        if None in self.by_environment and len(self.by_environment) == 1:
-            return self.by_environment[None]
-        return self.by_environment.get(environment, self.common)  # an unknown name is reported by build's check
+        by_name = self.by_environment or {}  # a single environment is None; an unknown name is reported by check
+        return by_name.get(environment, by_name.get(None, self.common))
 
     @property
     def per_row(self) -> bool:

@@ -152,6 +152,19 @@ def blocking(key: str) -> str | None:
     return None
 
 
+def read_json_head(path: Path, max_bytes: int, first_line: bool = False, empty: Any = None) -> Any:
+    """The JSON value in ``path`` (or in its first line), read through at most ``max_bytes``; ``empty`` for an empty
+    file, ``None`` when it cannot be read or parsed. Bounded because the name may be a device or a stranger's huge
+    file: what ``eval``, ``filter`` and ``schema -o`` read to tell their own output from a file they must not
+    overwrite."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.readline(max_bytes) if first_line else fh.read(max_bytes)
+        return json.loads(data) if data else empty
+    except (OSError, ValueError):
+        return None
+
+
 def read_jsonl(path: Path) -> list[dict]:
     """Rows of a JSON-lines log; a line cut by a kill (the last one) is dropped."""
     rows = []

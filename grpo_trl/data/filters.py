@@ -50,8 +50,8 @@ ENV_COLUMN = "environment"  # names the row's environment when there are several
 BATCH_SIZE = 1000  # rows per apply_chat_template / tokenizer call
 MIN_ROWS_PER_PROC = 20_000  # below this, one more process costs more (fork, pickling) than it saves
 CHAR_SLACK = 4  # normalizers may merge characters; the bound stays far above any row that could fit
-FORMAT_VERSION = "2"
-PARALLELISM = "TOKENIZERS_PARALLELISM"  # bump when what is cached changes meaning
+FORMAT_VERSION = "2"  # bump when what is cached changes meaning
+PARALLELISM = "TOKENIZERS_PARALLELISM"
 
 
 def cache_dir() -> Path:

@@ -43,11 +43,9 @@ def _without_band(cfg: dict, split: str | None) -> dict:
 
 def _rates_file(path: Path) -> bool:
     """Whether ``path`` is a pass-rate file (``filter`` wrote it, or one shaped like it): JSON with ``rates``."""
-    try:
-        with path.open("rb") as fh:
-            data = json.loads(fh.read(512 * 2**20))
-    except (OSError, ValueError):
-        return False
+    from grpo_trl.resume import read_json_head
+
+    data = read_json_head(path, 512 * 2**20)
     return isinstance(data, dict) and "rates" in data
 
 

@@ -133,12 +133,12 @@ def writable(path: Path, where: str, flag: str) -> None:
 
 def _ours(path: Path) -> bool:
     """Whether ``path`` is an ``eval.json`` / ``eval_completions.jsonl`` as ``evaluate`` writes them."""
-    try:
-        with path.open("rb") as fh:  # bounded: the whole report, or the first row of the completions
-            first = json.loads(fh.read(512 * 2**20) if path.suffix == ".json" else fh.readline(2**24) or b"{}")
-    except (OSError, ValueError):
-        return False
-    return isinstance(first, dict) and (path.suffix != ".json" or {"model", "backend"} <= first.keys())
+    from grpo_trl.resume import read_json_head
+
+    if path.suffix != ".json":  # the first row of the completions (none at all: ours, with no rows)
+        return isinstance(read_json_head(path, 2**24, first_line=True, empty={}), dict)
+    report = read_json_head(path, 512 * 2**20)  # the whole report
+    return isinstance(report, dict) and {"model", "backend"} <= report.keys()
 
 
 @dataclass

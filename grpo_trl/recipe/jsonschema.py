@@ -106,9 +106,7 @@ def write_schema(path: str | None) -> str:
 
 
 def _is_our_schema(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:  # bounded: the name may be a device
-            data = json.loads(fh.read(10_000_000))
-    except (OSError, ValueError):
-        return False
+    from grpo_trl.resume import read_json_head
+
+    data = read_json_head(path, 10_000_000)
     return isinstance(data, dict) and "x-trl-version" in data
