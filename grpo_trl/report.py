@@ -93,13 +93,13 @@ def _state_file(output_dir: Path) -> Path:
     direct = output_dir / "trainer_state.json"
     if direct.exists():
         return direct
-    checkpoints = [c / "trainer_state.json" for c in reversed(checkpoints_in(output_dir))]  # checkpoint-best: not one
-    checkpoints = [p for p in checkpoints if p.is_file()]
-    if not checkpoints:
+    states = (c / "trainer_state.json" for c in checkpoints_in(output_dir))  # newest first; checkpoint-best: not one
+    newest = next((p for p in states if p.is_file()), None)
+    if newest is None:
         raise FileNotFoundError(
             f"no trainer_state.json in {output_dir} or its checkpoints; is it a training output_dir?"
         )
-    return checkpoints[-1]
+    return newest
 
 
 def _log_history(output_dir: Path) -> list[dict]:
