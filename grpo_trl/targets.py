@@ -33,16 +33,18 @@ def import_target(
     except KeyboardInterrupt:
         raise  # Ctrl-C while a slow module imports still stops the program
     except BaseException as exc:  # noqa: BLE001 - the user's module fails, or calls exit(), while importing
-        raise error(f"{what} {name!r}: module {mod_name!r} failed to import: {_why(exc)}", **error_kwargs) from exc
+        why = f"module {mod_name!r} failed to import: {import_failure(exc)}"
+        raise error(f"{what} {name!r}: {why}", **error_kwargs) from exc
     try:
         return getattr(module, attr)
     except AttributeError:
         raise error(f"{what} {name!r}: module {mod_name!r} has no attribute {attr!r}", **error_kwargs) from None
     except Exception as exc:  # noqa: BLE001 - a module __getattr__ or property of the user's that raises
-        raise error(f"{what} {name!r}: reading {attr!r} failed: {_why(exc)}", **error_kwargs) from exc
+        raise error(f"{what} {name!r}: reading {attr!r} failed: {import_failure(exc)}", **error_kwargs) from exc
 
 
-def _why(exc: BaseException) -> str:
+def import_failure(exc: BaseException) -> str:
+    """What went wrong while importing user code, in one line: ``exit(3) called while importing``, or the error."""
     if isinstance(exc, SystemExit):
         return f"exit({exc.code!r}) called while importing"
     return f"{type(exc).__name__}: {_message(exc)}"

@@ -31,8 +31,7 @@ from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward  # noqa: F
 from grpo_trl.rewards.results import LengthError  # noqa: F401 - re-exported
 from grpo_trl.rewards.signature import required_columns  # noqa: F401 - re-exported
 from grpo_trl.rewards.text import completion_text
-from grpo_trl.targets import _why as import_failure
-from grpo_trl.targets import import_target
+from grpo_trl.targets import import_failure, import_target
 
 logger = logging.getLogger(__name__)
 
