@@ -3,6 +3,9 @@
 Example:
     >>> think_format(["<think>\\nplan\\n</think>\\n<answer>\\n4\\n</answer>", "4"])
     [1.0, 0.0]
+    >>> inline = "<think>plan</think> <answer>4</answer>"  # ms-swift's format: tags inline, any whitespace between
+    >>> think_format([inline]), think_format([inline], newlines=False)
+    ([0.0], [1.0])
     >>> tag_count(["<think>\\nx\\n</think>\\n<answer>\\n4\\n</answer>"])
     [1.0]
     >>> xml_format(["<reasoning>r</reasoning><answer>4</answer>"])
@@ -18,24 +21,33 @@ from grpo_trl.rewards.registry import register_reward, text_of
 
 _OPEN, _SEP, _CLOSE = "<think>\n", "\n</think>\n<answer>\n", "\n</answer>"
 _STEPS = r"(Step \d+:|^\d+\.|\n-|\n\*|First,|Second,|Next,|Finally,)"
+_WHITESPACE = re.compile(r"\s*")
 _STEP_MARKERS = {True: re.compile(_STEPS, re.MULTILINE), False: re.compile(_STEPS)}
 
 
 @register_reward("think_format")
 def think_format(
-    completions: list, prefilled_think: bool = False, trailing_lines: bool = False, **kwargs
+    completions: list,
+    prefilled_think: bool = False,
+    trailing_lines: bool = False,
+    newlines: bool = True,
+    **kwargs,
 ) -> list[float]:
     """1.0 for exactly ``<think>\\n...\\n</think>\\n<answer>\\n...\\n</answer>``, else 0.0.
 
     ``prefilled_think=True`` is for chat templates that open ``<think>`` in the prompt: the completion then starts
-    inside the think block. ``trailing_lines=True`` also accepts more lines after a ``\\n</answer>`` that ends its
+    inside the think block. ``trailing_lines=True`` also accepts more lines after a ``</answer>`` that ends its
     line (a trailing newline, say), as open-r1's ``format`` reward does (its ``$`` matches at any line end).
+    ``newlines=False`` is ms-swift's ``format`` reward: ``<think>`` first, ``</think>``, any whitespace (or none),
+    ``<answer>``, ``</answer>`` last; no newline required inside the tags, and tags inside the bodies allowed.
     """
     out = []
+    layout = _think_layout if newlines else _inline_layout
+    opening = "<think>\n" if newlines else "<think>"
     for text in text_of(completions):
         if prefilled_think and not text.startswith("<think>"):
-            text = "<think>\n" + text.lstrip("\n")
-        out.append(1.0 if _think_layout(text, trailing_lines) else 0.0)
+            text = opening + (text.lstrip("\n") if newlines else text)
+        out.append(1.0 if layout(text, trailing_lines) else 0.0)
     return out
 
 
@@ -52,6 +64,31 @@ def _think_layout(text: str, trailing_lines: bool = False) -> bool:
         return text.endswith(_CLOSE) and start + len(_CLOSE) <= len(text)
     end = text.find(_CLOSE + "\n", start)  # the first </answer> that ends a line, else one that ends the text
     return end >= 0 or (text.endswith(_CLOSE) and start + len(_CLOSE) <= len(text))
+
+
+def _inline_layout(text: str, trailing_lines: bool = False) -> bool:
+    """ms-swift's ``^<think>.*?</think>\\s*<answer>.*?</answer>`` up to the end of the text (DOTALL), in linear time.
+
+    Its regex backtracks over every ``</think>`` and ``</answer>`` pair (quadratic on a text full of them). The same
+    answer without backtracking: the earliest ``</think>`` followed by whitespace and ``<answer>`` gives the earliest
+    answer body, and a closing ``</answer>`` at the end of the text (or ending a line, with ``trailing_lines``) after
+    that body exists or not. Each whitespace run is skipped once, so the whole scan is linear.
+    """
+    if not text.startswith("<think>"):
+        return False
+    body = -1
+    close = text.find("</think>", len("<think>"))
+    while close >= 0:
+        after = _WHITESPACE.match(text, close + len("</think>")).end()  # the same \s as the reference regex
+        if text.startswith("<answer>", after):
+            body = after + len("<answer>")
+            break
+        close = text.find("</think>", after)
+    if body < 0:
+        return False
+    if text.endswith("</answer>") and len(text) - len("</answer>") >= body:
+        return True
+    return trailing_lines and text.find("</answer>\n", body) >= 0
 
 
 @register_reward("tag_count")
