@@ -86,6 +86,42 @@ def test_plan_matches_the_trainer(tmp_path, make_recipe):
     assert run(recipe).global_step == planned
 
 
+GENERATIONS: list[int] = []  # the optimizer step (trainer_state.global_step) at each reward call: one per generation
+
+
+def count_generations(completions, trainer_state, **kwargs):
+    GENERATIONS.append(trainer_state.global_step)
+    return [0.0] * len(completions)
+
+
+@pytest.mark.parametrize(
+    ("trainer", "micro", "optimizer", "at"),
+    [
+        # mu = 3 over a batch of 2 micro-batches, 2 per optimizer step: one generation feeds 3 optimizer steps
+        ({"steps_per_generation": 2, "gradient_accumulation_steps": 2, "num_iterations": 3}, 6, 3, [0, 3]),
+        # one micro-batch per generation, 2 per optimizer step: two generations per optimizer step
+        ({"steps_per_generation": 1, "gradient_accumulation_steps": 2, "num_iterations": 1}, 1, 0.5, [0, 0, 1, 1]),
+    ],
+)
+def test_plan_says_how_often_trl_generates(make_recipe, trainer, micro, optimizer, at, capsys):
+    from grpo_trl.cli import main as cli_main
+
+    path = make_recipe(
+        rewards=[{"name": "tests.test_train:count_generations"}],
+        trainer={"max_steps": at[-1] + 1 if optimizer < 1 else 6, "per_device_train_batch_size": 4, **trainer},
+    )
+    recipe = load_recipe(path)
+    plan = recipe.plan()
+    assert (plan.micro_steps_per_generation, plan.optimizer_steps_per_generation) == (micro, optimizer)
+    assert cli_main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"generated every {micro} micro-step(s) = {optimizer:g} optimizer step(s)" in out
+    assert f"each trained on {trainer['num_iterations']} time(s) (num_iterations)" in out
+    GENERATIONS.clear()
+    run(recipe)
+    assert GENERATIONS == at
+
+
 def test_resume_continues_from_the_checkpoint(tmp_path, make_recipe):
     path = make_recipe(trainer={"max_steps": 3, "save_strategy": "steps", "save_steps": 3})
     assert train_main([str(path)]) == 0

@@ -25,6 +25,7 @@ class Plan:
     prompts_per_generation: int
     steps_per_generation: int
     num_iterations: int
+    gradient_accumulation_steps: int
     dataset_rows: int | None
     dataset_rows_exact: bool
     total_optimizer_steps: int | None
@@ -36,6 +37,18 @@ class Plan:
     def __getitem__(self, key: str) -> Any:
         """``plan["total_optimizer_steps"]``: the mapping access earlier versions returned."""
         return getattr(self, key)
+
+    @property
+    def micro_steps_per_generation(self) -> int:
+        """Micro-steps (forward/backward passes) between two generations: TRL's ``GRPOTrainer._prepare_inputs``
+        generates when ``step % (steps_per_generation x num_iterations) == 0`` and otherwise trains on the buffered
+        batch, split into ``steps_per_generation`` micro-batches, each used ``num_iterations`` times."""
+        return self.steps_per_generation * self.num_iterations
+
+    @property
+    def optimizer_steps_per_generation(self) -> float:
+        """Optimizer steps between two generations (one every ``gradient_accumulation_steps`` micro-steps)."""
+        return self.micro_steps_per_generation / self.gradient_accumulation_steps
 
 
 def describe_generation(recipe: Recipe, world_size: int) -> str:
@@ -76,6 +89,7 @@ def make_plan(recipe: Recipe, world_size: int | None = None, dataset_rows: int |
         prompts_per_generation=cfg.generation_batch_size // cfg.num_generations,
         steps_per_generation=cfg.steps_per_generation,
         num_iterations=cfg.num_iterations,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
         dataset_rows=dataset_rows,
         dataset_rows_exact=exact,
         total_optimizer_steps=total,
@@ -127,9 +141,11 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
         + ("" if world_size_given else " (launch.num_processes; --world-size N to change)"),
         f"  per optimizer step  {plan.prompts_per_optimizer_step:g} prompts x {plan.num_generations} generations"
         f" = {plan.completions_per_optimizer_step} completions",
-        f"  generation batch    {plan.generation_batch_size} completions"
-        f" ({plan.prompts_per_generation} prompts), reused for {plan.steps_per_generation} step(s)"
-        f" x {plan.num_iterations} iteration(s)",
+        f"  generation batch    {plan.generation_batch_size} completions ({plan.prompts_per_generation} prompts)"
+        f" generated every {plan.micro_steps_per_generation} micro-step(s)"
+        f" = {plan.optimizer_steps_per_generation:g} optimizer step(s):",
+        f"                      {plan.steps_per_generation} micro-batch(es) (steps_per_generation),"
+        f" each trained on {plan.num_iterations} time(s) (num_iterations)",
         f"  optimizer steps     {'unknown' if total is None else total}"
         + ("" if plan.steps_from_max_steps else "  (epochs x rows x generations x iterations / completions per step)"),
         f"  generation          {plan.generation}",
