@@ -254,8 +254,24 @@ def get_reward(name: str, alias: str | None = None, **args: Any) -> NamedReward:
     label = reward_label(name, alias)
     options = {**_params(obj, is_factory), **args}  # what a recipe can set, for hints
     if is_factory:
-        return NamedReward(label, obj(**args), options=options)
+        return NamedReward(label, _make(name, obj, args), options=options)
     return NamedReward(label, obj, args, options=options)
+
+
+def _make(name: str, factory: Callable, args: dict[str, Any]) -> Callable:
+    """What the factory of reward ``name`` returns for ``args``; its failure (an exception, ``exit()``) is one
+    ``RewardError`` naming the reward, never the end of the program (Ctrl-C still stops it)."""
+    try:
+        made = factory(**args)
+    except KeyboardInterrupt:
+        raise
+    except RewardError:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the user's factory raises, or calls exit()
+        raise RewardError(f"reward {name!r}: creating it failed: {import_failure(exc)}", key="args") from exc
+    if not callable(made):
+        raise RewardError(f"reward {name!r}: its factory returned {type(made).__name__}, not a callable", key="name")
+    return made
 
 
 def text_of(completions: list) -> list[str]:
