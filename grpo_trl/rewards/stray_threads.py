@@ -1,4 +1,5 @@
-"""Non-daemon threads that rewards leave running: named at the end of the CLI, which then exits without waiting.
+"""What a reward leaves behind in the trainer's process, put right: the working directory and standard streams
+(``Place``, around each call), and non-daemon threads, named at the end of the CLI, which then exits without waiting.
 
 ``SafeReward`` calls ``note_threads(before, name)`` after each call with the threads alive before it;
 ``grpo-trl train`` calls ``exit_if_stray_threads(code)`` last.
@@ -7,8 +8,11 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 import time
+from collections.abc import Callable
 
 logger = logging.getLogger("grpo_trl.rewards.call")
 
@@ -51,3 +55,38 @@ def exit_if_stray_threads(code: int, grace: float = 2.0) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+class Place:
+    """The working directory and ``sys.stdout`` / ``sys.stderr`` before a reward call, put back after it: a reward
+    that calls ``os.chdir`` or closes ``sys.stdout`` must not move the run's saves or silence its summary."""
+
+    def __init__(self) -> None:
+        try:
+            self.cwd: str | None = os.getcwd()
+        except OSError:  # the directory was removed under the run: nothing to go back to
+            self.cwd = None
+        self.streams = (sys.stdout, sys.stderr)
+
+    def restore(self, warn: Callable[[str], None]) -> None:
+        if self.cwd is not None:
+            try:
+                moved = os.getcwd() != self.cwd
+            except OSError:
+                moved = True
+            if moved:
+                try:
+                    os.chdir(self.cwd)
+                    warn(f"changed the working directory (os.chdir); put back to {self.cwd}")
+                except OSError:
+                    pass
+        for name, before, fd in (("stdout", self.streams[0], 1), ("stderr", self.streams[1], 2)):
+            now = getattr(sys, name)
+            if now is before and not getattr(now, "closed", False):
+                continue
+            if before is not None and not getattr(before, "closed", False):
+                setattr(sys, name, before)
+            else:
+                encoding = getattr(before, "encoding", None) or "utf-8"
+                setattr(sys, name, open(fd, "w", encoding=encoding, errors="replace", closefd=False, buffering=1))  # noqa: SIM115
+            warn(f"closed or replaced sys.{name}; put back")
