@@ -41,15 +41,21 @@ def load_file(path: str | Path, base_dir: Path | None = None) -> Any:
     from datasets import load_dataset
 
     p = Path(path).expanduser()
+    if "\0" in str(p):
+        raise DataError(f"data file {str(path)!r}: a path cannot hold a NUL byte")
     if not p.is_absolute() and base_dir is not None and not p.exists():
         p = base_dir / p
     if not p.exists():
         raise DataError(f"data file {str(path)!r} does not exist (looked at {p})")
+    if not p.is_file():  # a folder, a device, a FIFO: load_dataset would read a folder's files or block on a pipe
+        raise DataError(f"data file {str(path)!r} is not a file (looked at {p})")
     kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(p.suffix.lower())
     if kind is None:
         raise DataError(
             f"data file {str(path)!r}: unsupported extension {p.suffix!r}; use .jsonl, .json, .parquet or .csv"
         )
+    if kind in ("json", "csv"):
+        _check_text(p, str(path))
     from datasets.utils import logging as datasets_logging
 
     level = datasets_logging.get_verbosity()
@@ -68,6 +74,41 @@ def load_file(path: str | Path, base_dir: Path | None = None) -> Any:
     finally:
         datasets_logging.set_verbosity(level)
     return _keep_mixed_columns(ds, p) if kind == "json" else ds
+
+
+def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:
+    """A JSON/JSONL/CSV file must be UTF-8 text: the first NUL byte or invalid byte is one ``DataError`` naming
+    its line, found in one pass (about 1 s per GB; a 1 GB file of NULs failed after 3.5 min with StopIteration)."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset, lines = 0, 1
+    with p.open("rb") as fh:
+        while block := fh.read(chunk):
+            nul = block.find(b"\0")
+            try:
+                decoder.decode(block if nul < 0 else block[:nul], final=False)
+            except UnicodeDecodeError as exc:
+                at = offset + exc.start
+                line = lines + block[: exc.start].count(b"\n")
+                raise DataError(
+                    f"data file {shown!r} is not UTF-8 text: byte {at} (line {line}) is {block[exc.start : exc.start + 1]!r}",
+                    fix="save it as UTF-8",
+                ) from None
+            if nul >= 0:
+                line = lines + block[:nul].count(b"\n")
+                raise DataError(
+                    f"data file {shown!r} holds a NUL byte at byte {offset + nul} (line {line}): not a text file",
+                    fix="JSONL, JSON and CSV files are UTF-8 text",
+                )
+            offset += len(block)
+            lines += block.count(b"\n")
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        raise DataError(
+            f"data file {shown!r} is not UTF-8 text: it ends inside a character", fix="save it as UTF-8"
+        ) from None
 
 
 def _keep_mixed_columns(ds: Any, path: Path) -> Any:

@@ -139,7 +139,10 @@ def list_rewards() -> list[RewardInfo]:
 
 def load_plugin(path: str | Path) -> None:
     """Execute a Python file that registers rewards with ``@register_reward`` (ms-swift's ``--external_plugins``)."""
-    p = Path(path).expanduser().resolve()
+    try:
+        p = Path(path).expanduser().resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
+        raise RewardError(f"plugin file {str(path)!r} cannot be read ({exc}); fix the path under 'plugins:'") from None
     if str(p) in _LOADED_PLUGINS:
         return
     if not p.is_file():
@@ -171,7 +174,10 @@ def load_plugin(path: str | Path) -> None:
 
 def plugin_unregistered(path: str | Path) -> list[str]:
     """Public functions of a loaded plugin file that registered no reward at all (empty when it registered one)."""
-    return list(_UNREGISTERED.get(str(Path(path).expanduser().resolve()), []))
+    try:
+        return list(_UNREGISTERED.get(str(Path(path).expanduser().resolve()), []))
+    except (OSError, RuntimeError, ValueError):  # a path load_plugin refused
+        return []
 
 
 def add_import_path(folder: str | Path) -> None:
