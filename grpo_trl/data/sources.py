@@ -91,8 +91,9 @@ def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:
             except UnicodeDecodeError as exc:
                 at = offset + exc.start
                 line = lines + block[: exc.start].count(b"\n")
+                bad = block[exc.start : exc.start + 1]
                 raise DataError(
-                    f"data file {shown!r} is not UTF-8 text: byte {at} (line {line}) is {block[exc.start : exc.start + 1]!r}",
+                    f"data file {shown!r} is not UTF-8 text: byte {at} (line {line}) is {bad!r}",
                     fix="save it as UTF-8",
                 ) from None
             if nul >= 0:

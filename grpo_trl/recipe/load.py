@@ -122,7 +122,8 @@ def parse_yaml(text: str, file: str) -> Any:
         raise _error(file, "", f"nested more than {MAX_DEPTH} levels deep") from None
     except ValueError as exc:  # a value PyYAML cannot convert: an integer of more than 4,300 digits, a bad date
         line = loader.marks_line()
-        raise _error(file, "", f"a value cannot be read{line}: {str(exc).split(';')[0][:200]}", "quote it to keep it as text") from None
+        what = str(exc).split(";")[0][:200]
+        raise _error(file, "", f"a value cannot be read{line}: {what}", "quote it to keep it as text") from None
     finally:
         loader.dispose()
 

@@ -44,9 +44,9 @@ TRAINER_BOUNDS: dict[str, dict[str, float]] = {
     "num_generations": {"ge": 1},  # 1 gets TRL's own message (at least 2); 0 divides by zero first
     "num_train_epochs": {"gt": 0},
     "logging_steps": {"gt": 0},
-    "top_k": {"ge": -1},
+    "top_k": {"ge": -1},  # 0 disables it; -1 too in vLLM only (generation_problems), below both refuse it
     "seed": {"ge": 0, "le": 2**32 - 1},  # numpy's seed range (transformers.set_seed); -1 passed TRL, failed in train
-    "data_seed": {"ge": 0, "le": 2**32 - 1},  # 0 disables it; -1 too in vLLM only (generation_problems), below both refuse it
+    "data_seed": {"ge": 0, "le": 2**32 - 1},
 }
 BOUND_REASONS = {  # the fix printed with a bound error, by dotted key
     "trainer.temperature": "sampling divides the logits by it; use 1.0 for GRPO (0.6-1.0 are common)",
