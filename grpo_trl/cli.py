@@ -261,8 +261,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run a command. Expected failures: ``error:`` lines and exit 1. Anything else is a bug: one line, exit 70."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Run a command. Expected failures: ``error:`` lines and exit 1. Anything else is a bug: one line, exit 70.
+
+    Run as the program (``argv`` None), it ends even when user code left a non-daemon thread or process running:
+    ``grace`` seconds for them, then a warning and the exit (``grpo_trl.rewards.stray_threads``).
+    """
+    code = _main(list(sys.argv[1:] if argv is None else argv))
+    if argv is None:
+        from grpo_trl.rewards.stray_threads import exit_if_stray_threads
+
+        exit_if_stray_threads(code, everything=True)
+    return code
+
+
+def _main(argv: list[str]) -> int:
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
     debug = "--debug" in argv

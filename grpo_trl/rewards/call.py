@@ -27,7 +27,6 @@ import asyncio
 import functools
 import inspect
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -36,7 +35,7 @@ from grpo_trl.rewards import isolated
 from grpo_trl.rewards.inputs import GUARD, private
 from grpo_trl.rewards.isolated import RewardTimeout
 from grpo_trl.rewards.results import LengthError, collecting_faults, describe, scores, with_reported
-from grpo_trl.rewards.stray_threads import Place, note_threads
+from grpo_trl.rewards.stray_threads import Place, note_threads, snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +194,7 @@ class SafeReward:
 
     def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
         kwargs = _keywords(args, kwargs)
-        n, start, before = _batch_size(kwargs), time.perf_counter(), set(threading.enumerate())
+        n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
         place = Place()
         try:
             with collecting_faults() as reported:
@@ -256,7 +255,7 @@ class AsyncSafeReward(SafeReward):
 
     async def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
         kwargs = _keywords(args, kwargs)
-        n, start, before = _batch_size(kwargs), time.perf_counter(), set(threading.enumerate())
+        n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
         place = Place()
         try:
             with collecting_faults() as reported:
