@@ -120,7 +120,9 @@ def test_chdir_and_a_closed_stdout_are_put_back(tmp_path, monkeypatch, caplog):
     assert "changed the working directory" in caplog.text and "closed or replaced sys.stdout" in caplog.text
 
 
-@pytest.mark.parametrize(("name", "what"), [("FactoryRaises", "ValueError: cannot build"), ("FactoryExits", "exit(0)")])
+@pytest.mark.parametrize(
+    ("name", "what"), [("FactoryRaises", "ValueError: cannot build"), ("FactoryExits", "exit(0)")]
+)
 def test_a_failing_reward_factory_is_one_error_naming_the_entry(make_recipe, name, what):
     """A factory raising ValueError was exit 70; one calling sys.exit(0) made `train` exit 0 having trained
     nothing."""
