@@ -31,6 +31,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse with grpo-trl's error format: ``error: <command line>: <what> (<fix>)`` and exit 1."""
 
     def error(self, message: str) -> typing.NoReturn:
+        if len(message) > 300:  # a 4,400-digit --n is quoted back in full by argparse
+            message = f"{message[:200]}... ({len(message)} characters)"
         print(f"error: command line: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(1)
 
@@ -60,10 +62,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Validate a recipe and print the plan."""
     from datasets.utils.logging import disable_progress_bar
 
+    from grpo_trl.data.sources import without_cache
+
+    disable_progress_bar()  # check reads small local files at most: keep its output to the verdict
+    with without_cache():  # check writes nothing: local data is read into memory, not into the datasets cache
+        return _check(args)
+
+
+def _check(args: argparse.Namespace) -> int:
     from grpo_trl.recipe import RecipeError, load_recipe
     from grpo_trl.recipe.plan import format_plan
 
-    disable_progress_bar()  # check reads small local files at most: keep its output to the verdict
     recipe = load_recipe(args.recipe, args.overrides, validate=False)
     problems = recipe.validate(world_size=args.world_size)
     if problems:

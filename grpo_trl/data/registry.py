@@ -97,6 +97,11 @@ def get_builder(name: str) -> Builder:
     return _BUILDERS[name]
 
 
+def is_builtin(builder: Builder) -> bool:
+    """A grpo-trl builder: ``check`` may run it on one row; a plugin's is a user's function and is not called."""
+    return str(getattr(builder.func, "__module__", "")).startswith("grpo_trl.")
+
+
 def builder_params(builder: Builder) -> dict[str, Any]:
     sig = inspect.signature(builder.func)
     return {

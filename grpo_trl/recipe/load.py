@@ -202,6 +202,10 @@ def _override_value(raw: str, key: str) -> Any:
     return value
 
 
+def _shown(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
+
+
 def _index(part: str, length: int) -> bool:
     """Whether ``part`` is the index of an item of a list of ``length`` (a 5,000-digit one is not)."""
     return part.isascii() and part.isdigit() and len(part) < 10 and int(part) < length
@@ -225,7 +229,7 @@ def apply_override(data: dict, assignment: str) -> dict:
         where = ".".join(parts[: i + 1])
         if isinstance(node, list):
             if not _index(part, len(node)):
-                raise _error("--set", key, f"{where}: no list item {part} (the list has {len(node)})")
+                raise _error("--set", key, f"{_shown(where)}: no list item {_shown(part)} (the list has {len(node)})")
             node = node[int(part)]
         elif isinstance(node, dict):
             if node.get(part) is None:
@@ -238,7 +242,7 @@ def apply_override(data: dict, assignment: str) -> dict:
     last = parts[-1]
     if isinstance(node, list):
         if not _index(last, len(node)):
-            raise _error("--set", key, f"no list item {last} (the list has {len(node)})")
+            raise _error("--set", key, f"no list item {_shown(last)} (the list has {len(node)})")
         if value is None:
             del node[int(last)]
         else:

@@ -31,7 +31,7 @@ from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward  # noqa: F
 from grpo_trl.rewards.results import LengthError  # noqa: F401 - re-exported
 from grpo_trl.rewards.signature import required_columns  # noqa: F401 - re-exported
 from grpo_trl.rewards.text import completion_text
-from grpo_trl.targets import import_failure, import_target
+from grpo_trl.targets import file_module, import_failure, import_target, remember_file
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +145,9 @@ def load_plugin(path: str | Path) -> None:
         raise RewardError(f"plugin file {str(path)!r} cannot be read ({exc}); fix the path under 'plugins:'") from None
     if str(p) in _LOADED_PLUGINS:
         return
+    if p.is_file() and file_module(p) is not None:  # imported already as a module:attr reward: not twice
+        _LOADED_PLUGINS.add(str(p))
+        return
     if not p.is_file():
         what = "is not a Python file" if p.exists() else "does not exist"  # a folder, a device
         raise RewardError(f"plugin file {str(path)!r} {what}; fix the path under 'plugins:' (relative to the recipe)")
@@ -164,6 +167,7 @@ def load_plugin(path: str | Path) -> None:
         sys.modules.pop(mod_name, None)
         raise RewardError(f"plugin file {str(path)!r} failed to import: {import_failure(exc)}") from exc
     _LOADED_PLUGINS.add(str(p))
+    remember_file(p, module)
     if _REGISTRY == before:  # registered nothing: remember its plain functions for `check` to name
         _UNREGISTERED[str(p)] = [
             n
