@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grpo_trl.data.build import build_one
-from grpo_trl.data.registry import builder_params, get_builder, is_builtin
+from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 from grpo_trl.data.sources import load_file
 
 
@@ -75,7 +75,7 @@ def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str] |
         return out
     builder = get_builder(cfg["builder"])
     base = Path(base_dir) if base_dir else None
-    if not is_builtin(builder):
+    if from_plugin(builder):
         return None if callable(builder.columns) else set(builder.columns)
     if callable(builder.columns):
         options = {k: v for k, v in cfg.items() if k in builder_params(builder)}

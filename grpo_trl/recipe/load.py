@@ -120,6 +120,8 @@ def parse_yaml(text: str, file: str) -> Any:
         raise _error(file, "", f"not valid YAML{where}: {str(problem)[:200]}") from None
     except RecursionError:
         raise _error(file, "", f"nested more than {MAX_DEPTH} levels deep") from None
+    except RecipeError:
+        raise  # a duplicate key (RecipeError is a ValueError too)
     except ValueError as exc:  # a value PyYAML cannot convert: an integer of more than 4,300 digits, a bad date
         line = loader.marks_line()
         what = str(exc).split(";")[0][:200]

@@ -31,7 +31,7 @@ from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward  # noqa: F
 from grpo_trl.rewards.results import LengthError  # noqa: F401 - re-exported
 from grpo_trl.rewards.signature import required_columns  # noqa: F401 - re-exported
 from grpo_trl.rewards.text import completion_text
-from grpo_trl.targets import file_module, import_failure, import_target, remember_file
+from grpo_trl.targets import PLUGIN_MODULE_PREFIX, file_module, import_failure, import_target, remember_file
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ def load_plugin(path: str | Path) -> None:
     if not p.is_file():
         what = "is not a Python file" if p.exists() else "does not exist"  # a folder, a device
         raise RewardError(f"plugin file {str(path)!r} {what}; fix the path under 'plugins:' (relative to the recipe)")
-    mod_name = f"grpo_trl_plugin_{p.stem}_{abs(hash(str(p))) % 10**8}"
+    mod_name = f"{PLUGIN_MODULE_PREFIX}{p.stem}_{abs(hash(str(p))) % 10**8}"
     spec = importlib.util.spec_from_file_location(mod_name, p)
     if spec is None or spec.loader is None:  # Python only imports source files it knows by their suffix
         raise RewardError(f"plugin file {str(path)!r} is not a Python file; name a .py file under 'plugins:'")
