@@ -275,7 +275,15 @@ def main(argv: list[str] | None = None) -> int:
     Run as the program (``argv`` None), it ends even when user code left a non-daemon thread or process running:
     ``grace`` seconds for them, then a warning and the exit (``grpo_trl.rewards.stray_threads``).
     """
-    code = _main(list(sys.argv[1:] if argv is None else argv))
+    if argv is None:  # from here on Ctrl-C is KeyboardInterrupt, answered below ("interrupted", 130)
+        import signal
+
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code = _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:  # while the parser is built (subcommand modules import)
+        print("interrupted", file=sys.stderr)
+        code = 130
     if argv is None:
         from grpo_trl.rewards.stray_threads import exit_if_stray_threads
 

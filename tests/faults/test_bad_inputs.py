@@ -175,3 +175,27 @@ def test_a_plugin_also_named_as_module_attr_is_imported_once(capsys, tmp_path, t
 
     assert sys.modules["issue20_once"].COUNT == 1
     os.environ.pop("GRPO_TRL_UNUSED", None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.3, 0.6, 1.5])  # before ~0.1 s it is Python's own start-up (site), not ours
+def test_ctrl_c_at_any_moment_of_start_up_is_one_line(tmp_path, make_recipe, delay):
+    """Ctrl-C in the first 0.3 s (while the libraries import) printed a traceback."""
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    launcher = "import sys; sys.argv[0] = '/usr/bin/grpo-trl'; from grpo_trl.cli import main; sys.exit(main())"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", launcher, "check", str(make_recipe())],
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert "Traceback" not in err, err[-2000:]
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "interrupted", (proc.returncode, err[-500:])
