@@ -199,3 +199,17 @@ def test_ctrl_c_at_any_moment_of_start_up_is_one_line(tmp_path, make_recipe, del
     out, err = proc.communicate(timeout=120)
     assert "Traceback" not in err, err[-2000:]
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "interrupted", (proc.returncode, err[-500:])
+
+
+def test_an_unwritable_datasets_cache_is_blamed_not_the_data_file(tmp_path, monkeypatch):
+    """With the cache unusable, the error blamed the data file ("cannot be read")."""
+    import datasets.config
+
+    from grpo_trl.data.sources import load_file
+    from grpo_trl.errors import DataError
+
+    (tmp_path / "not-a-folder").write_text("")
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "not-a-folder" / "cache")
+    (tmp_path / "d.jsonl").write_text('{"question": "q", "solution": "1"}\n')
+    with pytest.raises(DataError, match="cannot be cached: NotADirectoryError.*make HF_DATASETS_CACHE a writable"):
+        load_file(tmp_path / "d.jsonl")
