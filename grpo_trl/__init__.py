@@ -9,8 +9,23 @@ Example:
     True
 """
 
-from grpo_trl.recipe import Recipe, RecipeError, load_recipe
-from grpo_trl.rewards import get_reward, list_rewards, register_reward
+import sys as _sys
+
+if _sys.argv and _sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] in ("grpo-trl", "grpo-trl.exe"):
+    # The console script: Ctrl-C while the libraries import (the first ~0.5 s) is a quiet exit, not a traceback;
+    # grpo_trl.cli.main puts Python's own handler back once it runs.
+    import signal as _signal
+
+    def _interrupted(signum: int, frame: object) -> None:
+        import os
+
+        os.write(2, b"interrupted\n")
+        os._exit(130)
+
+    _signal.signal(_signal.SIGINT, _interrupted)
+
+from grpo_trl.recipe import Recipe, RecipeError, load_recipe  # noqa: E402
+from grpo_trl.rewards import get_reward, list_rewards, register_reward  # noqa: E402
 from grpo_trl.train import train as _train  # light (TRL loads on first use); binds the name before the submodule
 
 __version__ = "0.1.0"

@@ -31,6 +31,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse with grpo-trl's error format: ``error: <command line>: <what> (<fix>)`` and exit 1."""
 
     def error(self, message: str) -> typing.NoReturn:
+        if len(message) > 300:  # a 4,400-digit --n is quoted back in full by argparse
+            message = f"{message[:200]}... ({len(message)} characters)"
         print(f"error: command line: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(1)
 
@@ -60,10 +62,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Validate a recipe and print the plan."""
     from datasets.utils.logging import disable_progress_bar
 
+    from grpo_trl.data.sources import without_cache
+
+    disable_progress_bar()  # check reads small local files at most: keep its output to the verdict
+    with without_cache():  # check writes nothing: local data is read into memory, not into the datasets cache
+        return _check(args)
+
+
+def _check(args: argparse.Namespace) -> int:
     from grpo_trl.recipe import RecipeError, load_recipe
     from grpo_trl.recipe.plan import format_plan
 
-    disable_progress_bar()  # check reads small local files at most: keep its output to the verdict
     recipe = load_recipe(args.recipe, args.overrides, validate=False)
     problems = recipe.validate(world_size=args.world_size)
     if problems:
@@ -261,8 +270,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run a command. Expected failures: ``error:`` lines and exit 1. Anything else is a bug: one line, exit 70."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Run a command. Expected failures: ``error:`` lines and exit 1. Anything else is a bug: one line, exit 70.
+
+    Run as the program (``argv`` None), it ends even when user code left a non-daemon thread or process running:
+    ``grace`` seconds for them, then a warning and the exit (``grpo_trl.rewards.stray_threads``).
+    """
+    if argv is None:  # from here on Ctrl-C is KeyboardInterrupt, answered below ("interrupted", 130)
+        import signal
+
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code = _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:  # while the parser is built (subcommand modules import)
+        print("interrupted", file=sys.stderr)
+        code = 130
+    if argv is None:
+        from grpo_trl.rewards.stray_threads import exit_if_stray_threads
+
+        exit_if_stray_threads(code, everything=True)
+    return code
+
+
+def _main(argv: list[str]) -> int:
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
     debug = "--debug" in argv

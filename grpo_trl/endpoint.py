@@ -5,14 +5,18 @@ Used by ``grpo-trl eval --backend endpoint``, ``grpo-trl filter`` and the ``judg
 training tool needs around it:
 
 - **bounded concurrency**: at most ``max_concurrency`` requests in flight per event loop (an ``asyncio.Semaphore``);
-- **timeouts and retries**: ``timeout`` seconds per attempt, ``retries`` more attempts on connection errors,
-  timeouts, 408/409/429 and 5xx, with exponential backoff that honours ``Retry-After`` (up to 60 s) — this is the
-  ``openai`` client's own retry loop, configured, not a second one. The worst case for one call is about
-  ``(retries + 1) * timeout`` plus the waits;
+- **timeouts and retries**: ``timeout`` seconds per attempt, wall clock from connecting to the last byte of the
+  answer (a server that trickles one byte a second is cut off at ``timeout``, not kept alive by each byte),
+  ``retries`` more attempts on connection errors, timeouts, 408/409/429 and 5xx, with exponential backoff that
+  honours ``Retry-After`` (up to 60 s) — this is the ``openai`` client's own retry loop, configured, not a second
+  one. The worst case for one call is ``(retries + 1) * timeout`` plus the waits;
+- **a bounded answer**: at most ``MAX_RESPONSE_BYTES`` (16 MiB) are read of one answer; an endless body is an error
+  for that request, not the process's memory;
 - **the API key from the NAME of an environment variable** (``api_key_env``): a key never sits in a recipe, and it
   never appears in an error message or a log line written here;
 - **errors as one line**: every failure becomes an :class:`EndpointError` naming the server, the model and what to do;
-- :func:`probe`: checks in seconds that the server answers and serves the model, before a long run relies on it.
+- :func:`probe`: checks within ``timeout`` seconds (wall clock, DNS included) that the server answers and serves the
+  model, before a long run relies on it.
 
 Example (the fake server in ``tests/fake_openai.py`` stands in for a real one)::
 
@@ -25,12 +29,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import threading
 from collections.abc import Awaitable, Iterable
 from typing import Any, NamedTuple
 
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
 
 EXTRA_HINT = "pip install 'grpo-trl[endpoint]' (the openai client)"
+MAX_RESPONSE_BYTES = 16 * 2**20  # one answer (a judge's score, a batch of completions) is far smaller
 
 
 class Choice(NamedTuple):
@@ -83,6 +89,89 @@ def api_key(api_key_env: str | None, where: str = "endpoint", key: str = "api_ke
     if not value:
         raise EndpointError(f"environment variable {api_key_env} is not set (export it first)", where=where, key=key)
     return value
+
+
+def _http() -> Any:
+    """The HTTP package the installed ``openai`` is built on (``httpx``; ``httpx2`` from openai 3)."""
+    import importlib
+
+    base = next(c for c in _openai().DefaultAsyncHttpxClient.__mro__[1:] if c.__name__ == "AsyncClient")
+    return importlib.import_module(base.__module__.partition(".")[0])
+
+
+def check_url(base_url: Any, where: str = "endpoint", key: str = "base_url") -> str:
+    """``base_url`` without its trailing ``/`` if it is an http(s) URL the client can use, else one EndpointError.
+
+    >>> check_url("http://[::1")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    grpo_trl.endpoint.EndpointError: endpoint: base_url: not a valid URL ('http://[::1': ...) (e.g. http://...)
+    """
+    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+        raise EndpointError(
+            f"must be an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}"[:300], where=where, key=key
+        )
+    httpx = _http()
+    try:
+        url = httpx.URL(base_url)
+        if url.port is not None and not 0 < url.port < 65536:  # parsing it refuses ':1' of a broken IPv6 address
+            raise ValueError(f"port {url.port} out of range")
+        if not url.host:
+            raise ValueError("no host")
+    except (ValueError, TypeError, httpx.InvalidURL) as exc:
+        raise EndpointError(
+            f"not a valid URL ({base_url[:200]!r}: {exc}) (e.g. http://127.0.0.1:8000/v1)", where=where, key=key
+        ) from None
+    return base_url.rstrip("/")
+
+
+def _bounded_transport(timeout: float) -> Any:
+    """An ``httpx`` transport that gives each request ``timeout`` seconds in all (connect, send, every byte of the
+    answer) and reads at most ``MAX_RESPONSE_BYTES``; httpx's own timeouts bound each read, not their sum."""
+    httpx = _http()
+
+    class Bounded(httpx.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self.inner = httpx.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            try:
+                return await asyncio.wait_for(self._whole(request), timeout)
+            except TimeoutError:
+                raise httpx.ReadTimeout(f"no complete answer within {timeout:g} s", request=request) from None
+
+        async def _whole(self, request: httpx.Request) -> httpx.Response:
+            response = await self.inner.handle_async_request(request)
+            body, size = [], 0
+            try:
+                async for chunk in response.stream:
+                    size += len(chunk)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise httpx.RemoteProtocolError(
+                            f"the answer is longer than {MAX_RESPONSE_BYTES // 2**20} MiB (stopped reading)",
+                            request=request,
+                        )
+                    body.append(chunk)
+            finally:
+                await response.aclose()
+            return httpx.Response(
+                response.status_code,
+                headers=response.headers,
+                stream=httpx.ByteStream(b"".join(body)),
+                request=request,
+                extensions=response.extensions,
+            )
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return Bounded()
+
+
+def _async_client(base_url: str, key: str, timeout: float, retries: int) -> Any:
+    openai = _openai()
+    http = _http().AsyncClient(transport=_bounded_transport(timeout), timeout=timeout)
+    return openai.AsyncOpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=retries, http_client=http)
 
 
 def describe(exc: BaseException, base_url: str, model: str, timeout: float, retries: int) -> EndpointError:
@@ -145,9 +234,7 @@ class Endpoint:
             raise EndpointError(f"must be a number of seconds > 0, got {timeout!r}", key="timeout")
         if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
             raise EndpointError(f"must be an integer >= 0, got {retries!r}", key="retries")
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise EndpointError(f"must be an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}")
-        self.base_url = base_url.rstrip("/")
+        self.base_url = check_url(base_url)
         self.model = model
         self.api_key_env = api_key_env
         self.max_concurrency = max_concurrency
@@ -165,10 +252,7 @@ class Endpoint:
     def _for_loop(self) -> tuple[Any, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
-            openai = _openai()
-            self._client = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self._key, timeout=self.timeout, max_retries=self.retries
-            )
+            self._client = _async_client(self.base_url, self._key, self.timeout, self.retries)
             self._semaphore = asyncio.Semaphore(self.max_concurrency)
             self._loop = loop
         return self._client, self._semaphore  # type: ignore[return-value]
@@ -241,20 +325,37 @@ def probe(
 ) -> list[str]:
     """Check in about ``timeout`` seconds (one attempt, no retries) that ``base_url`` answers ``GET /models`` and
     serves ``model``; return the served model names, or raise one :class:`EndpointError` saying what to fix."""
-    openai = _openai()
-    url = str(base_url).rstrip("/")
+    url = check_url(base_url, where=where, key=key)
     secret = api_key(api_key_env, where=where)
-    client = openai.OpenAI(base_url=url, api_key=secret, timeout=timeout, max_retries=0)
-    try:
-        served = [m.id for m in client.models.list().data]
-    except Exception as exc:  # noqa: BLE001
-        err = describe(exc, url, model, timeout, 0)
+    _openai()
+
+    async def models() -> list[str]:
+        client = _async_client(url, secret, timeout, 0)
+        try:
+            return [m.id for m in (await client.models.list()).data]
+        finally:
+            await client.close()
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:  # its own thread and loop: the wait below holds even if a resolver thread hangs
+        try:
+            box["served"] = asyncio.run(models())
+        except Exception as exc:  # noqa: BLE001 - reported below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="grpo-trl-probe", daemon=True)
+    thread.start()
+    thread.join(timeout + 1.0)
+    if thread.is_alive():
+        box["error"] = _openai().APITimeoutError(request=None)  # type: ignore[arg-type]
+    if "error" in box:
+        err = describe(box["error"], url, model, timeout, 0)
         message = err.message
         if err.status == 404 and not url.endswith("/v1"):
             message = f"{url}/models not found (HTTP 404): OpenAI-compatible servers answer under /v1; try {url}/v1"
         raise EndpointError(message, where=where, key=key, status=err.status) from None
-    finally:
-        client.close()
+    served = box["served"]
     if model not in served:
         shown = ", ".join(served[:10]) + (" ..." if len(served) > 10 else "") if served else "none"
         raise EndpointError(

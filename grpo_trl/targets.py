@@ -12,8 +12,52 @@ Example:
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+PLUGIN_MODULE_PREFIX = "grpo_trl_plugin_"  # the module name of each file under plugins: (rewards.registry)
+_FILES: dict[str, ModuleType] = {}  # plugin files already executed, by resolved path
+
+
+def remember_file(path: str | Path, module: ModuleType) -> None:
+    """``module`` is the file at ``path``, executed once (a plugin): a ``module:attr`` naming the same file gets it
+    instead of executing the file a second time (its registrations would then be duplicates)."""
+    _FILES[str(Path(path).resolve())] = module
+
+
+def file_module(path: str | Path) -> ModuleType | None:
+    """The module already executed from the file at ``path`` (a plugin, or a module imported by name), if any."""
+    key = str(Path(path).resolve())
+    if key in _FILES:
+        return _FILES[key]
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and file.endswith(".py") and Path(file).name == Path(key).name:
+            try:
+                if str(Path(file).resolve()) == key:
+                    return module
+            except (OSError, RuntimeError, ValueError):
+                continue
+    return None
+
+
+def _already_run(mod_name: str) -> None:
+    """Bind ``mod_name`` to the plugin module executed from the same file, so that importing it runs nothing."""
+    if mod_name in sys.modules or not _FILES:
+        return
+    try:
+        spec = importlib.util.find_spec(mod_name)
+    except Exception:  # noqa: BLE001 - the import below reports what is wrong
+        return
+    origin = getattr(spec, "origin", None)
+    if isinstance(origin, str):
+        module = _FILES.get(str(Path(origin).resolve()))
+        if module is not None:
+            sys.modules[mod_name] = module
 
 
 def import_target(
@@ -26,6 +70,7 @@ def import_target(
     if not mod_name or not attr or not all(p.isidentifier() for p in [*mod_name.split("."), attr]):
         raise error(f"{what} {name!r} is neither a registered name nor module.path:{form}", **error_kwargs)
     try:
+        _already_run(mod_name)
         module = importlib.import_module(mod_name)
     except ImportError as exc:
         why = f"cannot import module {mod_name!r} ({_message(exc)}); is it on PYTHONPATH?"

@@ -309,7 +309,12 @@ def run_cli(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="grpo-trl train", description="Train a model with GRPO from a YAML recipe.")
-    return run_cli(add_train_arguments(parser).parse_args(argv))
+    code = run_cli(add_train_arguments(parser).parse_args(argv))
+    if argv is None:  # the program (accelerate launch -m grpo_trl.train): nothing left running keeps it alive
+        from grpo_trl.rewards.stray_threads import exit_if_stray_threads
+
+        exit_if_stray_threads(code, everything=True)
+    return code
 
 
 if __name__ == "__main__":

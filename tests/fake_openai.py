@@ -12,7 +12,9 @@ next behaviour from ``script`` (then ``default``):
 - ``"malformed"``: HTTP 200 whose body is not JSON;
 - ``"close"``: the connection is closed without any answer;
 - ``"hang"``: no answer until the server stops (bounded by ``hang_limit`` seconds, so no thread outlives a test);
-- ``"slow:0.5"``: a normal answer after that many seconds.
+- ``"slow:0.5"``: a normal answer after that many seconds;
+- ``"trickle:1"``: a normal answer sent one byte every that many seconds (until the server stops);
+- ``"endless"``: HTTP 200 with a chunked body that never ends (64 KiB chunks, until the client hangs up).
 
 Every request is recorded (``server.requests``: method, path, headers with lower-case names, JSON body, arrival
 time), so tests can count retries and see what was sent; ``max_in_flight`` is the most requests handled at once.
@@ -100,14 +102,26 @@ class FakeOpenAI:
             def log_message(self, *args: object) -> None:  # keep test output clean
                 pass
 
-            def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+            def _send(
+                self, status: int, payload: bytes, headers: dict[str, str] | None = None, trickle: float = 0.0
+            ) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 for key, value in (headers or {}).items():
                     self.send_header(key, value)
                 self.end_headers()
-                self.wfile.write(payload)
+                if not trickle:
+                    self.wfile.write(payload)
+                    return
+                try:
+                    for i in range(len(payload)):  # one byte at a time: each read is quick, the answer never ends
+                        if fake._stop.wait(trickle):
+                            break
+                        self.wfile.write(payload[i : i + 1])
+                        self.wfile.flush()
+                except OSError:  # the client hung up
+                    self.close_connection = True
 
             def _error(self, status: int, headers: dict[str, str] | None = None) -> None:
                 body = {"error": {"message": f"fake error {status}", "type": "fake", "code": status}}
@@ -158,13 +172,30 @@ class FakeOpenAI:
                     return
                 if kind == "slow":
                     fake._stop.wait(float(arg or 1.0))
-                self._answer(method, body)
+                if kind == "endless":
+                    self._endless()
+                    return
+                self._answer(method, body, trickle=float(arg or 1.0) if kind == "trickle" else 0.0)
 
-            def _answer(self, method: str, body: dict) -> None:
+            def _endless(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                chunk = b"%x\r\n%s\r\n" % (65536, b" " * 65536)
+                deadline = time.monotonic() + fake.hang_limit
+                try:
+                    while not fake._stop.is_set() and time.monotonic() < deadline:
+                        self.wfile.write(chunk)
+                except OSError:  # the client hung up
+                    pass
+                self.close_connection = True
+
+            def _answer(self, method: str, body: dict, trickle: float = 0.0) -> None:
                 path = self.path.rstrip("/")
                 if method == "GET" and path.endswith("/v1/models"):
                     data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in fake.models]
-                    self._send(200, json.dumps({"object": "list", "data": data}).encode())
+                    self._send(200, json.dumps({"object": "list", "data": data}).encode(), trickle=trickle)
                     return
                 chat = path.endswith("/v1/chat/completions")
                 if method != "POST" or not (chat or path.endswith("/v1/completions")):
@@ -191,7 +222,7 @@ class FakeOpenAI:
                     "choices": choices,
                     "usage": {"prompt_tokens": 1, "completion_tokens": tokens, "total_tokens": tokens + 1},
                 }
-                self._send(200, json.dumps(answer).encode())
+                self._send(200, json.dumps(answer).encode(), trickle=trickle)
 
             def do_GET(self) -> None:  # noqa: N802 - http.server's naming
                 self._handle("GET")

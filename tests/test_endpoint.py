@@ -105,6 +105,45 @@ def test_no_answer_times_out_in_bounded_time(behaviour):
     assert elapsed < 3
 
 
+def test_a_trickling_answer_is_cut_off_at_timeout_per_attempt():
+    """A server sending one byte every 0.2 s keeps each read short: the attempt still ends at `timeout`, wall clock
+    (it took 42 s for timeout 2, retries 1, and was reported as "within 2 s")."""
+    with FakeOpenAI(models=["m"], default="trickle:0.2", hang_limit=30) as server:
+        start = time.monotonic()
+        err = one(server, timeout=1.0, retries=1)
+        elapsed = time.monotonic() - start
+    assert isinstance(err, EndpointError) and "within 1 s after 2 attempt(s)" in str(err), err
+    assert len(server.requests) == 2 and elapsed < 2 * 1.0 + 3  # two attempts of 1 s, plus the backoff between
+
+
+def test_an_endless_answer_is_bounded_in_bytes():
+    """A 200 whose chunked body never ends (1.17 GB in 6 s) is cut at MAX_RESPONSE_BYTES: one failed row."""
+    with FakeOpenAI(models=["m"], default="endless", hang_limit=30) as server:
+        start = time.monotonic()
+        err = one(server, timeout=20.0, retries=0)
+        elapsed = time.monotonic() - start
+    assert isinstance(err, EndpointError) and "longer than 16 MiB" in str(err), err
+    assert elapsed < 15
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://[::1]:99999/v1", "http://", "http://:80/v1"])
+def test_a_malformed_url_is_one_error(url):
+    with pytest.raises(EndpointError) as info:
+        Endpoint(url, "m")
+    assert info.value.problems[0].key == "base_url" and "not a valid URL" in str(info.value)
+    with pytest.raises(EndpointError, match="not a valid URL"):
+        probe(url, "m", where="r.yaml", key="rewards.0.args.base_url")
+
+
+def test_probe_is_bounded_in_wall_time_against_a_trickling_server():
+    """`check`'s probe took 65 s for its 5 s: its whole wall time is now bounded."""
+    with FakeOpenAI(models=["m"], default="trickle:0.2", hang_limit=30) as server:
+        start = time.monotonic()
+        with pytest.raises(EndpointError, match="no answer"):
+            probe(server.base_url, "m", timeout=1.0)
+        assert time.monotonic() - start < 3
+
+
 def test_slow_but_within_timeout_succeeds():
     with FakeOpenAI(models=["m"], default="slow:0.3") as server:
         assert one(server, timeout=2.0) == ["fake: hi"]

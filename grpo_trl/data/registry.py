@@ -24,6 +24,7 @@ from grpo_trl.data.pass_rate import pass_rate_problems
 from grpo_trl.data.sampler import sampler_problems
 from grpo_trl.data.sources import load_file, load_hub_or_file, require_columns
 from grpo_trl.errors import DataError, suggest
+from grpo_trl.targets import PLUGIN_MODULE_PREFIX
 
 # the source readers and the error every builder uses, importable from here (where builders find register_builder)
 __all__ = [
@@ -95,6 +96,11 @@ def get_builder(name: str) -> Builder:
             f"unknown dataset builder {name!r}{suggest(name, _BUILDERS)}; available: {', '.join(sorted(_BUILDERS))}"
         )
     return _BUILDERS[name]
+
+
+def from_plugin(builder: Builder) -> bool:
+    """A builder a ``plugins:`` file registered: the user's code, which ``check`` never runs (not even on one row)."""
+    return str(getattr(builder.func, "__module__", "")).startswith(PLUGIN_MODULE_PREFIX)
 
 
 def builder_params(builder: Builder) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grpo_trl.data.build import build_one
-from grpo_trl.data.registry import builder_params, get_builder
+from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 from grpo_trl.data.sources import load_file
 
 
@@ -59,18 +59,24 @@ def expected_size(cfg: dict, base_dir: str | Path | None = None) -> tuple[int | 
     return size, exact and size is not None
 
 
-def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str]:
-    """The columns the ``data:`` section will give rewards, without building it (local files are read).
+def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str] | None:
+    """The columns the ``data:`` section will give rewards, without building it (local files are read); ``None``
+    when only a plugin's own code could say (a builder from a plugin is never called here).
 
     Raises ``DataError`` when a local file is missing or lacks a named column.
     """
     if "mixture" in cfg:
         out: set[str] = set()
         for part in cfg["mixture"]:
-            out |= dataset_columns({k: v for k, v in part.items() if k != "weight"}, base_dir)
+            part_columns = dataset_columns({k: v for k, v in part.items() if k != "weight"}, base_dir)
+            if part_columns is None:
+                return None
+            out |= part_columns
         return out
     builder = get_builder(cfg["builder"])
     base = Path(base_dir) if base_dir else None
+    if from_plugin(builder):
+        return None if callable(builder.columns) else set(builder.columns)
     if callable(builder.columns):
         options = {k: v for k, v in cfg.items() if k in builder_params(builder)}
         return set(builder.columns(options, base))

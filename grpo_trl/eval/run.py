@@ -30,6 +30,15 @@ from grpo_trl.recipe import Problem, Recipe, RecipeError
 WHERE = "grpo-trl eval"
 
 
+MAX_N = 1_000_000  # completions per prompt, prompts per batch: beyond it is a typo (it overflowed before)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, int) and abs(value) >= 10**30:  # repr() refuses ints of more than 4,300 digits
+        return f"a number of about {int(abs(value).bit_length() * 0.30103) + 1} digits"
+    return repr(value)[:80]
+
+
 def _int_at_least(value: Any, low: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
@@ -44,19 +53,24 @@ def check_arguments(
     max_new_tokens: Any = None,
     temperature: Any = None,
     endpoint: dict | None = None,
+    seed: Any = 0,
 ) -> None:
     """One ``error:`` line per bad value, all at once (``RecipeError``)."""
     problems = []
     if backend not in BACKENDS:
         problems.append(Problem(where, "--backend", f"unknown backend {backend!r}; choose {', '.join(BACKENDS)}"))
-    for flag, value, low, optional in (
-        ("--n", n, 1, False),
-        ("--limit", limit, 1, True),
-        ("--batch-size", batch_size, 1, False),
-        ("--max-new-tokens", max_new_tokens, 1, True),
+    for flag, value, low, high, optional in (
+        ("--n", n, 1, MAX_N, False),
+        ("--limit", limit, 1, 2**31 - 1, True),
+        ("--batch-size", batch_size, 1, MAX_N, False),
+        ("--max-new-tokens", max_new_tokens, 1, 2**31 - 1, True),
     ):
         if not (optional and value is None) and not _int_at_least(value, low):
             problems.append(Problem(where, flag, f"must be an integer >= {low}, got {value!r}"))
+        elif value is not None and value > high:
+            problems.append(Problem(where, flag, f"must be at most {high:,}, got {_short(value)}"))
+    if not _int_at_least(seed, 0) or seed > 2**32 - 1:
+        problems.append(Problem(where, "--seed", f"must be an integer from 0 to {2**32 - 1}, got {_short(seed)}"))
     if temperature is not None and (
         isinstance(temperature, bool)
         or not isinstance(temperature, int | float)
@@ -160,7 +174,7 @@ def prepare(
     resolve model and sampling."""
     endpoint = {**(args.pop("endpoint", None) or {}), **({"model": model} if backend == "endpoint" else {})}
     vllm_options, seed = args.pop("vllm_options", None), args.pop("seed", 0)
-    check_arguments(where, backend=backend, endpoint=endpoint, **args)
+    check_arguments(where, backend=backend, endpoint=endpoint, seed=seed, **args)
     if then is not None:
         then()
     preflight(backend, endpoint)

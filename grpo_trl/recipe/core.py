@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import copy
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from grpo_trl.errors import Problem, RecipeError
+from grpo_trl.errors import Problem, RecipeError, RewardError
 from grpo_trl.recipe import config as _config
 from grpo_trl.recipe.coerce import coerce
 from grpo_trl.recipe.load import read_recipe
@@ -171,12 +171,17 @@ class Recipe:
         for plugin in self.plugins:
             load_plugin(self.base_dir / plugin)
         funcs, weights = [], []
-        for spec in self.rewards:
+        for i, spec in enumerate(self.rewards):
             if is_model_entry(spec):
                 funcs.append(resolve_model(spec, self.base_dir, output_dir or self.grpo_kwargs()["output_dir"]))
                 weights.append(float(spec.get("weight", 1.0)))
                 continue
-            reward = get_reward(spec["name"], alias=spec.get("alias"), **self.reward_args(spec))
+            try:
+                reward = get_reward(spec["name"], alias=spec.get("alias"), **self.reward_args(spec))
+            except RewardError as exc:  # its factory failed: name the entry
+                raise RewardError(
+                    [replace(p, file=p.file or self.file, key=f"rewards.{i}.{p.key or 'name'}") for p in exc.problems]
+                ) from exc
             funcs.append(SafeReward(reward, timeout=spec.get("timeout")))
             weights.append(float(spec.get("weight", 1.0)))
         return funcs, weights

@@ -29,13 +29,22 @@ MAX_EXTENDS = 16  # length of an extends chain
 
 
 def _error(file: str, key: str, message: str, fix: str = "") -> RecipeError:
-    return RecipeError([Problem(file, key, message, fix)])
+    short = key if len(key) <= 120 else f"{key[:100]}... ({len(key)} characters)"
+    return RecipeError([Problem(file, short, message[:1000], fix)])
 
 
 class _BoundedLoader(yaml.SafeLoader):
     """``SafeLoader`` that refuses duplicate keys in a mapping (PyYAML silently keeps the last)."""
 
     file = "<recipe>"
+    _node: yaml.Node | None = None  # the scalar being read, for the line of an error
+
+    def construct_scalar(self, node: yaml.ScalarNode) -> Any:
+        self._node = node
+        return super().construct_scalar(node)
+
+    def marks_line(self) -> str:
+        return f" (line {self._node.start_mark.line + 1})" if self._node is not None else ""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: dict[Any, yaml.Node] = {}
@@ -111,6 +120,12 @@ def parse_yaml(text: str, file: str) -> Any:
         raise _error(file, "", f"not valid YAML{where}: {str(problem)[:200]}") from None
     except RecursionError:
         raise _error(file, "", f"nested more than {MAX_DEPTH} levels deep") from None
+    except RecipeError:
+        raise  # a duplicate key (RecipeError is a ValueError too)
+    except ValueError as exc:  # a value PyYAML cannot convert: an integer of more than 4,300 digits, a bad date
+        line = loader.marks_line()
+        what = str(exc).split(";")[0][:200]
+        raise _error(file, "", f"a value cannot be read{line}: {what}", "quote it to keep it as text") from None
     finally:
         loader.dispose()
 
@@ -189,6 +204,15 @@ def _override_value(raw: str, key: str) -> Any:
     return value
 
 
+def _shown(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
+
+
+def _index(part: str, length: int) -> bool:
+    """Whether ``part`` is the index of an item of a list of ``length`` (a 5,000-digit one is not)."""
+    return part.isascii() and part.isdigit() and len(part) < 10 and int(part) < length
+
+
 def apply_override(data: dict, assignment: str) -> dict:
     """``section.key=value`` on a copy of ``data`` (YAML-typed value; list items by index: ``rewards.0.weight=2``).
 
@@ -206,8 +230,8 @@ def apply_override(data: dict, assignment: str) -> dict:
     for i, part in enumerate(parts[:-1]):
         where = ".".join(parts[: i + 1])
         if isinstance(node, list):
-            if not part.isdigit() or int(part) >= len(node):
-                raise _error("--set", key, f"{where}: no list item {part} (the list has {len(node)})")
+            if not _index(part, len(node)):
+                raise _error("--set", key, f"{_shown(where)}: no list item {_shown(part)} (the list has {len(node)})")
             node = node[int(part)]
         elif isinstance(node, dict):
             if node.get(part) is None:
@@ -219,8 +243,8 @@ def apply_override(data: dict, assignment: str) -> dict:
             raise _error("--set", key, f"{where} is a {type(node).__name__}, not a section", f"set {where}=VALUE")
     last = parts[-1]
     if isinstance(node, list):
-        if not last.isdigit() or int(last) >= len(node):
-            raise _error("--set", key, f"no list item {last} (the list has {len(node)})")
+        if not _index(last, len(node)):
+            raise _error("--set", key, f"no list item {_shown(last)} (the list has {len(node)})")
         if value is None:
             del node[int(last)]
         else:

@@ -140,12 +140,14 @@ def chat_template(recipe: Recipe) -> tuple[str, str] | None:
 def first_prompt(recipe: Recipe) -> list[dict] | None:
     """The first prompt of the data as the trainer will see it, when it can be built offline (else None)."""
     from grpo_trl.data.build import build_one
-    from grpo_trl.data.registry import builder_params, get_builder
+    from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 
     cfg = recipe.dataset
     if cfg.get("mixture"):
         cfg = {k: v for k, v in cfg["mixture"][0].items() if k != "weight"}
     builder = get_builder(cfg["builder"])
+    if from_plugin(builder):
+        return None  # a plugin's builder is the user's code: check does not run it
     if "source" in builder_params(builder) and not cfg.get("path") and cfg.get("source") != "generate":
         return None  # from the Hub: not downloaded by check
     if builder.local_copy and not cfg.get("path"):

@@ -142,7 +142,7 @@ class DataSection(Section):
     split: str = "train"
     limit: int | None = Field(None, gt=0, description="keep the first N rows (after shuffle and filters)")
     shuffle: bool = False
-    seed: int = 42
+    seed: int = Field(42, ge=0, le=2**32 - 1, description="shuffle and mixture seed (numpy's range)")
     system_prompt: str | None = Field(None, description="r1, xml, countdown, none, or the literal text")
     eval_split: str | None = None
     eval_size: int | None = Field(None, gt=0, description="hold out N rows for evaluation")

@@ -45,6 +45,8 @@ TRAINER_BOUNDS: dict[str, dict[str, float]] = {
     "num_train_epochs": {"gt": 0},
     "logging_steps": {"gt": 0},
     "top_k": {"ge": -1},  # 0 disables it; -1 too in vLLM only (generation_problems), below both refuse it
+    "seed": {"ge": 0, "le": 2**32 - 1},  # numpy's seed range (transformers.set_seed); -1 passed TRL, failed in train
+    "data_seed": {"ge": 0, "le": 2**32 - 1},
 }
 BOUND_REASONS = {  # the fix printed with a bound error, by dotted key
     "trainer.temperature": "sampling divides the logits by it; use 1.0 for GRPO (0.6-1.0 are common)",
@@ -52,6 +54,8 @@ BOUND_REASONS = {  # the fix printed with a bound error, by dotted key
     "trainer.num_generations": "GRPO compares at least 2 completions per prompt",
     "trainer.num_iterations": "1 is one update per generation batch",
     "trainer.per_device_train_batch_size": "completions per device per step",
+    "trainer.seed": "numpy takes seeds from 0 to 4294967295",
+    "trainer.data_seed": "numpy takes seeds from 0 to 4294967295",
 }
 
 

@@ -24,18 +24,18 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import inspect
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from grpo_trl.rewards import isolated
 from grpo_trl.rewards.inputs import GUARD, private
+from grpo_trl.rewards.isolated import RewardTimeout
 from grpo_trl.rewards.results import LengthError, collecting_faults, describe, scores, with_reported
-from grpo_trl.rewards.stray_threads import note_threads
+from grpo_trl.rewards.stray_threads import Place, note_threads, snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -53,10 +53,6 @@ def is_async_reward(func: Callable) -> bool:
     while isinstance(func, functools.partial):
         func = func.func
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None))  # noqa: B004
-
-
-class RewardTimeout(TimeoutError):
-    """A reward did not return within its ``timeout:``."""
 
 
 def _keywords(args: tuple, kwargs: dict) -> dict:
@@ -123,10 +119,13 @@ class SafeReward:
     - the result may be any sequence TRL accepts (list, tuple, generator, 1-D numpy array or torch tensor, numpy
       scalars); a wrong length or a non-sequence (a coroutine, a string, a number) makes every row ``None``;
       NaN, inf, values beyond float32 (TRL's storage) and non-numbers become ``None`` for their row;
-    - an exception, ``exit()`` or ``sys.exit()`` makes the reward be called again row by row, so only the rows that
-      fail become ``None``; Ctrl-C (``KeyboardInterrupt``) still stops the run;
-    - ``timeout`` (seconds): an ``async`` reward is cancelled by ``asyncio.wait_for``; a plain one runs in a worker
-      thread and is abandoned (Python cannot kill a thread: one stuck in pure Python keeps a core busy);
+    - an exception (any ``BaseException``: ``GeneratorExit``, a custom one, an ``asyncio.CancelledError`` that is not
+      this call being cancelled), ``exit()`` or ``sys.exit()`` makes the reward be called again row by row, so only
+      the rows that fail become ``None``; Ctrl-C (``KeyboardInterrupt``) still stops the run;
+    - ``timeout`` (seconds): the reward runs in a forked child process (``grpo_trl.rewards.isolated``) killed at the
+      deadline, so the bound holds even for a reward stuck in C code or blocking its own event loop;
+    - ``os.chdir`` and a closed or replaced ``sys.stdout`` / ``sys.stderr`` are put back after each call (a relative
+      ``output_dir`` must still be where the run saves; the summary must still print);
     - the inputs are isolated (``grpo_trl.rewards.inputs``): editing them in place changes nothing others see;
     - a row the reward scores ``None`` and reports as a fault (``grpo_trl.rewards.results.report_fault``, as the
       ``judge`` does for a failed request) is a fault like the others.
@@ -160,28 +159,9 @@ class SafeReward:
         """Why rows were scored ``None``: the first fault, else the reward returning ``None`` itself."""
         return self.first_cause or self._none_cause
 
-    def _threaded(self, kwargs: dict) -> Any:
-        box: dict[str, Any] = {}
-        context = contextvars.copy_context()  # faults the reward reports reach this call's collector
-
-        def target() -> None:
-            try:
-                box["value"] = context.run(self.reward, **kwargs)
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-                box["error"] = exc
-
-        worker = threading.Thread(target=target, name=f"reward-{self.__name__}", daemon=True)
-        worker.start()
-        worker.join(self.timeout)
-        if worker.is_alive():
-            raise RewardTimeout(f"did not return within {self.timeout} s (timeout)")
-        if "error" in box:
-            raise box["error"]
-        return box.get("value")
-
     def _first_call(self, kwargs: dict) -> Any:
-        if self.timeout is not None:  # may run on after we give up: its own copy
-            return self._threaded(private(kwargs))
+        if self.timeout is not None:  # a child process: its memory is its own copy
+            return isolated.call(self.reward, kwargs, self.timeout)
         if self.read_only:
             return self.reward(**kwargs)
         snap = GUARD.snapshot(kwargs, reuse=kwargs.get("trainer_state") is not None)
@@ -201,9 +181,12 @@ class SafeReward:
         for row in self._rows(kwargs, n):
             try:
                 with collecting_faults() as reported:
-                    value, row_bad, _ = scores(self._threaded(row) if self.timeout else self.reward(**row), 1)
+                    raw = isolated.call(self.reward, row, self.timeout) if self.timeout else self.reward(**row)
+                    value, row_bad, _ = scores(raw, 1)
                 row_bad = with_reported(value, row_bad, None, reported)[0]
-            except (Exception, SystemExit):  # noqa: BLE001 - this row is the faulty one
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # noqa: BLE001 - this row is the faulty one
                 value, row_bad = [None], 1
             out.append(value[0])
             bad += row_bad
@@ -211,16 +194,22 @@ class SafeReward:
 
     def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
         kwargs = _keywords(args, kwargs)
-        n, start, before = _batch_size(kwargs), time.perf_counter(), set(threading.enumerate())
+        n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
+        place = Place()
         try:
             with collecting_faults() as reported:
                 out, bad, cause = scores(self._first_call(kwargs), n)
             bad, cause = with_reported(out, bad, cause, reported)
         except (RewardTimeout, LengthError) as exc:  # row by row would repeat the hang / the bug n times
             out, bad, cause = [None] * n, n, str(exc)
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a reward must never end a run
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a reward must never end a run
             cause = describe(exc)
+            place.restore(self._warn)
             out, bad = self._row_by_row(kwargs, n) if n > 1 else ([None] * n, n)
+        finally:
+            place.restore(self._warn)
         note_threads(before, self.__name__)
         return self._account(out, bad, cause, n, kwargs.get("log_metric"), start)
 
@@ -253,46 +242,59 @@ class AsyncSafeReward(SafeReward):
     """``SafeReward`` of an ``async`` reward; ``async`` itself, so TRL awaits it with the other async rewards."""
 
     async def _invoke(self, kwargs: dict) -> Any:
+        if self.timeout is not None and isolated.CAN_FORK:  # a child process; this loop waits without blocking
+            child = isolated.start(self.reward, kwargs, self.timeout)
+            result = await asyncio.get_running_loop().run_in_executor(None, isolated.finish, child)
+            return isolated.replay(result, kwargs)
+        if self.timeout is not None:
+            return await asyncio.to_thread(isolated.call, self.reward, kwargs, self.timeout)
         result = self.reward(**kwargs)
         if not inspect.isawaitable(result):
             return result
-        if self.timeout is None:
-            return await result
-        start = time.monotonic()
-        try:
-            return await asyncio.wait_for(result, self.timeout)
-        except TimeoutError as exc:  # asyncio.TimeoutError is TimeoutError from Python 3.11
-            if time.monotonic() - start < self.timeout:
-                raise  # the reward's own TimeoutError
-            raise RewardTimeout(f"did not return within {self.timeout} s (timeout)") from exc
-        except asyncio.TimeoutError as exc:  # Python 3.10
-            raise RewardTimeout(f"did not return within {self.timeout} s (timeout)") from exc
+        return await result
 
     async def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
         kwargs = _keywords(args, kwargs)
-        n, start, before = _batch_size(kwargs), time.perf_counter(), set(threading.enumerate())
+        n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
+        place = Place()
         try:
             with collecting_faults() as reported:
                 out, bad, cause = scores(await self._invoke(private(kwargs)), n)  # runs beside others: its own copy
             bad, cause = with_reported(out, bad, cause, reported)
         except (RewardTimeout, LengthError) as exc:
             out, bad, cause = [None] * n, n, str(exc)
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a reward must never end a run
+        except BaseException as exc:  # noqa: BLE001 - a reward must never end a run
+            _reraise_own(exc)
             cause = describe(exc)
+            place.restore(self._warn)
             out, bad = [], 0
             for row in self._rows(kwargs, n) if n > 1 else ():
                 try:
                     with collecting_faults() as reported:
                         value, row_bad, _ = scores(await self._invoke(row), 1)
                     row_bad = with_reported(value, row_bad, None, reported)[0]
-                except (Exception, SystemExit):  # noqa: BLE001 - this row is the faulty one
+                except BaseException as row_exc:  # noqa: BLE001 - this row is the faulty one
+                    _reraise_own(row_exc)
                     value, row_bad = [None], 1
                 out.append(value[0])
                 bad += row_bad
             if n <= 1:
                 out, bad = [None] * n, n
+        finally:
+            place.restore(self._warn)
         note_threads(before, self.__name__)
         return self._account(out, bad, cause, n, kwargs.get("log_metric"), start)
+
+
+def _reraise_own(exc: BaseException) -> None:
+    """Re-raise Ctrl-C, and a ``CancelledError`` that cancels this call itself (the trainer stopping); a reward's
+    own ``CancelledError`` (it awaited a task that was cancelled) is its fault like any other."""
+    if isinstance(exc, KeyboardInterrupt):
+        raise exc
+    if isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise exc
 
 
 def call_sync(reward: Callable, *args: Any, **kwargs: Any) -> Any:

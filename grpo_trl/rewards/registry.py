@@ -31,7 +31,7 @@ from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward  # noqa: F
 from grpo_trl.rewards.results import LengthError  # noqa: F401 - re-exported
 from grpo_trl.rewards.signature import required_columns  # noqa: F401 - re-exported
 from grpo_trl.rewards.text import completion_text
-from grpo_trl.targets import import_failure, import_target
+from grpo_trl.targets import PLUGIN_MODULE_PREFIX, file_module, import_failure, import_target, remember_file
 
 logger = logging.getLogger(__name__)
 
@@ -139,13 +139,19 @@ def list_rewards() -> list[RewardInfo]:
 
 def load_plugin(path: str | Path) -> None:
     """Execute a Python file that registers rewards with ``@register_reward`` (ms-swift's ``--external_plugins``)."""
-    p = Path(path).expanduser().resolve()
+    try:
+        p = Path(path).expanduser().resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
+        raise RewardError(f"plugin file {str(path)!r} cannot be read ({exc}); fix the path under 'plugins:'") from None
     if str(p) in _LOADED_PLUGINS:
+        return
+    if p.is_file() and file_module(p) is not None:  # imported already as a module:attr reward: not twice
+        _LOADED_PLUGINS.add(str(p))
         return
     if not p.is_file():
         what = "is not a Python file" if p.exists() else "does not exist"  # a folder, a device
         raise RewardError(f"plugin file {str(path)!r} {what}; fix the path under 'plugins:' (relative to the recipe)")
-    mod_name = f"grpo_trl_plugin_{p.stem}_{abs(hash(str(p))) % 10**8}"
+    mod_name = f"{PLUGIN_MODULE_PREFIX}{p.stem}_{abs(hash(str(p))) % 10**8}"
     spec = importlib.util.spec_from_file_location(mod_name, p)
     if spec is None or spec.loader is None:  # Python only imports source files it knows by their suffix
         raise RewardError(f"plugin file {str(path)!r} is not a Python file; name a .py file under 'plugins:'")
@@ -161,6 +167,7 @@ def load_plugin(path: str | Path) -> None:
         sys.modules.pop(mod_name, None)
         raise RewardError(f"plugin file {str(path)!r} failed to import: {import_failure(exc)}") from exc
     _LOADED_PLUGINS.add(str(p))
+    remember_file(p, module)
     if _REGISTRY == before:  # registered nothing: remember its plain functions for `check` to name
         _UNREGISTERED[str(p)] = [
             n
@@ -171,7 +178,10 @@ def load_plugin(path: str | Path) -> None:
 
 def plugin_unregistered(path: str | Path) -> list[str]:
     """Public functions of a loaded plugin file that registered no reward at all (empty when it registered one)."""
-    return list(_UNREGISTERED.get(str(Path(path).expanduser().resolve()), []))
+    try:
+        return list(_UNREGISTERED.get(str(Path(path).expanduser().resolve()), []))
+    except (OSError, RuntimeError, ValueError):  # a path load_plugin refused
+        return []
 
 
 def add_import_path(folder: str | Path) -> None:
@@ -254,8 +264,24 @@ def get_reward(name: str, alias: str | None = None, **args: Any) -> NamedReward:
     label = reward_label(name, alias)
     options = {**_params(obj, is_factory), **args}  # what a recipe can set, for hints
     if is_factory:
-        return NamedReward(label, obj(**args), options=options)
+        return NamedReward(label, _make(name, obj, args), options=options)
     return NamedReward(label, obj, args, options=options)
+
+
+def _make(name: str, factory: Callable, args: dict[str, Any]) -> Callable:
+    """What the factory of reward ``name`` returns for ``args``; its failure (an exception, ``exit()``) is one
+    ``RewardError`` naming the reward, never the end of the program (Ctrl-C still stops it)."""
+    try:
+        made = factory(**args)
+    except KeyboardInterrupt:
+        raise
+    except RewardError:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the user's factory raises, or calls exit()
+        raise RewardError(f"reward {name!r}: creating it failed: {import_failure(exc)}", key="args") from exc
+    if not callable(made):
+        raise RewardError(f"reward {name!r}: its factory returned {type(made).__name__}, not a callable", key="name")
+    return made
 
 
 def text_of(completions: list) -> list[str]:

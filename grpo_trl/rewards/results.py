@@ -106,6 +106,9 @@ def scores(raw: Any, n: int) -> tuple[list[float | None], int, str | None]:
 
 def describe(exc: BaseException) -> str:
     """``Type: message at file:line``, the line being where it was raised (outside the standard library)."""
+    described = getattr(exc, "described", None)  # a fault already described where it happened (a child process)
+    if isinstance(described, str):
+        return described
     frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
     own = [f for f in frames if not (f.filename.startswith((_STDLIB, "<frozen")) and not f.filename.startswith(_SITE))]
     own = own or frames  # exit() raises inside the standard library's site module: name the caller

@@ -1,4 +1,5 @@
-"""Non-daemon threads that rewards leave running: named at the end of the CLI, which then exits without waiting.
+"""What a reward leaves behind in the trainer's process, put right: the working directory and standard streams
+(``Place``, around each call), and non-daemon threads, named at the end of the CLI, which then exits without waiting.
 
 ``SafeReward`` calls ``note_threads(before, name)`` after each call with the threads alive before it;
 ``grpo-trl train`` calls ``exit_if_stray_threads(code)`` last.
@@ -7,47 +8,128 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 import time
+from collections.abc import Callable
 
 logger = logging.getLogger("grpo_trl.rewards.call")
 
 _STRAYS: dict[threading.Thread, str] = {}  # non-daemon threads a reward started, -> the reward's name
+_PROCESSES: dict[object, str] = {}  # non-daemon multiprocessing children a reward started, -> the reward's name
+GRACE = 2.0  # seconds the end of the CLI waits for what is left running before it exits without it
 
 
-def note_threads(before: set, name: str) -> None:
-    """Remember the non-daemon threads started since ``before`` (a set of threads) as left by reward ``name``."""
+def snapshot() -> tuple[set, set]:
+    """The threads and ``multiprocessing`` children alive now (before a reward call)."""
+    return set(threading.enumerate()), _children()
+
+
+def _children() -> set:
+    mp = sys.modules.get("multiprocessing")  # not imported: no children
+    return set(mp.active_children()) if mp is not None else set()
+
+
+def note_threads(before: tuple[set, set] | set, name: str) -> None:
+    """Remember the non-daemon threads (and ``multiprocessing`` processes) started since ``before``
+    (``snapshot()``, or a set of threads) as left by reward ``name``."""
+    threads, children = before if isinstance(before, tuple) else (before, None)
     for t in threading.enumerate():
-        if t not in before and not t.daemon and t.is_alive():
+        if t not in threads and not t.daemon and t.is_alive():
             _STRAYS[t] = name
+    if children is not None:
+        for child in _children() - children:
+            if not child.daemon:
+                _PROCESSES[child] = name
 
 
-def exit_if_stray_threads(code: int, grace: float = 2.0) -> None:
-    """End of the CLI: if a reward left a non-daemon thread running, name it and exit now instead of waiting on it.
+def exit_if_stray_threads(code: int, grace: float = GRACE, everything: bool = False) -> None:
+    """End of the CLI: what is left running that Python would wait for forever (a non-daemon thread, a
+    non-daemon ``multiprocessing.Process``) gets ``grace`` seconds, then is named in a warning, the processes are
+    terminated, and the program exits with ``code`` without waiting for the threads.
 
-    Training has saved by then; Python would otherwise wait for the thread forever.
+    Only what rewards started is looked at, unless ``everything`` (the CLI as a program: threads an environment's
+    ``reset()`` or a plugin's import started count too). Training has saved by then.
     """
-    deadline = time.monotonic() + grace
-    alive = []
-    for t, name in list(_STRAYS.items()):
-        t.join(max(0.0, deadline - time.monotonic()))
-        if t.is_alive():
-            alive.append((t, name))
-    if not alive:
+    threads = dict(_STRAYS)
+    processes = dict(_PROCESSES)
+    if everything:
+        main = threading.main_thread()
+        for t in threading.enumerate():
+            if t is not main and t is not threading.current_thread() and not t.daemon:
+                threads.setdefault(t, "")
+        for child in _children():
+            if not child.daemon:
+                processes.setdefault(child, "")
+    if not threads and not processes:
         return
-    for t, name in alive:
+    deadline = time.monotonic() + grace
+    for waitable in [*threads, *processes]:
+        waitable.join(max(0.0, deadline - time.monotonic()))
+    alive_threads = [(t, n) for t, n in threads.items() if t.is_alive()]
+    alive_processes = [(p, n) for p, n in processes.items() if p.is_alive()]
+    if not alive_threads and not alive_processes:
+        return
+    for what, name in [*alive_threads, *alive_processes]:
+        kind = "thread" if isinstance(what, threading.Thread) else "process"
+        by = f"reward {name!r}" if name else "user code (an environment, a plugin)"
         logger.warning(
-            "reward %r left thread %r running (not a daemon); exiting without waiting for it "
+            "%s left %s %r running (not a daemon); exiting without waiting for it%s "
             "(start it with daemon=True or join it before returning)",
-            name,
-            t.name,
+            by,
+            kind,
+            what.name,
+            "" if kind == "thread" else " (terminated)",
         )
+    for proc, _ in alive_processes:
+        proc.terminate()
+        proc.join(1.0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(1.0)
     import atexit
-    import os
-    import sys
 
     getattr(atexit, "_run_exitfuncs", lambda: None)()
     logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001, S110 - a closed stream: nothing to flush
+            pass
     os._exit(code)
+
+
+class Place:
+    """The working directory and ``sys.stdout`` / ``sys.stderr`` before a reward call, put back after it: a reward
+    that calls ``os.chdir`` or closes ``sys.stdout`` must not move the run's saves or silence its summary."""
+
+    def __init__(self) -> None:
+        try:
+            self.cwd: str | None = os.getcwd()
+        except OSError:  # the directory was removed under the run: nothing to go back to
+            self.cwd = None
+        self.streams = (sys.stdout, sys.stderr)
+
+    def restore(self, warn: Callable[[str], None]) -> None:
+        if self.cwd is not None:
+            try:
+                moved = os.getcwd() != self.cwd
+            except OSError:
+                moved = True
+            if moved:
+                try:
+                    os.chdir(self.cwd)
+                    warn(f"changed the working directory (os.chdir); put back to {self.cwd}")
+                except OSError:
+                    pass
+        for name, before, fd in (("stdout", self.streams[0], 1), ("stderr", self.streams[1], 2)):
+            now = getattr(sys, name)
+            if now is before and not getattr(now, "closed", False):
+                continue
+            if before is not None and not getattr(before, "closed", False):
+                setattr(sys, name, before)
+            else:
+                encoding = getattr(before, "encoding", None) or "utf-8"
+                setattr(sys, name, open(fd, "w", encoding=encoding, errors="replace", closefd=False, buffering=1))  # noqa: SIM115
+            warn(f"closed or replaced sys.{name}; put back")

@@ -70,3 +70,93 @@ def leaves_thread(completions, **kwargs):
     if not any(t.name == "forgotten-worker" for t in threading.enumerate()):
         threading.Thread(target=time.sleep, args=(3600,), name="forgotten-worker").start()
     return [1.0] * len(completions)
+
+
+# ------------------------------------------------------------------------------------------------ issue 20 items 4, 5
+class Custom(BaseException):
+    """A user's own BaseException (not an Exception): it ended the run before."""
+
+
+def raises_cancelled(completions, **kwargs):
+    import asyncio
+
+    raise asyncio.CancelledError("the reward's own")
+
+
+def raises_generator_exit(completions, **kwargs):
+    raise GeneratorExit
+
+
+def raises_custom_base(completions, **kwargs):
+    raise Custom("mine")
+
+
+async def awaits_cancelled_task(completions, **kwargs):
+    import asyncio
+
+    task = asyncio.ensure_future(asyncio.sleep(10))
+    task.cancel()
+    await task
+    return [1.0] * len(completions)
+
+
+def changes_dir(completions, **kwargs):
+    import os
+    import tempfile
+
+    os.chdir(tempfile.gettempdir())  # a relative output_dir then pointed elsewhere at the save
+    return [1.0] * len(completions)
+
+
+def closes_stdout(completions, **kwargs):
+    import sys
+
+    sys.stdout.close()
+    return [1.0] * len(completions)
+
+
+def regex_hang(completions, **kwargs):
+    """Stuck in C code for many seconds (a catastrophic regular expression holds the GIL), then scores 1.0."""
+    import re
+
+    re.match(r"(a+)+$", "a" * 30 + "!")
+    return [1.0] * len(completions)
+
+
+async def blocks_loop(completions, **kwargs):
+    """An async reward that blocks its event loop: asyncio.wait_for can never fire."""
+    time.sleep(30)
+    return [1.0] * len(completions)
+
+
+_STARTED = []
+
+
+def starts_process(completions, **kwargs):
+    """Starts one non-daemon multiprocessing.Process that never ends (Python waits for it at exit)."""
+    import multiprocessing
+
+    if not _STARTED:
+        proc = multiprocessing.get_context("fork").Process(target=time.sleep, args=(3600,), daemon=False)
+        proc.start()
+        _STARTED.append(proc)
+    return [1.0] * len(completions)
+
+
+class FactoryRaises:
+    """A reward factory (a class) whose construction fails."""
+
+    def __init__(self):
+        raise ValueError("cannot build the scorer")
+
+    def __call__(self, completions, **kwargs):
+        return [1.0] * len(completions)
+
+
+class FactoryExits(FactoryRaises):
+    """A reward factory that calls sys.exit(0): train exited 0 having trained nothing."""
+
+    def __init__(self):
+        import sys
+
+        sys.exit(0)

@@ -81,6 +81,8 @@ def test_score_field_and_regex_shapes():
         (["malformed"], "not OpenAI-compatible"),
         (["close"], "cannot reach"),
         (["hang"], "no answer"),
+        (["trickle:0.1"], "no answer"),  # one byte every 0.1 s: cut at timeout (1 s), not kept alive by each byte
+        (["endless"], "longer than 16 MiB"),  # a body that never ends: cut at 16 MiB, not the run's memory
     ],
 )
 def test_each_failure_costs_only_its_row(script, why, caplog):
