@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 import selectors
 import shutil
@@ -36,9 +37,13 @@ from pathlib import Path, PurePosixPath
 from grpo_trl._sandbox_host import NOBODY, UID_BASE, SandboxError, base_dir, chown_tree, kill_all, rmtree, uids
 
 MAX_OPEN_FILES = 256
+MAX_INODES = 8192  # files and directories a run may hold at once (namespaces mode)
 ENV_PYTHON = "GRPO_TRL_SANDBOX_PYTHON"  # interpreter override when the sandbox user cannot run sys.executable
+ENV_NAMESPACES = "GRPO_TRL_SANDBOX_NAMESPACES"  # "0": do not use namespaces even where they work ("uid" mode)
 
+logger = logging.getLogger(__name__)
 _BOOT = (Path(__file__).parent / "_sandbox_boot.py").read_text()  # runs in the child, as `python -I -c`
+_NS = (Path(__file__).parent / "_sandbox_ns.py").read_text()  # runs as root between us and the child (namespaces)
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,7 @@ class Limits:
     file_size_mb: int = 16
     max_processes: int = 32
     max_output_bytes: int = 65536  # per stream; a run that writes more is killed and marked truncated
+    disk_mb: int = 64  # all its files together (namespaces mode: a private tmpfs, so memory); else file_size_mb each
 
 
 @dataclass
@@ -72,6 +78,8 @@ class Result:
 
 _python: str | None = None
 _python_lock = threading.Lock()
+_mode: str | None = None
+_mode_lock = threading.Lock()
 
 
 def _can_run(exe: str, uid: int | None) -> bool:
@@ -108,6 +116,39 @@ def interpreter() -> str:
         )
 
 
+def isolation() -> str:
+    """How runs are isolated here, decided once per process (README, "Sandbox for model-written code"):
+
+    - ``"namespaces"`` (root, Linux >= 5.12, mounts allowed): own PID/mount/IPC namespaces, everything read-only but
+      one private tmpfs of ``disk_mb``, every process the run started killed with it, a dedicated uid;
+    - ``"uid"`` (root without namespaces, e.g. a container without CAP_SYS_ADMIN): a dedicated uid, whose processes
+      are all killed and whose files in ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` are removed;
+    - ``"none"`` (not root): the run keeps your uid; its process group is killed.
+
+    ``$GRPO_TRL_SANDBOX_NAMESPACES=0`` chooses ``"uid"`` where namespaces would work.
+    """
+    global _mode
+    with _mode_lock:
+        if _mode is None:
+            _mode = "none"
+            if os.geteuid() == 0 and os.environ.get(ENV_NAMESPACES) == "0":
+                _mode = "uid"
+            elif os.geteuid() == 0:
+                _mode = "uid"
+                why = ""
+                try:
+                    probe = _run("import os\nprint(os.getpid(), os.getuid())", "", Limits(), {}, "namespaces")
+                    if probe.ok and probe.stdout.split()[0] == "2" and probe.stdout.split()[1] != "0":
+                        _mode = "namespaces"
+                    else:
+                        why = (probe.stderr or probe.stdout)[-300:] or f"exit code {probe.returncode}"
+                except (OSError, subprocess.SubprocessError, IndexError) as e:
+                    why = str(e)
+                if why:
+                    logger.warning("sandbox: no namespaces here (%s); runs are isolated by uid only", why.strip())
+        return _mode
+
+
 def _env(home: str) -> dict[str, str]:
     """The whole environment a run sees: nothing inherited, so no keys or tokens."""
     return {
@@ -137,31 +178,35 @@ def run_python(
     Never raises for anything the code does; raises ``ValueError`` for a bad file name and ``SandboxError`` when no
     interpreter can be run at all.
     """
+    return _run(code, stdin, limits, files or {}, isolation())
+
+
+def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str) -> Result:
     exe = interpreter()
-    uid, handle = uids.acquire() if os.geteuid() == 0 else (None, None)
+    uid, handle = uids.acquire() if mode != "none" else (None, None)
     root = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base_dir()))
     start = time.monotonic()
     try:
-        _write_files(root, files or {})
+        _write_files(root, files)
         (root / "main.py").write_text(code, encoding="utf-8", errors="surrogatepass")
         with tempfile.TemporaryFile() as stdin_file:
             stdin_file.write(stdin.encode("utf-8", errors="surrogatepass"))
             stdin_file.seek(0)
-            kw: dict = {}
-            if uid is not None:
-                chown_tree(root, uid)
-                kw = {"user": uid, "group": uid, "extra_groups": []}
-            args = [
-                exe,
-                "-I",
-                "-c",
-                _BOOT,
+            bounds = [
                 str(max(1, int(limits.cpu_seconds + 0.999))),
                 str(limits.memory_mb << 20),
                 str(limits.file_size_mb << 20),
                 str(limits.max_processes),
                 str(MAX_OPEN_FILES),
             ]
+            args = [exe, "-I", "-c", _BOOT, *bounds]
+            kw: dict = {}
+            if mode == "namespaces":  # the launcher (root) copies the inputs, drops to uid and runs _BOOT itself
+                mount = [str(uid), str(root), str(base_dir() / "mnt"), str(limits.disk_mb << 20), str(MAX_INODES)]
+                args = [exe, "-I", "-c", _NS, str(os.getpid()), *mount, _BOOT, *bounds]
+            elif uid is not None:
+                chown_tree(root, uid)
+                kw = {"user": uid, "group": uid, "extra_groups": []}
             proc = subprocess.Popen(
                 args,
                 stdin=stdin_file,
@@ -174,7 +219,7 @@ def run_python(
                 **kw,
             )
         stdout, stderr, timed_out, truncated = _collect(
-            proc, start + limits.wall_seconds, limits.max_output_bytes, uid
+            proc, start + limits.wall_seconds, limits.max_output_bytes, uid, mode == "uid"
         )
         return Result(
             returncode=None if timed_out else proc.returncode,
@@ -189,7 +234,9 @@ def run_python(
         uids.release(handle)
 
 
-def _collect(proc: subprocess.Popen, deadline: float, bound: int, uid: int | None) -> tuple[str, str, bool, bool]:
+def _collect(
+    proc: subprocess.Popen, deadline: float, bound: int, uid: int | None, strays: bool
+) -> tuple[str, str, bool, bool]:
     """Read both pipes until the run exits (or hits the deadline / output bound), then kill what it left behind."""
     bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
     timed_out = truncated = False
@@ -216,7 +263,7 @@ def _collect(proc: subprocess.Popen, deadline: float, bound: int, uid: int | Non
                 truncated = truncated or len(chunk) > room
             if truncated:
                 break
-    kill_all(proc, uid)
+    kill_all(proc, uid, strays)
     proc.wait()
     for pipe in bufs:
         pipe.close()
@@ -237,4 +284,4 @@ def run_many(jobs: list[dict], *, max_workers: int) -> list[Result]:
         return list(pool.map(lambda job: run_python(**job), jobs))
 
 
-__all__ = ["Limits", "Result", "SandboxError", "interpreter", "run_many", "run_python"]
+__all__ = ["Limits", "Result", "SandboxError", "interpreter", "isolation", "run_many", "run_python"]
