@@ -112,6 +112,23 @@ def _remove_strays(uid: int, top: str, depth: int = 8) -> None:
             continue
 
 
+def _remove_ipc(uid: int) -> None:
+    """Remove the SysV shared memory, message queues and semaphores ``uid`` created (they outlive processes)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    for kind, remove in (("shm", libc.shmctl), ("msg", libc.msgctl), ("sem", libc.semctl)):
+        try:
+            header, *rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        except OSError:
+            continue
+        column = header.split().index("cuid")
+        for row in rows:
+            fields = row.split()
+            if int(fields[column]) == uid:
+                remove(int(fields[1]), 0, None)  # IPC_RMID = 0 (semctl's semnum is ignored)
+
+
 def chown_tree(root: Path, uid: int) -> None:
     for dirpath, dirnames, filenames in os.walk(root):
         for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
@@ -142,8 +159,8 @@ def _kill_uid(uid: int) -> None:
 
 def kill_all(proc: subprocess.Popen, uid: int | None, strays: bool) -> None:
     """Kill the run's process group and, under a dedicated uid, every process of it; with ``strays``, also every
-    file it left in world-writable directories under ``SHARED_DIRS`` (not needed with namespaces: nothing it wrote
-    outlives them)."""
+    file it left in world-writable directories under ``SHARED_DIRS`` and its SysV IPC objects (not needed with
+    namespaces: nothing it wrote outlives them)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -153,6 +170,7 @@ def kill_all(proc: subprocess.Popen, uid: int | None, strays: bool) -> None:
         if strays:
             for top in {tempfile.gettempdir(), *SHARED_DIRS}:
                 _remove_strays(uid, top)
+            _remove_ipc(uid)
 
 
 def rmtree(path: Path) -> None:

@@ -1,15 +1,16 @@
 """Run untrusted Python (model-written code) in a separate, limited process: the one sandbox grpo-trl has.
 
 Each run is a fresh ``python -I`` process in an empty temporary directory (removed afterwards) with a stripped
-environment, ``setrlimit`` bounds on CPU time, address space, file size, processes and core dumps, a wall-clock
-deadline that kills everything the run started, and stdout/stderr read incrementally up to a byte bound. Run as root,
-the child gets its own unprivileged uid (one per concurrent run), because the process-count limit does not bind root
-and a root child could read or kill anything. The child's side is ``_sandbox_boot.py``; the host's (uids, the run
+environment, ``setrlimit`` bounds on CPU time, address space, file size, processes and core dumps, ``no_new_privs``,
+a wall-clock deadline that kills everything the run started, and stdout/stderr read incrementally up to a byte bound.
+Run as root, the child gets its own unprivileged uid (one per concurrent run), because the process-count limit does
+not bind root and a root child could read or kill anything; where root may also mount, each run gets its own PID,
+mount and IPC namespaces, everything read-only but one private tmpfs of ``Limits.disk_mb`` (``isolation()`` says
+which). The child's side is ``_sandbox_boot.py``, the namespaces' ``_sandbox_ns.py``; the host's (uids, the run
 directories, cleanup of what a run left) is ``_sandbox_host.py``.
 
-It is NOT a VM or a container: the network is reachable, world-writable directories (``/tmp``) are writable, and the
-kernel is shared. For code from strangers at scale use a remote executor (E2B, Modal, a gVisor/Firecracker service)
-behind the same ``run_many`` call.
+It is NOT a VM: the network is reachable and the kernel is shared. For code from strangers at scale use a remote
+executor (E2B, Modal, a gVisor/Firecracker service) behind the same ``run_many`` call.
 
 Example:
     >>> r = run_python("print(sum(range(10)))")

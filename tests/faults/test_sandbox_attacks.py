@@ -420,7 +420,20 @@ def test_total_bytes_written_are_capped():
     assert not list(base_dir().glob("mnt/*"))  # the tmpfs lived in the run's namespace only
 
 
+@needs_root
+def test_sysv_ipc_objects_do_not_outlive_the_run(mode):
+    key = secrets.randbelow(1 << 30) + 1
+    flags = 0o1666  # IPC_CREAT | 0666; never removed by the run
+    code = f"import ctypes\nlibc = ctypes.CDLL(None)\nprint(libc.shmget({key}, 4096, {flags}) >= 0, "
+    code += f"libc.msgget({key}, {flags}) >= 0, libc.semget({key}, 1, {flags}) >= 0)"
+    r = run_python(code)
+    assert r.stdout.split() == ["True"] * 3, r.stdout + r.stderr  # all three created
+    for kind in ("shm", "msg", "sem"):
+        keys = [line.split()[0] for line in Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]]
+        assert str(key) not in keys, kind
+
+
 @pytest.mark.skipif(isolation() != "namespaces", reason="needs namespaces")
-def test_the_run_sees_only_its_own_processes_and_ipc():
+def test_the_run_sees_only_its_own_processes():
     r = run_python("import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
     assert r.stdout.strip() == "[1, 2]"  # its init and itself
