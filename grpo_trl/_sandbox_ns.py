@@ -32,11 +32,14 @@ def _main(argv: list[str]) -> list[str]:
         check(libc.mount(src, target, fstype, ctypes.c_ulong(flags), data), f"mount {target.decode()}")
 
     grpo_pid, uid, run_dir, mnt, disk, inodes = argv[1:7]
-    uid = int(uid)
     check(libc.prctl(1, 9, 0, 0, 0), "PR_SET_PDEATHSIG")  # die with grpo-trl ...
     if os.getppid() != int(grpo_pid):
         os._exit(125)  # ... which already died
     check(libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+    if uid == "-":  # not root: no namespaces, but every process the run starts is this one's descendant
+        _subreap(libc, check, int(mnt))  # mnt: the fd grpo-trl closes to stop the run
+        return ["-c", *argv[7:]]
+    uid = int(uid)
     check(libc.unshare(0x00020000 | 0x20000000 | 0x08000000), "unshare")  # CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC
 
     # every mount private (nothing propagates back) and read-only, in one call (mount_setattr, Linux >= 5.12)
@@ -111,6 +114,54 @@ def _main(argv: list[str]) -> list[str]:
         libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0: no core file
         os.kill(os.getpid(), os.WTERMSIG(status))
         os._exit(128 + os.WTERMSIG(status))
+    os._exit(os.waitstatus_to_exitcode(status))
+
+
+def _subreap(libc, check, stop: int) -> None:
+    """Fork the run (which returns) and stay its subreaper: processes it orphans (``setsid``, double forks) become
+    this one's children. When the run exits, or grpo-trl closes ``stop``, kill every descendant, then end as the run
+    ended. The run has this process's uid, so it could kill it first: what the README says for this mode."""
+    import os
+    import select
+
+    check(libc.prctl(36, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
+    run = os.fork()
+    if run == 0:
+        os.close(stop)
+        return
+    select.select([os.pidfd_open(run), stop], [], [])
+    pid, status = os.waitpid(run, os.WNOHANG)
+    for _ in range(1000):  # bounded: each round kills every descendant found, then reaps
+        parents: dict[int, list[int]] = {}
+        for p in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{p}/stat", "rb") as f:
+                    parents.setdefault(int(f.read().rsplit(b")", 1)[1].split()[1]), []).append(int(p))
+            except (OSError, ValueError, IndexError):
+                continue
+        todo = list(parents.get(os.getpid(), []))
+        while todo:
+            child = todo.pop()
+            todo += parents.get(child, [])
+            try:
+                os.kill(child, 9)
+            except OSError:
+                pass
+        try:
+            while True:
+                reaped, st = os.waitpid(-1, os.WNOHANG)
+                if reaped == 0:
+                    break
+                if reaped == run and not pid:
+                    pid, status = reaped, st
+        except ChildProcessError:
+            break  # no child left: an orphan would have become one, so no descendant is left either
+        select.select([], [], [], 0.002)
+    if not pid:
+        os._exit(137)  # stopped by grpo-trl before the run ended
+    if os.WIFSIGNALED(status):
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0: no core file
+        os.kill(os.getpid(), os.WTERMSIG(status))
     os._exit(os.waitstatus_to_exitcode(status))
 
 

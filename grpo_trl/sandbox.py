@@ -124,29 +124,32 @@ def isolation() -> str:
       one private tmpfs of ``disk_mb``, every process the run started killed with it, a dedicated uid;
     - ``"uid"`` (root without namespaces, e.g. a container without CAP_SYS_ADMIN): a dedicated uid, whose processes
       are all killed and whose files in ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` are removed;
-    - ``"none"`` (not root): the run keeps your uid; its process group is killed.
+    - ``"subreaper"`` (not root, Linux >= 5.3): the run keeps your uid; a launcher process it descends from kills
+      every process it started, orphans included, when it ends (unless the run killed that launcher first);
+    - ``"none"`` (not root, elsewhere): the run keeps your uid; its process group is killed.
 
     ``$GRPO_TRL_SANDBOX_NAMESPACES=0`` chooses ``"uid"`` where namespaces would work.
     """
     global _mode
     with _mode_lock:
         if _mode is None:
-            _mode = "none"
             if os.geteuid() == 0 and os.environ.get(ENV_NAMESPACES) == "0":
                 _mode = "uid"
-            elif os.geteuid() == 0:
-                _mode = "uid"
+            elif os.geteuid() != 0 and sys.platform != "linux":
+                _mode = "none"
+            else:
+                want, _mode = ("namespaces", "uid") if os.geteuid() == 0 else ("subreaper", "none")
                 why = ""
                 try:
-                    probe = _run("import os\nprint(os.getpid(), os.getuid())", "", Limits(), {}, "namespaces")
-                    if probe.ok and probe.stdout.split()[0] == "2" and probe.stdout.split()[1] != "0":
-                        _mode = "namespaces"
-                    else:
-                        why = (probe.stderr or probe.stdout)[-300:] or f"exit code {probe.returncode}"
-                except (OSError, subprocess.SubprocessError, IndexError) as e:
+                    probe = _run("import os\nprint(os.getpid(), os.getuid())", "", Limits(), {}, want)
+                    pid, uid = probe.stdout.split() if probe.ok else ("", "")
+                    if want == "subreaper" or (pid == "2" and uid != "0"):
+                        _mode = want if probe.ok else _mode
+                    why = "" if _mode == want else (probe.stderr or probe.stdout)[-300:] or f"exit {probe.returncode}"
+                except (OSError, subprocess.SubprocessError, ValueError) as e:
                     why = str(e)
                 if why:
-                    logger.warning("sandbox: no namespaces here (%s); runs are isolated by uid only", why.strip())
+                    logger.warning("sandbox: %s unavailable here (%s); runs are isolated as %r", want, why, _mode)
         return _mode
 
 
@@ -184,9 +187,10 @@ def run_python(
 
 def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str) -> Result:
     exe = interpreter()
-    uid, handle = uids.acquire() if mode != "none" else (None, None)
+    uid, handle = uids.acquire() if mode in ("namespaces", "uid") else (None, None)
     root = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base_dir()))
     start = time.monotonic()
+    stop = stop_w = None
     try:
         _write_files(root, files)
         (root / "main.py").write_text(code, encoding="utf-8", errors="surrogatepass")
@@ -205,22 +209,30 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
             if mode == "namespaces":  # the launcher (root) copies the inputs, drops to uid and runs _BOOT itself
                 mount = [str(uid), str(root), str(base_dir() / "mnt"), str(limits.disk_mb << 20), str(MAX_INODES)]
                 args = [exe, "-I", "-c", _NS, str(os.getpid()), *mount, _BOOT, *bounds]
+            elif mode == "subreaper":  # the launcher forks the run and kills all it left; closing `stop` stops it
+                stop, stop_w = os.pipe()
+                args = [exe, "-I", "-c", _NS, str(os.getpid()), "-", str(root), str(stop), "0", "0", _BOOT, *bounds]
+                kw = {"pass_fds": (stop,)}
             elif uid is not None:
                 chown_tree(root, uid)
                 kw = {"user": uid, "group": uid, "extra_groups": []}
-            proc = subprocess.Popen(
-                args,
-                stdin=stdin_file,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=root,
-                env=_env(str(root)),
-                start_new_session=True,
-                umask=0o077,
-                **kw,
-            )
+            try:
+                proc = subprocess.Popen(
+                    args,
+                    stdin=stdin_file,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=root,
+                    env=_env(str(root)),
+                    start_new_session=True,
+                    umask=0o077,
+                    **kw,
+                )
+            finally:
+                if stop is not None:
+                    os.close(stop)
         stdout, stderr, timed_out, truncated = _collect(
-            proc, start + limits.wall_seconds, limits.max_output_bytes, uid, mode == "uid"
+            proc, start + limits.wall_seconds, limits.max_output_bytes, uid, mode == "uid", stop_w
         )
         return Result(
             returncode=None if timed_out else proc.returncode,
@@ -231,14 +243,17 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
             duration_s=time.monotonic() - start,
         )
     finally:
+        if stop_w is not None:
+            os.close(stop_w)
         rmtree(root)
         uids.release(handle)
 
 
 def _collect(
-    proc: subprocess.Popen, deadline: float, bound: int, uid: int | None, strays: bool
+    proc: subprocess.Popen, deadline: float, bound: int, uid: int | None, strays: bool, stop: int | None
 ) -> tuple[str, str, bool, bool]:
-    """Read both pipes until the run exits (or hits the deadline / output bound), then kill what it left behind."""
+    """Read both pipes until the run exits (or hits the deadline / output bound), then kill what it left behind
+    (``stop``: a subreaper launcher's stop fd, written to so that it kills the run's descendants itself, first)."""
     bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
     timed_out = truncated = False
     with selectors.DefaultSelector() as sel:
@@ -264,6 +279,12 @@ def _collect(
                 truncated = truncated or len(chunk) > room
             if truncated:
                 break
+    if stop is not None and proc.poll() is None:
+        try:
+            os.write(stop, b"x")
+            proc.wait(timeout=1)
+        except (OSError, subprocess.TimeoutExpired):
+            pass  # it is gone already, or did not stop in time: killed below
     kill_all(proc, uid, strays)
     proc.wait()
     for pipe in bufs:
