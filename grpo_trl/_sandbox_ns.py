@@ -131,7 +131,16 @@ def _subreap(libc, check, stop: int) -> None:
         return
     select.select([os.pidfd_open(run), stop], [], [])
     pid, status = os.waitpid(run, os.WNOHANG)
-    for _ in range(1000):  # bounded: each round kills every descendant found, then reaps
+    for _ in range(1000):  # bounded: each round reaps, then kills every descendant left
+        try:
+            while True:
+                reaped, st = os.waitpid(-1, os.WNOHANG)
+                if reaped == 0:
+                    break
+                if reaped == run and not pid:
+                    pid, status = reaped, st
+        except ChildProcessError:
+            break  # no child left: an orphan would have become one, so no descendant is left either
         parents: dict[int, list[int]] = {}
         for p in os.listdir("/proc"):
             try:
@@ -147,15 +156,6 @@ def _subreap(libc, check, stop: int) -> None:
                 os.kill(child, 9)
             except OSError:
                 pass
-        try:
-            while True:
-                reaped, st = os.waitpid(-1, os.WNOHANG)
-                if reaped == 0:
-                    break
-                if reaped == run and not pid:
-                    pid, status = reaped, st
-        except ChildProcessError:
-            break  # no child left: an orphan would have become one, so no descendant is left either
         select.select([], [], [], 0.002)
     if not pid:
         os._exit(137)  # stopped by grpo-trl before the run ended
