@@ -1,6 +1,6 @@
-"""Runs as root (``python -I -c``) between grpo-trl and a sandboxed run; see grpo_trl/sandbox.py.
+"""The launcher (``python -I -c``) between grpo-trl and a sandboxed run; see grpo_trl/sandbox.py.
 
-It gives the run its own PID, mount and IPC namespaces, then forks the namespace's init, which forks the run:
+As root it gives the run its own PID, mount and IPC namespaces, then forks the namespace's init, which forks the run:
 
 - every mount is read-only for the run, except one private tmpfs of ``disk_bytes`` (and ``inodes``) that holds the
   run directory, ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` together: what a run writes is capped in
@@ -10,9 +10,12 @@ It gives the run its own PID, mount and IPC namespaces, then forks the namespace
   process left in the namespace: ``setsid``, double forks and setuid helpers cannot outlive it;
 - ``no_new_privs`` is set before the run starts: a setuid binary (``su``) runs without gaining root.
 
+Not root (uid ``-``), it is the subreaper of the run instead (``_subreap``).
+
 The run's process, once it is the run's uid, goes on as ``python -I -c <boot> <bounds>`` would (the same interpreter
 and flags, one start fewer). The launcher's exit status is the run's (a signal that killed the run kills it too).
-argv: grpo_pid uid run_dir mount_dir disk_bytes inodes boot bounds...  Exit 125 (message on stderr) when it cannot.
+argv: grpo_pid uid run_dir mount_dir disk_bytes inodes boot bounds... (not root: grpo_pid - run_dir stop_fd 0 0 ...).
+Exit 125 (message on stderr) when it cannot.
 """
 
 
@@ -37,7 +40,7 @@ def _main(argv: list[str]) -> list[str]:
         os._exit(125)  # ... which already died
     check(libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
     if uid == "-":  # not root: no namespaces, but every process the run starts is this one's descendant
-        _subreap(libc, check, int(mnt))  # mnt: the fd grpo-trl closes to stop the run
+        _subreap(libc, check, int(mnt))  # mnt: the fd through which grpo-trl stops the run
         return ["-c", *argv[7:]]
     uid = int(uid)
     check(libc.unshare(0x00020000 | 0x20000000 | 0x08000000), "unshare")  # CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC
@@ -109,8 +112,14 @@ def _main(argv: list[str]) -> list[str]:
     os.waitpid(init, 0)  # returns once the namespace is empty
     if not data:
         os._exit(125)
-    status = int(data)
-    if os.WIFSIGNALED(status):  # die of the same signal (its default action: nothing here handles one)
+    _end_as(libc, int(data))
+
+
+def _end_as(libc, status: int) -> None:
+    """Exit as the run did: its exit code, or the signal that killed it (whose default action applies here)."""
+    import os
+
+    if os.WIFSIGNALED(status):
         libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0: no core file
         os.kill(os.getpid(), os.WTERMSIG(status))
         os._exit(128 + os.WTERMSIG(status))
@@ -119,8 +128,8 @@ def _main(argv: list[str]) -> list[str]:
 
 def _subreap(libc, check, stop: int) -> None:
     """Fork the run (which returns) and stay its subreaper: processes it orphans (``setsid``, double forks) become
-    this one's children. When the run exits, or grpo-trl closes ``stop``, kill every descendant, then end as the run
-    ended. The run has this process's uid, so it could kill it first: what the README says for this mode."""
+    this one's children. When the run exits, or grpo-trl writes to or closes ``stop``, kill every descendant, then
+    end as the run ended. The run has this process's uid, so it could kill it first (the README says so)."""
     import os
     import select
 
@@ -159,10 +168,7 @@ def _subreap(libc, check, stop: int) -> None:
         select.select([], [], [], 0.002)
     if not pid:
         os._exit(137)  # stopped by grpo-trl before the run ended
-    if os.WIFSIGNALED(status):
-        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0: no core file
-        os.kill(os.getpid(), os.WTERMSIG(status))
-    os._exit(os.waitstatus_to_exitcode(status))
+    _end_as(libc, status)
 
 
 if __name__ == "__main__":
