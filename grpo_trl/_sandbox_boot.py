@@ -1,7 +1,8 @@
 """Runs in the sandboxed child (``python -I -c``) before the user's code; see grpo_trl/sandbox.py.
 
 Binds the limits with soft = hard so the code cannot raise them back, asks the kernel to kill the run when the process
-that started it dies, then executes ``main.py`` as ``__main__`` in fresh globals.
+that started it dies and to give no process of the run new privileges (a setuid ``su`` runs as the run's own uid),
+then executes ``main.py`` as ``__main__`` in fresh globals.
 argv: cpu_seconds memory_bytes file_bytes max_processes max_open_files. Importing this module does nothing.
 """
 
@@ -30,9 +31,12 @@ def _limit(argv: list[str]) -> None:
     try:
         import ctypes
 
-        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG = 1, SIGKILL = 9
+        prctl = ctypes.CDLL(None).prctl
     except Exception:  # noqa: BLE001 - not Linux: the parent's deadline still applies
-        pass
+        return
+    prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG = 1, SIGKILL = 9
+    if prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS = 38
+        raise SystemExit("sandbox: cannot set no_new_privs")
 
 
 if __name__ == "__main__":

@@ -82,6 +82,7 @@ def base_dir() -> Path:
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
         raise SandboxError(f"{base} is not a directory owned by this user; remove it")
     os.chmod(base, 0o711)
+    (base / "mnt").mkdir(mode=0o700, exist_ok=True)  # where a run's private tmpfs is mounted (in its namespace only)
     for run in base.glob("run-*"):
         pid = run.name.split("-")[1]
         if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
@@ -90,23 +91,42 @@ def base_dir() -> Path:
     return base
 
 
-def _remove_strays(uid: int) -> None:
-    """Delete what a run's dedicated uid left at the top of world-writable directories (``/tmp``, ``/dev/shm``)."""
-    for shared in {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}:
+SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+
+
+def _remove_strays(uid: int, top: str, depth: int = 8) -> None:
+    """Delete what ``uid`` left under ``top``, looking only where it could write: world-writable directories (and
+    its own, which go whole), ``depth`` levels down."""
+    try:
+        entries = list(os.scandir(top))
+    except OSError:
+        return
+    for entry in entries:
         try:
-            entries = list(os.scandir(shared))
+            st = entry.stat(follow_symlinks=False)
+            if st.st_uid == uid:
+                rmtree(Path(entry.path)) if stat.S_ISDIR(st.st_mode) else os.unlink(entry.path)
+            elif stat.S_ISDIR(st.st_mode) and st.st_mode & 0o002 and depth > 0:
+                _remove_strays(uid, entry.path, depth - 1)
         except OSError:
             continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    rmtree(Path(entry.path))
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                continue
+
+
+def _remove_ipc(uid: int) -> None:
+    """Remove the SysV shared memory, message queues and semaphores ``uid`` created (they outlive processes)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    for kind, remove in (("shm", libc.shmctl), ("msg", libc.msgctl), ("sem", libc.semctl)):
+        try:
+            header, *rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        except OSError:
+            continue
+        column = header.split().index("cuid")
+        for row in rows:
+            fields = row.split()
+            if int(fields[column]) == uid:
+                remove(int(fields[1]), 0, None)  # IPC_RMID = 0 (semctl's semnum is ignored)
 
 
 def chown_tree(root: Path, uid: int) -> None:
@@ -137,15 +157,20 @@ def _kill_uid(uid: int) -> None:
         time.sleep(0.002)
 
 
-def kill_all(proc: subprocess.Popen, uid: int | None) -> None:
-    """Kill the run's process group and, under a dedicated uid, every process and top-level stray file of it."""
+def kill_all(proc: subprocess.Popen, uid: int | None, strays: bool) -> None:
+    """Kill the run's process group and, under a dedicated uid, every process of it; with ``strays``, also every
+    file it left in world-writable directories under ``SHARED_DIRS`` and its SysV IPC objects (not needed with
+    namespaces: nothing it wrote outlives them)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     if uid is not None and uid != NOBODY:
         _kill_uid(uid)
-        _remove_strays(uid)
+        if strays:
+            for top in {tempfile.gettempdir(), *SHARED_DIRS}:
+                _remove_strays(uid, top)
+            _remove_ipc(uid)
 
 
 def rmtree(path: Path) -> None:

@@ -1,15 +1,16 @@
 """Run untrusted Python (model-written code) in a separate, limited process: the one sandbox grpo-trl has.
 
 Each run is a fresh ``python -I`` process in an empty temporary directory (removed afterwards) with a stripped
-environment, ``setrlimit`` bounds on CPU time, address space, file size, processes and core dumps, a wall-clock
-deadline that kills everything the run started, and stdout/stderr read incrementally up to a byte bound. Run as root,
-the child gets its own unprivileged uid (one per concurrent run), because the process-count limit does not bind root
-and a root child could read or kill anything. The child's side is ``_sandbox_boot.py``; the host's (uids, the run
+environment, ``setrlimit`` bounds on CPU time, address space, file size, processes and core dumps, ``no_new_privs``,
+a wall-clock deadline that kills everything the run started, and stdout/stderr read incrementally up to a byte bound.
+Run as root, the child gets its own unprivileged uid (one per concurrent run), because the process-count limit does
+not bind root and a root child could read or kill anything; where root may also mount, each run gets its own PID,
+mount and IPC namespaces, everything read-only but one private tmpfs of ``Limits.disk_mb`` (``isolation()`` says
+which). The child's side is ``_sandbox_boot.py``, the namespaces' ``_sandbox_ns.py``; the host's (uids, the run
 directories, cleanup of what a run left) is ``_sandbox_host.py``.
 
-It is NOT a VM or a container: the network is reachable, world-writable directories (``/tmp``) are writable, and the
-kernel is shared. For code from strangers at scale use a remote executor (E2B, Modal, a gVisor/Firecracker service)
-behind the same ``run_many`` call.
+It is NOT a VM: the network is reachable and the kernel is shared. For code from strangers at scale use a remote
+executor (E2B, Modal, a gVisor/Firecracker service) behind the same ``run_many`` call.
 
 Example:
     >>> r = run_python("print(sum(range(10)))")
@@ -21,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 import selectors
 import shutil
@@ -36,9 +38,13 @@ from pathlib import Path, PurePosixPath
 from grpo_trl._sandbox_host import NOBODY, UID_BASE, SandboxError, base_dir, chown_tree, kill_all, rmtree, uids
 
 MAX_OPEN_FILES = 256
+MAX_INODES = 8192  # files and directories a run may hold at once (namespaces mode)
 ENV_PYTHON = "GRPO_TRL_SANDBOX_PYTHON"  # interpreter override when the sandbox user cannot run sys.executable
+ENV_NAMESPACES = "GRPO_TRL_SANDBOX_NAMESPACES"  # "0": do not use namespaces even where they work ("uid" mode)
 
+logger = logging.getLogger(__name__)
 _BOOT = (Path(__file__).parent / "_sandbox_boot.py").read_text()  # runs in the child, as `python -I -c`
+_NS = (Path(__file__).parent / "_sandbox_ns.py").read_text()  # runs as root between us and the child (namespaces)
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,7 @@ class Limits:
     file_size_mb: int = 16
     max_processes: int = 32
     max_output_bytes: int = 65536  # per stream; a run that writes more is killed and marked truncated
+    disk_mb: int = 64  # all its files together (namespaces mode: a private tmpfs, so memory); else file_size_mb each
 
 
 @dataclass
@@ -72,6 +79,8 @@ class Result:
 
 _python: str | None = None
 _python_lock = threading.Lock()
+_mode: str | None = None
+_mode_lock = threading.Lock()
 
 
 def _can_run(exe: str, uid: int | None) -> bool:
@@ -108,6 +117,42 @@ def interpreter() -> str:
         )
 
 
+def isolation() -> str:
+    """How runs are isolated here, decided once per process (README, "Sandbox for model-written code"):
+
+    - ``"namespaces"`` (root, Linux >= 5.12, mounts allowed): own PID/mount/IPC namespaces, everything read-only but
+      one private tmpfs of ``disk_mb``, every process the run started killed with it, a dedicated uid;
+    - ``"uid"`` (root without namespaces, e.g. a container without CAP_SYS_ADMIN): a dedicated uid, whose processes
+      are all killed and whose files in ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` are removed;
+    - ``"subreaper"`` (not root, Linux >= 5.3): the run keeps your uid; a launcher process it descends from kills
+      every process it started, orphans included, when it ends (unless the run killed that launcher first);
+    - ``"none"`` (not root, elsewhere): the run keeps your uid; its process group is killed.
+
+    ``$GRPO_TRL_SANDBOX_NAMESPACES=0`` chooses ``"uid"`` where namespaces would work.
+    """
+    global _mode
+    with _mode_lock:
+        if _mode is None:
+            if os.geteuid() == 0 and os.environ.get(ENV_NAMESPACES) == "0":
+                _mode = "uid"
+            elif os.geteuid() != 0 and sys.platform != "linux":
+                _mode = "none"
+            else:
+                want, _mode = ("namespaces", "uid") if os.geteuid() == 0 else ("subreaper", "none")
+                why = ""
+                try:
+                    probe = _run("import os\nprint(os.getpid(), os.getuid())", "", Limits(), {}, want)
+                    pid, uid = probe.stdout.split() if probe.ok else ("", "")
+                    if want == "subreaper" or (pid == "2" and uid != "0"):
+                        _mode = want if probe.ok else _mode
+                    why = "" if _mode == want else (probe.stderr or probe.stdout)[-300:] or f"exit {probe.returncode}"
+                except (OSError, subprocess.SubprocessError, ValueError) as e:
+                    why = str(e)
+                if why:
+                    logger.warning("sandbox: %s unavailable here (%s); runs are isolated as %r", want, why, _mode)
+        return _mode
+
+
 def _env(home: str) -> dict[str, str]:
     """The whole environment a run sees: nothing inherited, so no keys or tokens."""
     return {
@@ -137,44 +182,57 @@ def run_python(
     Never raises for anything the code does; raises ``ValueError`` for a bad file name and ``SandboxError`` when no
     interpreter can be run at all.
     """
+    return _run(code, stdin, limits, files or {}, isolation())
+
+
+def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str) -> Result:
     exe = interpreter()
-    uid, handle = uids.acquire() if os.geteuid() == 0 else (None, None)
+    uid, handle = uids.acquire() if mode in ("namespaces", "uid") else (None, None)
     root = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base_dir()))
     start = time.monotonic()
+    stop = stop_w = None
     try:
-        _write_files(root, files or {})
+        _write_files(root, files)
         (root / "main.py").write_text(code, encoding="utf-8", errors="surrogatepass")
         with tempfile.TemporaryFile() as stdin_file:
             stdin_file.write(stdin.encode("utf-8", errors="surrogatepass"))
             stdin_file.seek(0)
-            kw: dict = {}
-            if uid is not None:
-                chown_tree(root, uid)
-                kw = {"user": uid, "group": uid, "extra_groups": []}
-            args = [
-                exe,
-                "-I",
-                "-c",
-                _BOOT,
+            bounds = [
                 str(max(1, int(limits.cpu_seconds + 0.999))),
                 str(limits.memory_mb << 20),
                 str(limits.file_size_mb << 20),
                 str(limits.max_processes),
                 str(MAX_OPEN_FILES),
             ]
-            proc = subprocess.Popen(
-                args,
-                stdin=stdin_file,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=root,
-                env=_env(str(root)),
-                start_new_session=True,
-                umask=0o077,
-                **kw,
-            )
+            args = [exe, "-I", "-c", _BOOT, *bounds]
+            kw: dict = {}
+            if mode == "namespaces":  # the launcher (root) copies the inputs, drops to uid and runs _BOOT itself
+                mount = [str(uid), str(root), str(base_dir() / "mnt"), str(limits.disk_mb << 20), str(MAX_INODES)]
+                args = [exe, "-I", "-c", _NS, str(os.getpid()), *mount, _BOOT, *bounds]
+            elif mode == "subreaper":  # the launcher forks the run and kills all it left; closing `stop` stops it
+                stop, stop_w = os.pipe()
+                args = [exe, "-I", "-c", _NS, str(os.getpid()), "-", str(root), str(stop), "0", "0", _BOOT, *bounds]
+                kw = {"pass_fds": (stop,)}
+            elif uid is not None:
+                chown_tree(root, uid)
+                kw = {"user": uid, "group": uid, "extra_groups": []}
+            try:
+                proc = subprocess.Popen(
+                    args,
+                    stdin=stdin_file,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=root,
+                    env=_env(str(root)),
+                    start_new_session=True,
+                    umask=0o077,
+                    **kw,
+                )
+            finally:
+                if stop is not None:
+                    os.close(stop)
         stdout, stderr, timed_out, truncated = _collect(
-            proc, start + limits.wall_seconds, limits.max_output_bytes, uid
+            proc, start + limits.wall_seconds, limits.max_output_bytes, uid, mode == "uid", stop_w
         )
         return Result(
             returncode=None if timed_out else proc.returncode,
@@ -185,12 +243,17 @@ def run_python(
             duration_s=time.monotonic() - start,
         )
     finally:
+        if stop_w is not None:
+            os.close(stop_w)
         rmtree(root)
         uids.release(handle)
 
 
-def _collect(proc: subprocess.Popen, deadline: float, bound: int, uid: int | None) -> tuple[str, str, bool, bool]:
-    """Read both pipes until the run exits (or hits the deadline / output bound), then kill what it left behind."""
+def _collect(
+    proc: subprocess.Popen, deadline: float, bound: int, uid: int | None, strays: bool, stop: int | None
+) -> tuple[str, str, bool, bool]:
+    """Read both pipes until the run exits (or hits the deadline / output bound), then kill what it left behind
+    (``stop``: a subreaper launcher's stop fd, written to so that it kills the run's descendants itself, first)."""
     bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
     timed_out = truncated = False
     with selectors.DefaultSelector() as sel:
@@ -216,7 +279,13 @@ def _collect(proc: subprocess.Popen, deadline: float, bound: int, uid: int | Non
                 truncated = truncated or len(chunk) > room
             if truncated:
                 break
-    kill_all(proc, uid)
+    if stop is not None and proc.poll() is None:
+        try:
+            os.write(stop, b"x")
+            proc.wait(timeout=1)
+        except (OSError, subprocess.TimeoutExpired):
+            pass  # it is gone already, or did not stop in time: killed below
+    kill_all(proc, uid, strays)
     proc.wait()
     for pipe in bufs:
         pipe.close()
@@ -237,4 +306,4 @@ def run_many(jobs: list[dict], *, max_workers: int) -> list[Result]:
         return list(pool.map(lambda job: run_python(**job), jobs))
 
 
-__all__ = ["Limits", "Result", "SandboxError", "interpreter", "run_many", "run_python"]
+__all__ = ["Limits", "Result", "SandboxError", "interpreter", "isolation", "run_many", "run_python"]

@@ -71,22 +71,60 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.strip().splitlines()]
 
 
-def _assert_script(asserts: list[str], token: str) -> str:
-    """Runs ``solution.py`` as a module (so its ``if __name__ == "__main__":`` block does not run), then each assert
-    in its namespace; a passed assert prints ``token:i``. ``sys.exit`` or ``os._exit`` in the solution ends the run
-    before any token: no pass. (Code that inspects the harness could find the token: the sandbox bounds what code
-    can do, not every way a policy could game a reward; read your samples.)"""
-    return (
-        "__ns = {'__name__': 'solution', '__builtins__': __builtins__}\n"
-        "with open('solution.py', encoding='utf-8') as __f:\n"
-        "    exec(compile(__f.read(), 'solution.py', 'exec'), __ns)\n"
-        f"for __i, __t in enumerate({json.dumps(asserts)}):\n"
-        "    try:\n"
-        "        exec(__t, __ns)\n"
-        "    except Exception:\n"
-        "        continue\n"
-        f"    print('\\n{token}:%d' % __i, flush=True)\n"
-    )
+# The assert harness (main.py; the solution is solution.py beside it). Everything it uses after the solution has run
+# is bound before: patching builtins, os, sys or json, or replacing sys.stdout, changes nothing it does. The tests are
+# compiled before the solution runs and see the builtins as they were then. Results go to its own copy of stdout as
+# "<token>:<i>", the token read from stdin before the solution runs; the parent counts each i in range(len(tests))
+# once, so a score is in [0, 1] whatever is printed. An exception or exit in the solution passes nothing.
+_HARNESS = """
+def __grade(tests):
+    import builtins, os
+    _exec, _compile, _write, _BaseException, _dict = exec, compile, os.write, BaseException, dict
+    pristine = _dict(vars(builtins))
+    token = os.read(0, 64).strip()
+    out = os.dup(1)
+    codes, n = [], len(tests)
+    for t in tests:
+        try:
+            codes.append(_compile(t, "<test>", "exec"))
+        except (SyntaxError, ValueError):
+            codes.append(None)
+    with open("solution.py", encoding="utf-8") as f:
+        solution = f.read()
+    ns = {"__name__": "solution", "__builtins__": builtins}
+    try:
+        _exec(_compile(solution, "solution.py", "exec"), ns)
+    except _BaseException:
+        return
+    env = _dict(ns)
+    env["__builtins__"] = pristine
+    i = 0
+    while i < n:
+        if codes[i] is not None:
+            try:
+                _exec(codes[i], env)
+            except _BaseException:
+                pass
+            else:
+                _write(out, b"\\n" + token + b":%d\\n" % i)
+        i += 1
+"""
+
+
+def _assert_script(asserts: list[str]) -> str:
+    """``main.py`` for a row's asserts: ``solution.py`` runs as a module (its ``if __name__ == "__main__":`` block
+    does not run), then each assert in its namespace (see ``_HARNESS``)."""
+    return f"{_HARNESS}\n\n__grade({asserts!r})\n"
+
+
+def _passed_asserts(stdout: str, token: str, total: int) -> int:
+    """How many of ``total`` asserts the harness reported passed: each index in range once, nothing else counts."""
+    seen = set()
+    for line in stdout.splitlines():
+        head, sep, index = line.partition(":")
+        if sep and head == token and index.isascii() and index.isdigit() and len(index) < 10 and int(index) < total:
+            seen.add(int(index))
+    return len(seen)
 
 
 @register_reward("code_tests")
@@ -128,17 +166,19 @@ class CodeTests:
                 continue
             if tests["asserts"]:
                 token = secrets.token_hex(16)
-                script = _assert_script(tests["asserts"], token)
+                script = _assert_script(tests["asserts"])
                 solution = f"{tests['setup']}\n{code}"
-                jobs.append({"code": script, "files": {"solution.py": solution}, "limits": self.limits})
-                owners.append((i, "asserts", token))
+                jobs.append(
+                    {"code": script, "stdin": token, "files": {"solution.py": solution}, "limits": self.limits}
+                )
+                owners.append((i, "asserts", (token, len(tests["asserts"]))))
             for stdin, expected in tests["io"]:
                 jobs.append({"code": f"{tests['setup']}\n{code}", "stdin": stdin, "limits": self.limits})
                 owners.append((i, "io", expected))
         passed = [0] * n
         for (i, kind, payload), result in zip(owners, run_many(jobs, max_workers=self.max_workers)):
             if kind == "asserts":
-                passed[i] += len({line for line in result.stdout.splitlines() if line.startswith(payload + ":")})
+                passed[i] += _passed_asserts(result.stdout, *payload)
             elif result.ok and not result.truncated and _lines(result.stdout) == _lines(payload):
                 passed[i] += 1
         for i in range(n):

@@ -7,7 +7,11 @@ port this test opens.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,11 +23,51 @@ from pathlib import Path
 
 import pytest
 
+import grpo_trl.sandbox as sandbox
 from grpo_trl._sandbox_host import NOBODY, UID_BASE, UID_SLOTS, base_dir
-from grpo_trl.sandbox import Limits, run_many, run_python
+from grpo_trl.sandbox import Limits, isolation, run_many, run_python
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="the uid drop and its guarantees apply when grpo-trl runs as root")
+# every isolation mode this machine can run: under root with namespaces, the "uid" fallback is exercised too
+MODES = ["namespaces", "uid"] if isolation() == "namespaces" else [isolation()]
+
+
+@pytest.fixture(params=MODES)
+def mode(request, monkeypatch):
+    monkeypatch.setattr(sandbox, "_mode", request.param)
+    return request.param
+
+
+# the not-root mechanism too, where this runs as root (then the run is root as well: only the killing is tested)
+@pytest.fixture(params=MODES + (["subreaper"] if ROOT and sys.platform == "linux" else []))
+def any_mode(request, monkeypatch):
+    monkeypatch.setattr(sandbox, "_mode", request.param)
+    return request.param
+
+
+def _marker() -> str:
+    """A process name (at most 15 bytes) no other process on this machine has."""
+    return f"gt{secrets.token_hex(6)}"
+
+
+def _marked(marker: str) -> list[int]:
+    """Live processes, seen from this (the host's) /proc, named ``marker`` or with it as an argument."""
+    pids = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            comm = Path(f"/proc/{p}/comm").read_text().strip()
+            argv = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if (comm == marker or marker.encode() in argv) and _alive(int(p)):
+            pids.append(int(p))
+    return pids
+
+
+NAME_ME = "import ctypes\nctypes.CDLL(None).prctl(15, {marker!r}.encode())  # PR_SET_NAME: findable from outside\n"
 
 
 def _alive(pid: int) -> bool:
@@ -93,8 +137,9 @@ def test_the_child_runs_unprivileged():
     assert "PermissionError" in denied.stderr
 
 
-def test_fork_loop_is_capped_and_nothing_survives_the_run():
-    code = textwrap.dedent(
+def test_fork_loop_is_capped_and_nothing_survives_the_run(any_mode):
+    marker = _marker()
+    code = NAME_ME.format(marker=marker) + textwrap.dedent(
         """
         import os, time
         pids = []
@@ -114,8 +159,14 @@ def test_fork_loop_is_capped_and_nothing_survives_the_run():
     r = run_python(code, limits=Limits(max_processes=8, wall_seconds=5))
     count, *pids = (int(x) for x in r.stdout.split())
     assert count == len(pids)
-    if ROOT:
+    if any_mode in ("namespaces", "uid"):
         assert count <= 8  # RLIMIT_NPROC binds the run's own uid
+    left = _marked(marker)  # pids above are the run's own view of them: inside a PID namespace they differ
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    if any_mode != "none":
+        assert left == []  # gone when run_python returns
+    # else (README): no subreaper, only the run's process group is killed; children that called setsid outlive it
     assert _wait_gone(pids) == []
 
 
@@ -193,16 +244,17 @@ def test_killing_its_parent_or_everyone_fails():
     code = textwrap.dedent(
         """
         import os, signal
-        for target in (os.getppid(), 1, -1):
+        for target in (os.getppid(), {grpo}, 1, -1):
             try:
                 os.kill(target, signal.SIGKILL)
                 print('sent', target)
             except OSError as e:
                 print('denied', target, type(e).__name__)
         """
-    )
+    ).replace("{grpo}", str(os.getpid()))
     r = run_python(code)
-    assert f"denied {os.getpid()} PermissionError" in r.stdout  # its parent is this test process
+    # this test process is its parent ("uid": PermissionError) or out of its sight ("namespaces": no such pid)
+    assert re.search(f"denied {os.getpid()} (PermissionError|ProcessLookupError)", r.stdout), r.stdout
     assert "denied 1 PermissionError" in r.stdout
     # kill(-1) reaches only the run's own uid (it killed itself, so it printed nothing after)
     os.kill(os.getpid(), 0)  # still alive
@@ -219,20 +271,22 @@ def test_printing_a_gigabyte_is_cut_at_the_output_bound():
 
 def test_runs_die_with_the_process_that_started_them():
     """SIGKILL of the grpo-trl process leaves no sandboxed run behind (PR_SET_PDEATHSIG)."""
+    marker = _marker()
     with _loopback_server(30) as (server, port):
-        child = textwrap.dedent(
-            f"""
-            from grpo_trl.sandbox import Limits, run_python
-            run_python("import os, socket, time\\ns = socket.create_connection(('127.0.0.1', {port}))\\n"
-                       "s.sendall(str(os.getpid()).encode())\\ntime.sleep(60)", limits=Limits(wall_seconds=60))
-            """
+        code = NAME_ME.format(marker=marker) + (
+            f"import os, socket, time\ns = socket.create_connection(('127.0.0.1', {port}))\n"
+            "s.sendall(str(os.getpid()).encode())\ntime.sleep(60)"
+        )
+        child = (
+            f"from grpo_trl.sandbox import Limits, run_python\nrun_python({code!r}, limits=Limits(wall_seconds=60))"
         )
         starter = subprocess.Popen([sys.executable, "-c", child], env={**os.environ})
         try:
             conn, _ = server.accept()
             with conn:
                 conn.settimeout(10)
-                pid = int(conn.recv(32))
+                assert int(conn.recv(32)) > 0
+            (pid,) = _marked(marker)  # its pid as this process sees it (inside a PID namespace it has another)
         finally:
             starter.kill()
             starter.wait()
@@ -259,3 +313,139 @@ def test_many_runs_in_parallel_keep_their_order_and_bound():
     elapsed = time.monotonic() - start
     assert [r.stdout.strip() for r in results] == ["0", "1", "2", "3"]
     assert 0.75 < elapsed < 3  # two at a time: two rounds of 0.4 s, not one and not four
+
+
+@needs_root
+def test_setsid_then_a_setuid_helper_gains_nothing_and_dies_with_the_run(mode):
+    """Issue 20: a child that calls setsid, then execs ``su`` (setuid root) blocked on a FIFO, stayed alive as root
+    after run_python returned. Now no_new_privs keeps su at the run's uid, and it dies with the run."""
+    marker = _marker()
+    code = textwrap.dedent(
+        f"""
+        import os, time
+        os.mkfifo("pw")
+        pid = os.fork()
+        if pid == 0:
+            os.setsid()
+            fd = os.open("pw", os.O_RDWR)  # nobody ever writes the password: su waits forever
+            os.dup2(fd, 0)
+            os.execv("/usr/bin/su", ["su", "-c", "true", "root", "--", {marker!r}])
+        time.sleep(0.5)
+        print([line for line in open(f"/proc/{{pid}}/status") if line.startswith("Uid:")][0].split()[2])
+        """
+    )
+    r = run_python(code, limits=Limits(wall_seconds=10))
+    assert r.ok, r.stderr
+    assert int(r.stdout) != 0  # effective uid of su: not root
+    assert _marked(marker) == []  # nothing of the run is left when run_python returns
+
+
+@needs_root
+def test_no_new_privileges_in_any_process_of_the_run(mode):
+    r = run_python("print(open('/proc/self/status').read().split('NoNewPrivs:')[1].split()[0])")
+    assert r.stdout.strip() == "1"
+
+
+def _write_everywhere(dirs: list[str], name: str) -> str:
+    return textwrap.dedent(
+        f"""
+        import os
+        for d in {dirs!r}:
+            try:
+                with open(os.path.join(d, {name!r}), "w") as f:
+                    f.write("left behind")
+                os.makedirs(os.path.join(d, {name!r} + ".d", "deeper"))
+                print("wrote", d)
+            except OSError as e:
+                print("denied", d, type(e).__name__)
+        """
+    )
+
+
+@needs_root
+def test_nothing_it_writes_in_shared_directories_outlives_the_run(mode):
+    """/tmp, /var/tmp, /dev/shm, /run/lock and world-writable directories nested in them (issue 20: /run/lock and
+    nested ones kept files)."""
+    top = Path(tempfile.gettempdir()) / f"grpo-ww-{secrets.token_hex(4)}"
+    nested = top / "a" / "b"
+    nested.mkdir(parents=True)
+    for d in (top, top / "a", nested):
+        d.chmod(0o1777)
+    name = f"grpo-sandbox-probe-{secrets.token_hex(4)}"
+    dirs = [d for d in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock") if os.path.isdir(d)] + [str(nested)]
+    try:
+        r = run_python(_write_everywhere(dirs, name))
+        # all writable during the run ("namespaces": the nested one is in the real /tmp, which it does not see)
+        assert r.ok and r.stdout.count("wrote") == len(dirs) - (mode == "namespaces"), r.stdout + r.stderr
+        left = [d for d in dirs if os.path.lexists(os.path.join(d, name)) or os.path.lexists(f"{d}/{name}.d")]
+        assert left == []
+    finally:
+        for d in dirs:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(d, name))
+            shutil.rmtree(os.path.join(d, name + ".d"), ignore_errors=True)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.skipif(isolation() != "namespaces", reason="read-only mounts need namespaces (README: uid mode)")
+def test_world_writable_directories_anywhere_else_are_read_only():
+    """A world-writable directory outside the shared ones (here: in the repository, the test makes it) cannot be
+    written at all: every mount but the run's own tmpfs is read-only for it."""
+    ww = Path(__file__).parent / f".ww-{os.getpid()}"
+    ww.mkdir()
+    try:
+        ww.chmod(0o1777)
+        r = run_python(_write_everywhere([str(ww)], "x"))
+        assert "denied" in r.stdout and "OSError" in r.stdout, r.stdout  # EROFS
+        assert list(ww.iterdir()) == []
+    finally:
+        shutil.rmtree(ww)
+
+
+@pytest.mark.skipif(isolation() != "namespaces", reason="a total cap needs namespaces (README: per file otherwise)")
+def test_total_bytes_written_are_capped():
+    """Issue 20: many files, each under the per-file cap, across the run directory and /tmp-like places, put 825 MB
+    on disk in 2 s. Now they all share one ``disk_mb`` tmpfs."""
+    code = textwrap.dedent(
+        """
+        import os, time
+        block, total, start = b"0" * (1 << 20), 0, time.monotonic()
+        dirs = [".", "/tmp", "/var/tmp", "/dev/shm", "/run/lock"]
+        try:
+            for i in range(1000):  # bounded: at most 1000 MiB, at most 2 s
+                if time.monotonic() - start > 2:
+                    break
+                with open(os.path.join(dirs[i % len(dirs)], f"f{i}"), "wb") as f:
+                    for _ in range(4):
+                        f.write(block)
+                        f.flush()
+                        total += len(block)
+        except OSError as e:
+            print(type(e).__name__, e.errno)
+        print(total)
+        """
+    )
+    r = run_python(code, limits=Limits(disk_mb=32, file_size_mb=8, wall_seconds=10))
+    stopped, total = r.stdout.splitlines()
+    assert stopped.split()[1] == str(errno.ENOSPC)
+    assert int(total) <= 32 << 20
+    assert not list(base_dir().glob("mnt/*"))  # the tmpfs lived in the run's namespace only
+
+
+@needs_root
+def test_sysv_ipc_objects_do_not_outlive_the_run(mode):
+    key = secrets.randbelow(1 << 30) + 1
+    flags = 0o1666  # IPC_CREAT | 0666; never removed by the run
+    code = f"import ctypes\nlibc = ctypes.CDLL(None)\nprint(libc.shmget({key}, 4096, {flags}) >= 0, "
+    code += f"libc.msgget({key}, {flags}) >= 0, libc.semget({key}, 1, {flags}) >= 0)"
+    r = run_python(code)
+    assert r.stdout.split() == ["True"] * 3, r.stdout + r.stderr  # all three created
+    for kind in ("shm", "msg", "sem"):
+        keys = [line.split()[0] for line in Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]]
+        assert str(key) not in keys, kind
+
+
+@pytest.mark.skipif(isolation() != "namespaces", reason="needs namespaces")
+def test_the_run_sees_only_its_own_processes():
+    r = run_python("import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
+    assert r.stdout.strip() == "[1, 2]"  # its init and itself

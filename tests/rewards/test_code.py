@@ -6,9 +6,11 @@ import json
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grpo_trl.rewards import get_reward
-from grpo_trl.rewards.code import extract_code, parse_tests
+from grpo_trl.rewards.code import _passed_asserts, extract_code, parse_tests
 
 ADD = "```python\ndef add(a, b):\n    return a + b\n```"
 ADD_WRONG = "```python\ndef add(a, b):\n    return a - b if a > 2 else a + b\n```"
@@ -99,3 +101,26 @@ def test_code_format():
 def test_bad_arguments():
     with pytest.raises(ValueError, match="timeout"):
         get_reward("code_tests", timeout=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=40),
+            st.builds(lambda i: f"{'a' * 32}:{i}", st.integers(-5, 10**6)),
+            st.builds(
+                lambda i: f"{'a' * 32}:{i}", st.sampled_from(["", "0x1", " 1", "1 ", "١", "²", "01", "9" * 5000])
+            ),
+        ),
+        max_size=60,
+    ),
+    st.integers(0, 8),
+)
+def test_passed_asserts_counts_each_test_at_most_once(lines, total):
+    """Whatever the run printed, the parent counts each assert index in range(total) once: score in [0, 1]."""
+    passed = _passed_asserts("\n".join(lines), "a" * 32, total)
+    assert 0 <= passed <= total
+    counted = [x[33:] for x in lines if x[:33] == "a" * 32 + ":" and x[33:].isascii() and x[33:].isdigit()]
+    expected = {int(x) for x in counted if len(x) < 10}
+    assert passed == len({i for i in expected if i < total})

@@ -1,0 +1,184 @@
+"""The launcher (``python -I -c``) between grpo-trl and a sandboxed run; see grpo_trl/sandbox.py.
+
+As root it gives the run its own PID, mount and IPC namespaces, then forks the namespace's init, which forks the run:
+
+- every mount is read-only for the run, except one private tmpfs of ``disk_bytes`` (and ``inodes``) that holds the
+  run directory, ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` together: what a run writes is capped in
+  total and vanishes with it, and no world-writable directory anywhere keeps a byte;
+- ``/proc`` shows only the run's processes; SysV/POSIX IPC objects die with the namespace;
+- when the run's main process exits (or this launcher or grpo-trl dies), init exits and the kernel kills every
+  process left in the namespace: ``setsid``, double forks and setuid helpers cannot outlive it;
+- ``no_new_privs`` is set before the run starts: a setuid binary (``su``) runs without gaining root.
+
+Not root (uid ``-``), it is the subreaper of the run instead (``_subreap``).
+
+The run's process, once it is the run's uid, goes on as ``python -I -c <boot> <bounds>`` would (the same interpreter
+and flags, one start fewer). The launcher's exit status is the run's (a signal that killed the run kills it too).
+argv: grpo_pid uid run_dir mount_dir disk_bytes inodes boot bounds... (not root: grpo_pid - run_dir stop_fd 0 0 ...).
+Exit 125 (message on stderr) when it cannot.
+"""
+
+
+def _main(argv: list[str]) -> list[str]:
+    """Returns (the boot argv) only in the run's own process; every other process ends inside."""
+    import ctypes  # the only import: this runs before every sandboxed run
+    import os
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def check(ret: int, what: str) -> None:
+        if ret != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"{what}: {os.strerror(err)}")
+
+    def mount(src: bytes | None, target: bytes, fstype: bytes | None, flags: int, data: bytes | None = None) -> None:
+        check(libc.mount(src, target, fstype, ctypes.c_ulong(flags), data), f"mount {target.decode()}")
+
+    grpo_pid, uid, run_dir, mnt, disk, inodes = argv[1:7]
+    check(libc.prctl(1, 9, 0, 0, 0), "PR_SET_PDEATHSIG")  # die with grpo-trl ...
+    if os.getppid() != int(grpo_pid):
+        os._exit(125)  # ... which already died
+    check(libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+    if uid == "-":  # not root: no namespaces, but every process the run starts is this one's descendant
+        _subreap(libc, check, int(mnt))  # mnt: the fd through which grpo-trl stops the run
+        return ["-c", *argv[7:]]
+    uid = int(uid)
+    check(libc.unshare(0x00020000 | 0x20000000 | 0x08000000), "unshare")  # CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC
+
+    # every mount private (nothing propagates back) and read-only, in one call (mount_setattr, Linux >= 5.12)
+    attr = (ctypes.c_uint64 * 4)(0x1, 0, 1 << 18, 0)  # attr_set=MOUNT_ATTR_RDONLY, propagation=MS_PRIVATE
+    check(libc.syscall(442, -100, b"/", 0x8000, attr, ctypes.sizeof(attr)), "mount_setattr")  # AT_RECURSIVE
+    nosuid_nodev = 0x2 | 0x4
+    mount(b"tmpfs", mnt.encode(), b"tmpfs", nosuid_nodev, f"size={disk},nr_inodes={inodes},mode=0711".encode())
+    os.chdir(mnt)  # binds below come from here by relative path, which later mounts over the same paths cannot hide
+    os.mkdir("work", 0o700)
+    os.chown("work", uid, uid)
+    for src, dirs, files in os.walk(run_dir):  # the run's inputs (main.py, files=), written by grpo-trl
+        rel = os.path.join("work", os.path.relpath(src, run_dir))
+        for d in dirs:
+            os.mkdir(os.path.join(rel, d), 0o700)
+            os.chown(os.path.join(rel, d), uid, uid)
+        for f in files:
+            with open(os.path.join(src, f), "rb") as fin, open(os.path.join(rel, f), "xb") as fout:
+                fout.write(fin.read())
+            os.chown(os.path.join(rel, f), uid, uid)
+    shared = {os.path.realpath(p) for p in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock") if os.path.isdir(p)}
+    for i, path in enumerate(sorted(shared)):
+        os.mkdir(f"shared{i}")
+        os.chmod(f"shared{i}", 0o1777)
+        mount(f"shared{i}".encode(), path.encode(), None, 0x1000)  # MS_BIND
+    os.umask(0o022)
+    os.makedirs(run_dir, exist_ok=True)  # inside a private tmpfs when /tmp now hides the real one
+    mount(b"work", run_dir.encode(), None, 0x1000)
+
+    status_r, status_w = os.pipe()
+    alive_r, alive_w = os.pipe()  # init's way to see that this launcher is gone
+    init = os.fork()
+    if init == 0:
+        try:
+            os.close(status_r)
+            os.close(alive_w)
+            check(libc.prctl(1, 9, 0, 0, 0), "PR_SET_PDEATHSIG")
+            os.set_blocking(alive_r, False)
+            try:
+                os.read(alive_r, 1)
+                os._exit(125)  # end of file: the launcher died before the line above
+            except BlockingIOError:
+                pass
+            mount(b"proc", b"/proc", b"proc", nosuid_nodev | 0x8)  # MS_NOEXEC
+            run = os.fork()
+            if run == 0:
+                os.close(status_w)
+                os.close(alive_r)
+                os.setgroups([])
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+                os.chdir(run_dir)
+                os.umask(0o077)
+                return ["-c", *argv[7:]]
+            while True:  # reap orphans too (this is the namespace's init) until the run itself exits
+                pid, status = os.waitpid(-1, 0)
+                if pid == run:
+                    os.write(status_w, str(status).encode())
+                    os._exit(0)  # the kernel now kills every process left in the namespace
+        except BaseException as e:  # noqa: BLE001 - report and stop, whatever it was
+            os.write(2, f"sandbox init: {e}\n".encode())
+            os._exit(125)
+    os.close(status_w)
+    os.close(alive_r)
+    data = b""
+    while chunk := os.read(status_r, 64):
+        data += chunk
+    os.waitpid(init, 0)  # returns once the namespace is empty
+    if not data:
+        os._exit(125)
+    _end_as(libc, int(data))
+
+
+def _end_as(libc, status: int) -> None:
+    """Exit as the run did: its exit code, or the signal that killed it (whose default action applies here)."""
+    import os
+
+    if os.WIFSIGNALED(status):
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0: no core file
+        os.kill(os.getpid(), os.WTERMSIG(status))
+        os._exit(128 + os.WTERMSIG(status))
+    os._exit(os.waitstatus_to_exitcode(status))
+
+
+def _subreap(libc, check, stop: int) -> None:
+    """Fork the run (which returns) and stay its subreaper: processes it orphans (``setsid``, double forks) become
+    this one's children. When the run exits, or grpo-trl writes to or closes ``stop``, kill every descendant, then
+    end as the run ended. The run has this process's uid, so it could kill it first (the README says so)."""
+    import os
+    import select
+
+    check(libc.prctl(36, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
+    run = os.fork()
+    if run == 0:
+        os.close(stop)
+        return
+    select.select([os.pidfd_open(run), stop], [], [])
+    pid, status = os.waitpid(run, os.WNOHANG)
+    for _ in range(1000):  # bounded: each round reaps, then kills every descendant left
+        try:
+            while True:
+                reaped, st = os.waitpid(-1, os.WNOHANG)
+                if reaped == 0:
+                    break
+                if reaped == run and not pid:
+                    pid, status = reaped, st
+        except ChildProcessError:
+            break  # no child left: an orphan would have become one, so no descendant is left either
+        parents: dict[int, list[int]] = {}
+        for p in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{p}/stat", "rb") as f:
+                    parents.setdefault(int(f.read().rsplit(b")", 1)[1].split()[1]), []).append(int(p))
+            except (OSError, ValueError, IndexError):
+                continue
+        todo = list(parents.get(os.getpid(), []))
+        while todo:
+            child = todo.pop()
+            todo += parents.get(child, [])
+            try:
+                os.kill(child, 9)
+            except OSError:
+                pass
+        select.select([], [], [], 0.002)
+    if not pid:
+        os._exit(137)  # stopped by grpo-trl before the run ended
+    _end_as(libc, status)
+
+
+if __name__ == "__main__":
+    import os
+    import sys
+
+    try:
+        sys.argv = _main(sys.argv)
+    except OSError as e:
+        os.write(2, f"sandbox launcher: {e}\n".encode())
+        os._exit(125)
+    del _main
+    exec(compile(sys.argv.pop(1), "<sandbox boot>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
