@@ -7,7 +7,9 @@ Example:
 
 from __future__ import annotations
 
-from grpo_trl.rewards.math_verifier import _PLAIN_INT, MAX_ANSWER_CHARS, MathVerifier, math_form  # noqa: F401
+import re
+
+from grpo_trl.rewards.math_verifier import _PLAIN_INT, MAX_ANSWER_CHARS, MathVerifier, is_prose, math_form  # noqa: F401
 from grpo_trl.rewards.registry import register_reward, text_of
 from grpo_trl.rewards.text import extract_answer, extract_boxed, extract_tag, parse_number
 
@@ -30,6 +32,52 @@ def locate_answer(text: str, answer_tag: str = "answer", require_answer_tag: boo
     if boxed is not None:
         return f"\\boxed{{{boxed}}}"
     return text[-MAX_ANSWER_CHARS:]
+
+
+# Markdown emphasis marks (**, __, *) that open a span (after the start, a space or a bracket, before a non-space) or
+# close one (after a non-space, before the end, a space or punctuation); "2**10", "x_1" and "2 * 3" are left alone.
+_EMPHASIS = re.compile(
+    r"(?:(?<![^\s(\[{$])(?:\*\*|__|\*)(?=[^\s*_]))|(?:(?<=[^\s*_])(?:\*\*|__|\*)(?![^\s.,:;!?)\]}$]))"
+)
+# Thousands separators LaTeX writes between digit groups: 1{,}200, 1\,200, 1,\!200, 1\!200 (1\,200 reads as 201).
+_DIGIT_GROUP = re.compile(r"(?<=\d)(?:\{,\}|,\\!|\\[,!])(?=\d{3}(?!\d))")
+# Plain thousands separators (1,200 and 1,000,000.50, not 1,2 or 1,2345), read as math-verify reads them in plain text.
+_COMMA_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!,?\d)")
+# In a one-sentence prose answer, the value follows its last "is", "equals", "=" or ": " ("The answer is 2\sqrt{3}").
+_ANCHORS = (" is ", " equals ", "=", ": ")
+_SENTENCE_BREAK = re.compile(r"[.!?;]\s|\n")
+# A full stop (or ! ; ,) ending the answer, before any closing $, \), \] or }: "72." and "$72.$" state 72.
+_FINAL_STOP = re.compile(r"[.!;,]+(?=(?:\s|\$|\\\)|\\\]|\})*\Z)")
+
+
+def answer_value(answer: str) -> str:
+    r"""The value an answer block states, as math-verify should read it (linear time; callers bound the length).
+
+    Presentation is dropped: Markdown emphasis, ``\$`` (currency), LaTeX thousands separators, a final full stop;
+    a ``\boxed{}`` holding prose ("\boxed{The answer is 72.}") gives its content. What remains is read by
+    math-verify (``math_form``): bare LaTeX as LaTeX, prose with its default extraction (the last value).
+
+    >>> answer_value("**72.**"), answer_value("x = 72."), answer_value("\\boxed{The answer is 72.}")
+    ('72', 'x = 72', '72')
+    >>> answer_value("\\$1{,}200"), answer_value("$\\frac{5}{2}$.")
+    ('1200', '$\\frac{5}{2}$')
+    """
+    text = _plain(answer)
+    boxed = extract_boxed(text)
+    if boxed is not None and is_prose(boxed):  # "\\boxed{The answer is 72.}"
+        text = _plain(boxed)
+    if is_prose(text) and not _SENTENCE_BREAK.search(text):  # one sentence of prose
+        at = max(text.rfind(a) + len(a) if a in text else -1 for a in _ANCHORS)
+        rest = text[at:].strip() if at > 0 else ""
+        if rest and math_form(rest) != rest:  # bare math after the anchor: the value
+            return rest
+    return text
+
+
+def _plain(text: str) -> str:
+    text = _DIGIT_GROUP.sub("", _EMPHASIS.sub("", text).replace("\\$", ""))
+    text = _COMMA_GROUPS.sub(lambda m: m.group().replace(",", ""), text)
+    return _FINAL_STOP.sub("", text.strip()).strip()
 
 
 @register_reward("accuracy", passes_at=1.0)
@@ -55,7 +103,8 @@ class Accuracy:
 
     def answer_of(self, text: str) -> str | None:
         """The answer span this reward judges in ``text`` (None: no answer, scores 0)."""
-        return locate_answer(text, self.answer_tag, self.require_answer_tag)
+        answer = locate_answer(text, self.answer_tag, self.require_answer_tag)
+        return answer if answer is None or len(answer) > MAX_ANSWER_CHARS else answer_value(answer)
 
     def __call__(self, completions: list, solution: list, **kwargs) -> list[float | None]:
         texts = text_of(completions)
