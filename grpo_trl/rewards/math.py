@@ -11,7 +11,7 @@ import re
 
 from grpo_trl.rewards.math_verifier import _PLAIN_INT, MAX_ANSWER_CHARS, MathVerifier, is_prose, math_form  # noqa: F401
 from grpo_trl.rewards.registry import register_reward, text_of
-from grpo_trl.rewards.text import extract_answer, extract_boxed, extract_tag, parse_number
+from grpo_trl.rewards.text import extract_answer, extract_boxed, extract_tag, last_number, parse_number
 
 
 def locate_answer(text: str, answer_tag: str = "answer", require_answer_tag: bool = True) -> str | None:
@@ -62,7 +62,7 @@ def answer_value(answer: str) -> str:
     >>> answer_value("\\$1{,}200"), answer_value("$\\frac{5}{2}$.")
     ('1200', '$\\frac{5}{2}$')
     """
-    text = _plain(answer)
+    text = _plain(answer.replace("\\$", ""))
     boxed = extract_boxed(text)
     if boxed is not None and is_prose(boxed):  # "\\boxed{The answer is 72.}"
         text = _plain(boxed)
@@ -75,7 +75,7 @@ def answer_value(answer: str) -> str:
 
 
 def _plain(text: str) -> str:
-    text = _DIGIT_GROUP.sub("", _EMPHASIS.sub("", text).replace("\\$", ""))
+    text = _DIGIT_GROUP.sub("", _EMPHASIS.sub("", text))
     text = _COMMA_GROUPS.sub(lambda m: m.group().replace(",", ""), text)
     return _FINAL_STOP.sub("", text.strip()).strip()
 
@@ -128,31 +128,96 @@ class Accuracy:
         return out
 
 
-def _norm(answer: str) -> str:
-    return answer.strip().rstrip(".").strip()
+_WRAPPERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
+
+
+def written(answer: str) -> str:
+    r"""``answer`` as written, without its presentation: two answers a person would call the same string are equal
+    here ("1,200", "1{,}200", "**1200**", "$1200$", "\boxed{1200}." are all "1200"; "1200.0" and "$1200" are not).
+
+    >>> written("**1,200.**"), written("$\\boxed{72}$."), written("72.0")
+    ('1200', '72', '72.0')
+    """
+    text = _plain(answer)
+    while True:  # strips a wrapper each turn: at most len(text) turns
+        inner = None
+        for open_, close in _WRAPPERS:
+            if len(text) > len(open_) + len(close) and text.startswith(open_) and text.endswith(close):
+                inner = text[len(open_) : -len(close)]
+                inner = None if open_ in inner or close in inner else inner
+                break
+        if inner is None and text.startswith("\\boxed{") and text.rfind("\\boxed{") == 0:
+            inner = text[7:-1].strip() if text.endswith("}") and extract_boxed(text) == text[7:-1].strip() else None
+        if inner is None:
+            return text
+        text = _plain(inner)
+
+
+# A plain fraction ("\\frac{5}{2}", "-5/2") with no digit after it: the value of "x = \\frac{5}{2} cups"
+_FRACTION = re.compile(
+    r"(?<![\w.^{}\\/])(-?)(?:\\[dt]?frac\{(-?\d{1,15})\}\{(\d{1,15})\}|(\d{1,15})\s*/\s*(\d{1,15}))(?=\D*\Z)"
+)
+# Around the last number, signs that it is part of an expression ("2\\sqrt{3}", "x^2", "3\\pi", "1/4 x")
+_BEFORE_EXPRESSION = re.compile(r"(?:[/^]|[\^_]\{|\}\{)\s*\Z|\\(?:sqrt|frac|dfrac|tfrac|pi)\b")
+_AFTER_EXPRESSION = re.compile(r"\s*(?:[/^_]|\\(?:sqrt|pi|frac|cdot|times)\b)")
+
+
+def _number(value: str) -> float | None:
+    """The number ``value`` states: its last number, or a plain fraction ("\\frac{5}{2}", "5/2"); None for an
+    expression whose last number is not its value ("2\\sqrt{3}", "x^2")."""
+    value = written(value)
+    fraction = _FRACTION.search(value)
+    if fraction is not None:
+        sign, num, den = fraction[1], fraction[2] or fraction[4], fraction[3] or fraction[5]
+        return None if int(den) == 0 else (-1 if sign else 1) * int(num) / int(den)
+    number = last_number(value)
+    at = -1 if number is None else value.rfind(number)
+    if at < 0 or _BEFORE_EXPRESSION.search(value, 0, at) or _AFTER_EXPRESSION.match(value, at + len(number)):
+        return None
+    return parse_number(number)
 
 
 @register_reward("gsm8k", passes_at="numeric")  # a correct number, exact or not
 def gsm8k(
-    completions: list, solution: list, exact: float = 2.0, numeric: float = 1.5, answer_tag: str = "answer", **kwargs
+    completions: list,
+    solution: list,
+    exact: float = 2.0,
+    numeric: float = 1.5,
+    answer_tag: str = "answer",
+    require_answer_tag: bool = True,
+    **kwargs,
 ) -> list[float]:
-    """``exact`` for an exact string match with ``solution``, ``numeric`` for numeric equality, else 0.0.
+    """``exact`` when the answer is written as ``solution`` is (``written``), ``numeric`` for numeric equality, else 0.
 
-    The answer is the last ``<answer_tag>``, else ``\\boxed{}``, else ``####``, else the last number. Numeric
-    equality ignores ``$``, thousands commas, units and trailing ``.0`` ("$1,234.00 dollars" equals "1234").
+    The answer is the last ``<answer_tag>`` block; a completion without one scores 0.0 unless
+    ``require_answer_tag=False``, which falls back to the last ``\\boxed{}``, else ``####``, else the last number of
+    the whole completion (so "The answer is 471. (Not 464.)" reads 464). Numeric equality reads the last number of the
+    located value and ignores ``$``, thousands separators, units and trailing ``.0`` ("$1,234.00 dollars" equals
+    "1234").
     """
     out = []
     for text, gold in zip(text_of(completions), solution, strict=True):
-        answer = extract_answer(text, answer_tag)
-        gold = str(gold)
+        answer = extract_tag(text, answer_tag) if require_answer_tag else extract_answer(text, answer_tag)
+        gold = str(gold)[-MAX_ANSWER_CHARS:]
         if answer is None:
             out.append(0.0)
-        elif _norm(answer) == _norm(gold):
+            continue
+        answer = answer[-MAX_ANSWER_CHARS:]  # a longer block is judged by its end, where its value is written
+        if written(answer) == written(gold):
             out.append(exact)
         else:
-            a, g = parse_number(answer), parse_number(gold)
+            a, g = _number(answer_value(answer)), _number(answer_value(gold))
             out.append(numeric if a is not None and g is not None and abs(a - g) < 1e-9 * max(1.0, abs(g)) else 0.0)
     return out
 
 
-__all__ = ["MAX_ANSWER_CHARS", "Accuracy", "MathVerifier", "gsm8k", "locate_answer", "math_form"]
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "Accuracy",
+    "MathVerifier",
+    "answer_value",
+    "gsm8k",
+    "locate_answer",
+    "math_form",
+    "written",
+]

@@ -38,6 +38,8 @@ def _int_values(n: int) -> tuple[list[str], list[str]]:
     wrong = {str(n + 1), str(n - 1), str(n * 10), str(-n) if n else "1", f"{n / 10:g}"}
     if abs(n) >= 10:
         wrong.add(str(n)[:-1])  # a dropped digit
+    if n > 1:  # expressions whose last number is the gold: the value is not
+        wrong |= {f"\\frac{{{n + 1}}}{{{n}}}", f"\\sqrt{{{n}}}", f"{n + 1}/{n}"}
     if abs(n) >= 1000:
         wrong.add(_thousands(n + 1))
     return right, sorted(wrong - {str(n)})
@@ -59,15 +61,24 @@ MONEY = ["${v}", "\\${v}", "{v} dollars", "\\${v}.", "The total is ${v}."]  # cu
 
 # MATH golds (the LaTeX inside \boxed{} of the worked solution): right and wrong values.
 MATH = {
-    "\\frac{1}{2}": (["\\frac{1}{2}", "\\dfrac{1}{2}", "\\frac12", "1/2", "0.5", "\\tfrac{1}{2}"], ["2", "\\frac{1}{3}", "-\\frac{1}{2}", "0.25", "12"]),
-    "-\\frac{3}{4}": (["-\\frac{3}{4}", "-\\dfrac{3}{4}", "-3/4", "-0.75", "\\frac{-3}{4}"], ["\\frac{3}{4}", "-\\frac{4}{3}", "-0.7"]),
+    "\\frac{1}{2}": (
+        ["\\frac{1}{2}", "\\dfrac{1}{2}", "\\frac12", "1/2", "0.5", "\\tfrac{1}{2}"],
+        ["2", "\\frac{1}{3}", "-\\frac{1}{2}", "0.25", "12"],
+    ),
+    "-\\frac{3}{4}": (
+        ["-\\frac{3}{4}", "-\\dfrac{3}{4}", "-3/4", "-0.75", "\\frac{-3}{4}"],
+        ["\\frac{3}{4}", "-\\frac{4}{3}", "-0.7"],
+    ),
     "2\\sqrt{3}": (["2\\sqrt{3}", "2\\sqrt3", "\\sqrt{12}"], ["2", "3", "\\sqrt{3}", "2\\sqrt{2}", "6"]),
-    "\\frac{\\sqrt{3}}{2}": (["\\frac{\\sqrt{3}}{2}", "\\dfrac{\\sqrt{3}}{2}", "\\frac{1}{2}\\sqrt{3}"], ["\\frac{1}{2}", "\\sqrt{3}", "\\frac{\\sqrt{2}}{2}"]),
+    "\\frac{\\sqrt{3}}{2}": (
+        ["\\frac{\\sqrt{3}}{2}", "\\dfrac{\\sqrt{3}}{2}", "\\frac{1}{2}\\sqrt{3}"],
+        ["\\frac{1}{2}", "\\sqrt{3}", "\\frac{\\sqrt{2}}{2}"],
+    ),
     "3\\pi": (["3\\pi", "3 \\pi"], ["3", "\\pi", "6\\pi"]),
     "x^2+2x+1": (["x^2+2x+1", "(x+1)^2", "x^{2} + 2x + 1"], ["x^2+1", "(x-1)^2", "x^2+2x"]),
     "10": (["10", "10.0"], ["11", "100", "1"]),
     "2500": (["2500", "2,500", "2{,}500", "2,\\!500"], ["250", "25000", "2501"]),
-}  # fmt: skip
+}
 
 # Wrappers: {v} is the value. (name, template, which golds it fits: "all", "gsm8k", "math")
 WRAPPERS = [

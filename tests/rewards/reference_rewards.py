@@ -133,7 +133,9 @@ def open_r1_accuracy(completions, solution, **kwargs):
     for content, sol in zip(map(completion_text, completions), solution):
         gold_parsed = parse(sol, extraction_mode="first_match", parsing_timeout=None)
         if len(gold_parsed) != 0:
-            answer_parsed = parse(content, extraction_config=[config], extraction_mode="first_match", parsing_timeout=None)
+            answer_parsed = parse(
+                content, extraction_config=[config], extraction_mode="first_match", parsing_timeout=None
+            )
             try:
                 reward = float(verify(gold_parsed, answer_parsed, timeout_seconds=None))
             except Exception:  # noqa: BLE001 - as open-r1 does
