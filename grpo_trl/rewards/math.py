@@ -86,7 +86,8 @@ class Accuracy:
 
     The answer is the last ``<answer>`` block (``answer_tag``); with ``require_answer_tag=False`` a completion without
     one is judged by its last ``\\boxed{}``, else by its last 2,000 characters (so "#### 552" and "The answer is 72."
-    count, unlike TRL's ``accuracy_reward``). ``timeout`` bounds each item in seconds, from any thread; ``workers``
+    count, unlike TRL's ``accuracy_reward``); math-verify compares the value it states (``answer_value``: "**72.**"
+    is 72). ``timeout`` bounds each item in seconds, from any thread; ``workers``
     bounds the math-verify processes (default: usable cores, at most 4).
     """
 
