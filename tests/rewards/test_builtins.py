@@ -153,6 +153,16 @@ def test_xml_format(completion, tags, expected):
         ("<answer>007</answer>", "7", 1.0),  # leading zeros go through math-verify, not the integer fast path
         ("<answer>73</answer>", "72", 0.0),
         ("72", "72", 0.0),  # no <answer> block
+        # issue 19: right answers as models write them (they scored 0), and wrong ones in the same forms
+        ("<answer>72.</answer>", "72", 1.0),
+        ("<answer>**72**</answer>", "72", 1.0),
+        ("<answer>x = 72.</answer>", "72", 1.0),
+        ("<answer>\\boxed{The answer is 72.}</answer>", "72", 1.0),
+        ("<answer>The answer is 2\\sqrt{3}.</answer>", "2\\sqrt{3}", 1.0),
+        ("<answer>**73.**</answer>", "72", 0.0),
+        ("<answer>x = 7.2</answer>", "72", 0.0),
+        ("<answer>\\boxed{The answer is 720.}</answer>", "72", 0.0),
+        ("<answer>The answer is 2\\sqrt{3}.</answer>", "2", 0.0),
     ],
 )
 def test_accuracy(completion, solution, expected):
