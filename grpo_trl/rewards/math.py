@@ -7,9 +7,11 @@ Example:
 
 from __future__ import annotations
 
-from grpo_trl.rewards.math_verifier import _PLAIN_INT, MAX_ANSWER_CHARS, MathVerifier, math_form  # noqa: F401
+import re
+
+from grpo_trl.rewards.math_verifier import _PLAIN_INT, MAX_ANSWER_CHARS, MathVerifier, is_prose, math_form  # noqa: F401
 from grpo_trl.rewards.registry import register_reward, text_of
-from grpo_trl.rewards.text import extract_answer, extract_boxed, extract_tag, parse_number
+from grpo_trl.rewards.text import extract_answer, extract_boxed, extract_tag, last_number, parse_number
 
 
 def locate_answer(text: str, answer_tag: str = "answer", require_answer_tag: bool = True) -> str | None:
@@ -32,13 +34,60 @@ def locate_answer(text: str, answer_tag: str = "answer", require_answer_tag: boo
     return text[-MAX_ANSWER_CHARS:]
 
 
+# Markdown emphasis marks (**, __, *) that open a span (after the start, a space or a bracket, before a non-space) or
+# close one (after a non-space, before the end, a space or punctuation); "2**10", "x_1" and "2 * 3" are left alone.
+_EMPHASIS = re.compile(
+    r"(?:(?<![^\s(\[{$])(?:\*\*|__|\*)(?=[^\s*_]))|(?:(?<=[^\s*_])(?:\*\*|__|\*)(?![^\s.,:;!?)\]}$]))"
+)
+# Thousands separators LaTeX writes between digit groups: 1{,}200, 1\,200, 1,\!200, 1\!200 (1\,200 reads as 201).
+_DIGIT_GROUP = re.compile(r"(?<=\d)(?:\{,\}|,\\!|\\[,!])(?=\d{3}(?!\d))")
+# Plain thousands separators (1,200 and 1,000,000.50, not 1,2 or 1,2345), read as math-verify reads them in plain text.
+_COMMA_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!,?\d)")
+# In a one-sentence prose answer, the value follows its last "is", "equals", "=" or ": " ("The answer is 2\sqrt{3}").
+_ANCHORS = (" is ", " equals ", "=", ": ")
+_SENTENCE_BREAK = re.compile(r"[.!?;]\s|\n")
+# A full stop (or ! ; ,) ending the answer, before any closing $, \), \] or }: "72." and "$72.$" state 72.
+_FINAL_STOP = re.compile(r"[.!;,]+(?=(?:\s|\$|\\\)|\\\]|\})*\Z)")
+
+
+def answer_value(answer: str) -> str:
+    r"""The value an answer block states, as math-verify should read it (linear time; callers bound the length).
+
+    Presentation is dropped: Markdown emphasis, ``\$`` (currency), LaTeX thousands separators, a final full stop;
+    a ``\boxed{}`` holding prose ("\boxed{The answer is 72.}") gives its content. What remains is read by
+    math-verify (``math_form``): bare LaTeX as LaTeX, prose with its default extraction (the last value).
+
+    >>> answer_value("**72.**"), answer_value("x = 72."), answer_value("\\boxed{The answer is 72.}")
+    ('72', 'x = 72', '72')
+    >>> answer_value("\\$1{,}200"), answer_value("$\\frac{5}{2}$.")
+    ('1200', '$\\frac{5}{2}$')
+    """
+    text = _plain(answer.replace("\\$", ""))
+    boxed = extract_boxed(text)
+    if boxed is not None and is_prose(boxed):  # "\\boxed{The answer is 72.}"
+        text = _plain(boxed)
+    if is_prose(text) and not _SENTENCE_BREAK.search(text):  # one sentence of prose
+        at = max(text.rfind(a) + len(a) if a in text else -1 for a in _ANCHORS)
+        rest = text[at:].strip() if at > 0 else ""
+        if rest and math_form(rest) != rest:  # bare math after the anchor: the value
+            return rest
+    return text
+
+
+def _plain(text: str) -> str:
+    text = _DIGIT_GROUP.sub("", _EMPHASIS.sub("", text))
+    text = _COMMA_GROUPS.sub(lambda m: m.group().replace(",", ""), text)
+    return _FINAL_STOP.sub("", text.strip()).strip()
+
+
 @register_reward("accuracy", passes_at=1.0)
 class Accuracy:
     """1.0 when the answer is mathematically equal to ``solution`` (math-verify), 0.0 if not, None if gold unparseable.
 
     The answer is the last ``<answer>`` block (``answer_tag``); with ``require_answer_tag=False`` a completion without
     one is judged by its last ``\\boxed{}``, else by its last 2,000 characters (so "#### 552" and "The answer is 72."
-    count, unlike TRL's ``accuracy_reward``). ``timeout`` bounds each item in seconds, from any thread; ``workers``
+    count, unlike TRL's ``accuracy_reward``); math-verify compares the value it states (``answer_value``: "**72.**"
+    is 72). ``timeout`` bounds each item in seconds, from any thread; ``workers``
     bounds the math-verify processes (default: usable cores, at most 4).
     """
 
@@ -55,7 +104,8 @@ class Accuracy:
 
     def answer_of(self, text: str) -> str | None:
         """The answer span this reward judges in ``text`` (None: no answer, scores 0)."""
-        return locate_answer(text, self.answer_tag, self.require_answer_tag)
+        answer = locate_answer(text, self.answer_tag, self.require_answer_tag)
+        return answer if answer is None or len(answer) > MAX_ANSWER_CHARS else answer_value(answer)
 
     def __call__(self, completions: list, solution: list, **kwargs) -> list[float | None]:
         texts = text_of(completions)
@@ -79,31 +129,96 @@ class Accuracy:
         return out
 
 
-def _norm(answer: str) -> str:
-    return answer.strip().rstrip(".").strip()
+_WRAPPERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
+
+
+def written(answer: str) -> str:
+    r"""``answer`` as written, without its presentation: two answers a person would call the same string are equal
+    here ("1,200", "1{,}200", "**1200**", "$1200$", "\boxed{1200}." are all "1200"; "1200.0" and "$1200" are not).
+
+    >>> written("**1,200.**"), written("$\\boxed{72}$."), written("72.0")
+    ('1200', '72', '72.0')
+    """
+    text = _plain(answer)
+    while True:  # strips a wrapper each turn: at most len(text) turns
+        inner = None
+        for open_, close in _WRAPPERS:
+            if len(text) > len(open_) + len(close) and text.startswith(open_) and text.endswith(close):
+                inner = text[len(open_) : -len(close)]
+                inner = None if open_ in inner or close in inner else inner
+                break
+        if inner is None and text.startswith("\\boxed{") and text.rfind("\\boxed{") == 0:
+            inner = text[7:-1].strip() if text.endswith("}") and extract_boxed(text) == text[7:-1].strip() else None
+        if inner is None:
+            return text
+        text = _plain(inner)
+
+
+# A plain fraction ("\\frac{5}{2}", "-5/2") with no digit after it: the value of "x = \\frac{5}{2} cups"
+_FRACTION = re.compile(
+    r"(?<![\w.^{}\\/])(-?)(?:\\[dt]?frac\{(-?\d{1,15})\}\{(\d{1,15})\}|(\d{1,15})\s*/\s*(\d{1,15}))(?=\D*\Z)"
+)
+# Around the last number, signs that it is part of an expression ("2\\sqrt{3}", "x^2", "3\\pi", "1/4 x")
+_BEFORE_EXPRESSION = re.compile(r"(?:[/^]|[\^_]\{|\}\{)\s*\Z|\\(?:sqrt|frac|dfrac|tfrac|pi)\b")
+_AFTER_EXPRESSION = re.compile(r"\s*(?:[/^_]|\\(?:sqrt|pi|frac|cdot|times)\b)")
+
+
+def _number(value: str) -> float | None:
+    """The number ``value`` states: its last number, or a plain fraction ("\\frac{5}{2}", "5/2"); None for an
+    expression whose last number is not its value ("2\\sqrt{3}", "x^2")."""
+    value = written(value)
+    fraction = _FRACTION.search(value)
+    if fraction is not None:
+        sign, num, den = fraction[1], fraction[2] or fraction[4], fraction[3] or fraction[5]
+        return None if int(den) == 0 else (-1 if sign else 1) * int(num) / int(den)
+    number = last_number(value)
+    at = -1 if number is None else value.rfind(number)
+    if at < 0 or _BEFORE_EXPRESSION.search(value, 0, at) or _AFTER_EXPRESSION.match(value, at + len(number)):
+        return None
+    return parse_number(number)
 
 
 @register_reward("gsm8k", passes_at="numeric")  # a correct number, exact or not
 def gsm8k(
-    completions: list, solution: list, exact: float = 2.0, numeric: float = 1.5, answer_tag: str = "answer", **kwargs
+    completions: list,
+    solution: list,
+    exact: float = 2.0,
+    numeric: float = 1.5,
+    answer_tag: str = "answer",
+    require_answer_tag: bool = True,
+    **kwargs,
 ) -> list[float]:
-    """``exact`` for an exact string match with ``solution``, ``numeric`` for numeric equality, else 0.0.
+    """``exact`` when the answer is written as ``solution`` is (``written``), ``numeric`` for numeric equality, else 0.
 
-    The answer is the last ``<answer_tag>``, else ``\\boxed{}``, else ``####``, else the last number. Numeric
-    equality ignores ``$``, thousands commas, units and trailing ``.0`` ("$1,234.00 dollars" equals "1234").
+    The answer is the last ``<answer_tag>`` block; a completion without one scores 0.0 unless
+    ``require_answer_tag=False``, which falls back to the last ``\\boxed{}``, else ``####``, else the last number of
+    the whole completion (so "The answer is 471. (Not 464.)" reads 464). Numeric equality reads the last number of the
+    located value and ignores ``$``, thousands separators, units and trailing ``.0`` ("$1,234.00 dollars" equals
+    "1234").
     """
     out = []
     for text, gold in zip(text_of(completions), solution, strict=True):
-        answer = extract_answer(text, answer_tag)
-        gold = str(gold)
+        answer = extract_tag(text, answer_tag) if require_answer_tag else extract_answer(text, answer_tag)
+        gold = str(gold)[-MAX_ANSWER_CHARS:]
         if answer is None:
             out.append(0.0)
-        elif _norm(answer) == _norm(gold):
+            continue
+        answer = answer[-MAX_ANSWER_CHARS:]  # a longer block is judged by its end, where its value is written
+        if written(answer) == written(gold):
             out.append(exact)
         else:
-            a, g = parse_number(answer), parse_number(gold)
+            a, g = _number(answer_value(answer)), _number(answer_value(gold))
             out.append(numeric if a is not None and g is not None and abs(a - g) < 1e-9 * max(1.0, abs(g)) else 0.0)
     return out
 
 
-__all__ = ["MAX_ANSWER_CHARS", "Accuracy", "MathVerifier", "gsm8k", "locate_answer", "math_form"]
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "Accuracy",
+    "MathVerifier",
+    "answer_value",
+    "gsm8k",
+    "locate_answer",
+    "math_form",
+    "written",
+]

@@ -50,12 +50,18 @@ def math_form(text: str) -> str:
     has delimiters (``$``, ``\\(``, ``\\[``, ``\\boxed``) or reads as prose (words outside ``\\text{}``, or characters
     that are not math, like ``####``) is left as is.
     """
-    if _DELIMITED.search(text):
-        return text
-    bare = _MATH_WORDS.sub(" ", _COMMAND.sub(" ", _TEXT_ARG.sub(" ", text)))
-    if _WORD.search(bare) or not _MATH_CHARS.fullmatch(text):  # prose, or "#### 552"
+    if _DELIMITED.search(text) or is_prose(text):
         return text
     return f"${text}$"
+
+
+def is_prose(text: str) -> bool:
+    """``text`` has no math delimiters and reads as prose: words outside ``\\text{}``, or characters that are not
+    math (``####``)."""
+    if _DELIMITED.search(text):
+        return False
+    bare = _MATH_WORDS.sub(" ", _COMMAND.sub(" ", _TEXT_ARG.sub(" ", text)))
+    return bool(_WORD.search(bare)) or not _MATH_CHARS.fullmatch(text)
 
 
 def _request(gold: str, answer: str) -> tuple[str, str, bool]:
@@ -290,4 +296,4 @@ class MathVerifier:
         return result
 
 
-__all__ = ["MAX_ANSWER_CHARS", "MathVerifier", "default_workers", "math_form"]
+__all__ = ["MAX_ANSWER_CHARS", "MathVerifier", "default_workers", "is_prose", "math_form"]

@@ -98,15 +98,29 @@ def test_reasoning_steps(completion, expected):
         ("<answer>$72</answer>", "72", 1.5),
         ("<answer>1,234 dollars</answer>", "1234", 1.5),
         ("<answer>71</answer>", "72", 0.0),
-        ("The total is \\boxed{72}.", "72", 2.0),
+        ("The total is \\boxed{72}.", "72", 2.0),  # untagged: scored with require_answer_tag=False (below)
         ("so #### 72", "72", 2.0),
         ("I think it is 70 or maybe 72", "72", 2.0),  # last-number fallback: "72" matches exactly
         ("no number here", "72", 0.0),
         ("<answer>72.</answer>", "72", 2.0),
+        ("<answer>1,200</answer>", "1200", 2.0),  # the builder strips the gold's commas: still the same string
+        ("<answer>**1{,}200**.</answer>", "1200", 2.0),
+        ("<answer>$\\boxed{72}$</answer>", "72", 2.0),
+        ("<answer>The answer is 72.</answer>", "72", 1.5),
+        ("<answer>1\\,200</answer>", "200", 0.0),  # a LaTeX thousands separator, not "1 200"
     ],
 )
 def test_gsm8k(completion, solution, expected):
-    assert get_reward("gsm8k")([completion], solution=[solution]) == [expected]
+    tagged = "<answer>" in completion
+    assert get_reward("gsm8k", require_answer_tag=tagged)([completion], solution=[solution]) == [expected]
+    if not tagged:  # the fallback is an option: by default a completion without <answer> scores 0
+        assert get_reward("gsm8k")([completion], solution=[solution]) == [0.0]
+
+
+def test_gsm8k_last_number_fallback_is_opt_in():
+    text = "The answer is 471. (Not 464.)"
+    assert get_reward("gsm8k")([text], solution=["464"]) == [0.0]
+    assert get_reward("gsm8k", require_answer_tag=False)([text], solution=["464"]) == [2.0]  # the fallback's risk
 
 
 def test_gsm8k_weights_are_arguments():
@@ -139,6 +153,16 @@ def test_xml_format(completion, tags, expected):
         ("<answer>007</answer>", "7", 1.0),  # leading zeros go through math-verify, not the integer fast path
         ("<answer>73</answer>", "72", 0.0),
         ("72", "72", 0.0),  # no <answer> block
+        # issue 19: right answers as models write them (they scored 0), and wrong ones in the same forms
+        ("<answer>72.</answer>", "72", 1.0),
+        ("<answer>**72**</answer>", "72", 1.0),
+        ("<answer>x = 72.</answer>", "72", 1.0),
+        ("<answer>\\boxed{The answer is 72.}</answer>", "72", 1.0),
+        ("<answer>The answer is 2\\sqrt{3}.</answer>", "2\\sqrt{3}", 1.0),
+        ("<answer>**73.**</answer>", "72", 0.0),
+        ("<answer>x = 7.2</answer>", "72", 0.0),
+        ("<answer>\\boxed{The answer is 720.}</answer>", "72", 0.0),
+        ("<answer>The answer is 2\\sqrt{3}.</answer>", "2", 0.0),
     ],
 )
 def test_accuracy(completion, solution, expected):

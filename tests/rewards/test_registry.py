@@ -31,7 +31,7 @@ def test_builtins_listed_with_descriptions_and_args():
     infos = {i.name: i for i in list_rewards()}
     assert BUILTINS <= set(infos)
     assert all(infos[n].description for n in BUILTINS)
-    assert infos["gsm8k"].params == {"exact": 2.0, "numeric": 1.5, "answer_tag": "answer"}
+    assert infos["gsm8k"].params == {"exact": 2.0, "numeric": 1.5, "answer_tag": "answer", "require_answer_tag": True}
     assert "solution" not in infos["gsm8k"].params  # a column, not an argument
 
 
