@@ -53,7 +53,7 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
                     "the 'environment' reward scores an environment's get_reward(): add an environment: section",
                 )
             )
-        elif not env_problems and not owns_reward(env):
+        elif not env_problems and owns_reward(env) is False:
             found.append(
                 (
                     "rewards",
@@ -167,6 +167,27 @@ def check_environment_column(recipe: Recipe, columns: list[str], rows: Any) -> N
         )
 
 
+def _check_env_scores(recipe: Recipe, env: Any) -> None:
+    """Without reward functions, an environment must score the rollouts (``get_reward``), as TRL requires; read from
+    the instance grpo-trl probes anyway (``EnvironmentFactory.probe``, the one TRL's own probe then receives)."""
+    factories = env.values() if isinstance(env, dict) else [env]
+    instances = [getattr(f, "probe", f)() for f in factories]
+    if not any(callable(getattr(type(i), "get_reward", None)) for i in instances):
+        from grpo_trl.recipe.schema import REWARDS_HINT
+
+        raise RecipeError(
+            [
+                Problem(
+                    recipe.file,
+                    "rewards",
+                    "missing: no reward functions, and no environment defines get_reward(), so nothing would score "
+                    "the rollouts",
+                    f"list rewards ({REWARDS_HINT}), or give the environment a get_reward() method",
+                )
+            ]
+        )
+
+
 def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, config=None, **trainer_kwargs: Any):
     """The real ``trl.GRPOTrainer`` for ``recipe`` (a ``Recipe`` or a path), merged with ``trainer_kwargs``."""
     from trl import GRPOTrainer
@@ -218,6 +239,8 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
         env = build_environment_factory(recipe.data["environment"], hide_reward=scored)
     if tools or env is not None:
         check_template(recipe, tokenizer)
+    if not rewards and env is not None:
+        _check_env_scores(recipe, env)
 
     train_dataset, eval_dataset = kw.pop("train_dataset", None), kw.pop("eval_dataset", None)
     if train_dataset is None:

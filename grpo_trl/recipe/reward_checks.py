@@ -20,6 +20,8 @@ def reward_problems(recipe: Recipe) -> list[Problem]:
     from grpo_trl.rewards.registry import check_reward_args, reward_label
 
     file, out = recipe.file, []
+    if not recipe.rewards:
+        return no_reward_problems(recipe)
     names: dict[str, int] = {}
     for i, spec in enumerate(recipe.rewards):
         key = f"rewards.{i}"
@@ -56,6 +58,32 @@ def reward_problems(recipe: Recipe) -> list[Problem]:
             )
         names[label] = i
     return out
+
+
+def no_reward_problems(recipe: Recipe) -> list[Problem]:
+    """A recipe without reward functions trains only when an environment scores the rollouts with ``get_reward()``
+    (TRL then adds it as a reward, logged under the class name)."""
+    from grpo_trl.environments.registry import owns_reward
+    from grpo_trl.recipe.schema import REWARDS_HINT
+
+    env = recipe.data.get("environment")
+    if env is None:
+        return [Problem(recipe.file, "rewards", f"missing: {REWARDS_HINT}")]
+    try:
+        owns = owns_reward(env)
+    except (GrpoTrlError, TypeError, AttributeError):  # a broken environment: reported under environment
+        return []
+    if owns is False:
+        return [
+            Problem(
+                recipe.file,
+                "rewards",
+                "missing: no reward functions, and no environment in environment: defines get_reward(), so nothing "
+                "would score the rollouts",
+                f"list rewards ({REWARDS_HINT}), or give the environment a get_reward() method",
+            )
+        ]
+    return []
 
 
 def trainer_default(name: str) -> Any:

@@ -189,7 +189,7 @@ register_section("model", ModelSection)
 register_section("data", DataSection)
 register_section(
     "rewards",
-    Annotated[list[RewardSpec], Field(min_length=1), BeforeValidator(_bare_names)],
+    Annotated[list[RewardSpec], BeforeValidator(_bare_names)],
     "a list of {name, weight, args} or reward models {model, weight}, e.g. - {name: accuracy, weight: 1.0}",
 )
 register_section(
@@ -210,8 +210,9 @@ register_section("launch", LaunchSection)
 REQUIRED_SECTIONS = {
     "model": "a Hugging Face model id, a local path, or builtin:tiny, e.g. model: {name: builtin:tiny}",
     "data": "name a dataset builder, e.g. data: {builder: gsm8k}",
-    "rewards": "a list of {name, weight, args}, e.g. - {name: accuracy, weight: 1.0}",
 }
+# required unless an environment scores the rollouts (its get_reward(), as TRL allows): checked in reward_checks
+REWARDS_HINT = "a list of {name, weight, args}, e.g. - {name: accuracy, weight: 1.0}"
 
 
 def section_type(name: str) -> Any:

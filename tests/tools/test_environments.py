@@ -26,12 +26,24 @@ ECHO = "tests.tools.tool_plugin:Echo"
         ({"factory": "countdown", "arg": {}}, "environment.arg", "environment keys"),
         ({"factory": "countdown", "args": {"max_tries": 2}}, "environment.args", "unexpected keyword"),
         ({"a": {"factory": "countdown"}, "b": "nowhere:Env"}, "environment.b.factory", "cannot import module"),
-        ({"factory": "tests.tools.tool_plugin:ExitsWhenBuilt"}, "environment.args", "failed: SystemExit: 5"),
     ],
 )
 def test_environment_section_errors(section, key, fix):
     problems = environment_problems(section)
     assert any(k == key and fix in m for k, m in problems), problems
+
+
+def test_check_builds_no_environment_and_a_failing_constructor_is_one_error_when_built():
+    # an environment's constructor may open a remote client (TRL's openenv examples): check reads the class only
+    from tests.tools.tool_plugin import ExitsWhenBuilt
+
+    ExitsWhenBuilt.BUILT = 0
+    assert environment_problems({"factory": "tests.tools.tool_plugin:ExitsWhenBuilt"}) == []
+    assert ExitsWhenBuilt.BUILT == 0
+    factory = build_environment_factory({"factory": "tests.tools.tool_plugin:ExitsWhenBuilt"})
+    with pytest.raises(EnvError, match="building the environment failed: SystemExit: 5") as caught:
+        factory()  # what GRPOTrainer calls: one error line, not exit 5
+    assert caught.value.problems[0].key == "environment.args"
 
 
 def test_single_and_named_factories():
