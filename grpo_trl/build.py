@@ -62,6 +62,8 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
                     "add get_reward() or score with reward functions",
                 )
             )
+    if not env_problems:
+        found += _routing_problems(recipe, env)
     model = recipe.model
     found += quantization_problems(model.get("quantization"), has_lora=bool(model.get("lora")))
     template = model.get("chat_template")
@@ -73,6 +75,31 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
     if not found and uses_tools(recipe):
         found += [("model.chat_template", m) for m in _template_problems_offline(recipe)]
     return [Problem(recipe.file, key, message) for key, message in found]
+
+
+def _routing_problems(recipe: Recipe, env: Any) -> list[tuple[str, str]]:
+    """Several environments: the data must name one per row (``environment`` column), as ``train`` requires."""
+    from grpo_trl.data.shape import dataset_columns
+    from grpo_trl.environments import is_multi
+    from grpo_trl.errors import DataError
+
+    if not is_multi(env):
+        return []
+    try:
+        columns = dataset_columns(recipe.dataset, recipe.base_dir)
+    except (DataError, KeyError):  # reported by the data checks
+        return []
+    if "environment" in columns:
+        return []
+    return [("environment", _route_message(sorted(env)))]
+
+
+def _route_message(names: list[str]) -> str:
+    return (
+        f"several environments ({', '.join(names)}) need an 'environment' column naming one per row; "
+        f"use a builder that sets it (data: {{builder: environment, environments: [{', '.join(names)}]}}: TRL's "
+        "routing-only rows) or a single environment: {factory: ...}"
+    )
 
 
 def _template_problems_offline(recipe: Recipe) -> list[str]:
@@ -145,13 +172,7 @@ def check_environment_column(recipe: Recipe, columns: list[str], rows: Any) -> N
     if "environment" not in columns:
         _fail(
             recipe,
-            [
-                (
-                    "environment",
-                    f"several environments ({', '.join(names)}) need an 'environment' column naming one per row; "
-                    "use a builder that sets it or a single environment: {factory: ...}",
-                )
-            ],
+            [("environment", _route_message(names))],
         )
     unknown = sorted({str(v) for v in rows["environment"]} - set(names))
     if unknown:

@@ -121,7 +121,9 @@ def test_countdown_environment_bounds_attempts_and_resets():
 def test_rows_must_name_defined_environments(tmp_path):
     data = {**BASE, "model": {"name": "builtin:tiny-tools"}}
     data["environment"] = {"countdown": {"factory": "countdown"}, "echo": {"factory": ECHO}}
-    recipe = load_recipe(write(tmp_path, data))
+    with pytest.raises(RecipeError, match="need an 'environment' column"):  # check says what train would
+        load_recipe(write(tmp_path, data))
+    recipe = load_recipe(write(tmp_path, data), validate=False)
     with pytest.raises(RecipeError, match="need an 'environment' column"):
         check_environment_column(recipe, ["prompt"], {})
     with pytest.raises(RecipeError, match="rows name environment\\(s\\) 'maze'"):
@@ -186,4 +188,6 @@ def test_environment_reward_needs_an_environment_with_get_reward(tmp_path):
         load_recipe(write(tmp_path, {**BASE, "rewards": ["environment"], "environment": only_reset}))
     mixed = {"plain": only_reset, "echo": {"factory": ECHO}}  # one that scores is enough (TRL: None for the rest)
     tools_model = {"name": "builtin:tiny-tools"}
-    load_recipe(write(tmp_path, {**BASE, "model": tools_model, "rewards": ["environment"], "environment": mixed}))
+    routed = {"builder": "environment", "size": 4, "environments": ["plain", "echo"]}  # rows name one each
+    recipe = {**BASE, "model": tools_model, "rewards": ["environment"], "environment": mixed, "data": routed}
+    load_recipe(write(tmp_path, recipe))
