@@ -7,7 +7,7 @@
   ``reward_processing_classes`` list may come with them), ``callbacks``, ``tools``;
 - single values replace the recipe's: ``model`` (a preloaded model), ``processing_class``, ``peft_config``,
   ``quantization_config``, ``environment_factory``, ``train_dataset``, ``eval_dataset``, ``args`` (a GRPOConfig);
-- the rest (``rollout_func``, ``optimizers``...) pass straight through.
+- the rest (``rollout_func``, replacing the recipe's ``rollout_func:``, ``optimizers``...) pass straight through.
 
 Example:
     >>> from grpo_trl import build_trainer, load_recipe
@@ -39,9 +39,11 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
     from grpo_trl.chat_templates import resolve_template
     from grpo_trl.environments.registry import environment_problems, owns_reward
     from grpo_trl.quantization import quantization_problems
+    from grpo_trl.rollout import rollout_problems
     from grpo_trl.tools import tool_problems
 
     found = tool_problems(recipe.data.get("tools"))
+    found += rollout_problems(recipe.data.get("rollout_func"))
     env = recipe.data.get("environment")
     env_problems = environment_problems(env)
     found += env_problems
@@ -273,6 +275,10 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     check_reward_columns(recipe, rewards, train_dataset.column_names)
     if env is not None and recipe.data.get("environment") is not None:
         check_environment_column(recipe, train_dataset.column_names, train_dataset)
+    if "rollout_func" not in kw and recipe.data.get("rollout_func") is not None:
+        from grpo_trl.rollout import load_rollout
+
+        kw["rollout_func"] = load_rollout(recipe.data["rollout_func"])
     if config.use_vllm and config.vllm_mode == "colocate":
         from grpo_trl.vllm_cpu import keep_weights_loadable
 

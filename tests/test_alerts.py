@@ -63,9 +63,8 @@ def test_partly_none_rewards_do_not_alert(tmp_path):
 
 
 def test_tools_failing_on_most_calls_alert_with_the_first_error(tmp_path):
-    from tests.tools.tool_plugin import explode
-
     from grpo_trl.tools.registry import bounded
+    from tests.tools.tool_plugin import explode
 
     tool = bounded(explode)
     with pytest.raises(RuntimeError):
@@ -74,4 +73,6 @@ def test_tools_failing_on_most_calls_alert_with_the_first_error(tmp_path):
     assert fire(alerts, {"tools/call_frequency": 1.0, "tools/failure_frequency": 0.5}, 3) == {}  # half is not most
     message = fire(alerts, {"tools/call_frequency": 1.0, "tools/failure_frequency": 1.0}, 2)["tools_failing"]
     assert "most tool calls fail" in message and "explode: RuntimeError: tool exploded" in message
-    assert fire(Alerts(str(tmp_path), patience=1), {"tools/call_frequency": 0.0, "tools/failure_frequency": 0.0}, 2) == {}
+    assert (
+        fire(Alerts(str(tmp_path), patience=1), {"tools/call_frequency": 0.0, "tools/failure_frequency": 0.0}, 2) == {}
+    )

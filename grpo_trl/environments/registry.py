@@ -264,7 +264,8 @@ def build_environment_factory(section: Any, *, hide_reward: bool = False) -> Cal
     not add ``get_reward`` a second time on its own (TRL adds a reward column for any class defining it).
     """
     built = {
-        name: EnvironmentFactory(_factory(spec), entry_key(name), hide_reward) for name, spec in _entries(section).items()
+        name: EnvironmentFactory(_factory(spec), entry_key(name), hide_reward)
+        for name, spec in _entries(section).items()
     }
     return built[None] if None in built else built
 
@@ -291,7 +292,9 @@ def _managed(cls: type, hide_reward: bool, key: str) -> type:
             observation = original_reset(self, **row)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - TRL would stop here too, with a traceback
             raise EnvError(
-                f"{where} failed: {type(exc).__name__}: {str(exc)[:300]}", key=key, fix="fix reset(); it must not raise"
+                f"{where} failed: {type(exc).__name__}: {str(exc)[:300]}",
+                key=key,
+                fix="fix reset(); it must not raise",
             ) from exc
         if observation is not None and not isinstance(observation, (str, list)):
             raise EnvError(

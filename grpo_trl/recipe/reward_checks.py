@@ -124,8 +124,10 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
     from grpo_trl.rewards.call import NOT_PASSED
     from grpo_trl.rewards.registry import required_columns
     from grpo_trl.rewards.signature import column_conflicts, unaccepted_columns
+    from grpo_trl.rollout import rollout_fields
 
-    columns = set(columns) - {"prompt"}
+    fields, complete = rollout_fields(recipe.data.get("rollout_func"))  # TRL forwards them to rewards, as columns
+    columns = (set(columns) | fields) - {"prompt"}
     source = recipe.dataset.get("builder") or "mixture"
     problems = [Problem(recipe.file, key, message) for key, message in column_conflicts(rewards, columns)]
     columns -= NOT_PASSED  # TRL gives rewards the generated prompts / completions instead
@@ -154,6 +156,8 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
                 )
             )
             missing = [c for c in missing if c not in NOT_PASSED]
+        if missing and not complete:  # a rollout_func that does not list its fields may return them
+            missing = []
         if missing:
             problems.append(
                 Problem(
@@ -161,7 +165,12 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
                     f"rewards.{i}",
                     f"reward {reward.__name__!r} reads column(s) {', '.join(missing)} that data ({source}) does "
                     f"not provide (it gives: {', '.join(sorted(columns)) or 'nothing'})",
-                    "use a builder with those columns",
+                    "use a builder with those columns"
+                    + (
+                        ", or list them under rollout_func: {func: ..., fields: [...]} if rollout_func returns them"
+                        if recipe.data.get("rollout_func") is not None
+                        else ""
+                    ),
                 )
             )
     return problems

@@ -200,6 +200,20 @@ register_section(
     dict[str, Any],
     "{factory: NAME or module:Class, args: {...}}, or a mapping of names to such entries",
 )
+
+
+class RolloutSpec(Section):
+    """TRL's ``rollout_func`` with the extra fields it returns (TRL forwards them to rewards as keywords)."""
+
+    func: str = Field(min_length=1, description="module.path:function, called as rollout_func(prompts, trainer)")
+    fields: list[str] = Field(default_factory=list, description="extra fields it returns, which rewards may read")
+
+
+register_section(
+    "rollout_func",
+    str | RolloutSpec,
+    "module.path:function (TRL's rollout_func), or {func: module.path:function, fields: [...]}",
+)
 register_section("plugins", list[str], "a list of Python files (relative to the recipe) that register rewards")
 register_section("trainer", trainer_model, "a mapping of trl.GRPOConfig fields", lazy=True)
 register_section(

@@ -139,7 +139,9 @@ def bounded(func: Callable, timeout: float | None = DEFAULT_TIMEOUT, max_chars: 
             try:
                 value = await asyncio.wait_for(func(*args, **kwargs), timeout)
             except asyncio.TimeoutError:
-                raise _failed(acall, TimeoutError(f"tool {func.__name__!r} did not return within {timeout} s")) from None
+                raise _failed(
+                    acall, TimeoutError(f"tool {func.__name__!r} did not return within {timeout} s")
+                ) from None
             except Exception as exc:
                 raise _failed(acall, exc) from exc
             except BaseException as exc:  # noqa: BLE001 - exit() in a tool costs that call

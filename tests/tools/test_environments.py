@@ -191,3 +191,51 @@ def test_environment_reward_needs_an_environment_with_get_reward(tmp_path):
     routed = {"builder": "environment", "size": 4, "environments": ["plain", "echo"]}  # rows name one each
     recipe = {**BASE, "model": tools_model, "rewards": ["environment"], "environment": mixed, "data": routed}
     load_recipe(write(tmp_path, recipe))
+
+
+@pytest.mark.parametrize(
+    ("how", "says"),
+    [
+        ("raise", "reset() (row columns: nums, target) failed: KeyError: 'no such task'"),
+        ("exit", "failed: SystemExit: 2"),
+        ("huge", "returned a int; TRL appends it to the prompt"),
+    ],
+)
+def test_a_misbehaving_reset_is_one_error_naming_the_environment(how, says, monkeypatch):
+    # TRL calls reset() outside any guard: a traceback, a silent exit 2, or a TypeError deep in prompt building
+    from tests.tools.tool_plugin import BadReset
+
+    monkeypatch.setattr(BadReset, "how", how)
+    env = build_environment_factory({"a": {"factory": "tests.tools.tool_plugin:BadReset"}})["a"]()
+    with pytest.raises(EnvError) as caught:
+        env.reset(nums=[1, 2], target=3)
+    problem = caught.value.problems[0]
+    assert problem.key == "environment.a" and says in problem.message and problem.fix
+    assert len(str(caught.value)) < 600  # 10**5000 is never printed
+
+
+@pytest.mark.parametrize("tool", ["huge_result", "unprintable_result"])
+def test_a_result_str_cannot_render_costs_the_call(tool):
+    # TRL's str(result) sits outside its try: 2**20000 or a raising __str__ would end the run there
+    from grpo_trl.tools import build_tools
+
+    (bounded_tool,) = build_tools([f"tests.tools.tool_plugin:{tool}"])
+    with pytest.raises(RuntimeError, match="cannot be shown as text") as caught:
+        bounded_tool(x=1)
+    assert isinstance(caught.value, Exception)  # TRL's `except Exception` turns it into {"error": ...}
+
+
+def test_a_tool_bounding_itself_with_sigalrm_runs_and_the_limit_still_holds():
+    import time
+
+    from grpo_trl.tools import build_tools
+    from tests.tools import trl_doc_agents as docs
+    from tests.tools.tool_plugin import hang
+
+    assert build_tools(["tests.tools.trl_doc_agents:calculator"])[0](expression="2 + 3") == "5"  # signal.alarm inside
+    assert docs.calculator(expression="2 * 3") == "6"
+    (bounded_hang,) = build_tools([{"name": "tests.tools.tool_plugin:hang", "timeout": 0.3}])
+    start = time.perf_counter()
+    with pytest.raises(TimeoutError):
+        bounded_hang(x=1)
+    assert time.perf_counter() - start < 5 and hang.__name__ == "hang"
