@@ -185,7 +185,7 @@ def class_tools(cls: type) -> list[Callable]:
 
 
 def check_class(cls: type) -> None:
-    """``EnvError`` unless ``cls`` meets TRL's contract: a ``reset`` method, tool schemas, a callable ``get_reward``."""
+    """``EnvError`` unless ``cls`` meets TRL's contract: ``reset``, tool schemas, a callable ``get_reward``."""
     from grpo_trl.tools.registry import ToolError, tool_schema
 
     if not callable(getattr(cls, "reset", None)):
