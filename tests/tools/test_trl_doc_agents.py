@@ -17,16 +17,21 @@ from grpo_trl.recipe import load_recipe
 from grpo_trl.train import run
 from tests.conftest import tiny_recipe
 from tests.tools import trl_doc_agents as docs
+from tests.tools import trl_doc_openenv as openenv
 
 pytestmark = pytest.mark.slow
 M = "tests.tools.trl_doc_agents:"
+OPENENV = "tests.tools.trl_doc_openenv:"
 TRAINER = {"max_completion_length": 40, "max_steps": 3}
 OURS_ONLY = ("timing/", "reward_faults/", "reward_none_frac/")  # metrics grpo-trl adds beside TRL's
 VOLATILE = ("step_time", "train_runtime", "train_samples_per_second", "train_steps_per_second")
 
 
-def _both(tmp_path: Path, model: str, trl_kwargs: dict, data_file: dict | None = None, **recipe) -> tuple:
-    """Run the recipe under grpo-trl, then plain GRPOTrainer with ``trl_kwargs`` and the same GRPOConfig."""
+def _both(
+    tmp_path: Path, model: str, trl_kwargs: dict, data_file: dict | None = None, between=None, **recipe
+) -> tuple:
+    """Run the recipe under grpo-trl, then plain GRPOTrainer with ``trl_kwargs`` and the same GRPOConfig
+    (``between()`` is called after the first run)."""
     from datasets import Dataset
     from trl import GRPOTrainer
 
@@ -40,10 +45,16 @@ def _both(tmp_path: Path, model: str, trl_kwargs: dict, data_file: dict | None =
     ours_dir.mkdir()
     loaded = load_recipe(tiny_recipe(ours_dir, model, **recipe), ["logging.alerts=false"])
     ours = run(loaded).log_history
+    if between is not None:
+        between()
     config = loaded.to_grpo_config()
     config.output_dir = str(tmp_path / "trl")
     if "train_dataset" in trl_kwargs and isinstance(trl_kwargs["train_dataset"], dict):
         trl_kwargs["train_dataset"] = Dataset.from_dict(trl_kwargs["train_dataset"])
+    elif "train_dataset" not in trl_kwargs and "environment_factory" not in trl_kwargs:  # the recipe's own rows
+        from grpo_trl.data import build_dataset
+
+        trl_kwargs["train_dataset"] = build_dataset(loaded.dataset, base_dir=loaded.base_dir).train
     trainer = GRPOTrainer(model=model, args=config, **trl_kwargs)
     trainer.train()
     return ours, trainer.state.log_history
@@ -170,32 +181,39 @@ def test_multiple_environments_with_the_environment_builder(tmp_path, tool_model
 
 def test_openenv_quick_start_echo_tool_env(tmp_path, tool_model):
     # openenv.md "Quick start" with a local stand-in for the OpenEnv client; also counts environments built
-    docs.EchoEnv.CONNECTIONS = 0
+    openenv.EchoEnv.CONNECTIONS = 0
     ours_only = tmp_path / "check"
     ours_only.mkdir()
     load_recipe(  # check: builds (connects) nothing
         tiny_recipe(
             ours_only,
             tool_model,
-            rewards=[M + "echo_reward_func"],
-            extra={"environment": {"factory": M + "EchoToolEnv"}},
+            rewards=[OPENENV + "reward_func"],
+            extra={"environment": {"factory": OPENENV + "EchoToolEnv"}},
         )
     )
-    assert docs.EchoEnv.CONNECTIONS == 0
+    assert openenv.EchoEnv.CONNECTIONS == 0
+    built = []
+
+    def count() -> None:
+        built.append(openenv.EchoEnv.CONNECTIONS)
+        openenv.EchoEnv.CONNECTIONS = 0
+
     ours, theirs = _both(
         tmp_path,
         tool_model,
         {
-            "train_dataset": docs.echo_dataset(8),
-            "reward_funcs": docs.echo_reward_func,
-            "environment_factory": docs.EchoToolEnv,
+            "train_dataset": openenv.echo_dataset(8),
+            "reward_funcs": openenv.reward_func,
+            "environment_factory": openenv.EchoToolEnv,
         },
-        data_file=docs.echo_dataset(8),
-        rewards=[M + "echo_reward_func"],
-        extra={"environment": {"factory": M + "EchoToolEnv"}},
+        data_file=openenv.echo_dataset(8),
+        rewards=[OPENENV + "reward_func"],
+        extra={"environment": {"factory": OPENENV + "EchoToolEnv"}},
+        between=count,
     )
     assert_same_metrics(ours, theirs)
-    assert docs.EchoEnv.CONNECTIONS % 2 == 0  # as many instances under grpo-trl as under TRL (its probe + pool)
+    assert built == [openenv.EchoEnv.CONNECTIONS] and built[0] > 0  # as many environments as TRL builds
     assert _metric(ours, "rewards/reward_func/mean")
 
 
@@ -205,11 +223,11 @@ def test_rollout_func_with_an_extra_field_read_by_a_reward(tmp_path, tool_model)
         tmp_path,
         tool_model,
         {
-            "train_dataset": docs.echo_dataset(8),
+            "train_dataset": openenv.echo_dataset(8),
             "reward_funcs": docs.env_reward_passthrough,
             "rollout_func": docs.rollout_func,
         },
-        data_file=docs.echo_dataset(8),
+        data_file=openenv.echo_dataset(8),
         rewards=[M + "env_reward_passthrough"],
         extra={"rollout_func": {"func": M + "rollout_func", "fields": ["env_reward"]}},
     )
