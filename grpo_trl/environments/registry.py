@@ -298,7 +298,7 @@ def _managed(cls: type, hide_reward: bool, key: str) -> type:
             ) from exc
         if observation is not None and not isinstance(observation, (str, list)):
             raise EnvError(
-                f"{where} returned a {type(observation).__name__}; TRL appends it to the prompt",
+                f"{where} returned a value of type {type(observation).__name__}; TRL appends it to the prompt",
                 key=key,
                 fix="return a string, a list of content blocks, or None",
             )

@@ -193,7 +193,7 @@ def _content(wrapper: Any, func: Callable, value: Any, max_chars: int) -> Any:
             raise TypeError(f"__str__ returned {type(text).__name__}")
     except Exception as exc:  # noqa: BLE001 - a result that cannot be shown costs the call
         error = RuntimeError(
-            f"tool {func.__name__!r} returned a {type(value).__name__} result that cannot be shown as text: "
+            f"tool {func.__name__!r} returned a value of type {type(value).__name__} that cannot be shown as text: "
             f"{type(exc).__name__}: {exc}"
         )
         raise _failed(wrapper, error) from exc

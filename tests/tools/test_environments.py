@@ -198,7 +198,7 @@ def test_environment_reward_needs_an_environment_with_get_reward(tmp_path):
     [
         ("raise", "reset() (row columns: nums, target) failed: KeyError: 'no such task'"),
         ("exit", "failed: SystemExit: 2"),
-        ("huge", "returned a int; TRL appends it to the prompt"),
+        ("huge", "returned a value of type int; TRL appends it to the prompt"),
     ],
 )
 def test_a_misbehaving_reset_is_one_error_naming_the_environment(how, says, monkeypatch):
