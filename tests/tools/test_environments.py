@@ -4,6 +4,7 @@ rows naming environments, and the ``environment`` reward hiding TRL's duplicate 
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 
@@ -239,3 +240,23 @@ def test_a_tool_bounding_itself_with_sigalrm_runs_and_the_limit_still_holds():
     with pytest.raises(TimeoutError):
         bounded_hang(x=1)
     assert time.perf_counter() - start < 5 and hang.__name__ == "hang"
+
+
+@pytest.mark.parametrize(
+    ("section", "error"),
+    [
+        ({"func": "tests.tools.trl_doc_agents:rollout_func", "fields": ["env_reward"]}, None),
+        ("tests.tools.trl_doc_agents:rollout_func", None),  # fields not listed: any may come from it
+        ({"func": "tests.tools.trl_doc_agents:rollout_func", "fields": ["other"]}, "reads column(s) env_reward"),
+        ("tests.tools.trl_doc_agents:nope", "has no attribute 'nope'"),
+        ("tests.tools.trl_doc_agents:calculator", "cannot be called as rollout_func(prompts, trainer)"),
+    ],
+)
+def test_rollout_func_section_and_the_fields_rewards_read(tmp_path, section, error):
+    # TRL forwards a rollout_func's extra output keys to every reward: a reward may name them as parameters
+    data = {**BASE, "rollout_func": section, "rewards": ["tests.tools.trl_doc_agents:env_reward_passthrough"]}
+    if error is None:
+        load_recipe(write(tmp_path, data))
+    else:
+        with pytest.raises(RecipeError, match=re.escape(error)):
+            load_recipe(write(tmp_path, data))
