@@ -233,3 +233,21 @@ def test_rollout_func_with_an_extra_field_read_by_a_reward(tmp_path, tool_model)
     )
     assert_same_metrics(ours, theirs)
     assert max(_metric(ours, "rewards/env_reward_passthrough/mean")) > 0
+
+
+def test_openenv_multi_environment_meta_env_with_none_rewards(tmp_path, tool_model):
+    # openenv.md "Multi-environment training": an `env` column read in reset(**kwargs), rewards None for other rows
+    ours, theirs = _both(
+        tmp_path,
+        tool_model,
+        {
+            "train_dataset": openenv.multi_env_dataset(4),
+            "reward_funcs": [openenv.wordle_reward, openenv.catch_reward],
+            "environment_factory": openenv.MultiEnv,
+        },
+        data_file=openenv.multi_env_dataset(4),
+        rewards=[OPENENV + "wordle_reward", OPENENV + "catch_reward"],
+        extra={"environment": {"factory": OPENENV + "MultiEnv"}},
+    )
+    assert_same_metrics(ours, theirs)
+    assert _metric(ours, "rewards/wordle_reward/mean") and _metric(ours, "rewards/catch_reward/mean")
