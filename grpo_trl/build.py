@@ -7,7 +7,7 @@
   ``reward_processing_classes`` list may come with them), ``callbacks``, ``tools``;
 - single values replace the recipe's: ``model`` (a preloaded model), ``processing_class``, ``peft_config``,
   ``quantization_config``, ``environment_factory``, ``train_dataset``, ``eval_dataset``, ``args`` (a GRPOConfig);
-- the rest (``rollout_func``, ``optimizers``...) pass straight through.
+- the rest (``rollout_func``, replacing the recipe's ``rollout_func:``, ``optimizers``...) pass straight through.
 
 Example:
     >>> from grpo_trl import build_trainer, load_recipe
@@ -39,9 +39,11 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
     from grpo_trl.chat_templates import resolve_template
     from grpo_trl.environments.registry import environment_problems, owns_reward
     from grpo_trl.quantization import quantization_problems
+    from grpo_trl.rollout import rollout_problems
     from grpo_trl.tools import tool_problems
 
     found = tool_problems(recipe.data.get("tools"))
+    found += rollout_problems(recipe.data.get("rollout_func"))
     env = recipe.data.get("environment")
     env_problems = environment_problems(env)
     found += env_problems
@@ -53,7 +55,7 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
                     "the 'environment' reward scores an environment's get_reward(): add an environment: section",
                 )
             )
-        elif not env_problems and not owns_reward(env):
+        elif not env_problems and owns_reward(env) is False:
             found.append(
                 (
                     "rewards",
@@ -62,6 +64,8 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
                     "add get_reward() or score with reward functions",
                 )
             )
+    if not env_problems:
+        found += _routing_problems(recipe, env)
     model = recipe.model
     found += quantization_problems(model.get("quantization"), has_lora=bool(model.get("lora")))
     template = model.get("chat_template")
@@ -73,6 +77,31 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
     if not found and uses_tools(recipe):
         found += [("model.chat_template", m) for m in _template_problems_offline(recipe)]
     return [Problem(recipe.file, key, message) for key, message in found]
+
+
+def _routing_problems(recipe: Recipe, env: Any) -> list[tuple[str, str]]:
+    """Several environments: the data must name one per row (``environment`` column), as ``train`` requires."""
+    from grpo_trl.data.shape import dataset_columns
+    from grpo_trl.environments import is_multi
+    from grpo_trl.errors import DataError
+
+    if not is_multi(env):
+        return []
+    try:
+        columns = dataset_columns(recipe.dataset, recipe.base_dir)
+    except (DataError, KeyError):  # reported by the data checks
+        return []
+    if "environment" in columns:
+        return []
+    return [("environment", _route_message(sorted(env)))]
+
+
+def _route_message(names: list[str]) -> str:
+    return (
+        f"several environments ({', '.join(names)}) need an 'environment' column naming one per row; "
+        f"use a builder that sets it (data: {{builder: environment, environments: [{', '.join(names)}]}}: TRL's "
+        "routing-only rows) or a single environment: {factory: ...}"
+    )
 
 
 def _template_problems_offline(recipe: Recipe) -> list[str]:
@@ -145,13 +174,7 @@ def check_environment_column(recipe: Recipe, columns: list[str], rows: Any) -> N
     if "environment" not in columns:
         _fail(
             recipe,
-            [
-                (
-                    "environment",
-                    f"several environments ({', '.join(names)}) need an 'environment' column naming one per row; "
-                    "use a builder that sets it or a single environment: {factory: ...}",
-                )
-            ],
+            [("environment", _route_message(names))],
         )
     unknown = sorted({str(v) for v in rows["environment"]} - set(names))
     if unknown:
@@ -164,6 +187,27 @@ def check_environment_column(recipe: Recipe, columns: list[str], rows: Any) -> N
                     f"define (it defines: {', '.join(names)}); add them or fix the data",
                 )
             ],
+        )
+
+
+def _check_env_scores(recipe: Recipe, env: Any) -> None:
+    """Without reward functions, an environment must score the rollouts (``get_reward``), as TRL requires; read from
+    the instance grpo-trl probes anyway (``EnvironmentFactory.probe``, the one TRL's own probe then receives)."""
+    factories = env.values() if isinstance(env, dict) else [env]
+    instances = [getattr(f, "probe", f)() for f in factories]
+    if not any(callable(getattr(type(i), "get_reward", None)) for i in instances):
+        from grpo_trl.recipe.schema import REWARDS_HINT
+
+        raise RecipeError(
+            [
+                Problem(
+                    recipe.file,
+                    "rewards",
+                    "missing: no reward functions, and no environment defines get_reward(), so nothing would score "
+                    "the rollouts",
+                    f"list rewards ({REWARDS_HINT}), or give the environment a get_reward() method",
+                )
+            ]
         )
 
 
@@ -218,6 +262,8 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
         env = build_environment_factory(recipe.data["environment"], hide_reward=scored)
     if tools or env is not None:
         check_template(recipe, tokenizer)
+    if not rewards and env is not None:
+        _check_env_scores(recipe, env)
 
     train_dataset, eval_dataset = kw.pop("train_dataset", None), kw.pop("eval_dataset", None)
     if train_dataset is None:
@@ -229,6 +275,10 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     check_reward_columns(recipe, rewards, train_dataset.column_names)
     if env is not None and recipe.data.get("environment") is not None:
         check_environment_column(recipe, train_dataset.column_names, train_dataset)
+    if "rollout_func" not in kw and recipe.data.get("rollout_func") is not None:
+        from grpo_trl.rollout import load_rollout
+
+        kw["rollout_func"] = load_rollout(recipe.data["rollout_func"])
     if config.use_vllm and config.vllm_mode == "colocate":
         from grpo_trl.vllm_cpu import keep_weights_loadable
 

@@ -105,11 +105,14 @@ class Alerts(TrainerCallback):
       pre-fills ``<think>``, a missing column...); the hint names the options that reward really takes;
     - ``reward_none:<name>``: a reward scored ``None`` on every row (``reward_none_frac/<name>`` is 1): it raises,
       returns the wrong length, a coroutine...; the message gives the first cause the safety wrapper recorded;
-    - ``all_clipped``: ``completions/clipped_ratio`` >= 0.99: every completion hits ``max_completion_length``.
+    - ``all_clipped``: ``completions/clipped_ratio`` >= 0.99: every completion hits ``max_completion_length``;
+    - ``tools_failing``: ``tools/failure_frequency`` > 0.5: most tool calls come back as ``{"error": ...}`` (a tool
+      that cannot run here, arguments the model gets wrong...); the message gives the first error a tool raised.
 
     ``rewards``: the trainer's reward callables (``SafeReward``), read for their options and fault causes.
     ``columns``: the training dataset's columns; a parameter named like one is that column, never an arg to set
-    (``check`` refuses binding it), so hints leave it out.
+    (``check`` refuses binding it), so hints leave it out. ``tools``: the trainer's tools (``trainer.tools``), read
+    for the first error each recorded (``cause``, see ``grpo_trl.tools.registry.bounded``).
     """
 
     def __init__(
@@ -118,7 +121,9 @@ class Alerts(TrainerCallback):
         patience: int = ALERT_PATIENCE,
         rewards: list | None = None,
         columns: list[str] | tuple[str, ...] = (),
+        tools: list | None = None,
     ):
+        self.tools = list(tools or [])
         self.path = Path(output_dir) / "alerts.jsonl"
         self.patience = patience
         self.rewards = {getattr(r, "__name__", ""): r for r in rewards or []}
@@ -139,6 +144,12 @@ class Alerts(TrainerCallback):
     def _none_cause(self, name: str) -> str:
         cause = getattr(self.rewards.get(name), "cause", None)
         return f"first cause: {cause}" if cause else "the warnings in the log say why"
+
+    def _tool_cause(self) -> str:
+        causes = [
+            f"{getattr(t, '__name__', '?')}: {t.cause}" for t in self.tools if getattr(t, "cause", None) is not None
+        ]
+        return f"first error: {causes[0]}" if causes else "the tool messages in completions.jsonl say why"
 
     def _check(self, logs: dict) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -167,6 +178,12 @@ class Alerts(TrainerCallback):
             found["all_clipped"] = (
                 "every completion is cut at max_completion_length: raise trainer.max_completion_length or reward "
                 "shorter answers (soft_overlong)"
+            )
+        failures, calls = logs.get("tools/failure_frequency"), logs.get("tools/call_frequency")
+        if failures is not None and failures > 0.5 and calls:
+            found["tools_failing"] = (
+                f"tools/failure_frequency {failures:.2f}: most tool calls fail and come back to the model as "
+                f"{{'error': ...}}; {self._tool_cause()}"
             )
         return found
 

@@ -73,7 +73,8 @@ class Rendering:
         from grpo_trl.environments.registry import tool_methods
 
         factories = environment if isinstance(environment, dict) else {None: environment}
-        per = {name: tools + tool_methods(factory()) for name, factory in factories.items()}
+        # grpo-trl's factories keep this instance for TRL's own probe (EnvironmentFactory.probe): no extra instance
+        per = {name: tools + tool_methods(getattr(f, "probe", f)()) for name, f in factories.items()}
         common = {**base, **_trainer_template(tokenizer, [t for ts in per.values() for t in ts])}
         return cls(common, {name: {**common, "tools": _schemas(ts)} if ts else common for name, ts in per.items()})
 

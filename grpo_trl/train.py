@@ -205,7 +205,13 @@ def _train(
     rewards = trainer.reward_funcs  # the recipe's SafeRewards (and any passed or loaded by TRL)
     columns = getattr(trainer.train_dataset, "column_names", None) or ()  # what a reward reads as a column
     alerts = (
-        Alerts(output_dir, patience=log_cfg["alert_patience"], rewards=rewards, columns=columns)
+        Alerts(
+            output_dir,
+            patience=log_cfg["alert_patience"],
+            rewards=rewards,
+            columns=columns,
+            tools=getattr(trainer, "tools", None),
+        )
         if log_cfg["alerts"]
         else None
     )

@@ -60,3 +60,19 @@ def test_reward_none_alert_carries_the_first_cause(tmp_path):
 def test_partly_none_rewards_do_not_alert(tmp_path):
     alerts = Alerts(str(tmp_path), patience=2, rewards=[])
     assert fire(alerts, {"reward_none_frac/accuracy": 0.99}, 5) == {}
+
+
+def test_tools_failing_on_most_calls_alert_with_the_first_error(tmp_path):
+    from grpo_trl.tools.registry import bounded
+    from tests.tools.tool_plugin import explode
+
+    tool = bounded(explode)
+    with pytest.raises(RuntimeError):
+        tool(x=1)
+    alerts = Alerts(str(tmp_path), patience=2, rewards=[], tools=[tool])
+    assert fire(alerts, {"tools/call_frequency": 1.0, "tools/failure_frequency": 0.5}, 3) == {}  # half is not most
+    message = fire(alerts, {"tools/call_frequency": 1.0, "tools/failure_frequency": 1.0}, 2)["tools_failing"]
+    assert "most tool calls fail" in message and "explode: RuntimeError: tool exploded" in message
+    assert (
+        fire(Alerts(str(tmp_path), patience=1), {"tools/call_frequency": 0.0, "tools/failure_frequency": 0.0}, 2) == {}
+    )

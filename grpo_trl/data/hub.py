@@ -1,5 +1,7 @@
 """Any Hub or local dataset: a prompt column (a string in TRL's standard format, or a message list in the
 conversational format), an optional solution column (given to rewards as ``solution``), other columns kept for rewards.
+A dataset with an ``environment`` column and no ``prompt`` is TRL's multi-environment routing dataset: each row is an
+empty user turn that the row's environment completes in ``reset()``, as TRL does.
 
 Example recipe section::
 
@@ -95,6 +97,8 @@ def hub(
         )
     ds = _load(name, path, config, split, base_dir)
     where = f"dataset {path or name!r}"
+    if prompt_column == "prompt" and "prompt" not in ds.column_names and ROUTE in ds.column_names:
+        return _routing_only(ds, system_prompt)
     if prompt_column not in ds.column_names:
         raise DataError(
             f"data.prompt_column: {where} has no column {prompt_column!r}; its columns: {', '.join(ds.column_names)}"
@@ -129,6 +133,16 @@ def hub(
     if "prompt" in keep and prompt_column != "prompt":
         raise DataError(f"data.columns: {where} has its own 'prompt' column beside prompt_column {prompt_column!r}")
     return ds.map(to_row, with_indices=True, remove_columns=drop)
+
+
+ROUTE = "environment"  # TRL's column naming each row's environment when there are several
+
+
+def _routing_only(ds: Any, system: str | None) -> Any:
+    """TRL's multi-environment dataset that only routes (an ``environment`` column, no prompt): each row gets the
+    empty user turn TRL gives a row without a prompt, which the environment's ``reset()`` completes."""
+    turns = [{"role": "system", "content": system}] if system else []
+    return ds.map(lambda row: {"prompt": turns + [{"role": "user", "content": ""}]})
 
 
 def columns_of(cfg: dict, base_dir: Path | None) -> set[str]:

@@ -37,7 +37,7 @@ def grpo_kwargs(recipe: Recipe) -> dict:
     init = model_init_kwargs(recipe)
     if init:
         kwargs["model_init_kwargs"] = init
-    kwargs["reward_weights"] = [float(s.get("weight", 1.0)) for s in recipe.rewards]
+    kwargs["reward_weights"] = [float(s.get("weight", 1.0)) for s in recipe.rewards] or None  # none: env-owned
     kwargs.setdefault("output_dir", "outputs/" + (recipe.path.stem if recipe.path else "run"))
     return kwargs
 

@@ -133,6 +133,8 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
 
     labels = [model_label(s) if is_model_entry(s) else s.get("alias") or s["name"] for s in recipe.rewards]
     rewards = ", ".join(f"{label} x{spec.get('weight', 1.0)}" for label, spec in zip(labels, recipe.rewards))
+    if not rewards:  # an environment scores the rollouts (checked): TRL adds its get_reward(), named after the class
+        rewards = "the environment's get_reward() x1.0 (TRL logs it as rewards/<class>/mean)"
     return [
         f"  model               {recipe.model['name']}" + (" + LoRA" if recipe.model.get("lora") else ""),
         f"  data                {recipe.dataset.get('builder') or 'mixture'}: {rows_s} rows",

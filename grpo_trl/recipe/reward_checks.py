@@ -20,6 +20,8 @@ def reward_problems(recipe: Recipe) -> list[Problem]:
     from grpo_trl.rewards.registry import check_reward_args, reward_label
 
     file, out = recipe.file, []
+    if not recipe.rewards:
+        return no_reward_problems(recipe)
     names: dict[str, int] = {}
     for i, spec in enumerate(recipe.rewards):
         key = f"rewards.{i}"
@@ -56,6 +58,32 @@ def reward_problems(recipe: Recipe) -> list[Problem]:
             )
         names[label] = i
     return out
+
+
+def no_reward_problems(recipe: Recipe) -> list[Problem]:
+    """A recipe without reward functions trains only when an environment scores the rollouts with ``get_reward()``
+    (TRL then adds it as a reward, logged under the class name)."""
+    from grpo_trl.environments.registry import owns_reward
+    from grpo_trl.recipe.schema import REWARDS_HINT
+
+    env = recipe.data.get("environment")
+    if env is None:
+        return [Problem(recipe.file, "rewards", f"missing: {REWARDS_HINT}")]
+    try:
+        owns = owns_reward(env)
+    except (GrpoTrlError, TypeError, AttributeError):  # a broken environment: reported under environment
+        return []
+    if owns is False:
+        return [
+            Problem(
+                recipe.file,
+                "rewards",
+                "missing: no reward functions, and no environment in environment: defines get_reward(), so nothing "
+                "would score the rollouts",
+                f"list rewards ({REWARDS_HINT}), or give the environment a get_reward() method",
+            )
+        ]
+    return []
 
 
 def trainer_default(name: str) -> Any:
@@ -98,8 +126,10 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
     from grpo_trl.rewards.call import NOT_PASSED
     from grpo_trl.rewards.registry import required_columns
     from grpo_trl.rewards.signature import column_conflicts, unaccepted_columns
+    from grpo_trl.rollout import rollout_fields
 
-    columns = set(columns) - {"prompt"}
+    fields, complete = rollout_fields(recipe.data.get("rollout_func"))  # TRL forwards them to rewards, as columns
+    columns = (set(columns) | fields) - {"prompt"}
     source = recipe.dataset.get("builder") or "mixture"
     problems = [Problem(recipe.file, key, message) for key, message in column_conflicts(rewards, columns)]
     columns -= NOT_PASSED  # TRL gives rewards the generated prompts / completions instead
@@ -128,6 +158,8 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
                 )
             )
             missing = [c for c in missing if c not in NOT_PASSED]
+        if missing and not complete:  # a rollout_func that does not list its fields may return them
+            missing = []
         if missing:
             problems.append(
                 Problem(
@@ -135,7 +167,12 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
                     f"rewards.{i}",
                     f"reward {reward.__name__!r} reads column(s) {', '.join(missing)} that data ({source}) does "
                     f"not provide (it gives: {', '.join(sorted(columns)) or 'nothing'})",
-                    "use a builder with those columns",
+                    "use a builder with those columns"
+                    + (
+                        ", or list them under rollout_func: {func: ..., fields: [...]} if rollout_func returns them"
+                        if recipe.data.get("rollout_func") is not None
+                        else ""
+                    ),
                 )
             )
     return problems

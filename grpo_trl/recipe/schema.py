@@ -189,7 +189,7 @@ register_section("model", ModelSection)
 register_section("data", DataSection)
 register_section(
     "rewards",
-    Annotated[list[RewardSpec], Field(min_length=1), BeforeValidator(_bare_names)],
+    Annotated[list[RewardSpec], BeforeValidator(_bare_names)],
     "a list of {name, weight, args} or reward models {model, weight}, e.g. - {name: accuracy, weight: 1.0}",
 )
 register_section(
@@ -199,6 +199,20 @@ register_section(
     "environment",
     dict[str, Any],
     "{factory: NAME or module:Class, args: {...}}, or a mapping of names to such entries",
+)
+
+
+class RolloutSpec(Section):
+    """TRL's ``rollout_func`` with the extra fields it returns (TRL forwards them to rewards as keywords)."""
+
+    func: str = Field(min_length=1, description="module.path:function, called as rollout_func(prompts, trainer)")
+    fields: list[str] = Field(default_factory=list, description="extra fields it returns, which rewards may read")
+
+
+register_section(
+    "rollout_func",
+    str | RolloutSpec,
+    "module.path:function (TRL's rollout_func), or {func: module.path:function, fields: [...]}",
 )
 register_section("plugins", list[str], "a list of Python files (relative to the recipe) that register rewards")
 register_section("trainer", trainer_model, "a mapping of trl.GRPOConfig fields", lazy=True)
@@ -210,8 +224,9 @@ register_section("launch", LaunchSection)
 REQUIRED_SECTIONS = {
     "model": "a Hugging Face model id, a local path, or builtin:tiny, e.g. model: {name: builtin:tiny}",
     "data": "name a dataset builder, e.g. data: {builder: gsm8k}",
-    "rewards": "a list of {name, weight, args}, e.g. - {name: accuracy, weight: 1.0}",
 }
+# required unless an environment scores the rollouts (its get_reward(), as TRL allows): checked in reward_checks
+REWARDS_HINT = "a list of {name, weight, args}, e.g. - {name: accuracy, weight: 1.0}"
 
 
 def section_type(name: str) -> Any:

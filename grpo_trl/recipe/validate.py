@@ -41,7 +41,7 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
         problems += reward_problems(recipe)
     if not bad & {"generation", "trainer"}:
         problems += generation_problems(recipe)
-    if not bad & {"plugins", "model", "rewards", "tools", "environment"}:
+    if not bad & {"plugins", "model", "rewards", "tools", "environment", "rollout_func"}:
         from grpo_trl.build import recipe_problems  # tools, environment, quantization, trl: templates
 
         problems += recipe_problems(recipe)

@@ -22,9 +22,12 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
+import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -115,43 +118,130 @@ def tool_schema(func: Callable) -> dict:
 
 
 def bounded(func: Callable, timeout: float | None = DEFAULT_TIMEOUT, max_chars: int = MAX_RESULT_CHARS) -> Callable:
-    """``func`` with each call limited to ``timeout`` seconds and text results cut to ``max_chars``.
+    """``func`` run where TRL runs it, with each call limited to ``timeout`` seconds and its result made text.
 
+    TRL calls sync tools in the training thread and awaits async ones on its event loop; so does this wrapper, so a
+    tool that bounds itself with ``signal.alarm`` (TRL's ``grpo_agent.py`` example) works as under plain TRL. The
+    time limit is a ``SIGALRM`` interval timer in the main thread (left to the tool when it arms its own alarm, and
+    skipped when an outer timer is already armed), ``asyncio.wait_for`` for an async tool, and a worker thread only
+    when TRL calls from a thread other than the main one (where signals cannot be used).
     A call that takes longer raises ``TimeoutError``, and one that calls ``exit()`` (or raises another
-    ``BaseException``) raises ``RuntimeError``: TRL turns either into ``{"error": ...}`` for that call only
-    (counted in ``tools/failure_frequency``). Python cannot kill a thread: a tool stuck in pure Python keeps running in
-    the background until it returns, so tools that can hang (code execution) should bound themselves too. The
-    signature, hints and docstring are kept, so the model sees the same schema.
+    ``BaseException``) raises ``RuntimeError``: TRL turns either into ``{"error": ...}`` for that call only (counted in
+    ``tools/failure_frequency``). The result becomes the text TRL would make of it (``str()``; a list of content blocks
+    stays a list), inside the call: a result ``str()`` cannot render (``2**20000``, a raising ``__str__``) costs that
+    call, where TRL's own ``str(result)`` would end the run. Text is cut at ``max_chars``. The signature, hints and
+    docstring are kept, so the model sees the same schema. ``call.cause``: the first error a call raised.
     """
     if inspect.iscoroutinefunction(func):
-        return func  # TRL awaits async tools itself
+
+        @functools.wraps(func)
+        async def acall(*args: Any, **kwargs: Any) -> Any:
+            try:
+                value = await asyncio.wait_for(func(*args, **kwargs), timeout)
+            except asyncio.TimeoutError:
+                raise _failed(
+                    acall, TimeoutError(f"tool {func.__name__!r} did not return within {timeout} s")
+                ) from None
+            except Exception as exc:
+                raise _failed(acall, exc) from exc
+            except BaseException as exc:  # noqa: BLE001 - exit() in a tool costs that call
+                if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
+                    raise
+                raise _failed(acall, _exited(func, exc)) from exc
+            return _content(acall, func, value, max_chars)
+
+        acall.cause = None
+        return acall
 
     @functools.wraps(func)
     def call(*args: Any, **kwargs: Any) -> Any:
-        box: dict[str, Any] = {}
+        try:
+            if threading.current_thread() is threading.main_thread():
+                value = _in_main_thread(func, args, kwargs, timeout)
+            else:
+                value = _in_worker_thread(func, args, kwargs, timeout)
+        except Exception as exc:
+            raise _failed(call, exc) from exc
+        except BaseException as exc:  # noqa: BLE001 - exit() in a tool costs that call, not the run
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise _failed(call, _exited(func, exc)) from exc
+        return _content(call, func, value, max_chars)
 
-        def target() -> None:
-            try:
-                box["value"] = func(*args, **kwargs)
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-                box["error"] = exc
-
-        worker = threading.Thread(target=target, name=f"tool-{func.__name__}", daemon=True)
-        worker.start()
-        worker.join(timeout)
-        if worker.is_alive():
-            raise TimeoutError(f"tool {func.__name__!r} did not return within {timeout} s")
-        if "error" in box:
-            error = box["error"]
-            if not isinstance(error, Exception):  # exit() or another BaseException: that call fails, not the run
-                raise RuntimeError(f"tool {func.__name__!r} ended with {type(error).__name__}({error})") from error
-            raise error
-        value = box.get("value")
-        if isinstance(value, str) and len(value) > max_chars:
-            value = value[:max_chars] + f"... [cut at {max_chars} characters]"
-        return value
-
+    call.cause = None
     return call
+
+
+def _failed(wrapper: Any, exc: Exception) -> Exception:
+    if wrapper.cause is None:
+        wrapper.cause = f"{type(exc).__name__}: {exc}"[:300]
+    return exc
+
+
+def _exited(func: Callable, exc: BaseException) -> RuntimeError:
+    return RuntimeError(f"tool {func.__name__!r} ended with {type(exc).__name__}({exc})")
+
+
+def _content(wrapper: Any, func: Callable, value: Any, max_chars: int) -> Any:
+    """``value`` once TRL can render it (``value if isinstance(value, list) else str(value)`` in the tool message):
+    a result ``str()`` fails on is an error for this call, a text longer than ``max_chars`` is cut, the rest as is."""
+    if isinstance(value, list):
+        return value
+    try:
+        text = value if isinstance(value, str) else str(value)
+        if not isinstance(text, str):
+            raise TypeError(f"__str__ returned {type(text).__name__}")
+    except Exception as exc:  # noqa: BLE001 - a result that cannot be shown costs the call
+        error = RuntimeError(
+            f"tool {func.__name__!r} returned a value of type {type(value).__name__} that cannot be shown as text: "
+            f"{type(exc).__name__}: {exc}"
+        )
+        raise _failed(wrapper, error) from exc
+    if len(text) > max_chars:
+        return text[:max_chars] + f"... [cut at {max_chars} characters]"
+    return value
+
+
+def _in_main_thread(func: Callable, args: tuple, kwargs: dict, timeout: float | None) -> Any:
+    """The call in this (the main) thread, bounded by a ``SIGALRM`` interval timer; an outer timer that was armed
+    (the caller's own alarm) is re-armed afterwards with what it had left."""
+    outer, interval = signal.getitimer(signal.ITIMER_REAL)
+    if timeout is None or 0 < outer <= timeout:  # the outer alarm comes first anyway
+        return func(*args, **kwargs)
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"tool {func.__name__!r} did not return within {timeout} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    start = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        return func(*args, **kwargs)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 0.001), interval)
+
+
+def _in_worker_thread(func: Callable, args: tuple, kwargs: dict, timeout: float | None) -> Any:
+    """The call in a daemon thread, waited on for ``timeout`` s (Python cannot stop a thread: a stuck tool goes on)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = func(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"tool-{func.__name__}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError(f"tool {func.__name__!r} did not return within {timeout} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def get_tool(name: str, timeout: float | None = DEFAULT_TIMEOUT) -> Callable:

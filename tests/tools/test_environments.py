@@ -4,6 +4,7 @@ rows naming environments, and the ``environment`` reward hiding TRL's duplicate 
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 
@@ -26,12 +27,24 @@ ECHO = "tests.tools.tool_plugin:Echo"
         ({"factory": "countdown", "arg": {}}, "environment.arg", "environment keys"),
         ({"factory": "countdown", "args": {"max_tries": 2}}, "environment.args", "unexpected keyword"),
         ({"a": {"factory": "countdown"}, "b": "nowhere:Env"}, "environment.b.factory", "cannot import module"),
-        ({"factory": "tests.tools.tool_plugin:ExitsWhenBuilt"}, "environment.args", "failed: SystemExit: 5"),
     ],
 )
 def test_environment_section_errors(section, key, fix):
     problems = environment_problems(section)
     assert any(k == key and fix in m for k, m in problems), problems
+
+
+def test_check_builds_no_environment_and_a_failing_constructor_is_one_error_when_built():
+    # an environment's constructor may open a remote client (TRL's openenv examples): check reads the class only
+    from tests.tools.tool_plugin import ExitsWhenBuilt
+
+    ExitsWhenBuilt.BUILT = 0
+    assert environment_problems({"factory": "tests.tools.tool_plugin:ExitsWhenBuilt"}) == []
+    assert ExitsWhenBuilt.BUILT == 0
+    factory = build_environment_factory({"factory": "tests.tools.tool_plugin:ExitsWhenBuilt"})
+    with pytest.raises(EnvError, match="building the environment failed: SystemExit: 5") as caught:
+        factory()  # what GRPOTrainer calls: one error line, not exit 5
+    assert caught.value.problems[0].key == "environment.args"
 
 
 def test_single_and_named_factories():
@@ -109,7 +122,9 @@ def test_countdown_environment_bounds_attempts_and_resets():
 def test_rows_must_name_defined_environments(tmp_path):
     data = {**BASE, "model": {"name": "builtin:tiny-tools"}}
     data["environment"] = {"countdown": {"factory": "countdown"}, "echo": {"factory": ECHO}}
-    recipe = load_recipe(write(tmp_path, data))
+    with pytest.raises(RecipeError, match="need an 'environment' column"):  # check says what train would
+        load_recipe(write(tmp_path, data))
+    recipe = load_recipe(write(tmp_path, data), validate=False)
     with pytest.raises(RecipeError, match="need an 'environment' column"):
         check_environment_column(recipe, ["prompt"], {})
     with pytest.raises(RecipeError, match="rows name environment\\(s\\) 'maze'"):
@@ -174,4 +189,74 @@ def test_environment_reward_needs_an_environment_with_get_reward(tmp_path):
         load_recipe(write(tmp_path, {**BASE, "rewards": ["environment"], "environment": only_reset}))
     mixed = {"plain": only_reset, "echo": {"factory": ECHO}}  # one that scores is enough (TRL: None for the rest)
     tools_model = {"name": "builtin:tiny-tools"}
-    load_recipe(write(tmp_path, {**BASE, "model": tools_model, "rewards": ["environment"], "environment": mixed}))
+    routed = {"builder": "environment", "size": 4, "environments": ["plain", "echo"]}  # rows name one each
+    recipe = {**BASE, "model": tools_model, "rewards": ["environment"], "environment": mixed, "data": routed}
+    load_recipe(write(tmp_path, recipe))
+
+
+@pytest.mark.parametrize(
+    ("how", "says"),
+    [
+        ("raise", "reset() (row columns: nums, target) failed: KeyError: 'no such task'"),
+        ("exit", "failed: SystemExit: 2"),
+        ("huge", "returned a value of type int; TRL appends it to the prompt"),
+    ],
+)
+def test_a_misbehaving_reset_is_one_error_naming_the_environment(how, says, monkeypatch):
+    # TRL calls reset() outside any guard: a traceback, a silent exit 2, or a TypeError deep in prompt building
+    from tests.tools.tool_plugin import BadReset
+
+    monkeypatch.setattr(BadReset, "how", how)
+    env = build_environment_factory({"a": {"factory": "tests.tools.tool_plugin:BadReset"}})["a"]()
+    with pytest.raises(EnvError) as caught:
+        env.reset(nums=[1, 2], target=3)
+    problem = caught.value.problems[0]
+    assert problem.key == "environment.a" and says in problem.message and problem.fix
+    assert len(str(caught.value)) < 600  # 10**5000 is never printed
+
+
+@pytest.mark.parametrize("tool", ["huge_result", "unprintable_result"])
+def test_a_result_str_cannot_render_costs_the_call(tool):
+    # TRL's str(result) sits outside its try: 2**20000 or a raising __str__ would end the run there
+    from grpo_trl.tools import build_tools
+
+    (bounded_tool,) = build_tools([f"tests.tools.tool_plugin:{tool}"])
+    with pytest.raises(RuntimeError, match="cannot be shown as text") as caught:
+        bounded_tool(x=1)
+    assert isinstance(caught.value, Exception)  # TRL's `except Exception` turns it into {"error": ...}
+
+
+def test_a_tool_bounding_itself_with_sigalrm_runs_and_the_limit_still_holds():
+    import time
+
+    from grpo_trl.tools import build_tools
+    from tests.tools import trl_doc_agents as docs
+    from tests.tools.tool_plugin import hang
+
+    assert build_tools(["tests.tools.trl_doc_agents:calculator"])[0](expression="2 + 3") == "5"  # signal.alarm inside
+    assert docs.calculator(expression="2 * 3") == "6"
+    (bounded_hang,) = build_tools([{"name": "tests.tools.tool_plugin:hang", "timeout": 0.3}])
+    start = time.perf_counter()
+    with pytest.raises(TimeoutError):
+        bounded_hang(x=1)
+    assert time.perf_counter() - start < 5 and hang.__name__ == "hang"
+
+
+@pytest.mark.parametrize(
+    ("section", "error"),
+    [
+        ({"func": "tests.tools.trl_doc_agents:rollout_func", "fields": ["env_reward"]}, None),
+        ("tests.tools.trl_doc_agents:rollout_func", None),  # fields not listed: any may come from it
+        ({"func": "tests.tools.trl_doc_agents:rollout_func", "fields": ["other"]}, "reads column(s) env_reward"),
+        ("tests.tools.trl_doc_agents:nope", "has no attribute 'nope'"),
+        ("tests.tools.trl_doc_agents:calculator", "cannot be called as rollout_func(prompts, trainer)"),
+    ],
+)
+def test_rollout_func_section_and_the_fields_rewards_read(tmp_path, section, error):
+    # TRL forwards a rollout_func's extra output keys to every reward: a reward may name them as parameters
+    data = {**BASE, "rollout_func": section, "rewards": ["tests.tools.trl_doc_agents:env_reward_passthrough"]}
+    if error is None:
+        load_recipe(write(tmp_path, data))
+    else:
+        with pytest.raises(RecipeError, match=re.escape(error)):
+            load_recipe(write(tmp_path, data))

@@ -129,8 +129,14 @@ class CalculatorEnv:
 
 
 class ExitsWhenBuilt:
+    BUILT = 0  # how many times anything called the constructor (check must not)
+
     def __init__(self):
+        type(self).BUILT += 1
         raise SystemExit(5)
+
+    def reset(self, **row) -> None:
+        return None
 
 
 class Unruly:
@@ -235,3 +241,49 @@ class OwnsData:
 
     def get_reward(self) -> float:
         return float(self.said == "banana")
+
+
+class BadReset:
+    """reset() misbehaving in the ways user code can: ``how`` picks raising, exit(2), or a huge non-text result."""
+
+    how = "raise"
+
+    def reset(self, **row):
+        if self.how == "raise":
+            raise KeyError("no such task")
+        if self.how == "exit":
+            import sys
+
+            sys.exit(2)
+        return 10**5000
+
+    def act(self, x: int) -> int:
+        """Act.
+
+        Args:
+            x: A number.
+        """
+        return x
+
+
+def huge_result(x: int) -> int:
+    """Return a number too long for str().
+
+    Args:
+        x: Ignored.
+    """
+    return 2**20000
+
+
+class Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+def unprintable_result(x: int) -> str:
+    """Return an object whose str() raises.
+
+    Args:
+        x: Ignored.
+    """
+    return Unprintable()

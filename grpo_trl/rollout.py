@@ -1,0 +1,70 @@
+"""``rollout_func:``: TRL's ``GRPOTrainer(rollout_func=...)`` named in a recipe, and the fields it gives rewards.
+
+TRL calls ``rollout_func(prompts, trainer)`` instead of generating; it returns ``prompt_ids``, ``completion_ids`` and
+``logprobs`` (optionally ``logprob_token_ids``), and any other key is forwarded to every reward as a keyword, one value
+per completion. A recipe names it by ``module.path:function``; listing the extra keys under ``fields`` lets ``check``
+tell a reward that reads one of them from a reward that reads a column the data lacks::
+
+    rollout_func: my_pkg.rollouts:remote_agent
+    rollout_func: {func: my_pkg.rollouts:remote_agent, fields: [env_reward]}
+
+Example:
+    >>> rollout_fields({"func": "m:f", "fields": ["env_reward"]}), rollout_fields("m:f"), rollout_fields(None)
+    (({'env_reward'}, True), (set(), False), (set(), True))
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from grpo_trl.errors import RecipeError
+from grpo_trl.targets import import_target
+
+REQUIRED_KEYS = ("prompt_ids", "completion_ids", "logprobs")  # what TRL requires in its output (the rest: rewards)
+
+
+def rollout_name(value: Any) -> str | None:
+    """The ``module.path:function`` of a ``rollout_func:`` section (a string or ``{func, fields}``), or None."""
+    if isinstance(value, dict):
+        return value.get("func")
+    return value if isinstance(value, str) else None
+
+
+def rollout_fields(value: Any) -> tuple[set[str], bool]:
+    """``(fields rewards may read, whether that list is complete)``: a bare name declares none, so any field may
+    come from it (a reward reading one the function does not return scores ``None``, with the cause in the logs)."""
+    if value is None:
+        return set(), True
+    if isinstance(value, dict):
+        return set(value.get("fields") or ()) - set(REQUIRED_KEYS), True
+    return set(), False
+
+
+def rollout_problems(value: Any) -> list[tuple[str, str]]:
+    """``(key, message)`` when the function cannot be imported or cannot take ``(prompts, trainer)``."""
+    name = rollout_name(value)
+    if value is None or name is None:
+        return []
+    key = "rollout_func.func" if isinstance(value, dict) else "rollout_func"
+    try:
+        func = load_rollout(value)
+    except RecipeError as exc:
+        return [(key, exc.problems[0].message)]
+    try:
+        inspect.signature(func).bind(None, None)
+    except TypeError as exc:
+        return [(key, f"{name!r} cannot be called as rollout_func(prompts, trainer), as TRL calls it: {exc}")]
+    except ValueError:  # no signature to read (a builtin): TRL's call will tell
+        pass
+    return []
+
+
+def load_rollout(value: Any) -> Callable:
+    """The function a ``rollout_func:`` section names (``RecipeError`` with the reason)."""
+    name = rollout_name(value)
+    func = import_target(str(name), "rollout_func", RecipeError)
+    if not callable(func):
+        raise RecipeError(f"rollout_func {name!r} is not callable")
+    return func
