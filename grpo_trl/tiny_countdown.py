@@ -32,9 +32,10 @@ def warmup_rows(n: int, seed: int = 0, max_number: int = 99, noise: float = 0.0)
     """
     rng = random.Random(seed)
     rows = generate_problems(n, split_seed("warmup", seed), 2, 2, max_number)
+    answers = [_answer(r, rng.random() < noise) for r in rows]
     return [
-        {"nums": r["nums"], "target": r["target"], "completion": f"<answer>{_answer(r, rng.random() < noise)}</answer>"}
-        for r in rows
+        {"nums": r["nums"], "target": r["target"], "completion": f"<answer>{a}</answer>"}
+        for r, a in zip(rows, answers, strict=True)
     ]
 
 
@@ -50,7 +51,7 @@ def _answer(row: dict, noisy: bool = False) -> str:
 
 
 def _tokenizer(vocab_size: int):
-    """Byte-level BPE with one token per digit; the Countdown prompt's fixed text and the answer tags one token each."""
+    """Byte-level BPE: the Countdown prompt's fixed text, the tags and the numbers 10..99 one token each."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
