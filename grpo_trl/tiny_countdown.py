@@ -146,7 +146,7 @@ def accuracy_table(before: str | Path, after: str | Path) -> str:
     runs = [json.loads((Path(d) / "eval.json").read_text()) for d in (before, after)]
     (b, a), prompts = (r["pass@1"] for r in runs), runs[1]["prompts"]
     return (
-        f"held-out accuracy (countdown reward, greedy, {prompts} '{runs[1]['split']}' problems never trained on)\n"
+        f"held-out accuracy (countdown reward, greedy, {prompts} problems of the '{runs[1]['split']}' split)\n"
         f"  before GRPO (warm-up only)  {b:6.1%}\n"
         f"  after GRPO                  {a:6.1%}   ({(a - b) * 100:+.1f} points)"
     )

@@ -85,6 +85,7 @@ def test_never_seen_is_most_of_the_held_out_problems():
 def test_grpo_lifts_held_out_accuracy(tmp_path, warm_model):
     (before, before_unseen), (after, after_unseen) = _run(tmp_path, warm_model)
     assert 0.1 <= before <= 0.35  # the warm-up solves some problems, leaving room
+    # measured over trainer seeds 0-3: +24.8 to +32.4 points (all), +19.8 to +24.4 (never seen)
     assert after - before >= 0.15, (before, after)
     assert after_unseen - before_unseen >= 0.12, (before_unseen, after_unseen)  # not only problems seen in training
 
@@ -93,4 +94,4 @@ def test_grpo_lifts_held_out_accuracy(tmp_path, warm_model):
 def test_shuffled_reward_does_not_lift_accuracy(tmp_path, warm_model):
     # the countdown scores of each batch, shuffled across its completions: same scores, no link to the answers
     (before, _), (after, _) = _run(tmp_path, warm_model, rewards=[{"name": "tests.demo_control:shuffled_countdown"}])
-    assert after - before <= 0.08, (before, after)
+    assert after - before <= 0.05, (before, after)  # measured over seeds 0-2: -17.4 to -15.4 points (it drifts)
