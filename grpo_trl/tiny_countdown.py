@@ -1,16 +1,17 @@
 """``builtin:tiny-countdown``: a tiny model that can partly do two-number Countdown, built offline in seconds.
 
-A random ``Qwen2ForCausalLM`` (hidden 128, 2 layers) and a byte-level BPE tokenizer (one token per digit, the fixed
+A random ``Qwen2ForCausalLM`` (hidden 128, 2 layers) and a byte-level BPE tokenizer (numbers 10..99 and the fixed
 parts of the Countdown prompt one token each) are warmed by TRL ``SFTTrainer`` on generated two-number problems
 (``grpo_trl.data.countdown.generate_problems``: never the rows a recipe trains or evaluates on, which come from other
-seeds) to answer ``<answer>a op b</answer>``. The warm-up is short on purpose: the model learns the answer format and
-to copy the numbers, and picks the right operation only some of the time, which leaves GRPO room to improve it
-(``recipes/demo/tiny-countdown.yaml``, ``make demo``). Deterministic for a given seed.
+seeds) to answer ``<answer>a op b</answer>``. The warm-up is partial on purpose: ``noise`` (60%) of its answers are
+"larger - smaller" whatever the target, so the model learns the answer format and to copy the numbers but mostly
+subtracts (20% of held-out problems solved greedily), which leaves GRPO room to improve it
+(``recipes/demo/tiny-countdown.yaml``, ``make demo``: 52% after 150 steps). Deterministic for a given seed.
 
 Example:
     >>> rows = warmup_rows(2, seed=0)
     >>> sorted(rows[0]), rows[0]["completion"].startswith("<answer>")
-    (['nums', 'completion', 'target'], True)
+    (['completion', 'nums', 'target'], True)
 """
 
 from __future__ import annotations
