@@ -29,6 +29,7 @@ OWN_NAMES = (
     "recipe.step-*.yaml",
     "tiny-model",
     "tiny-tools",
+    "tiny-countdown",
     "tiny-reward",
     "report",
 )
@@ -46,9 +47,8 @@ def kind_of(name: str) -> str:
         return "log"
     if name.startswith("recipe"):
         return "recipe"
-    return {"tiny-model": "cache", "tiny-tools": "cache", "tiny-reward": "cache", "report": "report"}.get(
-        name, "model"
-    )
+    caches = ("tiny-model", "tiny-tools", "tiny-countdown", "tiny-reward")
+    return "cache" if name in caches else "report" if name == "report" else "model"
 
 
 def predictable(name: str) -> bool:

@@ -107,7 +107,8 @@ class RunSession:
         self._run = m.start_run(resumed_from=resumed, model=self.recipe.model.get("name"), batch=batch)
         m.record("recipe.yaml", "completions.jsonl", "alerts.jsonl")  # recorded before they are written
         if str(self.recipe.model.get("name")).startswith("builtin:"):  # built into the output_dir by resolve_model
-            m.record("tiny-model" if self.recipe.model.get("name") == BUILTIN_TINY else "tiny-tools")
+            name = str(self.recipe.model.get("name"))
+            m.record("tiny-model" if name == BUILTIN_TINY else name.split(":", 1)[1])
         if any(spec.get("model") == "builtin:tiny-reward" for spec in self.recipe.rewards):
             m.record("tiny-reward")
         m.save()

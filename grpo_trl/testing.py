@@ -277,10 +277,18 @@ def builtin_tokenizer(name: str):
     return tokenizer
 
 
+def build_tiny_countdown(output_dir: str | Path, **kwargs) -> str:
+    """``builtin:tiny-countdown``: a tiny model warmed up on two-number Countdown (``grpo_trl.tiny_countdown``)."""
+    from grpo_trl.tiny_countdown import build_tiny_countdown_model
+
+    return build_tiny_countdown_model(output_dir, **kwargs)
+
+
 BUILDERS = {
     "builtin:tiny": build_tiny_model,
     "builtin:tiny-tools": build_tiny_tool_model,
     "builtin:tiny-reward": build_tiny_reward_model,
+    "builtin:tiny-countdown": build_tiny_countdown,
 }
 
 

@@ -1,0 +1,19 @@
+"""The control reward of the demo tests: the ``countdown`` scores of a batch, shuffled across its completions.
+
+Same scores and the same share of 1.0s as the real reward, but no longer tied to what each completion says: a
+GRPO run rewarded by it must not get better at the task (``tests/test_demo_learns.py``).
+"""
+
+from __future__ import annotations
+
+import random
+
+from grpo_trl.rewards.countdown import countdown
+
+_rng = random.Random(0)
+
+
+def shuffled_countdown(completions: list, nums: list, target: list, **kwargs) -> list[float]:
+    scores = countdown(completions, nums=nums, target=target)
+    _rng.shuffle(scores)
+    return scores
