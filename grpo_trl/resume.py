@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.run_dir import CHECKPOINT
+from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")
 
@@ -103,8 +103,8 @@ def checkpoint_problem(ckpt: str | Path, world_size: int = 1) -> str | None:
 def checkpoints(folder: str | Path) -> list[Path]:
     """The ``checkpoint-<N>`` folders, newest (highest N) first."""
     folder = Path(folder)
-    found = [p for p in folder.glob("checkpoint-*") if p.is_dir() and CHECKPOINT.match(p.name)]
-    return sorted(found, key=lambda p: int(CHECKPOINT.match(p.name).group(1)), reverse=True)
+    found = [p for p in folder.glob("checkpoint-*") if p.is_dir() and checkpoint_step(p.name) is not None]
+    return sorted(found, key=lambda p: checkpoint_step(p.name), reverse=True)
 
 
 def newest_complete(folder: str | Path, world_size: int = 1) -> tuple[Path | None, list[tuple[Path, str]]]:

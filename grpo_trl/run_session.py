@@ -16,9 +16,11 @@ the lock is released.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,8 @@ from transformers import TrainerCallback
 
 from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError
 from grpo_trl.resume import blocking, checkpoints, continue_callbacks, newest_complete, recipe_differences, saved_step
-from grpo_trl.run_dir import Manifest, RunLock, describe, predictable
+from grpo_trl.run_dir import STATE, Heartbeat, Manifest, RunLock, describe, predictable, write_text
+from grpo_trl.trl_adapter import rotation_candidates
 
 logger = logging.getLogger("grpo_trl")
 BATCH_FIELDS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "world_size")
@@ -44,6 +47,21 @@ def is_main_process() -> bool:
         ) from None
 
 
+def _no_space(exc: BaseException) -> bool:
+    """A write that failed for lack of disk space: ``ENOSPC``/``EDQUOT``, or the same error as torch's and
+    safetensors' writers word it, anywhere in the exception's chain."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(w in str(seen) for w in ("No space left on device", "StorageFull", "os error 28", "Disk quota")):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class RunSession:
     """The output directory's side of one ``train`` call: see the module docstring."""
 
@@ -58,6 +76,7 @@ class RunSession:
         self.manifest: Manifest | None = None
         self._lock: RunLock | None = None
         self._run: dict | None = None
+        self._heartbeat: Heartbeat | None = None
 
     def _error(self, message: str) -> RecipeError:
         return RecipeError([Problem(self.recipe.file, "trainer.output_dir", f"{str(self.folder)!r} {message}")])
@@ -80,13 +99,39 @@ class RunSession:
             raise
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any = None, exc: BaseException | None = None, tb: Any = None) -> None:
         try:
+            if self._heartbeat is not None:
+                self._heartbeat.stop()
             if self._run is not None and self.manifest is not None:
                 self.manifest.end_run(self._run)
+        except OSError as err:  # the directory became unwritable (full disk, read-only): say so, unless already
+            if exc is None:
+                raise self._disk_error(err) from err
         finally:
             if self._lock is not None:
                 self._lock.release()
+        if exc is not None and not isinstance(exc, RecipeError) and (_no_space(exc) or self._ours(exc)):
+            raise self._disk_error(exc) from exc
+
+    def _ours(self, exc: BaseException) -> bool:
+        """An ``OSError`` on a path inside the output directory (a log that is now a folder, a read-only file)."""
+        name = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
+        if not name:
+            return False
+        folder = self.folder.resolve()
+        path = Path(os.fsdecode(name)).resolve()
+        return path == folder or folder in path.parents
+
+    def _disk_error(self, exc: BaseException) -> RecipeError:
+        where = getattr(exc, "filename", None)
+        what = f"writing {where}" if where else "writing"
+        if _no_space(exc):
+            return self._error(
+                f"ran out of disk space while {what}; free space, then --resume continues from the last complete "
+                "checkpoint"
+            )
+        return self._error(f"cannot be written ({what}: {getattr(exc, 'strerror', None) or exc})")
 
     # ------------------------------------------------------------------------------------------------ before
     def _prepare(self) -> None:
@@ -104,16 +149,27 @@ class RunSession:
         cfg = self.config
         batch = {k: getattr(cfg, k) for k in BATCH_FIELDS}
         resumed = self.resume_from.name if self.resume_from else None
-        self._run = m.start_run(resumed_from=resumed, model=self.recipe.model.get("name"), batch=batch)
-        m.record("recipe.yaml", "completions.jsonl", "alerts.jsonl")  # recorded before they are written
+        run = self._run = m.start_run(resumed_from=resumed, model=self.recipe.model.get("name"), batch=batch)
+        self._heartbeat = Heartbeat(self.folder, run)
+        self._heartbeat.start()
+        m.record("recipe.yaml", "completions.jsonl", "alerts.jsonl", run=run)  # recorded before they are written
         if str(self.recipe.model.get("name")).startswith("builtin:"):  # built into the output_dir by resolve_model
-            m.record("tiny-model" if self.recipe.model.get("name") == BUILTIN_TINY else "tiny-tools")
+            m.record("tiny-model" if self.recipe.model.get("name") == BUILTIN_TINY else "tiny-tools", run=run)
         if any(spec.get("model") == "builtin:tiny-reward" for spec in self.recipe.rewards):
-            m.record("tiny-reward")
+            m.record("tiny-reward", run=run)
         m.save()
         path, text = self.folder / "recipe.yaml", self.recipe.to_yaml()
         if not path.is_file() or path.read_text(errors="replace") != text:
-            path.write_text(text)
+            write_text(path, text)
+
+    def _rotated(self, m: Manifest) -> list[str]:
+        """Foreign folders the trainer's checkpoint rotation would delete (``save_total_limit`` with saving on)."""
+        cfg = self.config
+        strategy = getattr(cfg.save_strategy, "value", cfg.save_strategy)
+        if not cfg.save_total_limit or cfg.save_total_limit <= 0 or strategy == "no":
+            return []
+        foreign = set(m.foreign())
+        return [n for n in rotation_candidates(self.folder) if n in foreign and not predictable(n)]
 
     def _collisions(self, m: Manifest, action: str) -> None:
         clash = [n for n in m.foreign() if predictable(n)]
@@ -122,6 +178,14 @@ class RunSession:
                 f"holds entries grpo-trl did not write, with names the trainer would overwrite or rotate: "
                 f"{describe(clash, self.folder)}; {action} only touches what .grpo-trl/manifest.json records: move "
                 "them away or choose another output_dir"
+            )
+        rotated = self._rotated(m)
+        if rotated:
+            raise self._error(
+                f"holds {describe(rotated, self.folder)}, not written by grpo-trl, which the trainer's checkpoint "
+                f"rotation would delete (trainer.save_total_limit: {self.config.save_total_limit}; transformers "
+                "rotates every checkpoint-* folder): move them out of the output_dir, or unset "
+                "trainer.save_total_limit"
             )
 
     def _prepare_fresh(self, m: Manifest) -> None:
@@ -135,7 +199,7 @@ class RunSession:
             return
         foreign = m.foreign()
         if foreign:
-            beside = not any(predictable(n) for n in foreign)
+            beside = not any(predictable(n) for n in foreign) and not self._rotated(m)
             raise self._error(
                 f"holds entries grpo-trl did not write: {describe(foreign, self.folder)}; move them away, choose "
                 "another output_dir (--set trainer.output_dir=DIR)"
@@ -156,24 +220,28 @@ class RunSession:
 
     def _prepare_resume(self, m: Manifest) -> None:
         if self.main:
-            if not m.exists and (checkpoints(self.folder) or (self.folder / "trainer_state.json").is_file()):
-                legacy = [n for n in m.foreign() if predictable(n)]
-                m.record(*legacy)
-                logger.info("no .grpo-trl/manifest.json: adopting %s as this run's", describe(legacy, self.folder))
+            if not m.exists and any(predictable(n) for n in m.foreign()):
+                raise self._error(
+                    "has no .grpo-trl/manifest.json, so --resume cannot tell a run's files from yours "
+                    f"({describe([n for n in m.foreign() if predictable(n)], self.folder, 4)}) and adopts none: "
+                    "train into a new output_dir (to start from a checkpoint's weights: model.name: "
+                    "OUTPUT_DIR/checkpoint-N)"
+                )
             self._collisions(m, "--resume")
         ckpt, skipped = newest_complete(self.folder, self.config.world_size)
         for path, why in skipped if self.main else ():
             logger.warning("skipping %s: %s", path.name, why)
-        states = [p for p in (self.folder, ckpt) if p and saved_step(p / "trainer_state.json")]
-        best = max(states, key=lambda p: saved_step(p / "trainer_state.json")[0], default=None)
-        done = saved_step(best / "trainer_state.json") if best else None
-        target = self.config.max_steps if self.config.max_steps > 0 else (done[1] if done else 0)
-        if done and target and done[0] >= target:
-            self.finished = json.loads((best / "trainer_state.json").read_text())
+        # finished: the final save is whole (its trainer_state.json is moved into place last, see save_final); a
+        # checkpoint at max_steps without it is resumed (no step to train) so the final save is made again
+        final = saved_step(self.folder / "trainer_state.json")
+        at = saved_step(ckpt / "trainer_state.json") if ckpt else None
+        target = self.config.max_steps if self.config.max_steps > 0 else (final or at or (0, 0))[1]
+        if final and target and final[0] >= target and (at is None or at[0] <= final[0]):
+            self.finished = json.loads((self.folder / "trainer_state.json").read_text())
             if self.main:
                 logger.warning(
                     "%s finished at step %d (trainer.max_steps: %d): nothing trained, nothing deleted; raise "
-                    "trainer.max_steps to continue", self.folder, done[0], target,
+                    "trainer.max_steps to continue", self.folder, final[0], target,
                 )  # fmt: skip
             return
         if ckpt is None:
@@ -229,6 +297,38 @@ class RunSession:
                 saved.replace(keep)
                 logger.info("kept the earlier recipe as %s", keep.name)
 
+    # ------------------------------------------------------------------------------------------------ after
+    def save_final(self, trainer: Any) -> None:
+        """The trainer's final save (``save_model`` and ``save_state``), made whole before any of it is in place:
+        written into ``.grpo-trl/final-save/``, each name recorded, then moved into the output directory one rename
+        each, ``trainer_state.json`` last. A run killed on the way leaves no ``trainer_state.json`` at the top, so
+        ``--resume`` makes the final save again instead of calling an unloadable model finished."""
+        stage = self.folder / STATE / "final-save"
+        if self.main and stage.exists():
+            shutil.rmtree(stage)  # a killed save's leftovers
+        trainer.save_model(str(stage))  # every process: sharded models gather here
+        trainer.accelerator.wait_for_everyone()
+        if not self.main:
+            return
+        trainer.state.save_to_json(str(stage / "trainer_state.json"))
+        names = sorted(p.name for p in stage.iterdir() if p.name != "trainer_state.json") + ["trainer_state.json"]
+        m = self.manifest
+        foreign = [n for n in names if (self.folder / n).exists() and n not in m.entries]
+        if foreign:
+            raise self._error(
+                f"holds {describe(foreign, self.folder)}, not written by grpo-trl, where the final save goes; the "
+                f"trained model is in {stage}: move them away and copy it from there"
+            )
+        m.record(*names, run=self._run)
+        m.save()
+        (self.folder / "trainer_state.json").unlink(missing_ok=True)  # the old final save is no longer whole
+        for name in names:
+            target = self.folder / name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            os.replace(stage / name, target)
+        stage.rmdir()
+
     # ------------------------------------------------------------------------------------------------ during
     def attach(self, trainer: Any) -> None:
         """Record checkpoints as they are saved; on resume, continue the logs and alerts from the checkpoint."""
@@ -239,10 +339,22 @@ class RunSession:
 
 
 class ManifestCallback(TrainerCallback):
-    """Adds each saved ``checkpoint-<N>`` (and the trainer's other new entries) to the manifest."""
+    """Records each ``checkpoint-<N>`` (and TRL's ``README.md`` model card, written with it) before the trainer saves
+    it, and syncs the manifest after: a run killed mid-save has recorded what it was writing."""
 
     def __init__(self, manifest: Manifest, run: dict):
         self.manifest, self.run = manifest, run
+
+    def _announce(self, state, control) -> None:
+        if state.is_world_process_zero and control.should_save:
+            self.manifest.record(f"checkpoint-{state.global_step}", "README.md", run=self.run)
+            self.manifest.save()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self._announce(state, control)
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        self._announce(state, control)
 
     def on_save(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
