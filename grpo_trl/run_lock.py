@@ -106,7 +106,7 @@ class Heartbeat:
 
 def last_alive(folder: str | Path, run: dict) -> float | None:
     """When ``run`` (a manifest run record) was last known alive, on the filesystem's clock: its heartbeat's mtime
-    plus one missed beat, or ``None`` when it left no heartbeat (killed before its first, or an older grpo-trl)."""
+    plus two missed beats, or ``None`` when it left no heartbeat (killed before its first, or an older grpo-trl)."""
     path = Path(folder) / STATE / "heartbeat.json"
     try:
         who = json.loads(path.read_text())
@@ -115,4 +115,4 @@ def last_alive(folder: str | Path, run: dict) -> float | None:
         return None
     if not isinstance(who, dict) or any(who.get(k) != run.get(k) for k in ("pid", "host", "fs_start")):
         return None
-    return mtime + 2 * HEARTBEAT_S
+    return mtime + 3 * HEARTBEAT_S

@@ -30,9 +30,10 @@ from transformers import TrainerCallback
 from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError
 from grpo_trl.resume import blocking, checkpoints, continue_callbacks, newest_complete, recipe_differences, saved_step
 from grpo_trl.run_dir import STATE, Heartbeat, Manifest, RunLock, describe, predictable, write_text
-from grpo_trl.trl_adapter import rotation_candidates
+from grpo_trl.trl_adapter import checkpoint_step, rotation_candidates
 
 logger = logging.getLogger("grpo_trl")
+STATE_FILES = ("lock", "lock.json", "manifest.json", "heartbeat.json")
 BATCH_FIELDS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "world_size")
 
 
@@ -82,6 +83,10 @@ class RunSession:
         return RecipeError([Problem(self.recipe.file, "trainer.output_dir", f"{str(self.folder)!r} {message}")])
 
     def __enter__(self) -> RunSession:
+        for name in STATE_FILES:  # grpo-trl's own files, replaced by something else (a folder, a device)
+            path = self.folder / STATE / name
+            if path.exists() and not path.is_file():
+                raise self._error(f"holds {STATE}/{name}, which is not a file: move it away (grpo-trl writes it)")
         if self.main:
             try:
                 self._lock = RunLock(self.folder)
@@ -94,8 +99,8 @@ class RunSession:
                 raise self._error(f"{held}; wait for it to end, stop it, or use --set trainer.output_dir=DIR")
         try:
             self._prepare()
-        except BaseException:
-            self.__exit__()
+        except BaseException as exc:
+            self.__exit__(type(exc), exc, exc.__traceback__)
             raise
         return self
 
@@ -111,8 +116,23 @@ class RunSession:
         finally:
             if self._lock is not None:
                 self._lock.release()
-        if exc is not None and not isinstance(exc, RecipeError) and (_no_space(exc) or self._ours(exc)):
+        if exc is None or isinstance(exc, RecipeError) or not isinstance(exc, Exception):
+            return
+        if _no_space(exc) or (isinstance(exc, (OSError, RuntimeError)) and self._full()):
+            raise self._error(
+                "ran out of disk space while the run was writing to it; free space, then --resume continues from "
+                "the last complete checkpoint"
+            ) from exc
+        if self._ours(exc):
             raise self._disk_error(exc) from exc
+
+    def _full(self) -> bool:
+        """The output directory's disk has (next to) nothing left: torch's writer words a short write its own way
+        ("unexpected pos", "file write failed"), so a failed write is told by the disk it was writing to."""
+        try:
+            return shutil.disk_usage(self.folder).free < 2**20
+        except OSError:
+            return False
 
     def _ours(self, exc: BaseException) -> bool:
         """An ``OSError`` on a path inside the output directory (a log that is now a folder, a read-only file)."""
@@ -126,11 +146,6 @@ class RunSession:
     def _disk_error(self, exc: BaseException) -> RecipeError:
         where = getattr(exc, "filename", None)
         what = f"writing {where}" if where else "writing"
-        if _no_space(exc):
-            return self._error(
-                f"ran out of disk space while {what}; free space, then --resume continues from the last complete "
-                "checkpoint"
-            )
         return self._error(f"cannot be written ({what}: {getattr(exc, 'strerror', None) or exc})")
 
     # ------------------------------------------------------------------------------------------------ before
@@ -228,6 +243,12 @@ class RunSession:
                     "OUTPUT_DIR/checkpoint-N)"
                 )
             self._collisions(m, "--resume")
+            blocked = [n for n in m.present() if checkpoint_step(n) is not None and not (self.folder / n).is_dir()]
+            if blocked:
+                raise self._error(
+                    f"holds {describe(blocked, self.folder)}, not a folder, where the trainer saves a checkpoint: "
+                    "move it away"
+                )
         ckpt, skipped = newest_complete(self.folder, self.config.world_size)
         for path, why in skipped if self.main else ():
             logger.warning("skipping %s: %s", path.name, why)
