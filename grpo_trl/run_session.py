@@ -16,7 +16,6 @@ the lock is released.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
@@ -25,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from transformers import TrainerCallback
 
 from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError
 from grpo_trl.resume import blocking, checkpoints, continue_callbacks, newest_complete, recipe_differences, saved_step
 from grpo_trl.run_dir import STATE, Heartbeat, Manifest, RunLock, describe, predictable, write_text
+from grpo_trl.run_writes import ManifestCallback, no_space, place, stage, stage_from_checkpoint
 from grpo_trl.trl_adapter import checkpoint_step, rotation_candidates
 
 logger = logging.getLogger("grpo_trl")
@@ -46,21 +45,6 @@ def is_main_process() -> bool:
         raise RecipeError(
             [Problem("environment", "RANK", f"must be a process rank (0, 1, ...), got {raw!r}")]
         ) from None
-
-
-def _no_space(exc: BaseException) -> bool:
-    """A write that failed for lack of disk space: ``ENOSPC``/``EDQUOT``, or the same error as torch's and
-    safetensors' writers word it, anywhere in the exception's chain."""
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            return False
-        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
-            return True
-        if any(w in str(seen) for w in ("No space left on device", "StorageFull", "os error 28", "Disk quota")):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 class RunSession:
@@ -118,7 +102,7 @@ class RunSession:
                 self._lock.release()
         if exc is None or isinstance(exc, RecipeError) or not isinstance(exc, Exception):
             return
-        if _no_space(exc) or (isinstance(exc, (OSError, RuntimeError)) and self._full()):
+        if no_space(exc) or (isinstance(exc, (OSError, RuntimeError)) and self._full()):
             raise self._error(
                 "ran out of disk space while the run was writing to it; free space, then --resume continues from "
                 "the last complete checkpoint"
@@ -161,6 +145,9 @@ class RunSession:
             self._prepare_fresh(m)
         if self.finished is not None or not self.main:
             return
+        folders = [n for n in ("recipe.yaml", "completions.jsonl", "alerts.jsonl") if (self.folder / n).is_dir()]
+        if folders:  # what grpo-trl writes through the run, replaced by a folder: it would fail at the first write
+            raise self._error(f"holds {describe(folders, self.folder)}, a folder where grpo-trl writes: move it away")
         cfg = self.config
         batch = {k: getattr(cfg, k) for k in BATCH_FIELDS}
         resumed = self.resume_from.name if self.resume_from else None
@@ -265,6 +252,15 @@ class RunSession:
                     "trainer.max_steps to continue", self.folder, final[0], target,
                 )  # fmt: skip
             return
+        if at and target and at[0] >= target:  # killed in (or before) the final save: make it now, train nothing
+            self.finished = json.loads((ckpt / "trainer_state.json").read_text())
+            if self.main:
+                self._place(stage_from_checkpoint(ckpt, self.folder))
+                logger.warning(
+                    "%s: the final save of step %d was not whole (killed while saving): made it again from %s; "
+                    "nothing trained", self.folder, at[0], ckpt.name,
+                )  # fmt: skip
+            return
         if ckpt is None:
             if skipped:
                 reasons = "; ".join(f"{p.name}: {why}" for p, why in skipped)
@@ -320,35 +316,24 @@ class RunSession:
 
     # ------------------------------------------------------------------------------------------------ after
     def save_final(self, trainer: Any) -> None:
-        """The trainer's final save (``save_model`` and ``save_state``), made whole before any of it is in place:
-        written into ``.grpo-trl/final-save/``, each name recorded, then moved into the output directory one rename
-        each, ``trainer_state.json`` last. A run killed on the way leaves no ``trainer_state.json`` at the top, so
-        ``--resume`` makes the final save again instead of calling an unloadable model finished."""
-        stage = self.folder / STATE / "final-save"
-        if self.main and stage.exists():
-            shutil.rmtree(stage)  # a killed save's leftovers
-        trainer.save_model(str(stage))  # every process: sharded models gather here
+        """The trainer's final save (``save_model`` and ``save_state``), whole before any of it is in place
+        (``run_writes.place``): a run killed on the way leaves it unmade, and ``--resume`` makes it again."""
+        staged = self.folder / STATE / "final-save"
+        if self.main:
+            staged = stage(self.folder)
+        trainer.save_model(str(staged))  # every process: sharded models gather here
         trainer.accelerator.wait_for_everyone()
-        if not self.main:
-            return
-        trainer.state.save_to_json(str(stage / "trainer_state.json"))
-        names = sorted(p.name for p in stage.iterdir() if p.name != "trainer_state.json") + ["trainer_state.json"]
-        m = self.manifest
-        foreign = [n for n in names if (self.folder / n).exists() and n not in m.entries]
+        if self.main:
+            trainer.state.save_to_json(str(staged / "trainer_state.json"))
+            self._place(staged)
+
+    def _place(self, staged: Path) -> None:
+        foreign = place(self.folder, self.manifest, staged, self._run)
         if foreign:
             raise self._error(
                 f"holds {describe(foreign, self.folder)}, not written by grpo-trl, where the final save goes; the "
-                f"trained model is in {stage}: move them away and copy it from there"
+                f"model is in {staged}: move them away and copy it from there"
             )
-        m.record(*names, run=self._run)
-        m.save()
-        (self.folder / "trainer_state.json").unlink(missing_ok=True)  # the old final save is no longer whole
-        for name in names:
-            target = self.folder / name
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
-            os.replace(stage / name, target)
-        stage.rmdir()
 
     # ------------------------------------------------------------------------------------------------ during
     def attach(self, trainer: Any) -> None:
@@ -357,27 +342,3 @@ class RunSession:
             trainer.add_callback(ManifestCallback(self.manifest, self._run))
         if self.resume_from is not None:
             continue_callbacks(trainer, self.folder, self.resume_from, write=self.main)
-
-
-class ManifestCallback(TrainerCallback):
-    """Records each ``checkpoint-<N>`` (and TRL's ``README.md`` model card, written with it) before the trainer saves
-    it, and syncs the manifest after: a run killed mid-save has recorded what it was writing."""
-
-    def __init__(self, manifest: Manifest, run: dict):
-        self.manifest, self.run = manifest, run
-
-    def _announce(self, state, control) -> None:
-        if state.is_world_process_zero and control.should_save:
-            self.manifest.record(f"checkpoint-{state.global_step}", "README.md", run=self.run)
-            self.manifest.save()
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self._announce(state, control)
-
-    def on_epoch_end(self, args, state, control, **kwargs):
-        self._announce(state, control)
-
-    def on_save(self, args, state, control, **kwargs):
-        if state.is_world_process_zero:
-            self.manifest.record(f"checkpoint-{state.global_step}")
-            self.manifest.sync(self.run)
