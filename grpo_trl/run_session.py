@@ -139,15 +139,18 @@ class RunSession:
             adopted = m.recover()
             if adopted:
                 logger.info("recorded what the interrupted run wrote: %s", describe(adopted, self.folder))
+            logs = ("recipe.yaml", "completions.jsonl", "alerts.jsonl")
+            folders = [n for n in logs if n in m.entries and (self.folder / n).is_dir()]
+            if folders and not self.overwrite:  # grpo-trl's own, replaced by a folder: the first write would fail
+                raise self._error(
+                    f"holds {describe(folders, self.folder)}, a folder where grpo-trl writes: move it away"
+                )
         if self.resume:
             self._prepare_resume(m)
         elif self.main:
             self._prepare_fresh(m)
         if self.finished is not None or not self.main:
             return
-        folders = [n for n in ("recipe.yaml", "completions.jsonl", "alerts.jsonl") if (self.folder / n).is_dir()]
-        if folders:  # what grpo-trl writes through the run, replaced by a folder: it would fail at the first write
-            raise self._error(f"holds {describe(folders, self.folder)}, a folder where grpo-trl writes: move it away")
         cfg = self.config
         batch = {k: getattr(cfg, k) for k in BATCH_FIELDS}
         resumed = self.resume_from.name if self.resume_from else None
