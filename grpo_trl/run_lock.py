@@ -68,7 +68,10 @@ class RunLock:
 
     def release(self) -> None:
         if self._lock.is_locked:
-            self.info.unlink(missing_ok=True)
+            try:
+                self.info.unlink(missing_ok=True)
+            except OSError:  # a folder turned read-only: the next run takes a lock.json over when the OS lock is free
+                pass
             self._lock.release()
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from grpo_trl.errors import GrpoTrlError
 from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError
 from grpo_trl.resume import blocking, checkpoints, continue_callbacks, newest_complete, recipe_differences, saved_step
 from grpo_trl.run_dir import STATE, Heartbeat, Manifest, RunLock, describe, predictable, write_text
@@ -100,7 +101,7 @@ class RunSession:
         finally:
             if self._lock is not None:
                 self._lock.release()
-        if exc is None or isinstance(exc, RecipeError) or not isinstance(exc, Exception):
+        if exc is None or isinstance(exc, GrpoTrlError) or not isinstance(exc, Exception):
             return
         if no_space(exc) or (isinstance(exc, (OSError, RuntimeError)) and self._full()):
             raise self._error(

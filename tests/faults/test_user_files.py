@@ -171,6 +171,7 @@ def test_overwrite_refuses_user_folders_the_rotation_would_delete(limit, run_cop
     assert snapshot(out) == before  # not even grpo-trl's own entries were removed
 
 
+@pytest.mark.slow
 def test_without_rotation_the_kept_folders_are_kept(run_copy, capsys, caplog):
     """No save_total_limit: --overwrite keeps them, as it says, and the run never touches them."""
     path, out = run_copy({"max_steps": 2, "save_steps": 1})
@@ -211,6 +212,36 @@ def test_rotation_candidates_cover_what_transformers_rotates(names, same_mtime, 
     deleted = {n for n in names if not (folder / n).exists()}
     assert deleted <= candidates, (deleted, candidates)
     assert all(n.startswith("checkpoint-") for n in candidates)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    names=st.lists(
+        st.from_regex(r"checkpoint-[1-9][0-9]{0,3}([-._][a-z0-9]{1,5})?", fullmatch=True) | NAMES,
+        min_size=1,
+        max_size=6,
+        unique=True,
+    )
+)
+def test_a_checkpoint_is_what_the_trainer_resumes_from(names, tmp_path_factory):
+    """One definition of a checkpoint name: grpo-trl's newest is transformers' get_last_checkpoint."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from grpo_trl.resume import checkpoints
+    from grpo_trl.run_names import kind_of
+    from grpo_trl.trl_adapter import checkpoint_step
+
+    folder = tmp_path_factory.mktemp("names")
+    steps = set()
+    for name in names:
+        step = checkpoint_step(name)
+        if step is not None and (name != f"checkpoint-{step}" or step in steps):
+            continue  # checkpoint-007 beside checkpoint-7: the trainer never writes both
+        steps.add(step)
+        (folder / name).mkdir()
+    found = checkpoints(folder)
+    assert (str(found[0]) if found else None) == get_last_checkpoint(str(folder))
+    assert {p.name for p in found} == {p.name for p in folder.iterdir() if kind_of(p.name) == "checkpoint"}
 
 
 # ------------------------------------------------------------------------------------- kill -9 while writing
