@@ -144,7 +144,7 @@ class Manifest:
             end = last_alive(self.folder, run)
             run["ended"], run["killed"] = (end if end is not None else run.get("fs_start") or 0.0), True
             for name, entry in list(self.entries.items()):
-                if entry.get("run") == run.get("fs_start") and self._mtime(name) > run["ended"]:
+                if "run" in entry and entry["run"] == run.get("fs_start") and self._mtime(name) > run["ended"]:
                     del self.entries[name]
             self.sync(run)
         return sorted(set(self.entries) - before)

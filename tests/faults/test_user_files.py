@@ -140,6 +140,19 @@ def test_a_recorded_name_the_user_made_after_the_kill_is_theirs(tmp_path):
     assert (tmp_path / "README.md").read_text() == "mine"
 
 
+def test_a_killed_run_without_heartbeat_drops_none_of_the_earlier_entries(tmp_path):
+    """An open run from an older grpo-trl (no heartbeat, even no start time): entries it did not announce stay."""
+    (tmp_path / "checkpoint-2").mkdir()
+    (tmp_path / "completions.jsonl").write_text("{}\n")
+    m = Manifest.load(tmp_path)
+    m.record("checkpoint-2", "completions.jsonl")
+    m.runs.append({"pid": 1, "ended": None})
+    m.save()
+    again = Manifest.load(tmp_path)
+    again.recover()
+    assert again.foreign() == [] and sorted(again.entries) == ["checkpoint-2", "completions.jsonl"]
+
+
 # ------------------------------------------------------------------------------------- --resume without a manifest
 def test_resume_without_a_manifest_adopts_nothing(run_copy, capsys):
     path, out = run_copy({"max_steps": 6})
