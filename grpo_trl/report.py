@@ -171,9 +171,22 @@ def _samples_table(samples: list[dict]) -> str:
 
 
 def write_report(output_dir: str | Path) -> str:
-    """Write ``<output_dir>/report/`` (PNGs, report.json, report.html); return the HTML path."""
+    """Write ``<output_dir>/report/`` (PNGs, report.json, report.html); return the HTML path. A folder that cannot be
+    written (read-only, full, ``report`` a file) is one error naming what could not be written."""
     output_dir = Path(output_dir)
     history = load_history(output_dir)
+    try:
+        return _write_report(output_dir, history)
+    except OSError as exc:
+        where = exc.filename or output_dir / "report"
+        raise GrpoTrlError(
+            f"cannot write {where} ({exc.strerror or exc})",
+            file=str(output_dir),
+            fix="make the folder writable, or copy the output_dir somewhere writable and run grpo-trl report there",
+        ) from None
+
+
+def _write_report(output_dir: Path, history: list[dict]) -> str:
     out = output_dir / "report"
     manifest = Manifest.load(output_dir)
     if out.exists() and manifest.exists and "report" not in manifest.entries:

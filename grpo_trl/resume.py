@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.run_dir import CHECKPOINT
+from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")
 
@@ -75,16 +75,53 @@ def _weights_problem(ckpt: Path) -> str | None:
     return None
 
 
+# the fields of trainer_state.json the trainer computes with on resume, and the JSON types it needs them in
+STATE_TYPES = {
+    "global_step": (int,),
+    "max_steps": (int,),
+    "epoch": (int, float, type(None)),
+    "best_global_step": (int, type(None)),
+    "log_history": (list,),
+}
+
+
+def state_problem(state: Any) -> str | None:
+    """What is wrong with a parsed ``trainer_state.json`` for resuming (a hand edit, another tool's file), or None.
+
+    >>> state_problem({"global_step": "3"})
+    "global_step is '3' (a string), not a whole number"
+    """
+    if not isinstance(state, dict):
+        return f"is a JSON {type(state).__name__}, not an object"
+    if "global_step" not in state:
+        return "has no global_step"
+    for key, types in STATE_TYPES.items():
+        value = state.get(key, 0 if key != "log_history" else [])
+        if not isinstance(value, types) or isinstance(value, bool) or (isinstance(value, int) and value < 0):
+            kind = {str: "a string", float: "a fraction", bool: "true/false"}.get(type(value), type(value).__name__)
+            need = "a list" if key == "log_history" else "a number" if key == "epoch" else "a whole number"
+            return f"{key} is {value!r} ({kind}), not {need}"
+    return None
+
+
+def read_state(path: Path) -> tuple[dict | None, str | None]:
+    """``(state, None)`` from a ``trainer_state.json`` fit to resume from, else ``(None, why not)``."""
+    try:
+        state = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None, "no trainer_state.json (killed while saving)"
+    except (OSError, ValueError) as exc:
+        return None, f"trainer_state.json is unreadable ({type(exc).__name__}: {exc})"
+    problem = state_problem(state)
+    return (None, f"trainer_state.json is unreadable ({problem})") if problem else (state, None)
+
+
 def checkpoint_problem(ckpt: str | Path, world_size: int = 1) -> str | None:
     """Why ``ckpt`` cannot be resumed from, or ``None`` when it is complete."""
     ckpt = Path(ckpt)
-    try:
-        state = json.loads((ckpt / "trainer_state.json").read_text())
-        int(state["global_step"])
-    except FileNotFoundError:
-        return "no trainer_state.json (killed while saving)"
-    except (OSError, ValueError, KeyError, TypeError, OverflowError) as exc:  # OverflowError: a step of Infinity
-        return f"trainer_state.json is unreadable ({type(exc).__name__}: {exc})"
+    state, problem = read_state(ckpt / "trainer_state.json")
+    if problem:
+        return problem
     if problem := _weights_problem(ckpt):
         return problem
     if any(ckpt.glob("global_step*")) or any(ckpt.glob("*_fsdp_*")):
@@ -103,8 +140,8 @@ def checkpoint_problem(ckpt: str | Path, world_size: int = 1) -> str | None:
 def checkpoints(folder: str | Path) -> list[Path]:
     """The ``checkpoint-<N>`` folders, newest (highest N) first."""
     folder = Path(folder)
-    found = [p for p in folder.glob("checkpoint-*") if p.is_dir() and CHECKPOINT.match(p.name)]
-    return sorted(found, key=lambda p: int(CHECKPOINT.match(p.name).group(1)), reverse=True)
+    found = [p for p in folder.glob("checkpoint-*") if p.is_dir() and checkpoint_step(p.name) is not None]
+    return sorted(found, key=lambda p: checkpoint_step(p.name), reverse=True)
 
 
 def newest_complete(folder: str | Path, world_size: int = 1) -> tuple[Path | None, list[tuple[Path, str]]]:
@@ -120,11 +157,8 @@ def newest_complete(folder: str | Path, world_size: int = 1) -> tuple[Path | Non
 
 def saved_step(path: Path) -> tuple[int, int] | None:
     """``(global_step, max_steps)`` from a ``trainer_state.json``, or ``None`` when it is absent or unreadable."""
-    try:
-        state = json.loads(path.read_text())
-        return int(state["global_step"]), int(state.get("max_steps") or 0)
-    except (OSError, ValueError, KeyError, TypeError, OverflowError):
-        return None
+    state, _ = read_state(path)
+    return (state["global_step"], state.get("max_steps") or 0) if state else None
 
 
 def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:

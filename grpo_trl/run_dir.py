@@ -7,12 +7,13 @@ Everything grpo-trl keeps about a directory lives in ``<output_dir>/.grpo-trl/``
 - ``lock`` (an OS lock through ``filelock``) and ``lock.json`` (pid, host, start): one run per directory
   (``RunLock``, in run_lock.py).
 
-A run killed between writing a file and recording it: the trainer writes predictable names (``checkpoint-<N>``,
-``model.safetensors``, ``config.json``, tokenizer files, ``training_args.bin``, ``trainer_state.json``, the
-``README.md`` model card, ``runs/``...; ``TRAINER_NAMES`` in run_names.py). An entry with such a name whose
-modification time falls inside a recorded run's window (its start, taken from the filesystem's own clock, to its
-end, or for a killed run to the moment the next run found it) is that run's. Anything else not in the manifest is
-foreign and is never touched.
+A run records each entry before it writes it (``recipe.yaml``, logs, ``tiny-model``, ``checkpoint-<N>`` when the
+trainer is about to save it, each file of the final save before it is moved into place). What a killed run recorded
+but had not yet written, then found newer than the run's death, is not the run's (the user made it since). What the
+trainer writes unannounced has predictable names (the ``README.md`` model card, ``runs/``, ``completions/``...;
+``TRAINER_NAMES`` in run_names.py): an entry with such a name whose modification time falls inside a recorded run's
+window (its start, taken from the filesystem's own clock, to its end; for a killed run, to its last heartbeat,
+``run_lock.Heartbeat``) is that run's. Anything else not in the manifest is foreign and is never touched.
 
 Example:
     >>> import tempfile
@@ -36,8 +37,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grpo_trl.run_lock import RunLock, this_process
-from grpo_trl.run_names import CHECKPOINT, OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable, write_json
+from grpo_trl.run_lock import Heartbeat, RunLock, last_alive, this_process
+from grpo_trl.run_names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable, write_json, write_text
+from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")
 SLACK_S = 2.0  # coarse filesystem timestamps: a file may look up to this much older than the run that wrote it
@@ -105,9 +107,12 @@ class Manifest:
     def present(self) -> list[str]:
         return sorted(p.name for p in self.folder.iterdir() if p.name != STATE) if self.folder.is_dir() else []
 
-    def record(self, *names: str) -> None:
+    def record(self, *names: str, run: dict | None = None) -> None:
+        """Add ``names`` (about to be written by ``run``, when given: a killed run's unwritten ones are dropped)."""
         for name in names:
-            self.entries.setdefault(name, {"kind": kind_of(name)})
+            entry = self.entries.setdefault(name, {"kind": kind_of(name)})
+            if run is not None and "fs_start" in run and not (self.folder / name).exists():
+                entry["run"] = run["fs_start"]
 
     def foreign(self) -> list[str]:
         """Entries in the directory that grpo-trl did not write."""
@@ -124,23 +129,31 @@ class Manifest:
         runs = [run] if run else self.runs
         windows = [(r["fs_start"] - SLACK_S, r.get("ended") or float("inf")) for r in runs if "fs_start" in r]
         for name in names - set(self.entries):
-            if predictable(name):
-                mtime = (self.folder / name).stat().st_mtime
-                if any(lo <= mtime <= hi for lo, hi in windows):
-                    self.record(name)
+            if predictable(name) and any(lo <= self._mtime(name) <= hi for lo, hi in windows):
+                self.record(name)
         self.save()
 
     def recover(self) -> list[str]:
-        """Close the windows of runs that never recorded their end (killed), adopting what they wrote."""
+        """Close the windows of runs that never recorded their end (killed) at their last heartbeat, adopting what
+        they wrote then, and dropping what they recorded but the user made after they died."""
         open_runs = [r for r in self.runs if not r.get("ended")]
         if not open_runs:
             return []
         before = set(self.entries)
-        now = _fs_now(self.folder)
         for run in open_runs:
-            run["ended"], run["killed"] = now, True
+            end = last_alive(self.folder, run)
+            run["ended"], run["killed"] = (end if end is not None else run.get("fs_start") or 0.0), True
+            for name, entry in list(self.entries.items()):
+                if "run" in entry and entry["run"] == run.get("fs_start") and self._mtime(name) > run["ended"]:
+                    del self.entries[name]
             self.sync(run)
         return sorted(set(self.entries) - before)
+
+    def _mtime(self, name: str) -> float:
+        try:
+            return (self.folder / name).lstat().st_mtime
+        except OSError:
+            return float("-inf")
 
     def remove_own(self) -> list[str]:
         """``--overwrite``: delete the entries grpo-trl wrote (nothing else); returns their names."""
@@ -228,7 +241,7 @@ def output_dir_problems(output_dir: str | None, recipe_dir: str | Path | None = 
     for parent in target.parents:
         is_run = (parent / STATE / "manifest.json").is_file()
         in_run = (parent.parent / STATE / "manifest.json").is_file()
-        if CHECKPOINT.match(parent.name) and ((parent / "trainer_state.json").is_file() or in_run):
+        if checkpoint_step(parent.name) is not None and ((parent / "trainer_state.json").is_file() or in_run):
             problems.append(f"is inside the checkpoint {parent} of another run: choose a folder outside it")
             break
         if is_run:
@@ -239,10 +252,10 @@ def output_dir_problems(output_dir: str | None, recipe_dir: str | Path | None = 
 
 # names other modules and tests import from here; they live in run_names.py and run_lock.py
 __all__ = [
-    "CHECKPOINT",
     "OWN_NAMES",
     "STATE",
     "TRAINER_NAMES",
+    "Heartbeat",
     "Manifest",
     "RunLock",
     "describe",
@@ -250,4 +263,5 @@ __all__ = [
     "output_dir_problems",
     "predictable",
     "record_entries",
+    "write_text",
 ]

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -67,5 +68,54 @@ class RunLock:
 
     def release(self) -> None:
         if self._lock.is_locked:
-            self.info.unlink(missing_ok=True)
+            try:
+                self.info.unlink(missing_ok=True)
+            except OSError:  # a folder turned read-only: the next run takes a lock.json over when the OS lock is free
+                pass
             self._lock.release()
+
+
+HEARTBEAT_S = 1.0  # how often a live run touches .grpo-trl/heartbeat.json
+
+
+class Heartbeat:
+    """``<output_dir>/.grpo-trl/heartbeat.json`` (the run it belongs to), touched every ``HEARTBEAT_S`` by a thread
+    while the run lives. Its mtime, on the filesystem's clock, bounds when a killed run can last have written: the
+    next run closes the killed run's window there, so a file made after the kill is never taken for the run's."""
+
+    def __init__(self, folder: str | Path, run: dict):
+        self.path = Path(folder) / STATE / "heartbeat.json"
+        self.run = {k: run.get(k) for k in ("pid", "host", "fs_start")}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        write_json(self.path, self.run)
+        self._thread = threading.Thread(target=self._beat, name="grpo-trl-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                os.utime(self.path)
+            except OSError:  # the directory went away or turned read-only: the run's own writes will say so
+                pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+def last_alive(folder: str | Path, run: dict) -> float | None:
+    """When ``run`` (a manifest run record) was last known alive, on the filesystem's clock: its heartbeat's mtime
+    plus two missed beats, or ``None`` when it left no heartbeat (killed before its first, or an older grpo-trl)."""
+    path = Path(folder) / STATE / "heartbeat.json"
+    try:
+        who = json.loads(path.read_text())
+        mtime = path.stat().st_mtime
+    except (OSError, ValueError):
+        return None
+    if not isinstance(who, dict) or any(who.get(k) != run.get(k) for k in ("pid", "host", "fs_start")):
+        return None
+    return mtime + 3 * HEARTBEAT_S

@@ -8,18 +8,19 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
-import re
 from pathlib import Path
 
+from grpo_trl.trl_adapter import checkpoint_step
+
 STATE = ".grpo-trl"
-CHECKPOINT = re.compile(r"checkpoint-(\d+)$")
-# what transformers/TRL write into output_dir (save_model, save_state, model card, tensorboard, TRL's parquet logs)
+# what transformers/TRL write into output_dir (save_model, save_state, model card, tensorboard, TRL's parquet logs):
+# exact file names where the trainer's are fixed, so a user's tokenizer_notes.txt or my_eval_results.json is never one
 TRAINER_NAMES = (
-    "checkpoint-[0-9]*", "*.safetensors", "*.safetensors.index.json", "pytorch_model*.bin", "adapter_config.json",
-    "config.json", "generation_config.json", "tokenizer*", "special_tokens_map.json", "added_tokens.json",
-    "vocab.json", "merges.txt", "chat_template.jinja", "chat_template.json", "preprocessor_config.json",
-    "processor_config.json", "training_args.bin", "trainer_state.json", "*_results.json", "README.md", "runs",
-    "completions",
+    "*.safetensors", "*.safetensors.index.json", "pytorch_model*.bin", "adapter_config.json", "config.json",
+    "generation_config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json",
+    "added_tokens.json", "vocab.json", "vocab.txt", "merges.txt", "chat_template.jinja", "chat_template.json",
+    "preprocessor_config.json", "processor_config.json", "training_args.bin", "trainer_state.json",
+    "train_results.json", "eval_results.json", "all_results.json", "README.md", "runs", "completions",
 )  # fmt: skip
 # what grpo-trl itself writes: logs, recipe copies, the built tiny model, `grpo-trl report`
 OWN_NAMES = (
@@ -41,7 +42,7 @@ def kind_of(name: str) -> str:
     >>> [kind_of(n) for n in ("checkpoint-4", "alerts.jsonl", "recipe.step-4.yaml", "tiny-model", "config.json")]
     ['checkpoint', 'log', 'recipe', 'cache', 'model']
     """
-    if CHECKPOINT.match(name):
+    if checkpoint_step(name) is not None:
         return "checkpoint"
     if name.endswith(".jsonl") or name in ("runs", "completions"):
         return "log"
@@ -52,14 +53,25 @@ def kind_of(name: str) -> str:
 
 
 def predictable(name: str) -> bool:
-    """A name the trainer or grpo-trl writes (``checkpoint-<N>`` with digits only)."""
-    if name.startswith("checkpoint-"):
-        return bool(CHECKPOINT.match(name))
+    """A name the trainer or grpo-trl writes (``checkpoint-<N>`` as the trainer names them: ``checkpoint_step``)."""
+    if checkpoint_step(name) is not None:
+        return True
     return any(fnmatch.fnmatchcase(name, p) for p in TRAINER_NAMES + OWN_NAMES)
 
 
-def write_json(path: Path, data: dict) -> None:
-    """Replace ``path`` with ``data`` atomically (a reader sees the old file or the new one, never half of it)."""
+def write_text(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically (a reader, or the next run after a kill, sees the old file or the new
+    one, never half of it)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if tmp.is_file():
+            tmp.unlink()
+        raise
+
+
+def write_json(path: Path, data: dict) -> None:
+    """``write_text`` of ``data`` as JSON."""
+    write_text(path, json.dumps(data, indent=1, default=str))

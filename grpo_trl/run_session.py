@@ -5,13 +5,17 @@ record what a killed run left, then per mode:
 
 - fresh: stop when the directory holds entries grpo-trl did not write, or a previous run's results;
 - ``--overwrite``: remove only grpo-trl's entries, list the ones kept; stop when a kept one has a name the trainer
-  would overwrite or rotate (``checkpoint-<N>``, ``config.json``...);
-- ``--resume``: the newest complete checkpoint (the others skipped with the reason); a finished run trains nothing;
-  recipe changes are listed (an error for those that make the resume meaningless) and the earlier recipe is kept
-  as ``recipe.step-<N>.yaml``.
+  would overwrite or rotate (``checkpoint-<N>``, ``config.json``...; with ``save_total_limit``, any folder
+  transformers' rotation deletes: ``trl_adapter.rotation_candidates``);
+- ``--resume``: refused without a manifest; the newest complete checkpoint (the others skipped with the reason); a
+  finished run trains nothing, one killed in its final save has it made again from the checkpoint; recipe changes
+  are listed (an error for those that make the resume meaningless) and the earlier recipe is kept as
+  ``recipe.step-<N>.yaml``.
 
-While training, a ``TrainerCallback`` records each checkpoint in the manifest; on exit the run's window closes and
-the lock is released.
+While training, a heartbeat thread touches ``.grpo-trl/heartbeat.json`` and ``run_writes.ManifestCallback`` records
+each checkpoint before it is saved; the final save is staged whole (``save_final``); on exit the run's window closes
+and the lock is released. A write that fails in the output directory (full disk, a folder where a file goes) is
+one error naming it.
 """
 
 from __future__ import annotations
@@ -19,17 +23,21 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
-from transformers import TrainerCallback
 
+from grpo_trl.errors import GrpoTrlError
 from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError
 from grpo_trl.resume import blocking, checkpoints, continue_callbacks, newest_complete, recipe_differences, saved_step
-from grpo_trl.run_dir import Manifest, RunLock, describe, predictable
+from grpo_trl.run_dir import STATE, Heartbeat, Manifest, RunLock, describe, predictable, write_text
+from grpo_trl.run_writes import ManifestCallback, no_space, place, stage, stage_from_checkpoint
+from grpo_trl.trl_adapter import checkpoint_step, rotation_candidates
 
 logger = logging.getLogger("grpo_trl")
+STATE_FILES = ("lock", "lock.json", "manifest.json", "heartbeat.json")
 BATCH_FIELDS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "world_size")
 
 
@@ -58,11 +66,16 @@ class RunSession:
         self.manifest: Manifest | None = None
         self._lock: RunLock | None = None
         self._run: dict | None = None
+        self._heartbeat: Heartbeat | None = None
 
     def _error(self, message: str) -> RecipeError:
         return RecipeError([Problem(self.recipe.file, "trainer.output_dir", f"{str(self.folder)!r} {message}")])
 
     def __enter__(self) -> RunSession:
+        for name in STATE_FILES:  # grpo-trl's own files, replaced by something else (a folder, a device)
+            path = self.folder / STATE / name
+            if path.exists() and not path.is_file():
+                raise self._error(f"holds {STATE}/{name}, which is not a file: move it away (grpo-trl writes it)")
         if self.main:
             try:
                 self._lock = RunLock(self.folder)
@@ -75,18 +88,54 @@ class RunSession:
                 raise self._error(f"{held}; wait for it to end, stop it, or use --set trainer.output_dir=DIR")
         try:
             self._prepare()
-        except BaseException:
-            self.__exit__()
+        except BaseException as exc:
+            self.__exit__(type(exc), exc, exc.__traceback__)
             raise
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any = None, exc: BaseException | None = None, tb: Any = None) -> None:
         try:
+            if self._heartbeat is not None:
+                self._heartbeat.stop()
             if self._run is not None and self.manifest is not None:
                 self.manifest.end_run(self._run)
+        except OSError as err:  # the directory became unwritable (full disk, read-only): say so, unless already
+            if exc is None:
+                raise self._disk_error(err) from err
         finally:
             if self._lock is not None:
                 self._lock.release()
+        if exc is None or isinstance(exc, GrpoTrlError) or not isinstance(exc, Exception):
+            return
+        if no_space(exc) or (isinstance(exc, (OSError, RuntimeError)) and self._full()):
+            raise self._error(
+                "ran out of disk space while the run was writing to it; free space, then --resume continues from "
+                "the last complete checkpoint"
+            ) from exc
+        if self._ours(exc):
+            raise self._disk_error(exc) from exc
+
+    def _full(self) -> bool:
+        """The output directory's disk has (next to) nothing left: torch's writer words a short write its own way
+        ("unexpected pos", "file write failed"), so a failed write is told by the disk it was writing to."""
+        try:
+            return shutil.disk_usage(self.folder).free < 2**20
+        except OSError:
+            return False
+
+    def _ours(self, exc: BaseException) -> bool:
+        """An ``OSError`` on a path inside the output directory (a log that is now a folder, a read-only file)."""
+        name = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
+        if not name:
+            return False
+        folder = self.folder.resolve()
+        path = Path(os.fsdecode(name)).resolve()
+        return path == folder or folder in path.parents
+
+    def _disk_error(self, exc: BaseException) -> RecipeError:
+        where = getattr(exc, "filename", None)
+        what = f"writing {where}" if where else "writing"
+        return self._error(f"cannot be written ({what}: {getattr(exc, 'strerror', None) or exc})")
 
     # ------------------------------------------------------------------------------------------------ before
     def _prepare(self) -> None:
@@ -95,6 +144,12 @@ class RunSession:
             adopted = m.recover()
             if adopted:
                 logger.info("recorded what the interrupted run wrote: %s", describe(adopted, self.folder))
+            logs = ("recipe.yaml", "completions.jsonl", "alerts.jsonl")
+            folders = [n for n in logs if n in m.entries and (self.folder / n).is_dir()]
+            if folders and not self.overwrite:  # grpo-trl's own, replaced by a folder: the first write would fail
+                raise self._error(
+                    f"holds {describe(folders, self.folder)}, a folder where grpo-trl writes: move it away"
+                )
         if self.resume:
             self._prepare_resume(m)
         elif self.main:
@@ -104,17 +159,28 @@ class RunSession:
         cfg = self.config
         batch = {k: getattr(cfg, k) for k in BATCH_FIELDS}
         resumed = self.resume_from.name if self.resume_from else None
-        self._run = m.start_run(resumed_from=resumed, model=self.recipe.model.get("name"), batch=batch)
-        m.record("recipe.yaml", "completions.jsonl", "alerts.jsonl")  # recorded before they are written
+        run = self._run = m.start_run(resumed_from=resumed, model=self.recipe.model.get("name"), batch=batch)
+        self._heartbeat = Heartbeat(self.folder, run)
+        self._heartbeat.start()
+        m.record("recipe.yaml", "completions.jsonl", "alerts.jsonl", run=run)  # recorded before they are written
         if str(self.recipe.model.get("name")).startswith("builtin:"):  # built into the output_dir by resolve_model
             name = str(self.recipe.model.get("name"))
-            m.record("tiny-model" if name == BUILTIN_TINY else name.split(":", 1)[1])
+            m.record("tiny-model" if name == BUILTIN_TINY else name.split(":", 1)[1], run=run)
         if any(spec.get("model") == "builtin:tiny-reward" for spec in self.recipe.rewards):
-            m.record("tiny-reward")
+            m.record("tiny-reward", run=run)
         m.save()
         path, text = self.folder / "recipe.yaml", self.recipe.to_yaml()
         if not path.is_file() or path.read_text(errors="replace") != text:
-            path.write_text(text)
+            write_text(path, text)
+
+    def _rotated(self, m: Manifest) -> list[str]:
+        """Foreign folders the trainer's checkpoint rotation would delete (``save_total_limit`` with saving on)."""
+        cfg = self.config
+        strategy = getattr(cfg.save_strategy, "value", cfg.save_strategy)
+        if not cfg.save_total_limit or cfg.save_total_limit <= 0 or strategy == "no":
+            return []
+        foreign = set(m.foreign())
+        return [n for n in rotation_candidates(self.folder) if n in foreign and not predictable(n)]
 
     def _collisions(self, m: Manifest, action: str) -> None:
         clash = [n for n in m.foreign() if predictable(n)]
@@ -123,6 +189,14 @@ class RunSession:
                 f"holds entries grpo-trl did not write, with names the trainer would overwrite or rotate: "
                 f"{describe(clash, self.folder)}; {action} only touches what .grpo-trl/manifest.json records: move "
                 "them away or choose another output_dir"
+            )
+        rotated = self._rotated(m)
+        if rotated:
+            raise self._error(
+                f"holds {describe(rotated, self.folder)}, not written by grpo-trl, which the trainer's checkpoint "
+                f"rotation would delete (trainer.save_total_limit: {self.config.save_total_limit}; transformers "
+                "rotates every checkpoint-* folder): move them out of the output_dir, or unset "
+                "trainer.save_total_limit"
             )
 
     def _prepare_fresh(self, m: Manifest) -> None:
@@ -136,7 +210,7 @@ class RunSession:
             return
         foreign = m.foreign()
         if foreign:
-            beside = not any(predictable(n) for n in foreign)
+            beside = not any(predictable(n) for n in foreign) and not self._rotated(m)
             raise self._error(
                 f"holds entries grpo-trl did not write: {describe(foreign, self.folder)}; move them away, choose "
                 "another output_dir (--set trainer.output_dir=DIR)"
@@ -157,24 +231,43 @@ class RunSession:
 
     def _prepare_resume(self, m: Manifest) -> None:
         if self.main:
-            if not m.exists and (checkpoints(self.folder) or (self.folder / "trainer_state.json").is_file()):
-                legacy = [n for n in m.foreign() if predictable(n)]
-                m.record(*legacy)
-                logger.info("no .grpo-trl/manifest.json: adopting %s as this run's", describe(legacy, self.folder))
+            if not m.exists and any(predictable(n) for n in m.foreign()):
+                raise self._error(
+                    "has no .grpo-trl/manifest.json, so --resume cannot tell a run's files from yours "
+                    f"({describe([n for n in m.foreign() if predictable(n)], self.folder, 4)}) and adopts none: "
+                    "train into a new output_dir (to start from a checkpoint's weights: model.name: "
+                    "OUTPUT_DIR/checkpoint-N)"
+                )
             self._collisions(m, "--resume")
+            blocked = [n for n in m.present() if checkpoint_step(n) is not None and not (self.folder / n).is_dir()]
+            if blocked:
+                raise self._error(
+                    f"holds {describe(blocked, self.folder)}, not a folder, where the trainer saves a checkpoint: "
+                    "move it away"
+                )
         ckpt, skipped = newest_complete(self.folder, self.config.world_size)
         for path, why in skipped if self.main else ():
             logger.warning("skipping %s: %s", path.name, why)
-        states = [p for p in (self.folder, ckpt) if p and saved_step(p / "trainer_state.json")]
-        best = max(states, key=lambda p: saved_step(p / "trainer_state.json")[0], default=None)
-        done = saved_step(best / "trainer_state.json") if best else None
-        target = self.config.max_steps if self.config.max_steps > 0 else (done[1] if done else 0)
-        if done and target and done[0] >= target:
-            self.finished = json.loads((best / "trainer_state.json").read_text())
+        # finished: the final save is whole (its trainer_state.json is moved into place last, see save_final); a
+        # checkpoint at max_steps without it is resumed (no step to train) so the final save is made again
+        final = saved_step(self.folder / "trainer_state.json")
+        at = saved_step(ckpt / "trainer_state.json") if ckpt else None
+        target = self.config.max_steps if self.config.max_steps > 0 else (final or at or (0, 0))[1]
+        if final and target and final[0] >= target and (at is None or at[0] <= final[0]):
+            self.finished = json.loads((self.folder / "trainer_state.json").read_text())
             if self.main:
                 logger.warning(
                     "%s finished at step %d (trainer.max_steps: %d): nothing trained, nothing deleted; raise "
-                    "trainer.max_steps to continue", self.folder, done[0], target,
+                    "trainer.max_steps to continue", self.folder, final[0], target,
+                )  # fmt: skip
+            return
+        if at and target and at[0] >= target:  # killed in (or before) the final save: make it now, train nothing
+            self.finished = json.loads((ckpt / "trainer_state.json").read_text())
+            if self.main:
+                self._place(stage_from_checkpoint(ckpt, self.folder))
+                logger.warning(
+                    "%s: the final save of step %d was not whole (killed while saving): made it again from %s; "
+                    "nothing trained", self.folder, at[0], ckpt.name,
                 )  # fmt: skip
             return
         if ckpt is None:
@@ -230,6 +323,27 @@ class RunSession:
                 saved.replace(keep)
                 logger.info("kept the earlier recipe as %s", keep.name)
 
+    # ------------------------------------------------------------------------------------------------ after
+    def save_final(self, trainer: Any) -> None:
+        """The trainer's final save (``save_model`` and ``save_state``), whole before any of it is in place
+        (``run_writes.place``): a run killed on the way leaves it unmade, and ``--resume`` makes it again."""
+        staged = self.folder / STATE / "final-save"
+        if self.main:
+            staged = stage(self.folder)
+        trainer.save_model(str(staged))  # every process: sharded models gather here
+        trainer.accelerator.wait_for_everyone()
+        if self.main:
+            trainer.state.save_to_json(str(staged / "trainer_state.json"))
+            self._place(staged)
+
+    def _place(self, staged: Path) -> None:
+        foreign = place(self.folder, self.manifest, staged, self._run)
+        if foreign:
+            raise self._error(
+                f"holds {describe(foreign, self.folder)}, not written by grpo-trl, where the final save goes; the "
+                f"model is in {staged}: move them away and copy it from there"
+            )
+
     # ------------------------------------------------------------------------------------------------ during
     def attach(self, trainer: Any) -> None:
         """Record checkpoints as they are saved; on resume, continue the logs and alerts from the checkpoint."""
@@ -237,15 +351,3 @@ class RunSession:
             trainer.add_callback(ManifestCallback(self.manifest, self._run))
         if self.resume_from is not None:
             continue_callbacks(trainer, self.folder, self.resume_from, write=self.main)
-
-
-class ManifestCallback(TrainerCallback):
-    """Adds each saved ``checkpoint-<N>`` (and the trainer's other new entries) to the manifest."""
-
-    def __init__(self, manifest: Manifest, run: dict):
-        self.manifest, self.run = manifest, run
-
-    def on_save(self, args, state, control, **kwargs):
-        if state.is_world_process_zero:
-            self.manifest.record(f"checkpoint-{state.global_step}")
-            self.manifest.sync(self.run)

@@ -65,8 +65,9 @@ class TrainResult:
         return reward_trend(self.log_history, window, key)
 
 
-def check_output_dir(path: str | Path, min_free_mb: int | None = None) -> None:
-    """Fail before training when ``path`` cannot be written or its disk has less than ``min_free_mb`` free."""
+def check_output_dir(path: str | Path, min_free_mb: int | None = None, file: str = "trainer") -> None:
+    """Fail before training when ``path`` cannot be written or its disk has less than ``min_free_mb`` free; the
+    error names ``file`` (the recipe) and ``trainer.output_dir``."""
     min_free_mb = _min_free_mb() if min_free_mb is None else min_free_mb
     p = Path(path)
     try:
@@ -78,8 +79,8 @@ def check_output_dir(path: str | Path, min_free_mb: int | None = None) -> None:
         raise RecipeError(
             [
                 Problem(
-                    "trainer",
-                    "output_dir",
+                    file,
+                    "trainer.output_dir" if file != "trainer" else "output_dir",
                     f"{str(p)!r} is not writable ({exc.strerror or exc}); "
                     "choose another with --set trainer.output_dir=DIR",
                 )
@@ -90,8 +91,8 @@ def check_output_dir(path: str | Path, min_free_mb: int | None = None) -> None:
         raise RecipeError(
             [
                 Problem(
-                    "trainer",
-                    "output_dir",
+                    file,
+                    "trainer.output_dir" if file != "trainer" else "output_dir",
                     f"only {free_mb:.0f} MB free on the disk of {str(p)!r}, checkpoints need at least "
                     f"{min_free_mb} MB; "
                     "free space or point trainer.output_dir elsewhere (GRPO_TRL_MIN_FREE_MB sets the threshold)",
@@ -112,21 +113,50 @@ def resolve_model(recipe: Recipe, output_dir: str | None = None) -> str:
     tiny = recipe.model.get("tiny") or {}
     folder = "tiny-model" if name == BUILTIN_TINY else name.split(":", 1)[1]  # tiny-tools...: run_dir.OWN_NAMES
     if output_dir is None:
-        cache = Path(os.environ.get("GRPO_TRL_CACHE") or Path.home() / ".cache" / "grpo-trl")
+        raw = os.environ.get("GRPO_TRL_CACHE")
+        cache = Path(raw or Path.home() / ".cache" / "grpo-trl")
         key = hashlib.sha256(json.dumps([name, tiny], sort_keys=True).encode()).hexdigest()[:12]
-        path = cache / f"{folder}-{key}"
-        if not (path / "config.json").exists():
-            tmp = cache / f".{folder}-{key}.{os.getpid()}"
-            BUILDERS[name](tmp, **tiny)
-            try:
-                tmp.rename(path)  # atomic: a concurrent builder's copy wins, ours is dropped
-            except OSError:
-                shutil.rmtree(tmp, ignore_errors=True)
-        return str(path)
-    path = Path(output_dir) / folder
+        try:
+            return build_once(BUILDERS[name], cache / f"{folder}-{key}", cache, **tiny)
+        except OSError as exc:
+            where = ("environment", "GRPO_TRL_CACHE") if raw else ("environment", "HOME")
+            why = f"cannot build {name} in {str(cache)!r} ({exc.strerror or exc})"
+            raise RecipeError([Problem(*where, why, "set GRPO_TRL_CACHE to a writable folder")]) from None
+    from grpo_trl.run_names import STATE
+
+    return build_once(BUILDERS[name], Path(output_dir) / folder, Path(output_dir) / STATE, **tiny)
+
+
+def build_once(builder: Any, path: Path, stage: Path, **options: Any) -> str:
+    """``builder(path, **options)`` unless ``path`` is already built, written whole or not at all: into a folder of
+    this process under ``stage`` (on the same disk), then renamed into place, so a run killed while building leaves
+    no half-written model for the next one to load. A concurrent builder's copy wins; a dead builder's is removed."""
     if not (path / "config.json").exists():
-        BUILDERS[name](path, **tiny)
+        stage.mkdir(parents=True, exist_ok=True)
+        for old in stage.glob(f".{path.name}.build-*"):
+            if not _alive(old.name.rsplit("-", 1)[-1]):
+                shutil.rmtree(old, ignore_errors=True)
+        tmp = stage / f".{path.name}.build-{os.getpid()}"
+        builder(tmp, **options)
+        if path.is_dir() and not (path / "config.json").exists():
+            shutil.rmtree(path)  # half written by a grpo-trl that built in place
+        try:
+            tmp.rename(path)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not (path / "config.json").exists():
+                raise
     return str(path)
+
+
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (ValueError, OSError):
+        return True  # not ours to judge (another user's process): leave it
+    return True
 
 
 def load_tokenizer(recipe: Recipe, model_path: str):
@@ -174,7 +204,7 @@ def run(
     from grpo_trl.run_session import RunSession
 
     config = recipe.to_grpo_config()
-    check_output_dir(config.output_dir)
+    check_output_dir(config.output_dir, file=recipe.file)
     with RunSession(recipe, config, resume=resume, overwrite=overwrite) as session:
         if session.finished is not None:
             return finished_result(config.output_dir, session.finished)
@@ -231,8 +261,7 @@ def _train(
     session.attach(trainer)  # manifest entries as checkpoints are saved; logs and alerts continued on resume
 
     trainer.train(resume_from_checkpoint=str(session.resume_from) if session.resume_from else None)
-    trainer.save_model(output_dir)
-    trainer.save_state()
+    session.save_final(trainer)  # save_model + save_state, whole before in place (a kill leaves it unfinished)
     return TrainResult(
         output_dir, trainer.state.global_step, list(trainer.state.log_history), alerts.fired if alerts else []
     )

@@ -8,6 +8,9 @@ What grpo-trl reads or wraps, and why:
 - ``trainer._generate(prompts)``: wrapped (not replaced) to time generation.
 - ``trainer._get_train_sampler``: replaced by ``data.sampler``'s zero-variance-aware sampler (``use_train_sampler``),
   which also reads each batch's advantages from ``_logs``.
+- transformers' checkpoint names (``trainer_utils._re_checkpoint``, what ``get_last_checkpoint`` resumes from) and
+  its rotation (``trainer_utils.sort_checkpoints``, what ``save_total_limit`` deletes): ``checkpoint_step`` and
+  ``rotation_candidates``, so grpo-trl's idea of a checkpoint is the trainer's.
 
 ``check_internals(trainer_class)`` lists what is missing; ``tests/test_trl_adapter.py`` runs it against the installed
 TRL and fails naming the TRL version, so a TRL release that renames one of these fails CI, not a user's run.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 # name -> (kind, what grpo-trl needs it for). "method": a function on the class; "attribute": set in __init__.
@@ -33,6 +37,35 @@ INTERNALS = {
     "_get_train_sampler": ("method", "data.sampler's zero-variance-aware sampler"),
 }
 LOGS_KEYS = ("prompt", "completion", "rewards", "advantages")
+
+
+def checkpoint_step(name: str) -> int | None:
+    """The step of a folder name the trainer resumes from (``checkpoint-<N>``, transformers' own pattern), else None.
+
+    >>> checkpoint_step("checkpoint-12"), checkpoint_step("checkpoint-1-best"), checkpoint_step("checkpoint-500.bak")
+    (12, None, None)
+    """
+    from transformers.trainer_utils import _re_checkpoint
+
+    match = _re_checkpoint.search(name)
+    return int(match.group(1)) if match else None
+
+
+def rotation_candidates(folder: str | Path) -> list[str]:
+    """Names in ``folder`` that transformers' checkpoint rotation (``save_total_limit``) may delete, by its own rules.
+
+    ``Trainer._save_checkpoint`` calls ``rotate_checkpoints(use_mtime=True)``: every ``checkpoint-*`` directory,
+    ordered by mtime, or where mtimes are too close, those ``sort_checkpoints`` numbers by step (a ``checkpoint-<N>``
+    prefix: ``checkpoint-1-best`` is one). The union of both orderings, each from transformers' ``sort_checkpoints``.
+    """
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    by_step = sort_checkpoints(str(folder), PREFIX_CHECKPOINT_DIR, use_mtime=False)
+    by_mtime = [str(p) for p in folder.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if p.is_dir()]  # its use_mtime listing
+    return sorted({Path(p).name for p in by_step + by_mtime})
 
 
 def trl_version() -> str:

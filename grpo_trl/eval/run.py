@@ -18,6 +18,7 @@ import argparse
 import errno
 import json
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,6 +142,9 @@ def writable(path: Path, where: str, flag: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, "a folder")
+        probe = path.parent / f".{path.name}.{os.getpid()}.probe"  # an existing folder may still be read-only
+        probe.write_bytes(b"")
+        probe.unlink()
     except OSError as exc:
         raise RecipeError([Problem(where, flag, f"cannot write {str(path)!r} ({exc.strerror or exc})")]) from exc
 
@@ -244,7 +248,7 @@ def evaluate(
     config, model_path = setup.config, setup.model_path
     local = backend != "endpoint" and Path(model_path).is_dir()
     out = Path(output_dir or (model_path if local else config.output_dir))
-    flag = "--output-dir" if output_dir else "trainer.output_dir"
+    flag = "--output-dir" if output_dir else "--model" if model and local else "trainer.output_dir"
     writable(out / "eval.json", WHERE, flag)
     theirs = [f.name for f in (out / "eval.json", out / "eval_completions.jsonl") if f.exists() and not _ours(f)]
     if theirs:  # eval replaces its own results; a file of that name that it did not write is never overwritten

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from grpo_trl.cli import main as cli_main
 from grpo_trl.recipe import load_recipe
-from grpo_trl.run_dir import Manifest, RunLock, output_dir_problems
+from grpo_trl.run_dir import Heartbeat, Manifest, RunLock, output_dir_problems
 from grpo_trl.train import main as train_main
 from tests.faults.conftest import snapshot
 
@@ -174,11 +174,14 @@ def test_a_killed_runs_files_are_recognised_by_the_window_rule(tmp_path):
     past = time.time() - 3600
     os.utime(old, (past, past))
     m = Manifest.load(tmp_path)
-    m.start_run()  # then the run is killed before recording anything
+    run = m.start_run()  # then the run is killed before recording anything
     for name in ("checkpoint-2", "runs"):
         (tmp_path / name).mkdir()
     for name in ("model.safetensors", "config.json", "completions.jsonl", "README.md", "notes.txt", "ckpt-7"):
         (tmp_path / name).write_text("x")
+    beat = Heartbeat(tmp_path, run)  # the run was alive when it wrote them: its last heartbeat
+    beat.start()
+    beat.stop()
     again = Manifest.load(tmp_path)
     adopted = again.recover()
     assert adopted == ["README.md", "checkpoint-2", "completions.jsonl", "config.json", "model.safetensors", "runs"]

@@ -1,0 +1,104 @@
+"""What a training run writes into its output directory and how it makes each write safe to interrupt.
+
+- ``ManifestCallback``: records each ``checkpoint-<N>`` (and TRL's ``README.md`` model card, saved with it) before
+  the trainer writes it, and syncs the manifest after.
+- ``stage`` / ``place``: the final save (``save_model`` + ``save_state``) is written whole into
+  ``.grpo-trl/final-save/`` first, then each name is recorded and renamed into place, ``trainer_state.json`` last: a
+  run killed on the way leaves no ``trainer_state.json`` at the top, so ``--resume`` knows the final save is unmade.
+  ``stage_from_checkpoint`` makes it again from the checkpoint at ``max_steps``, without training a step.
+- ``no_space``: a failed write that was the disk filling up, however the writer worded it.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import os
+import shutil
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from grpo_trl.run_dir import STATE, Manifest
+
+# what a checkpoint holds only to resume training (optimizer, scheduler, RNG, sharded optimizer state): not a model
+RESUME_ONLY = ("optimizer*.pt", "scheduler*.pt", "scaler.pt", "rng_state*.pth", "global_step*", "*_fsdp_*")
+
+
+def stage(folder: Path) -> Path:
+    """The empty staging folder of the final save (a killed save's leftovers removed)."""
+    path = Path(folder) / STATE / "final-save"
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def stage_from_checkpoint(ckpt: Path, folder: Path) -> Path:
+    """Stage the final save from ``ckpt`` (the model, tokenizer, config and state it holds; not what only resuming
+    needs): what ``save_model`` + ``save_state`` would write at that step."""
+    path = stage(folder)
+    for item in sorted(ckpt.iterdir()):
+        if any(fnmatch.fnmatchcase(item.name, p) for p in RESUME_ONLY):
+            continue
+        (shutil.copytree if item.is_dir() else shutil.copy2)(item, path / item.name)
+    return path
+
+
+def place(folder: Path, manifest: Manifest, staged: Path, run: dict | None = None) -> list[str]:
+    """Move ``staged``'s entries into ``folder``, each recorded first, ``trainer_state.json`` last. Returns the names
+    it would not replace (not written by grpo-trl), having moved nothing; else ``[]``."""
+    names = sorted(p.name for p in staged.iterdir() if p.name != "trainer_state.json")
+    names += ["trainer_state.json"] if (staged / "trainer_state.json").exists() else []
+    foreign = [n for n in names if os.path.lexists(folder / n) and n not in manifest.entries]
+    if foreign:
+        return foreign
+    manifest.record(*names, run=run)
+    manifest.save()
+    (folder / "trainer_state.json").unlink(missing_ok=True)  # the previous final save is no longer whole
+    for name in names:
+        target = folder / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        os.replace(staged / name, target)
+    staged.rmdir()
+    return []
+
+
+class ManifestCallback(TrainerCallback):
+    """Records each ``checkpoint-<N>`` (and TRL's ``README.md`` model card, written with it) before the trainer saves
+    it, and syncs the manifest after: a run killed mid-save has recorded what it was writing."""
+
+    def __init__(self, manifest: Manifest, run: dict):
+        self.manifest, self.run = manifest, run
+
+    def _announce(self, state, control) -> None:
+        if state.is_world_process_zero and control.should_save:
+            self.manifest.record(f"checkpoint-{state.global_step}", "README.md", run=self.run)
+            self.manifest.save()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self._announce(state, control)
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        self._announce(state, control)
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.manifest.record(f"checkpoint-{state.global_step}")
+            self.manifest.sync(self.run)
+
+
+def no_space(exc: BaseException) -> bool:
+    """A write that failed for lack of disk space: ``ENOSPC``/``EDQUOT``, or the same error as safetensors' writer
+    words it, anywhere in the exception's chain."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(w in str(seen) for w in ("No space left on device", "StorageFull", "os error 28", "Disk quota")):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
