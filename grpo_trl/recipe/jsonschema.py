@@ -16,6 +16,7 @@ import errno
 import json
 import os
 import warnings
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,9 @@ from grpo_trl.errors import GrpoTrlError
 from grpo_trl.recipe import schema
 
 SCHEMA_LINE = "# yaml-language-server: $schema="
+# The packages whose releases change the schema's text: TRL and transformers write the trainer/generation options
+# (fields, help, defaults), pydantic writes the JSON. Recorded in the file as "x-written-with".
+WRITTEN_WITH = ("pydantic", "transformers", "trl")
 
 
 def _data_model() -> Any:
@@ -67,6 +71,7 @@ def recipe_json_schema() -> dict:
         "required", None
     )  # a recipe that `extends` another is partial: required sections are checked after merging
     out["x-trl-version"] = trl.__version__
+    out["x-written-with"] = {name: version(name) for name in WRITTEN_WITH}
     return out
 
 
