@@ -98,8 +98,10 @@ def _child(func: Callable, kwargs: dict, fd: int) -> None:  # pragma: no cover -
     except BaseException as exc:  # noqa: BLE001 - calls or faults that do not pickle (a __reduce__ may even exit)
         data = pickle.dumps(("error", f"its result cannot be sent back ({type(exc).__name__})", [], []))
     try:
-        view = memoryview(len(data).to_bytes(8, "big") + data)  # its length first: the trainer stops reading at
-        while view:  # the end of the answer, not at EOF, which a grandchild holding the pipe would delay to the deadline
+        # its length first: the trainer stops reading at its end, not at EOF (a grandchild holding the pipe open
+        # would delay EOF to the deadline and turn a prompt answer into a timeout)
+        view = memoryview(len(data).to_bytes(8, "big") + data)
+        while view:
             view = view[os.write(fd, view) :]
     finally:
         os._exit(0)
