@@ -113,6 +113,13 @@ def resolve_model(recipe: Recipe, output_dir: str | None = None) -> str:
     folder = "tiny-model" if name == BUILTIN_TINY else name.split(":", 1)[1]  # tiny-tools...: run_dir.OWN_NAMES
     if output_dir is None:
         cache = Path(os.environ.get("GRPO_TRL_CACHE") or Path.home() / ".cache" / "grpo-trl")
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file, an unwritable place: one error line, not an internal error
+            why = "it is a file" if cache.is_file() else exc.strerror or str(exc)
+            raise RecipeError(
+                [Problem("environment", "GRPO_TRL_CACHE", f"cannot use {cache} as a folder: {why}")]
+            ) from None
         key = hashlib.sha256(json.dumps([name, tiny], sort_keys=True).encode()).hexdigest()[:12]
         path = cache / f"{folder}-{key}"
         if not (path / "config.json").exists():
