@@ -1,0 +1,168 @@
+"""Adversarial pass: classes of input the earlier probes did not try, each of which broke a README promise.
+
+- a timed reward whose answer raises a ``BaseException`` while it is pickled in the child (``__reduce__`` calling
+  ``sys.exit``): the forked child returned into the trainer's code and went on as a second trainer;
+- a timed reward that leaves a grandchild holding the answer pipe: its prompt answer was thrown away as a timeout;
+- a trainer with more than 1,023 descriptors open: every timed reward scored None (``select`` refused the fd);
+- math-verify: each hostile answer cost ``timeout`` + 30 s (a restarted worker's import allowance went to the item);
+- gsm8k: a wrong value written with U+2212 minus, ``\\pm``, ``\\overline`` or ``\\neq`` scored as the gold's;
+- a recipe or peer config that is a named pipe nothing writes to (``check``/``import`` waited forever),
+  ``GRPO_TRL_CACHE`` naming a file (exit 70), a recipe read from ``/dev/stdin`` (its resolved name does not exist).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grpo_trl.rewards import isolated
+from grpo_trl.rewards.call import SafeReward
+from grpo_trl.rewards.math import Accuracy, gsm8k
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-c", "import sys; from grpo_trl.cli import main; sys.exit(main())"]
+needs_fork = pytest.mark.skipif(not isolated.CAN_FORK, reason="a timed reward runs in a thread without fork")
+
+
+class _ExitsOnSecondPickle:
+    """Pickles once (the child's sendability check), then exits while the whole answer is pickled."""
+
+    pickled = 0
+
+    def __reduce__(self):
+        type(self).pickled += 1
+        if type(self).pickled > 1:
+            raise SystemExit(4)
+        return (float, (1.0,))
+
+
+def _exits_while_pickled(**kwargs):
+    return [_ExitsOnSecondPickle(), 1.0]
+
+
+def _logs_what_exits_while_pickled(log_extra=None, **kwargs):
+    class Bomb:
+        def __reduce__(self):
+            raise KeyboardInterrupt
+
+    log_extra("x", [Bomb()])
+    return [1.0, 1.0]
+
+
+def _str_exits(**kwargs):
+    class Odd(Exception):
+        def __str__(self):
+            raise SystemExit(1)
+
+    raise Odd
+
+
+@needs_fork
+@pytest.mark.parametrize("reward", [_exits_while_pickled, _logs_what_exits_while_pickled, _str_exits])
+def test_a_timed_reward_child_never_returns_into_the_trainer(reward):
+    me = os.getpid()
+    out = SafeReward(reward, timeout=5)(prompts=["p"] * 2, completions=["c"] * 2, log_extra=lambda *a, **k: None)
+    if os.getpid() != me:  # the child came back here: end it before it runs the rest of the test session
+        os._exit(0)
+    assert out == [None, None]
+
+
+def _leaves_a_grandchild(**kwargs):
+    if os.fork() == 0:  # holds the answer pipe's write end until it is killed
+        time.sleep(30)
+        os._exit(0)
+    return [1.0, 0.5]
+
+
+@needs_fork
+def test_a_grandchild_holding_the_pipe_does_not_turn_an_answer_into_a_timeout():
+    reward = SafeReward(_leaves_a_grandchild, timeout=3)
+    start = time.monotonic()
+    assert reward(prompts=["p"] * 2, completions=["c"] * 2) == [1.0, 0.5]
+    assert time.monotonic() - start < 2.5 and reward.faults == 0
+
+
+def _constant(**kwargs):
+    return [1.0, 1.0]
+
+
+@needs_fork
+def test_a_timed_reward_works_with_descriptors_above_1023():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip("cannot open 1,100 descriptors here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100) if hard == resource.RLIM_INFINITY else hard, hard))
+    fds = [os.open(os.devnull, os.O_RDONLY) for _ in range(1050)]
+    try:
+        assert SafeReward(_constant, timeout=5)(prompts=["p"] * 2, completions=["c"] * 2) == [1.0, 1.0]
+    finally:
+        for fd in fds:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.slow
+def test_each_hostile_answer_costs_its_timeout_not_the_import_allowance():
+    acc = Accuracy(timeout=1.0, workers=1)
+    acc.verifier.score([("72", "71")])  # the worker is up
+    hostile = "{" * 1999  # math-verify does not return on it within 30 s
+    for k in range(2):  # the second one meets a worker restarted after the first
+        start = time.monotonic()
+        assert acc([f"<answer>{hostile}{k}</answer>", "<answer>72</answer>"], ["72", "72"]) == [0.0, 1.0]
+        assert time.monotonic() - start < 12  # timeout + a restart, not timeout + 30 s
+
+
+@pytest.mark.parametrize("wrong", ["\u221272", "\\pm 72", "\\overline{72}", "71 \\neq 72", "72 \\ne 71"])
+def test_gsm8k_does_not_score_a_wrong_value_as_the_gold(wrong):
+    gold = "71" if "\\ne " in wrong else "72"
+    assert gsm8k([f"<answer>{wrong}</answer>"], [gold]) == [0.0]
+
+
+def test_gsm8k_reads_the_unicode_minus_as_a_minus():
+    assert gsm8k(["<answer>\u221272</answer>"], ["-72"]) == [2.0]
+
+
+def _cli(*args: str, env: dict | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input=stdin,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
+
+
+def _one_error(proc: subprocess.CompletedProcess) -> str:
+    lines = [line for line in proc.stderr.splitlines() + proc.stdout.splitlines() if line.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and lines[0].startswith("error:"), (proc.returncode, lines)
+    assert "Traceback" not in proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["check", "import"])
+def test_a_named_pipe_nothing_writes_to_is_one_error(tmp_path, command):
+    fifo = tmp_path / "recipe.yaml"
+    os.mkfifo(fifo)
+    assert "named pipe" in _one_error(_cli(command, str(fifo)))
+
+
+def test_a_recipe_read_from_stdin_is_read():
+    recipe = (ROOT / "recipes" / "demo" / "tiny-cpu.yaml").read_text()
+    proc = _cli("check", "/dev/stdin", stdin=recipe)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "OK" in proc.stdout
+
+
+@pytest.mark.slow
+def test_grpo_trl_cache_naming_a_file_is_one_error(tmp_path):
+    (tmp_path / "cache").write_text("not a folder")
+    recipe = ROOT / "recipes" / "demo" / "tiny-cpu.yaml"
+    line = _one_error(_cli("data", str(recipe), env={"GRPO_TRL_CACHE": str(tmp_path / "cache")}))
+    assert "GRPO_TRL_CACHE" in line and "it is a file" in line
