@@ -166,3 +166,54 @@ def test_grpo_trl_cache_naming_a_file_is_one_error(tmp_path):
     recipe = ROOT / "recipes" / "demo" / "tiny-cpu.yaml"
     line = _one_error(_cli("data", str(recipe), env={"GRPO_TRL_CACHE": str(tmp_path / "cache")}))
     assert "GRPO_TRL_CACHE" in line and "it is a file" in line
+
+
+_KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(os.uname().machine)
+needs_keyrings = pytest.mark.skipif(
+    _KEYCTL is None or not sys.platform.startswith("linux"), reason="keyring syscalls are probed on Linux x86_64/arm64"
+)
+_FIND = """import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+found = libc.syscall({keyctl}, 10, {ring}, b"user", b"{name}", 0)  # KEYCTL_SEARCH
+if found > 0:
+    buf = ctypes.create_string_buffer(64)
+    print("READ", buf.raw[: libc.syscall({keyctl}, 11, found, buf, 64)])
+else:
+    print("none")
+"""
+
+
+def _add_key(name: bytes, ring: int) -> int:
+    import ctypes
+
+    add_key = _KEYCTL[0]
+    return ctypes.CDLL(None, use_errno=True).syscall(add_key, b"user", name, b"secret-value", 12, ring)
+
+
+@needs_keyrings
+def test_a_sandboxed_run_cannot_read_or_plant_keys_in_grpo_trls_session_keyring():
+    from grpo_trl.sandbox import run_python
+
+    if _add_key(b"grpo-trl-adv-host", -3) < 0:  # KEY_SPEC_SESSION_KEYRING
+        pytest.skip("no keyrings here")
+    code = _FIND.format(keyctl=_KEYCTL[1], ring=-3, name="grpo-trl-adv-host")
+    code += f"print(libc.syscall({_KEYCTL[0]}, b'user', b'grpo-trl-adv-planted', b'x', 1, -3) > 0)\n"
+    result = run_python(code)
+    assert result.ok and "READ" not in result.stdout and "none" in result.stdout, result.stdout + result.stderr
+    import ctypes
+
+    planted = ctypes.CDLL(None).syscall(_KEYCTL[1], 10, -3, b"user", b"grpo-trl-adv-planted", 0)
+    assert planted < 0
+
+
+@needs_keyrings
+@pytest.mark.skipif(os.geteuid() != 0, reason="per-run uids only under root")
+def test_keys_a_run_leaves_in_its_uids_keyring_do_not_reach_a_later_run():
+    from grpo_trl.sandbox import run_python
+
+    plant = f"import ctypes\nprint(ctypes.CDLL(None).syscall({_KEYCTL[0]}, b'user', b'left', b'from-run-1', 10, -4))"
+    find = _FIND.format(keyctl=_KEYCTL[1], ring=-4, name="left")
+    for _ in range(3):  # the uid slot is reused: the next run on it must not see the key
+        assert int(run_python(plant).stdout) != 0
+        result = run_python(find)
+        assert result.ok and "READ" not in result.stdout, result.stdout
