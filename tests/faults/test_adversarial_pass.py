@@ -217,3 +217,65 @@ def test_keys_a_run_leaves_in_its_uids_keyring_do_not_reach_a_later_run():
         assert int(run_python(plant).stdout) != 0
         result = run_python(find)
         assert result.ok and "READ" not in result.stdout, result.stdout
+
+
+def _lowers_the_recursion_limit(completions, **kwargs):
+    sys.setrecursionlimit(60)
+    return [1.0] * len(completions)
+
+
+def _replaces_print_and_open(completions, **kwargs):
+    import builtins
+
+    builtins.print = builtins.open = None
+    del builtins.len
+    return [1.0] * 2
+
+
+def _closes_fd_1(completions, **kwargs):
+    os.close(1)
+    return [1.0] * len(completions)
+
+
+@pytest.mark.parametrize("reward", [_lowers_the_recursion_limit, _replaces_print_and_open, _closes_fd_1])
+def test_what_an_in_process_reward_breaks_in_the_process_is_put_back(reward, capfd):
+    import builtins
+
+    limit, before = sys.getrecursionlimit(), dict(vars(builtins))
+    out = SafeReward(reward)(prompts=["p"] * 2, completions=["c"] * 2)
+    assert out == [1.0, 1.0]
+    assert sys.getrecursionlimit() == limit
+    assert all(vars(builtins).get(k) is v for k, v in before.items())
+    os.write(1, b"fd 1 still writes\n")
+    assert "fd 1 still writes" in capfd.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["recursion", "print", "fd1"])
+def test_a_training_run_survives_a_reward_that_breaks_the_process(tmp_path, mode):
+    (tmp_path / "plug.py").write_text(
+        "import builtins, os, sys\n"
+        "def nasty(completions, **kwargs):\n"
+        f"    mode = {mode!r}\n"
+        "    if mode == 'recursion':\n        sys.setrecursionlimit(60)\n"
+        "    elif mode == 'print':\n        builtins.print = None\n"
+        "    else:\n        os.close(1)\n"
+        "    return [0.0] * len(completions)\n"
+    )
+    (tmp_path / "r.yaml").write_text(
+        "model: {name: builtin:tiny, dtype: float32}\n"
+        "data: {builder: countdown, source: generate, size: 40, system_prompt: r1}\n"
+        "plugins: [plug.py]\nrewards: [{name: 'plug:nasty'}]\n"
+        "trainer: {output_dir: out, max_steps: 2, num_generations: 4, per_device_train_batch_size: 4,"
+        " max_completion_length: 8, report_to: none, save_strategy: 'no', use_cpu: true}\n"
+    )
+    proc = subprocess.run(
+        [*CLI, "train", str(tmp_path / "r.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "GRPO_TRL_CACHE": str(tmp_path / "cache")},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "put back" in proc.stderr and "Traceback" not in proc.stderr
