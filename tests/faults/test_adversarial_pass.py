@@ -279,3 +279,17 @@ def test_a_training_run_survives_a_reward_that_breaks_the_process(tmp_path, mode
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "put back" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_code_tests_solution_cannot_read_its_tests_from_the_harness_file():
+    from grpo_trl.rewards.code import CodeTests
+
+    tests = {"asserts": ["assert f(2) == 4", "assert f(3) == 9", "assert f(0) == 0"]}
+    lookup = (
+        "import re\n"
+        "T = {int(a): int(b) for a, b in re.findall(r'f\\((\\d+)\\) == (\\d+)', open('main.py').read())}\n"
+        "def f(x):\n    return T.get(x, -1)\n"
+    )
+    right = "def f(x):\n    return x * x\n"
+    out = CodeTests(timeout=10)([f"```python\n{lookup}```", f"```python\n{right}```"], tests=[tests, tests])
+    assert out == [0.0, 1.0]
