@@ -34,9 +34,26 @@ def _limit(argv: list[str]) -> None:
         prctl = ctypes.CDLL(None).prctl
     except Exception:  # noqa: BLE001 - not Linux: the parent's deadline still applies
         return
+    _own_keyrings(ctypes, os)
     prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG = 1, SIGKILL = 9
     if prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS = 38
         raise SystemExit("sandbox: cannot set no_new_privs")
+
+
+def _own_keyrings(ctypes, os) -> None:
+    """Kernel keyrings: leave grpo-trl's session keyring (the run could read its keys and plant its own there) for a
+    new empty one; under a per-run uid (``_sandbox_host.UID_BASE`` and up), empty that uid's user keyrings, where an
+    earlier run with the same uid could have left keys for this one."""
+    keyctl = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
+    if keyctl is None:
+        return
+    syscall = ctypes.CDLL(None).syscall
+    # KEYCTL_JOIN_SESSION_KEYRING, anonymous; where it fails, keyctl itself is refused (no keyrings, or a seccomp
+    # profile such as Docker's default), so the run cannot reach any keyring either
+    syscall(keyctl, 1, None)
+    if os.getuid() >= 1_790_000_000:
+        for ring in (-4, -5):  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
+            syscall(keyctl, 7, ring)  # KEYCTL_CLEAR
 
 
 if __name__ == "__main__":
@@ -47,5 +64,5 @@ if __name__ == "__main__":
     sys.path.insert(0, ".")
     with open("main.py", encoding="utf-8") as _f:
         _code = compile(_f.read(), "main.py", "exec")
-    del sys, _f, _limit
+    del sys, _f, _limit, _own_keyrings
     exec(_code, {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__})

@@ -115,6 +115,10 @@ def resolve_model(recipe: Recipe, output_dir: str | None = None) -> str:
     if output_dir is None:
         raw = os.environ.get("GRPO_TRL_CACHE")
         cache = Path(raw or Path.home() / ".cache" / "grpo-trl")
+        if cache.is_file():  # one error line, not an internal error
+            raise RecipeError(
+                [Problem("environment", "GRPO_TRL_CACHE", f"cannot use {cache} as a folder: it is a file")]
+            )
         key = hashlib.sha256(json.dumps([name, tiny], sort_keys=True).encode()).hexdigest()[:12]
         try:
             return build_once(BUILDERS[name], cache / f"{folder}-{key}", cache, **tiny)

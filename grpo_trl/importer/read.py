@@ -9,6 +9,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import yaml
@@ -56,9 +58,12 @@ def read_peer_yaml_text(text: str) -> tuple[object, list[str]]:
 
 def read_peer_yaml(path: str | Path) -> tuple[object, list[str]]:
     """Read a peer's config file (bounded in size). Raises ``OSError``, ``ValueError`` or ``yaml.YAMLError``."""
-    p = Path(path)
-    with p.open("rb") as fh:
+    fd = os.open(Path(path), os.O_RDONLY | os.O_NONBLOCK)  # a named pipe nothing writes to: no wait forever
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as fh:
         raw = fh.read(MAX_BYTES + 1)
+    if not raw and stat.S_ISFIFO(os.stat(path).st_mode):
+        raise ValueError("a named pipe with nothing writing to it: not a config file")
     if len(raw) > MAX_BYTES:
         raise ValueError(f"larger than {MAX_BYTES // 1_000_000} MB: not a config file")
     try:

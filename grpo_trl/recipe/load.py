@@ -15,6 +15,8 @@ Example:
 from __future__ import annotations
 
 import copy
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +139,13 @@ def read_yaml(path: Path) -> dict:
         size = path.stat().st_size
         if size > MAX_BYTES:
             raise _error(file, "", f"{size / 1e6:.1f} MB is too large for a recipe (limit {MAX_BYTES // 10**6} MB)")
-        with path.open("rb") as fh:  # bounded: /dev/zero or a pipe reports no size
+        # O_NONBLOCK: opening a named pipe nothing writes to would wait forever; reads block again once it is open
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as fh:  # bounded: /dev/zero or a pipe reports no size
             raw = fh.read(MAX_BYTES + 1)
+        if not raw and stat.S_ISFIFO(path.stat().st_mode):
+            raise _error(file, "", "a named pipe with nothing writing to it", "pass the recipe file itself")
         if len(raw) > MAX_BYTES:
             raise _error(file, "", f"more than {MAX_BYTES // 10**6} MB: too large for a recipe")
     except OSError as exc:
@@ -170,13 +177,13 @@ def deep_merge(base: dict, override: dict) -> dict:
 
 def resolve_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     """The recipe at ``path`` merged on top of the chain of recipes it ``extends``."""
-    path = path.resolve()
+    given, path = path, path.resolve()
     if path in seen:
         chain = " -> ".join(p.name for p in (*seen, path))
         raise _error(str(path), "extends", f"circular extends: {chain}")
     if len(seen) >= MAX_EXTENDS:
         raise _error(str(path), "extends", f"more than {MAX_EXTENDS} recipes in the extends chain")
-    data = read_yaml(path)
+    data = read_yaml(path if path.exists() else given)  # /dev/stdin or <(...) resolve to "pipe:[n]", not a path
     parent = data.pop("extends", None)
     if parent is None:
         return data

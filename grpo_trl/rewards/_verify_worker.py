@@ -1,8 +1,9 @@
 """Math-verify in a child process: ``python -I path/to/_verify_worker.py`` (isolated: nothing from the cwd).
 
-Protocol: one JSON array ``[gold, answer, latex]`` per line on stdin; one JSON value per line on stdout (1.0, 0.0, or
-null when the gold cannot be parsed). ``latex``: the answer is one LaTeX expression (a ``\\boxed{}``, or bare LaTeX put
-between ``$...$``), read like TRL's ``accuracy_reward`` reads a completion (LaTeX only, boxed first, first match);
+Protocol: ``"ready"`` on stdout once imported (and warmed on one item); then one JSON array ``[gold, answer, latex]``
+per line on stdin; one JSON value per line on stdout (1.0, 0.0, or null when the gold cannot be parsed).
+``latex``: the answer is one LaTeX expression (a ``\\boxed{}``, or bare LaTeX put between ``$...$``), read like TRL's
+``accuracy_reward`` reads a completion (LaTeX only, boxed first, first match);
 otherwise with math-verify's default extraction (LaTeX and plain expressions, so "The answer is 72." reads 72).
 Runs math-verify with its signal timeouts off: the parent enforces a deadline per item by killing this process, which
 works from any thread (``signal.alarm`` only works in the main thread).
@@ -22,6 +23,9 @@ def main() -> None:
     latex_only = [LatexExtractionConfig(boxed_match_priority=0)]  # its default normalization includes units
 
     gold_cache: dict[str, list] = {}
+    verify(parse("$1$", parsing_timeout=None), parse("1", latex_only, parsing_timeout=None), timeout_seconds=None)
+    sys.stdout.buffer.write(b'"ready"\n')  # imports done: from here the parent bounds each item by its timeout
+    sys.stdout.buffer.flush()
     for line in sys.stdin.buffer:
         try:
             gold, answer, latex = json.loads(line)

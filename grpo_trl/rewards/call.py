@@ -176,12 +176,15 @@ class SafeReward:
         for i in range(n):
             yield private({k: v[i : i + 1] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()})
 
-    def _row_by_row(self, kwargs: dict, n: int) -> tuple[list[float | None], int]:
+    def _row_by_row(self, kwargs: dict, n: int, place: Place) -> tuple[list[float | None], int]:
         out, bad = [], 0
         for row in self._rows(kwargs, n):
             try:
                 with collecting_faults() as reported:
-                    raw = isolated.call(self.reward, row, self.timeout) if self.timeout else self.reward(**row)
+                    try:
+                        raw = isolated.call(self.reward, row, self.timeout) if self.timeout else self.reward(**row)
+                    finally:
+                        place.restore(self._warn)
                     value, row_bad, _ = scores(raw, 1)
                 row_bad = with_reported(value, row_bad, None, reported)[0]
             except KeyboardInterrupt:
@@ -198,7 +201,11 @@ class SafeReward:
         place = Place()
         try:
             with collecting_faults() as reported:
-                out, bad, cause = scores(self._first_call(kwargs), n)
+                try:
+                    raw = self._first_call(kwargs)
+                finally:  # before grpo-trl's own code runs again (a deleted builtins.len would break scores())
+                    place.restore(self._warn)
+                out, bad, cause = scores(raw, n)
             bad, cause = with_reported(out, bad, cause, reported)
         except (RewardTimeout, LengthError) as exc:  # row by row would repeat the hang / the bug n times
             out, bad, cause = [None] * n, n, str(exc)
@@ -207,7 +214,7 @@ class SafeReward:
         except BaseException as exc:  # noqa: BLE001 - a reward must never end a run
             cause = describe(exc)
             place.restore(self._warn)
-            out, bad = self._row_by_row(kwargs, n) if n > 1 else ([None] * n, n)
+            out, bad = self._row_by_row(kwargs, n, place) if n > 1 else ([None] * n, n)
         finally:
             place.restore(self._warn)
         note_threads(before, self.__name__)
@@ -259,7 +266,11 @@ class AsyncSafeReward(SafeReward):
         place = Place()
         try:
             with collecting_faults() as reported:
-                out, bad, cause = scores(await self._invoke(private(kwargs)), n)  # runs beside others: its own copy
+                try:
+                    raw = await self._invoke(private(kwargs))  # runs beside others: its own copy
+                finally:
+                    place.restore(self._warn)
+                out, bad, cause = scores(raw, n)
             bad, cause = with_reported(out, bad, cause, reported)
         except (RewardTimeout, LengthError) as exc:
             out, bad, cause = [None] * n, n, str(exc)
@@ -271,7 +282,11 @@ class AsyncSafeReward(SafeReward):
             for row in self._rows(kwargs, n) if n > 1 else ():
                 try:
                     with collecting_faults() as reported:
-                        value, row_bad, _ = scores(await self._invoke(row), 1)
+                        try:
+                            raw = await self._invoke(row)
+                        finally:
+                            place.restore(self._warn)
+                        value, row_bad, _ = scores(raw, 1)
                     row_bad = with_reported(value, row_bad, None, reported)[0]
                 except BaseException as row_exc:  # noqa: BLE001 - this row is the faulty one
                     _reraise_own(row_exc)

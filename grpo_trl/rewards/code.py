@@ -91,6 +91,10 @@ def __grade(tests):
             codes.append(None)
     with open("solution.py", encoding="utf-8") as f:
         solution = f.read()
+    try:
+        os.remove("main.py")  # this file holds the tests: a solution reading it could answer from a lookup table
+    except OSError:
+        pass
     ns = {"__name__": "solution", "__builtins__": builtins}
     try:
         _exec(_compile(solution, "solution.py", "exec"), ns)

@@ -70,8 +70,11 @@ def start(func: Callable, kwargs: dict, timeout: float) -> Child:
     deadline = time.monotonic() + timeout
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child (coverage does not follow a fork)
-        os.close(read)
-        _child(func, kwargs, write)
+        try:
+            os.close(read)
+            _child(func, kwargs, write)
+        finally:  # whatever escapes _child (a BaseException from pickling), the child never returns into the trainer
+            os._exit(1)
     os.close(write)
     return Child(pid, read, deadline, timeout)
 
@@ -92,10 +95,12 @@ def _child(func: Callable, kwargs: dict, fd: int) -> None:  # pragma: no cover -
         payload = ("error", describe(exc), [], [])
     try:
         data = pickle.dumps(payload)
-    except Exception as exc:  # noqa: BLE001 - calls or faults that do not pickle
-        data = pickle.dumps(("error", f"its result cannot be sent back ({type(exc).__name__}: {exc})", [], []))
+    except BaseException as exc:  # noqa: BLE001 - calls or faults that do not pickle (a __reduce__ may even exit)
+        data = pickle.dumps(("error", f"its result cannot be sent back ({type(exc).__name__})", [], []))
     try:
-        view = memoryview(data)
+        # its length first: the trainer stops reading at its end, not at EOF (a grandchild holding the pipe open
+        # would delay EOF to the deadline and turn a prompt answer into a timeout)
+        view = memoryview(len(data).to_bytes(8, "big") + data)
         while view:
             view = view[os.write(fd, view) :]
     finally:
@@ -143,24 +148,34 @@ def finish(child: Child) -> tuple[Any, list[str], list]:
     """Wait for ``child`` until its deadline: ``(value, reported faults, logger calls)``; ``RewardTimeout`` when it
     is late (it is killed), ``ChildFault`` when the reward failed. Blocking: run it off an event loop."""
     chunks: list[bytes] = []
+    got, need = 0, None
+    poller = select.poll()  # not select.select: it fails on a descriptor above 1023 (a trainer with many files open)
+    poller.register(child.fd, select.POLLIN)
     try:
-        while True:
+        while need is None or got < need:
             left = child.deadline - time.monotonic()
             if left <= 0:
                 raise RewardTimeout(f"did not return within {child.timeout} s (timeout)")
-            ready, _, _ = select.select([child.fd], [], [], left)
-            if ready:
+            if poller.poll(max(1, int(left * 1000))):
                 chunk = os.read(child.fd, 1 << 16)
                 if not chunk:
                     break
                 chunks.append(chunk)
+                got += len(chunk)
+                if need is None and got >= 8:
+                    need = 8 + int.from_bytes(b"".join(chunks)[:8], "big")
     finally:
         os.close(child.fd)
         _reap(child.pid)
+    data = b"".join(chunks)
+    if need is None or got < need:
+        raise ChildFault("its process ended without an answer (killed, out of memory, or os._exit())")
     try:
-        status, value, reported, calls = pickle.loads(b"".join(chunks))
-    except Exception:  # noqa: BLE001 - the child died before it answered (killed, out of memory, os._exit)
-        raise ChildFault("its process ended without an answer (killed, out of memory, or os._exit())") from None
+        status, value, reported, calls = pickle.loads(data[8:need])
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - what it sent fails to load here (an unpickling that raises, exits)
+        raise ChildFault(f"its result cannot be read back ({type(exc).__name__})") from None
     if status != "ok":
         raise ChildFault(value)
     return value, reported, calls

@@ -75,7 +75,7 @@ def answer_value(answer: str) -> str:
 
 
 def _plain(text: str) -> str:
-    text = _DIGIT_GROUP.sub("", _EMPHASIS.sub("", text))
+    text = _DIGIT_GROUP.sub("", _EMPHASIS.sub("", text.replace("\u2212", "-")))  # U+2212 minus: "−72" is not 72
     text = _COMMA_GROUPS.sub(lambda m: m.group().replace(",", ""), text)
     return _FINAL_STOP.sub("", text.strip()).strip()
 
@@ -158,8 +158,8 @@ def written(answer: str) -> str:
 _FRACTION = re.compile(
     r"(?<![\w.^{}\\/])(-?)(?:\\[dt]?frac\{(-?\d{1,15})\}\{(\d{1,15})\}|(\d{1,15})\s*/\s*(\d{1,15}))(?=\D*\Z)"
 )
-# Around the last number, signs that it is part of an expression ("2\\sqrt{3}", "x^2", "3\\pi", "1/4 x")
-_BEFORE_EXPRESSION = re.compile(r"(?:[/^]|[\^_]\{|\}\{)\s*\Z|\\(?:sqrt|frac|dfrac|tfrac|pi)\b")
+# Around the last number, signs that it is part of an expression ("2\\sqrt{3}", "x^2", "3\\pi", "1/4 x", "\\pm 72")
+_BEFORE_EXPRESSION = re.compile(r"(?:[/^]|[\^_]\{|\}\{)\s*\Z|\\(?:sqrt|frac|dfrac|tfrac|pi|pm|mp|overline|neq?)\b")
 _AFTER_EXPRESSION = re.compile(r"\s*(?:[/^_]|\\(?:sqrt|pi|frac|cdot|times)\b)")
 
 

@@ -35,7 +35,7 @@ _PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,14})\Z")
 MAX_ANSWER_CHARS = 2_000  # a located answer longer than this is wrong without asking math-verify
 CHUNK = 256  # most items written to a child at once (their results always fit the pipe: no deadlock)
 MIN_CHUNK = 8  # fewer items than this per child are not worth a second child
-STARTUP_S = 30.0  # a fresh child's first item may also pay for importing sympy
+STARTUP_S = 30.0  # a fresh child's imports (sympy), before it says it is ready
 _WORKER = Path(__file__).with_name("_verify_worker.py")
 _DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed|\\fbox")
 _TEXT_ARG = re.compile(r"\\(?:text|textbf|mathrm|mbox|operatorname)\s*\{[^{}]*\}")
@@ -110,6 +110,12 @@ class _Child:
         line, _, self.buf = self.buf.partition(b"\n")
         return line
 
+    def _ready(self) -> bool:
+        """Wait up to ``STARTUP_S`` for a fresh child's imports (it says ``"ready"``); a hostile first item used to
+        get that allowance too, so each one a timeout restarted the child for cost ``timeout`` + 30 s."""
+        self.fresh = self._readline(STARTUP_S) != b'"ready"'
+        return not self.fresh
+
     def run(self, items: list[tuple[str, str, bool]], timeout: float) -> tuple[list[float | None], int]:
         """Pipeline ``items`` through the child; each result must arrive within ``timeout`` of the previous one."""
         results: list[float | None] = []
@@ -119,7 +125,12 @@ class _Child:
             chunk = pending[:CHUNK]
             if self.proc is None or self.proc.poll() is not None:
                 self._start()
-            startup = STARTUP_S if self.fresh else 0.0  # a child's first answer also waits for its imports
+            if self.fresh and not self._ready():  # its imports are bounded apart: an item gets only its timeout
+                self.kill()
+                timeouts += 1
+                results.append(0.0)
+                pending = pending[1:]
+                continue
             try:
                 self.proc.stdin.write(b"".join(json.dumps(item).encode() + b"\n" for item in chunk))
                 self.proc.stdin.flush()
@@ -129,7 +140,7 @@ class _Child:
                 pending = pending[1:]
                 continue
             for i, (_, answer, _) in enumerate(chunk):
-                line = self._readline(timeout + (startup if i == 0 else 0.0))
+                line = self._readline(timeout)
                 if line is None:
                     timeouts += 1
                     logger.warning(
@@ -140,7 +151,6 @@ class _Child:
                     results.append(0.0)
                     pending = pending[i + 1 :]
                     break
-                self.fresh = False
                 results.append(json.loads(line))
             else:
                 pending = pending[len(chunk) :]

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 import sys
@@ -100,9 +101,22 @@ def exit_if_stray_threads(code: int, grace: float = GRACE, everything: bool = Fa
     os._exit(code)
 
 
+_FD_COPIES: dict[tuple[int, int, int], int] = {}  # (fd, st_dev, st_ino) of a standard fd -> a copy kept to put back
+
+
+def _fd_identity(fd: int) -> tuple[int, int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return fd, st.st_dev, st.st_ino
+
+
 class Place:
-    """The working directory and ``sys.stdout`` / ``sys.stderr`` before a reward call, put back after it: a reward
-    that calls ``os.chdir`` or closes ``sys.stdout`` must not move the run's saves or silence its summary."""
+    """The working directory, ``sys.stdout`` / ``sys.stderr`` (objects and file descriptors 1 and 2), the recursion
+    limit and the ``builtins`` that existed before a reward call, put back after it: a reward that calls
+    ``os.chdir``, closes ``sys.stdout`` or fd 1, lowers ``sys.setrecursionlimit`` or replaces ``builtins.print``
+    must not move the run's saves, silence its summary or end the run in grpo-trl's own code."""
 
     def __init__(self) -> None:
         try:
@@ -110,8 +124,18 @@ class Place:
         except OSError:  # the directory was removed under the run: nothing to go back to
             self.cwd = None
         self.streams = (sys.stdout, sys.stderr)
+        self.recursion = sys.getrecursionlimit()
+        self.builtins = dict(vars(builtins))
+        self.fds = [_fd_identity(1), _fd_identity(2)]
+        for ident in self.fds:
+            if ident is not None and ident not in _FD_COPIES:
+                try:
+                    _FD_COPIES[ident] = os.dup(ident[0])
+                except OSError:
+                    pass
 
     def restore(self, warn: Callable[[str], None]) -> None:
+        self._restore_process(warn)
         if self.cwd is not None:
             try:
                 moved = os.getcwd() != self.cwd
@@ -133,3 +157,23 @@ class Place:
                 encoding = getattr(before, "encoding", None) or "utf-8"
                 setattr(sys, name, open(fd, "w", encoding=encoding, errors="replace", closefd=False, buffering=1))  # noqa: SIM115
             warn(f"closed or replaced sys.{name}; put back")
+
+    def _restore_process(self, warn: Callable[[str], None]) -> None:
+        if sys.getrecursionlimit() != self.recursion:
+            sys.setrecursionlimit(self.recursion)
+            warn(f"changed the recursion limit (sys.setrecursionlimit); put back to {self.recursion}")
+        now = vars(builtins)
+        changed = [k for k, v in self.builtins.items() if now.get(k, _MISSING) is not v]
+        if changed:
+            now.update({k: self.builtins[k] for k in changed})
+            warn(f"replaced or removed builtins ({', '.join(sorted(changed)[:5])}); put back")
+        for before in self.fds:
+            if before is not None and _fd_identity(before[0]) != before and before in _FD_COPIES:
+                try:
+                    os.dup2(_FD_COPIES[before], before[0])
+                    warn(f"closed or redirected file descriptor {before[0]}; put back")
+                except OSError:
+                    pass
+
+
+_MISSING = object()
