@@ -213,9 +213,8 @@ def build_tiny_tool_model(
     ``tool_conversations`` (a few seconds on a CPU). It calls tools often, but not always nor always well: room for
     GRPO to improve.
     """
-    import torch
     from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -253,6 +252,15 @@ def build_tiny_tool_model(
             rows["prompt"].append(prompt)
             rows["completion"].append(full[len(prompt) :])
     data = Dataset.from_dict(rows)
+    return sft_warm_up(model, tokenizer, args, data, out, {"seed": seed, "warm_steps": warm_steps})
+
+
+def sft_warm_up(model, tokenizer, args, data, out: Path, meta: dict) -> str:
+    """Train ``model`` with TRL's ``SFTTrainer`` on ``data`` (one thread), save it with ``tokenizer`` into ``out``
+    with the SFT losses in ``grpo_trl_tiny.json`` beside ``meta``."""
+    import torch
+    from trl import SFTTrainer
+
     trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a model this small trains faster on one thread than on contended cores
@@ -266,7 +274,7 @@ def build_tiny_tool_model(
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    (out / "grpo_trl_tiny.json").write_text(json.dumps({"seed": seed, "warm_steps": warm_steps, "sft_loss": losses}))
+    (out / "grpo_trl_tiny.json").write_text(json.dumps({**meta, "sft_loss": losses}))
     return str(out)
 
 

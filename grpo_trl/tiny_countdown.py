@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 
 from grpo_trl.data.countdown import USER_TEMPLATE, generate_problems, split_seed
-from grpo_trl.testing import _CORPUS, CHAT_TEMPLATE, TAG_TOKENS, _model
+from grpo_trl.testing import _CORPUS, CHAT_TEMPLATE, TAG_TOKENS, _model, sft_warm_up
 
 
 def warmup_rows(n: int, seed: int = 0, max_number: int = 99, noise: float = 0.0) -> list[dict]:
@@ -92,9 +92,8 @@ def build_tiny_countdown_model(
     noise: float = 0.6,
 ) -> str:
     """Write the warmed-up model and its tokenizer to ``output_dir`` and return the path as a string."""
-    import torch
     from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -125,21 +124,7 @@ def build_tiny_countdown_model(
         max_length=128,
         disable_tqdm=True,
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a model this small trains faster on one thread than on contended cores
-    try:
-        trainer.train()
-    finally:
-        torch.set_num_threads(threads)
-    model = trainer.model
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    (out / "grpo_trl_tiny.json").write_text(json.dumps({"seed": seed, "warm_steps": warm_steps, "sft_loss": losses}))
-    return str(out)
+    return sft_warm_up(model, tokenizer, args, data, out, {"seed": seed, "warm_steps": warm_steps})
 
 
 def accuracy_table(before: str | Path, after: str | Path) -> str:
