@@ -126,8 +126,15 @@ bench: install
 gpu-wheels: install
 	$(PY) bench/gpu_kit.py wheelhouse
 
+# The probes of tests/faults, plus those that live beside the module they probe (tools, environments, endpoint, judge).
+FAULT_PROBES := tests/faults tests/tools/test_environments.py::test_a_misbehaving_reset_is_one_error_naming_the_environment \
+	tests/tools/test_environments.py::test_a_result_str_cannot_render_costs_the_call \
+	tests/test_endpoint.py::test_a_trickling_answer_is_cut_off_at_timeout_per_attempt \
+	tests/test_endpoint.py::test_an_endless_answer_is_bounded_in_bytes tests/test_endpoint.py::test_a_malformed_url_is_one_error \
+	tests/test_endpoint.py::test_probe_is_bounded_in_wall_time_against_a_trickling_server \
+	tests/rewards/test_judge.py::test_each_failure_costs_only_its_row
 faults: install
-	GRPO_TRL_FUZZ_N=10000 GRPO_TRL_RECIPE_FUZZ_N=600 $(PY) -m pytest -q -s tests/faults $(PYTEST_ARGS)
+	GRPO_TRL_FUZZ_N=10000 GRPO_TRL_RECIPE_FUZZ_N=600 $(PY) -m pytest -q -s $(FAULT_PROBES) $(PYTEST_ARGS)
 
 clean:
 	rm -rf outputs .pytest_cache .ruff_cache bench/results.json

@@ -64,6 +64,8 @@ def exit_if_stray_threads(code: int, grace: float = GRACE, everything: bool = Fa
             if not child.daemon:
                 processes.setdefault(child, "")
     if not threads and not processes:
+        if everything:  # still bound the exit handlers a plugin or a reward may have registered
+            _exit(code, grace)
         return
     deadline = time.monotonic() + grace
     for waitable in [*threads, *processes]:
@@ -89,9 +91,19 @@ def exit_if_stray_threads(code: int, grace: float = GRACE, everything: bool = Fa
         if proc.is_alive():
             proc.kill()
             proc.join(1.0)
+    _exit(code, grace)
+
+
+def _exit(code: int, grace: float) -> None:
+    """Run the ``atexit`` handlers, giving them ``grace`` seconds (one that hangs, registered by user code, is named
+    in a warning and left), flush, and exit with ``code``."""
     import atexit
 
-    getattr(atexit, "_run_exitfuncs", lambda: None)()
+    runner = threading.Thread(target=getattr(atexit, "_run_exitfuncs", lambda: None), name="atexit", daemon=True)
+    runner.start()
+    runner.join(grace)
+    if runner.is_alive():
+        logger.warning("an exit handler (atexit) did not return within %s s; exiting without waiting for it", grace)
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:

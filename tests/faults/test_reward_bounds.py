@@ -197,3 +197,20 @@ def test_check_exits_when_a_plugin_leaves_a_thread_running(tmp_path, tiny_model)
     assert done.returncode == 0 and "OK" in done.stdout, done.stderr[-2000:]
     assert "left thread 'plugin-worker' running" in done.stderr
     assert time.monotonic() - start < 240
+
+
+def test_check_exits_when_a_plugin_registers_an_exit_handler_that_hangs(tmp_path, tiny_model):
+    """An atexit handler that never returns kept the process alive after the verdict; it gets the grace period."""
+    from tests.conftest import tiny_recipe
+
+    (tmp_path / "plug.py").write_text("import atexit, time\natexit.register(time.sleep, 10**6)\n")
+    path = tiny_recipe(tmp_path, tiny_model, extra={"plugins": ["plug.py"]})
+    done = subprocess.run(
+        [sys.executable, "-m", "grpo_trl.cli", "check", str(path)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and "OK" in done.stdout, done.stderr[-2000:]
+    assert "exit handler (atexit) did not return" in done.stderr
