@@ -1,7 +1,7 @@
 """The project's reference reward functions, test-local: grpo-trl's built-ins are compared with them on the labelled
 corpus (``labelled_corpus.py``). Kept in the test tree only; nothing in ``grpo_trl`` imports them.
 
-- ``seed003_correctness``: seed 003 (``/work/shared/seeds/003_*.txt``), ``correctness_reward`` as its code block writes
+- ``seed003_correctness``: seed 003 (``shared/seeds/003_*.txt``), ``correctness_reward`` as its code block writes
   it (2.0 exact, 1.5 numeric), with its ``extract_answer_from_model_output``. The seed names
   ``extract_single_number`` without showing it; it is written here as the tutorial the seed describes defines it:
   the one number in the string (regex ``-?\\d*\\.?\\d+``), else None.
