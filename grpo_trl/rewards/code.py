@@ -81,8 +81,9 @@ def _lines(text: str) -> list[str]:
 # audit hook (which nothing can remove) refusing what reaches another frame or raw memory: sys._getframe (except from
 # the stdlib functions that only read the caller's module name: namedtuple, typing, enum), frames of tracebacks,
 # generators and coroutines, sys._current_frames, settrace/setprofile, gc's object walks, ctypes, new audit hooks
-# (a hook sees each test's code object), new processes, chdir/symlink/link, and opening anything under /proc or /dev
-# but /dev/null, /dev/zero, /dev/urandom, /dev/random.
+# (a hook sees each test's code object), new programs (exec, spawn, subprocess, _posixsubprocess), chdir/symlink/link,
+# and opening anything under /proc or /dev but /dev/null, /dev/zero, /dev/urandom, /dev/random. The hook's own frame
+# holds nothing secret.
 _HARNESS = """
 def __grade(tests):
     import builtins, os, sys, _thread, collections, enum, typing
@@ -113,15 +114,21 @@ def __grade(tests):
         "subprocess.Popen pty.spawn".split()
     )
     frame_attrs = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
+    # stdlib code that reads only the module name of its caller's frame and hands the frame to nothing else (logging
+    # and traceback hand frames to functions looked up in their module, which a solution can replace: not trusted)
     name_readers = frozenset(
         (collections.namedtuple.__code__, typing._caller.__code__, enum.EnumType._create_.__code__)
     )
+    # _posixsubprocess starts a program without an audit event (and outside this hook); _test*: the C-API test kits
+    modules = frozenset(("_posixsubprocess", "_xxsubinterpreters"))
     devices = frozenset(("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"))
     cwd, busy = _getcwd(), set()
 
     def guard(event, args):
         if event in refused or event.startswith("ctypes."):
             raise _RuntimeError("code_tests: " + event + " is refused")
+        if event == "import" and (args[0] in modules or _str.startswith(args[0], "_test")):
+            raise _RuntimeError("code_tests: importing " + args[0] + " is refused")
         if event == "open":
             path = args[0]
             if _isinstance(path, _bytes):
@@ -133,7 +140,7 @@ def __grade(tests):
                     raise _RuntimeError("code_tests: opening " + path + " is refused")
         elif event == "sys._getframe" or (event == "object.__getattr__" and args[1] in frame_attrs):
             me = _ident()
-            if me in busy:  # the hook's own frame access below
+            if me in busy:  # the hook's own frame access below (this frame is never handed out: tb_frame is refused)
                 return
             busy.add(me)
             try:

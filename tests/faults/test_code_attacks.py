@@ -177,6 +177,10 @@ STEPS = {
     "symlink_to_proc": "os.symlink('/proc/self/status', 'm')\nopen('m').read()",
     "ctypes_memory": "import ctypes\nctypes.string_at(id(_forge), 64)",
     "subprocess": "import subprocess\nsubprocess.run(['true'], check=True)",
+    # starts a program (which could read this process's memory) without an audit event
+    "posixsubprocess": "import _posixsubprocess",
+    "os_exec_in_fork": "pid = os.fork()\nif pid == 0:\n    try:\n        os.execv('/bin/true', ['true'])\n"
+    "    finally:\n        os._exit(1)\nassert os.waitpid(pid, 0)[1] == 0",
 }
 
 
