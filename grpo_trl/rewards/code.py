@@ -113,7 +113,7 @@ def __grade(tests):
         "gc.get_referents os.chdir os.fchdir os.symlink os.link os.system os.exec os.posix_spawn os.spawn "
         "subprocess.Popen pty.spawn".split()
     )
-    frame_attrs = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
+    frame_attrs = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"))
     # stdlib code that reads only the module name of its caller's frame and hands the frame to nothing else (logging
     # and traceback hand frames to functions looked up in their module, which a solution can replace: not trusted)
     name_readers = frozenset(
@@ -173,10 +173,31 @@ def __grade(tests):
 """
 
 
+# The harness runs in a thread of its own: a signal handler (which no audit event covers) runs in the main thread and
+# is handed the frame running there, main.py's module frame, which holds neither the token nor the tests (its code's
+# constants do: f_code is refused). The main thread waits until the harness ends the process.
+_START = """
+def __run(tests):
+    import os
+    _exit = os._exit
+    try:
+        __grade(tests)
+    finally:
+        _exit(0)
+
+
+import _thread
+_thread.start_new_thread(__run, (%r,))
+__done = _thread.allocate_lock()
+__done.acquire()
+__done.acquire()
+"""
+
+
 def _assert_script(asserts: list[str]) -> str:
     """``main.py`` for a row's asserts: ``solution.py`` runs as a module (its ``if __name__ == "__main__":`` block
     does not run), then each assert in its namespace (see ``_HARNESS``)."""
-    return f"{_HARNESS}\n\n__grade({asserts!r})\n"
+    return _HARNESS + _START % (asserts,)
 
 
 def _passed_asserts(stdout: str, token: str, total: int) -> int:

@@ -150,6 +150,9 @@ REACHES = {
     "current_frames": "import sys, threading\n_forge(sys._current_frames()[threading.get_ident()])",
     "settrace": "import sys\nsys.settrace(lambda f, e, a: _forge(f))",
     "setprofile": "import sys\nsys.setprofile(lambda f, e, a: _forge(f))",
+    # a signal handler is handed the frame running when the signal arrives (no audit event)
+    "signal_handler": "import sys\n_s = sys.modules['_signal']\n_s.signal(_s.SIGUSR1, lambda n, f: _forge(f))\n"
+    "def add(a, b):\n    os.kill(os.getpid(), _s.SIGUSR1)\n    return -1",
     "gc_rewrites_tests": "import gc\nfor o in gc.get_objects():\n"
     "    if type(o) is list and o and all(type(c).__name__ == 'code' for c in o):\n"
     "        o[:] = [compile('pass', 't', 'exec')] * len(o)",
