@@ -80,7 +80,7 @@ def _lines(text: str) -> list[str]:
 # The token and the compiled tests live in this function's frame, so right before the solution runs it installs an
 # audit hook (which nothing can remove) refusing what reaches another frame or raw memory: sys._getframe (except from
 # the stdlib functions that only read the caller's module name: namedtuple, typing, enum), frames of tracebacks,
-# generators and coroutines, sys._current_frames, settrace/setprofile, gc's object walks, ctypes, new audit hooks
+# generators and coroutines, sys._current_frames, settrace/setprofile, gc (unloaded first), ctypes, new audit hooks
 # (a hook sees each test's code object), new programs (exec, spawn, subprocess, _posixsubprocess), chdir/symlink/link,
 # and opening anything under /proc or /dev but /dev/null, /dev/zero, /dev/urandom, /dev/random. The hook's own frame
 # holds nothing secret.
@@ -120,7 +120,8 @@ def __grade(tests):
         (collections.namedtuple.__code__, typing._caller.__code__, enum.EnumType._create_.__code__)
     )
     # _posixsubprocess starts a program without an audit event (and outside this hook); _test*: the C-API test kits
-    modules = frozenset(("_posixsubprocess", "_xxsubinterpreters"))
+    # gc: under DEBUG_SAVEALL, gc.garbage keeps finished frames, whose f_back leads here
+    modules = frozenset(("_posixsubprocess", "_xxsubinterpreters", "gc"))
     devices = frozenset(("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"))
     cwd, busy = _getcwd(), set()
 
@@ -152,6 +153,7 @@ def __grade(tests):
                 raise _RuntimeError("code_tests: " + event + " is refused")
 
     ns = {"__name__": "solution", "__builtins__": builtins}
+    sys.modules.pop("gc", None)
     sys.addaudithook(guard)
     try:
         _exec(_compile(solution, "solution.py", "exec"), ns)

@@ -153,6 +153,11 @@ REACHES = {
     # a signal handler is handed the frame running when the signal arrives (no audit event)
     "signal_handler": "import sys\n_s = sys.modules['_signal']\n_s.signal(_s.SIGUSR1, lambda n, f: _forge(f))\n"
     "def add(a, b):\n    os.kill(os.getpid(), _s.SIGUSR1)\n    return -1",
+    # finished frames kept by gc.garbage under DEBUG_SAVEALL: their f_back leads to the callers
+    "gc_garbage_frames": "import gc, types\ngc.set_debug(gc.DEBUG_SAVEALL)\ndef _helper():\n    try:\n"
+    "        raise ValueError\n    except ValueError as e:\n        keep = e\ndef add(a, b):\n    _helper()\n"
+    "    gc.collect()\n    for o in gc.garbage:\n        if type(o) is types.FrameType:\n            _forge(o)\n"
+    "    return -1",
     "gc_rewrites_tests": "import gc\nfor o in gc.get_objects():\n"
     "    if type(o) is list and o and all(type(c).__name__ == 'code' for c in o):\n"
     "        o[:] = [compile('pass', 't', 'exec')] * len(o)",
