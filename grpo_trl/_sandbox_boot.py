@@ -65,4 +65,5 @@ if __name__ == "__main__":
     with open("main.py", encoding="utf-8") as _f:
         _code = compile(_f.read(), "main.py", "exec")
     del sys, _f, _limit, _own_keyrings
-    exec(_code, {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__})
+    # popped, not kept in this module (sys.modules["__main__"]), where main.py's code and constants stay reachable
+    exec(globals().pop("_code"), {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__})
