@@ -177,16 +177,12 @@ def test_train_survives_rewards_that_end_runs_and_exits_when_done(tmp_path, tiny
     assert elapsed < 300  # two timeouts of 1 s per step, not 2 x 13 s or 35 s; no wait for the process
 
 
-@pytest.mark.slow
-def test_check_exits_when_a_plugin_leaves_a_thread_running(tmp_path, tiny_model):
-    """A plugin whose import starts a non-daemon thread kept `check` alive forever after its verdict."""
+def _check_with_plugin(tmp_path, tiny_model, source: str) -> subprocess.CompletedProcess:
+    """`grpo-trl check` as a program on a tiny recipe whose ``plugins:`` file holds ``source``."""
     from tests.conftest import tiny_recipe
 
-    (tmp_path / "plug.py").write_text(
-        "import threading, time\nthreading.Thread(target=time.sleep, args=(3600,), name='plugin-worker').start()\n"
-    )
+    (tmp_path / "plug.py").write_text(source)
     path = tiny_recipe(tmp_path, tiny_model, extra={"plugins": ["plug.py"]})
-    start = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "grpo_trl.cli", "check", str(path)],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -195,22 +191,20 @@ def test_check_exits_when_a_plugin_leaves_a_thread_running(tmp_path, tiny_model)
         timeout=300,
     )
     assert done.returncode == 0 and "OK" in done.stdout, done.stderr[-2000:]
+    return done
+
+
+@pytest.mark.slow
+def test_check_exits_when_a_plugin_leaves_a_thread_running(tmp_path, tiny_model):
+    """A plugin whose import starts a non-daemon thread kept `check` alive forever after its verdict."""
+    start = time.monotonic()
+    source = "import threading, time\nthreading.Thread(target=time.sleep, args=(3600,), name='plugin-worker').start()"
+    done = _check_with_plugin(tmp_path, tiny_model, source)
     assert "left thread 'plugin-worker' running" in done.stderr
     assert time.monotonic() - start < 240
 
 
 def test_check_exits_when_a_plugin_registers_an_exit_handler_that_hangs(tmp_path, tiny_model):
     """An atexit handler that never returns kept the process alive after the verdict; it gets the grace period."""
-    from tests.conftest import tiny_recipe
-
-    (tmp_path / "plug.py").write_text("import atexit, time\natexit.register(time.sleep, 10**6)\n")
-    path = tiny_recipe(tmp_path, tiny_model, extra={"plugins": ["plug.py"]})
-    done = subprocess.run(
-        [sys.executable, "-m", "grpo_trl.cli", "check", str(path)],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0 and "OK" in done.stdout, done.stderr[-2000:]
+    done = _check_with_plugin(tmp_path, tiny_model, "import atexit, time\natexit.register(time.sleep, 10**6)\n")
     assert "exit handler (atexit) did not return" in done.stderr
