@@ -204,6 +204,7 @@ def test_check_exits_when_a_plugin_leaves_a_thread_running(tmp_path, tiny_model)
     assert time.monotonic() - start < 240
 
 
+@pytest.mark.slow
 def test_check_exits_when_a_plugin_registers_an_exit_handler_that_hangs(tmp_path, tiny_model):
     """An atexit handler that never returns kept the process alive after the verdict; it gets the grace period."""
     done = _check_with_plugin(tmp_path, tiny_model, "import atexit, time\natexit.register(time.sleep, 10**6)\n")
