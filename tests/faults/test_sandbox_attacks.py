@@ -390,8 +390,12 @@ def test_nothing_it_writes_in_shared_directories_outlives_the_run(mode):
 @pytest.mark.skipif(isolation() != "namespaces", reason="read-only mounts need namespaces (README: uid mode)")
 def test_world_writable_directories_anywhere_else_are_read_only():
     """A world-writable directory outside the shared ones (here: in the repository, the test makes it) cannot be
-    written at all: every mount but the run's own tmpfs is read-only for it."""
-    ww = Path(__file__).parent / f".ww-{os.getpid()}"
+    written at all: every mount but the run's own tmpfs is read-only for it. A checkout under /tmp (CI's clone may
+    be one) is hidden by the run's private /tmp, so the directory is then made under /var/cache instead."""
+    here = Path(__file__).resolve().parent
+    shared = [Path(p).resolve() for p in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock") if os.path.isdir(p)]
+    base = Path("/var/cache") if any(here.is_relative_to(d) for d in shared) else here
+    ww = base / f".ww-{os.getpid()}"
     ww.mkdir()
     try:
         ww.chmod(0o1777)
