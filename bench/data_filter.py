@@ -52,7 +52,7 @@ def _measure(tmp: Path, n: int, old_rows: int | None) -> dict:
     from transformers import AutoTokenizer
 
     from grpo_trl.data.filters import filter_by_tokens
-    from grpo_trl.testing import build_tiny_model
+    from grpo_trl.models.tiny import build_tiny_model
     from tests.naive_filter import naive_filter
 
     tok = AutoTokenizer.from_pretrained(build_tiny_model(tmp / "model"))

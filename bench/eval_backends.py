@@ -65,7 +65,7 @@ def _vllm(model_dir: str, prompts: int, n: int, tokens: int) -> dict:
 
 def run(quick: bool) -> dict:
     """transformers and vLLM side by side, plus the table rows."""
-    from grpo_trl.testing import build_tiny_model
+    from grpo_trl.models.tiny import build_tiny_model
 
     prompts, n, tokens = (8, 4, 16) if quick else (64, 8, 32)
     model_dir = build_tiny_model(

@@ -1,7 +1,7 @@
 """GPU figures (only where CUDA is present): GRPO steps on a Qwen2.5-0.5B-shaped model with random weights, nothing
 downloaded (the tokenizer is the tiny offline one; ids it lacks decode to nothing, so every completion runs to
 ``max_completion_length``: the worst case). For each setting: step time, generated tokens/s, peak memory, and the
-memory plan of ``grpo_trl.memory`` for the same setting beside the measured peak.
+memory plan of ``grpo_trl.check.memory`` for the same setting beside the measured peak.
 
 Settings: two completion lengths; full fine-tune vs LoRA; gradient checkpointing on and off; QLoRA (4-bit base,
 ``BitsAndBytesConfig``) when bitsandbytes is installed. Run ``python -m bench.gpu`` (or ``make bench``) on the GPU
@@ -51,7 +51,7 @@ def build_model(path: Path) -> str:
     import torch
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
-    from grpo_trl.testing import build_tiny_model
+    from grpo_trl.models.tiny import build_tiny_model
 
     build_tiny_model(path)  # tokenizer + chat template
     tok = AutoTokenizer.from_pretrained(path)
@@ -70,7 +70,7 @@ def has_bitsandbytes() -> bool:
 
 def planned_bytes(model_path: str, mode: str, gc_on: bool, length: int, prompt_tokens: int) -> float:
     """The memory plan for one setting, without the fixed CUDA-context item (``max_memory_allocated`` excludes it)."""
-    from grpo_trl.memory import load_shape, plan_memory
+    from grpo_trl.check.memory import load_shape, plan_memory
 
     shape = load_shape(model_path)
     plan = plan_memory(

@@ -36,9 +36,9 @@ def _fail(recipe: Recipe, problems: list[tuple[str, str]]) -> None:
 
 def recipe_problems(recipe: Recipe) -> list[Problem]:
     """Problems in the sections this module wires (tools, environment, quantization, chat template), no model load."""
-    from grpo_trl.chat_templates import resolve_template
     from grpo_trl.environments.registry import environment_problems, owns_reward
-    from grpo_trl.quantization import quantization_problems
+    from grpo_trl.models.chat_templates import resolve_template
+    from grpo_trl.models.quantization import quantization_problems
     from grpo_trl.rollout import rollout_problems
     from grpo_trl.tools import tool_problems
 
@@ -106,11 +106,11 @@ def _route_message(names: list[str]) -> str:
 
 def _template_problems_offline(recipe: Recipe) -> list[str]:
     """Template checks when the tokenizer is at hand without a download (local, cached or built-in); else at train."""
-    from grpo_trl.chat_templates import resolve_template, template_problems
+    from grpo_trl.models.chat_templates import resolve_template, template_problems
 
     name = str(recipe.model.get("name"))
     if name.startswith("builtin:"):
-        from grpo_trl.testing import builtin_tokenizer
+        from grpo_trl.models.tiny import builtin_tokenizer
 
         tokenizer = builtin_tokenizer(name)
     else:
@@ -131,7 +131,7 @@ def _template_problems_offline(recipe: Recipe) -> list[str]:
 def describe_extras(recipe: Recipe) -> list[str]:
     """``check`` lines for tools, environments and quantization; ``warning:`` lines for what this machine lacks."""
     from grpo_trl.environments import is_multi
-    from grpo_trl.quantization import hardware_problems
+    from grpo_trl.models.quantization import hardware_problems
     from grpo_trl.tools.registry import tool_specs
 
     lines = []
@@ -158,7 +158,7 @@ def uses_tools(recipe: Recipe) -> bool:
 
 def check_template(recipe: Recipe, tokenizer) -> None:
     """``RecipeError`` when the tokenizer's chat template would break tool calling (TRL's own checks)."""
-    from grpo_trl.chat_templates import template_problems
+    from grpo_trl.models.chat_templates import template_problems
 
     _fail(recipe, [("model.chat_template", m) for m in template_problems(tokenizer)])
 
@@ -216,10 +216,10 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     from trl import GRPOTrainer
 
     from grpo_trl.data import build_dataset
+    from grpo_trl.data.render import Rendering
     from grpo_trl.environments import build_environment_factory
-    from grpo_trl.prompt_render import Rendering
-    from grpo_trl.quantization import bnb_config, hardware_problems
-    from grpo_trl.reward_models import is_model_entry, processing_class
+    from grpo_trl.models.quantization import bnb_config, hardware_problems
+    from grpo_trl.models.reward_models import is_model_entry, processing_class
     from grpo_trl.tools import build_tools
     from grpo_trl.train import check_reward_columns, load_tokenizer, resolve_model
 

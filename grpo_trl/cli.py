@@ -39,7 +39,7 @@ class _Parser(argparse.ArgumentParser):
 
 def memory_size(text: str) -> float:
     """An argparse type: ``80GiB``, ``24GB``... in bytes."""
-    from grpo_trl.memory import parse_size
+    from grpo_trl.check.memory import parse_size
 
     try:
         return parse_size(text)
@@ -70,8 +70,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from grpo_trl.check.plan import format_plan
     from grpo_trl.recipe import RecipeError, load_recipe
-    from grpo_trl.recipe.plan import format_plan
 
     recipe = load_recipe(args.recipe, args.overrides, validate=False)
     problems = recipe.validate(world_size=args.world_size)
@@ -83,7 +83,7 @@ def _check(args: argparse.Namespace) -> int:
         print(recipe.to_yaml())
     for line in format_plan(recipe, plan, world_size_given=bool(args.world_size)):
         print(line)
-    from grpo_trl.memory import check_lines  # expected peak memory per GPU (issue 15 part 3)
+    from grpo_trl.check.memory import check_lines  # expected peak memory per GPU (issue 15 part 3)
 
     for line in check_lines(recipe, plan.config, plan.world_size, args.gpu_memory):
         print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout)
@@ -131,7 +131,7 @@ def cmd_rewards(args: argparse.Namespace) -> int:
 
 def cmd_data(args: argparse.Namespace) -> int:
     from grpo_trl.data import build_dataset
-    from grpo_trl.prompt_render import recipe_rendering
+    from grpo_trl.data.render import recipe_rendering
     from grpo_trl.recipe import load_recipe
     from grpo_trl.train import load_tokenizer, resolve_model
 
@@ -181,7 +181,7 @@ def cmd_filter(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from grpo_trl.report import write_report
+    from grpo_trl.report.page import write_report
 
     try:
         path = write_report(args.output_dir)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 # Names users carry over from older grpo-trl versions or other tools: old -> new. Consulted by ``suggest`` before the
 # fuzzy match, when ``new`` is among the choices (or is a dotted key path, valid anywhere). TRL's and open-r1's names
-# are not repeated here: ``renames()`` reads them from the importer's tables (``grpo_trl.importer.tables``), the one
+# are not repeated here: ``renames()`` reads them from the importer's tables (``grpo_trl.tables``), the one
 # place ``grpo-trl import`` translates them with. Other modules add their own with ``add_rename``.
 RENAMES: dict[str, str] = {}
 
@@ -39,7 +39,7 @@ def renames() -> dict[str, str]:
     >>> renames()["model_name_or_path"], renames()["no_cuda"]
     ('model.name', 'use_cpu')
     """
-    from grpo_trl.importer.tables import suggest_renames
+    from grpo_trl.tables import suggest_renames
 
     return {**suggest_renames(), **RENAMES}
 

@@ -60,7 +60,7 @@ class TrainResult:
 
     def reward_trend(self, window: int = 20, key: str = "reward") -> tuple[float, float] | None:
         """Mean of ``key`` over the first and last ``window`` logged steps (``None`` if nothing was logged)."""
-        from grpo_trl.report import reward_trend  # one definition, shared with report.html
+        from grpo_trl.report.page import reward_trend  # one definition, shared with report.html
 
         return reward_trend(self.log_history, window, key)
 
@@ -108,7 +108,7 @@ def resolve_model(recipe: Recipe, output_dir: str | None = None) -> str:
     name = recipe.model["name"]
     if not str(name).startswith("builtin:"):
         return name
-    from grpo_trl.testing import BUILDERS
+    from grpo_trl.models.builtin import BUILDERS
 
     tiny = recipe.model.get("tiny") or {}
     folder = "tiny-model" if name == BUILTIN_TINY else name.split(":", 1)[1]  # tiny-tools...: run_dir.OWN_NAMES
@@ -126,7 +126,7 @@ def resolve_model(recipe: Recipe, output_dir: str | None = None) -> str:
             where = ("environment", "GRPO_TRL_CACHE") if raw else ("environment", "HOME")
             why = f"cannot build {name} in {str(cache)!r} ({exc.strerror or exc})"
             raise RecipeError([Problem(*where, why, "set GRPO_TRL_CACHE to a writable folder")]) from None
-    from grpo_trl.run_names import STATE
+    from grpo_trl.run.names import STATE
 
     return build_once(BUILDERS[name], Path(output_dir) / folder, Path(output_dir) / STATE, **tiny)
 
@@ -176,7 +176,7 @@ def load_tokenizer(recipe: Recipe, model_path: str):
         raise RecipeError([Problem(recipe.file, "model", why, "give a model folder or a Hub id")]) from exc
     template = model.get("chat_template")
     if template:
-        from grpo_trl.chat_templates import resolve_template
+        from grpo_trl.models.chat_templates import resolve_template
 
         tokenizer.chat_template = resolve_template(template, recipe.base_dir)  # trl:<name>, a file, or the text
     if tokenizer.pad_token is None:
@@ -202,10 +202,10 @@ def run(
 ) -> TrainResult:
     """Train with the recipe. ``resume``: continue from the newest complete checkpoint in ``output_dir`` (a finished
     run trains nothing); ``overwrite``: start again, removing only what grpo-trl wrote there. The directory's rules
-    (lock, manifest, foreign files, recipe changes) are ``grpo_trl.run_session.RunSession``'s.
+    (lock, manifest, foreign files, recipe changes) are ``grpo_trl.run.session.RunSession``'s.
     ``trainer_kwargs``: extra ``GRPOTrainer`` arguments merged with the recipe's (see ``grpo_trl.build``).
     """
-    from grpo_trl.run_session import RunSession
+    from grpo_trl.run.session import RunSession
 
     config = recipe.to_grpo_config()
     check_output_dir(config.output_dir, file=recipe.file)
@@ -217,7 +217,7 @@ def run(
 
 def finished_result(output_dir: str, state: dict) -> TrainResult:
     """The result of a run that had already reached ``max_steps``: its saved state and alerts, nothing trained."""
-    from grpo_trl.resume import read_jsonl
+    from grpo_trl.run.resume import read_jsonl
 
     alerts = read_jsonl(Path(output_dir) / "alerts.jsonl")
     return TrainResult(output_dir, int(state["global_step"]), list(state.get("log_history") or []), alerts)
@@ -227,9 +227,9 @@ def _train(
     recipe: Recipe, config: Any, session: Any, extra_callbacks: list | None, verbose: bool, trainer_kwargs: dict
 ) -> TrainResult:
     from grpo_trl.build import build_trainer
-    from grpo_trl.callbacks import Alerts, CompletionSamples, GenerationTimer
-    from grpo_trl.dynamic_sampling import install as install_sampler
+    from grpo_trl.data.dynamic_sampling import install as install_sampler
     from grpo_trl.generation import preflight
+    from grpo_trl.monitor.callbacks import Alerts, CompletionSamples, GenerationTimer
 
     output_dir = config.output_dir
     preflight(recipe, config)  # vLLM installed, server reachable: fail in seconds, not after loading the model
@@ -259,7 +259,7 @@ def _train(
         trainer.add_callback(cb)
     install_sampler(trainer, recipe.dataset)  # data.sampler: zero-variance-aware sampling
     if not verbose:  # one compact line per logging step instead of TRL's whole dict
-        from grpo_trl.console import install_console
+        from grpo_trl.monitor.console import install_console
 
         install_console(trainer)
     session.attach(trainer)  # manifest entries as checkpoints are saved; logs and alerts continued on resume
@@ -272,7 +272,7 @@ def _train(
 
 
 def print_summary(result: TrainResult) -> None:
-    from grpo_trl.report import none_shares, trend_label
+    from grpo_trl.report.page import none_shares, trend_label
 
     trend = result.reward_trend()
     print(f"\ngrpo-trl: trained {result.global_step} steps; results in {result.output_dir}/")
@@ -336,7 +336,7 @@ def run_cli(args: argparse.Namespace) -> int:
         for line in format_error_lines(exc, file=args.recipe):
             print(line, file=sys.stderr)
         return 1
-    from grpo_trl.run_session import is_main_process
+    from grpo_trl.run.session import is_main_process
 
     if is_main_process():  # RANK was read (and checked) by the run
         print_summary(result)

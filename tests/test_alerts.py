@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from grpo_trl.callbacks import Alerts
+from grpo_trl.monitor.callbacks import Alerts
 from grpo_trl.rewards import SafeReward, get_reward
 
 

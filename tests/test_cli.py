@@ -61,7 +61,7 @@ def test_data_command_prints_rendered_prompts(make_recipe, capsys):
 
 
 def test_tiny_model_builds_fast_and_is_deterministic(tmp_path):
-    from grpo_trl.testing import build_tiny_model
+    from grpo_trl.models.tiny import build_tiny_model
 
     build_tiny_model(tmp_path / "warm")  # imports paid once
     start = time.perf_counter()

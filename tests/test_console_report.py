@@ -1,4 +1,4 @@
-"""The compact console line (grpo_trl/console.py) and the report's plots (grpo_trl/report.py) on a real tiny run that
+"""The compact console line (grpo_trl/monitor/console.py) and the report's plots (grpo_trl/report/page.py) on a real tiny run that
 logs a custom ``log_metric``, reward faults and eval metrics."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grpo_trl.console import _duration, format_line
-from grpo_trl.report import reward_trend
+from grpo_trl.monitor.console import _duration, format_line
+from grpo_trl.report.page import reward_trend
 
 PLUGIN = '''
 from grpo_trl.rewards import register_reward
@@ -72,7 +72,7 @@ def test_duration_and_trend_edges():
 def test_train_prints_one_line_per_step_and_the_report_draws_every_metric(tmp_path, make_recipe, capsys):
     import matplotlib.image
 
-    from grpo_trl.report import write_report
+    from grpo_trl.report.page import write_report
     from grpo_trl.train import main as train_main
 
     (tmp_path / "logs_rewards.py").write_text(PLUGIN)
@@ -135,7 +135,7 @@ def _state(tmp_path: Path, history: list[dict]) -> Path:
 
 
 def test_summary_and_report_name_the_window_they_really_averaged(tmp_path, capsys):
-    from grpo_trl.report import write_report
+    from grpo_trl.report.page import write_report
     from grpo_trl.train import TrainResult, print_summary
 
     rewards = [0.1, 0.2, float("nan"), 0.4, 0.5, 0.6]  # 6 logged steps, 5 finite rewards: 2 at each end
@@ -150,7 +150,7 @@ def test_summary_and_report_name_the_window_they_really_averaged(tmp_path, capsy
 
 
 def test_every_eval_metric_is_drawn_and_eval_kl_has_its_own_panel(tmp_path):
-    from grpo_trl.report import write_report
+    from grpo_trl.report.page import write_report
 
     train = {"loss": 0.0, "reward": 0.5, "kl": 0.001}
     evals = {
@@ -177,7 +177,7 @@ def test_the_eval_line_shows_the_eval_reward_and_its_per_reward_means():
 
     from transformers import TrainerControl, TrainerState
 
-    from grpo_trl.console import ConsoleLine
+    from grpo_trl.monitor.console import ConsoleLine
 
     stream = io.StringIO()
     state = TrainerState(global_step=3, max_steps=6)
@@ -196,7 +196,7 @@ def test_the_eval_line_shows_the_eval_reward_and_its_per_reward_means():
 @pytest.mark.parametrize("value", [1.7e308, -1.7e308, float("inf"), float("nan")])
 def test_a_metric_matplotlib_cannot_scale_is_left_out_of_its_plot(tmp_path, value):
     """A user's log_metric may log any float; 1.7e308 made matplotlib raise while laying out ticks (exit 70)."""
-    from grpo_trl.report import write_report
+    from grpo_trl.report.page import write_report
 
     history = [{"loss": 0.0, "reward": 0.5, "my/score": v, "step": s} for s, v in ((1, 1.0), (2, value), (3, 2.0))]
     out = _state(tmp_path, history)
@@ -205,7 +205,7 @@ def test_a_metric_matplotlib_cannot_scale_is_left_out_of_its_plot(tmp_path, valu
 
 
 def test_a_one_step_window_is_named_in_the_singular(tmp_path, capsys):
-    from grpo_trl.report import write_report
+    from grpo_trl.report.page import write_report
     from grpo_trl.train import TrainResult, print_summary
 
     history = [{"loss": 0.0, "step": i + 1, "reward": r} for i, r in enumerate([0.1, 0.3])]

@@ -25,7 +25,7 @@ def warm_model(tmp_path_factory):
     """The warm-up, once; one torch thread as ``make demo`` runs (OMP_NUM_THREADS=1): much faster on a busy CPU."""
     import torch
 
-    from grpo_trl.tiny_countdown import build_tiny_countdown_model
+    from grpo_trl.models.tiny_countdown import build_tiny_countdown_model
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -39,7 +39,7 @@ def never_seen() -> set[int]:
     """Indexes of the held-out problems whose numbers and target are in no training row nor warm-up row (the space of
     two-number problems is small: about 4 in 10 held-out problems also occur among those 6,000 rows)."""
     from grpo_trl.data.countdown import generate_problems, split_seed
-    from grpo_trl.tiny_countdown import warmup_rows
+    from grpo_trl.models.tiny_countdown import warmup_rows
 
     data = yaml.safe_load(DEMO.read_text())["data"]
 

@@ -1,12 +1,11 @@
-"""The did-you-mean helper knows every name ``grpo-trl import`` translates (one table, grpo_trl.importer.tables, read
+"""The did-you-mean helper knows every name ``grpo-trl import`` translates (one table, grpo_trl.tables, read
 by grpo_trl.errors), so ``check`` answers a TRL / open-r1 name written in the wrong place of a recipe."""
 
 from __future__ import annotations
 
 import pytest
 
-from grpo_trl import errors
-from grpo_trl.importer import tables
+from grpo_trl import errors, tables
 from grpo_trl.recipe import load_recipe
 
 

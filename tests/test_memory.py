@@ -1,4 +1,4 @@
-"""The memory plan (grpo_trl/memory.py): ZeRO accounting against the paper, parameter counts against real models,
+"""The memory plan (grpo_trl/check/memory.py): ZeRO accounting against the paper, parameter counts against real models,
 LoRA counts against peft, and what ``grpo-trl check`` prints."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grpo_trl.check.memory import GIB, Shape, model_state_bytes, parse_size, plan_memory, sharding
 from grpo_trl.cli import main as cli_main
-from grpo_trl.memory import GIB, Shape, model_state_bytes, parse_size, plan_memory, sharding
 
 QWEN25_05B = {
     "model_type": "qwen2",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from grpo_trl.data.countdown import generate_problems, split_seed
+from grpo_trl.models.builtin import BUILDERS
+from grpo_trl.models.tiny_countdown import accuracy_table, warmup_rows
 from grpo_trl.rewards.countdown import countdown
-from grpo_trl.run_names import kind_of
-from grpo_trl.testing import BUILDERS
-from grpo_trl.tiny_countdown import accuracy_table, warmup_rows
+from grpo_trl.run.names import kind_of
 
 
 def test_clean_warmup_answers_score_one_and_noisy_ones_subtract():

@@ -205,7 +205,7 @@ def test_eval_numbers_match_the_completions_file(tmp_path, make_recipe):
 def test_report_writes_plots_and_html(tmp_path, make_recipe):
     import matplotlib.image
 
-    from grpo_trl.report import write_report
+    from grpo_trl.report.page import write_report
 
     path = make_recipe(trainer={"max_steps": 5}, extra={"logging": {"completions_every": 1}})
     run(load_recipe(path))

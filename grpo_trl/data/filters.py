@@ -2,7 +2,7 @@
 
 ``filter_by_tokens`` keeps exactly the rows a row-at-a-time filter keeps (each prompt rendered and tokenized as
 ``GRPOTrainer`` does it: the chat template with the trainer's tools and ``chat_template_kwargs``, see
-``grpo_trl.prompt_render``; a standard string prompt with the tokenizer's special tokens; each solution tokenized;
+``grpo_trl.data.render``; a standard string prompt with the tokenizer's special tokens; each solution tokenized;
 then the first ``limit`` rows), but:
 
 - batched: one ``apply_chat_template`` call renders a whole batch, one call to the Rust tokenizer counts it, each
@@ -41,8 +41,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from grpo_trl.data.render import Rendering
 from grpo_trl.data.token_count import byte_bound_mode, max_token_chars, token_lengths
-from grpo_trl.prompt_render import Rendering
 
 logger = logging.getLogger(__name__)
 

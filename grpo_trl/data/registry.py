@@ -118,10 +118,10 @@ def option_problems(cfg: dict) -> list[tuple[str, str]]:
 def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
     """Problems in a ``data:`` section as ``(key path, message)`` pairs; empty when it is fine. Builds nothing.
 
-    The recipe's own data checks (``grpo_trl.recipe.data_checks``: the schema, then builder, options, prompt), so
+    The recipe's own data checks (``grpo_trl.data.checks``: the schema, then builder, options, prompt), so
     ``check`` and ``build_dataset`` refuse the same sections with the same messages.
     """
-    from grpo_trl.recipe.data_checks import data_section_problems
+    from grpo_trl.data.checks import data_section_problems
 
     return [(p.key, p.text) for p in data_section_problems(cfg)]
 

@@ -13,7 +13,7 @@ groups, same repeats for ``num_iterations`` and ``steps_per_generation``); only 
 With every weight 1 an epoch is TRL's own shuffled permutation; otherwise each prompt appears about
 ``N * w / sum(w)`` times (systematic sampling: the epoch keeps its length, low-weight prompts appear rarely, the
 others sometimes twice). The outcome of each group is read after each generation by
-:mod:`grpo_trl.dynamic_sampling` from the trainer's gathered per-completion advantages (the same on every process,
+:mod:`grpo_trl.data.dynamic_sampling` from the trainer's gathered per-completion advantages (the same on every process,
 so all processes keep the same weights); that read, and installing the sampler, are the two TRL internals used, both
 in :mod:`grpo_trl.trl_adapter`. The state is saved in every checkpoint (``zero_variance_sampler.json``) and restored
 on ``--resume``, so a resumed epoch replays the same order.

@@ -43,7 +43,7 @@ def _without_band(cfg: dict, split: str | None) -> dict:
 
 def _rates_file(path: Path) -> bool:
     """Whether ``path`` is a pass-rate file (``filter`` wrote it, or one shaped like it): JSON with ``rates``."""
-    from grpo_trl.resume import read_json_head
+    from grpo_trl.run.resume import read_json_head
 
     data = read_json_head(path, 512 * 2**20)
     return isinstance(data, dict) and "rates" in data
@@ -67,7 +67,7 @@ def filter_prompts(
     """Score the recipe's training prompts (all of them: ``data.limit`` is ignored unless ``limit`` is given) and
     write their pass rates; returns a summary with the file, the counts per band and the recipe snippet."""
     from grpo_trl.data import build_dataset
-    from grpo_trl.prompt_render import recipe_rendering
+    from grpo_trl.data.render import recipe_rendering
 
     setup = prepare(
         recipe,

@@ -108,7 +108,7 @@ def require_split(recipe: Recipe, split: str | None, what: str = "evaluate") -> 
 def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | None) -> Any:
     """The rows to evaluate: the recipe's eval split, or the whole ``split`` when one is named explicitly."""
     from grpo_trl.data import build_dataset
-    from grpo_trl.prompt_render import recipe_rendering
+    from grpo_trl.data.render import recipe_rendering
 
     data_cfg = dict(recipe.dataset)
     if split:  # an explicit split is taken whole (no held-out carving)
@@ -151,7 +151,7 @@ def writable(path: Path, where: str, flag: str) -> None:
 
 def _ours(path: Path) -> bool:
     """Whether ``path`` is an ``eval.json`` / ``eval_completions.jsonl`` as ``evaluate`` writes them."""
-    from grpo_trl.resume import read_json_head
+    from grpo_trl.run.resume import read_json_head
 
     if path.suffix != ".json":  # the first row of the completions (none at all: ours, with no rows)
         return isinstance(read_json_head(path, 2**24, first_line=True, empty={}), dict)

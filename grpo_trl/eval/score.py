@@ -4,7 +4,7 @@ A completion *passes* when the recipe's correctness reward (the first that decla
 else its first reward function, else its first reward model) reaches that value (1.0 for ``countdown`` and
 ``accuracy``; for ``gsm8k`` its ``numeric`` credit, a correct number either way). The rewards are the training ones,
 wrapped the same way (``Recipe.build_rewards``); a reward model (``{model: ...}``) scores as TRL's trainer scores it
-(:class:`grpo_trl.reward_models.RewardModel`). Rewards see what TRL gives them: with conversational prompts each
+(:class:`grpo_trl.models.reward_models.RewardModel`). Rewards see what TRL gives them: with conversational prompts each
 completion is ``[{"role": "assistant", "content": text}]``, with standard (string) prompts the text itself.
 """
 
@@ -21,7 +21,7 @@ from grpo_trl.rewards.text import completion_text, extract_tag
 
 def pass_rule(recipe: Recipe) -> tuple[str, float]:
     """``(reward name, threshold)`` that decides whether a completion passes."""
-    from grpo_trl.reward_models import is_model_entry, model_label
+    from grpo_trl.models.reward_models import is_model_entry, model_label
     from grpo_trl.rewards.registry import pass_threshold, reward_label
 
     funcs = [spec for spec in recipe.rewards if not is_model_entry(spec)]
@@ -36,8 +36,8 @@ def pass_rule(recipe: Recipe) -> tuple[str, float]:
 
 def load_reward_models(recipe: Recipe, rewards: list) -> list:
     """``Recipe.build_rewards()``'s rewards as ``score`` calls them: a reward model, there the path TRL would load,
-    becomes a :class:`~grpo_trl.reward_models.RewardModel`; reward functions stay as they are."""
-    from grpo_trl.reward_models import RewardModel, is_model_entry
+    becomes a :class:`~grpo_trl.models.reward_models.RewardModel`; reward functions stay as they are."""
+    from grpo_trl.models.reward_models import RewardModel, is_model_entry
 
     template_kwargs = recipe.grpo_kwargs().get("chat_template_kwargs")
     init_kwargs = recipe.model_init_kwargs()

@@ -20,8 +20,8 @@ from grpo_trl.errors import Problem, RecipeError
 from grpo_trl.importer.emit import emit
 from grpo_trl.importer.read import read_peer_yaml, read_peer_yaml_text
 from grpo_trl.importer.state import Imported
-from grpo_trl.importer.tables import RENAMES, rename_hint
 from grpo_trl.importer.translate import translate
+from grpo_trl.tables import RENAMES, rename_hint
 
 __all__ = ["RENAMES", "ImportResult", "import_config", "import_text", "peer_config_problems", "rename_hint"]
 

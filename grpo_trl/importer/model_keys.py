@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from grpo_trl.importer import tables as T
+from grpo_trl import tables as T
 from grpo_trl.importer.state import Translation
 from grpo_trl.recipe.schema import DTYPES
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grpo_trl import tables as T
 from grpo_trl.errors import Problem
-from grpo_trl.importer import tables as T
 
 
 @dataclass

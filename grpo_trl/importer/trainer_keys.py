@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from grpo_trl.importer import tables as T
+from grpo_trl import tables as T
 from grpo_trl.importer.state import Translation
 
 

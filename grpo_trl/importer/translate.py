@@ -17,8 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from grpo_trl import tables as T
 from grpo_trl.errors import Problem, RecipeError
-from grpo_trl.importer import tables as T
 from grpo_trl.importer.data_keys import DataKeys
 from grpo_trl.importer.model_keys import ModelKeys
 from grpo_trl.importer.reward_keys import RewardKeys

@@ -14,10 +14,10 @@ Example:
     0.0001
 """
 
+from grpo_trl.check.plan import Plan
 from grpo_trl.errors import Problem, RecipeError, suggest
 from grpo_trl.recipe.core import Recipe, load_recipe
 from grpo_trl.recipe.load import apply_override, deep_merge, read_recipe
-from grpo_trl.recipe.plan import Plan
 from grpo_trl.recipe.schema import BUILTIN_TINY, DTYPES
 
 __all__ = [

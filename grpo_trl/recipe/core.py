@@ -118,25 +118,25 @@ class Recipe:
     # ------------------------------------------------------------------------------------------------ steps
     def validate(self, world_size: int | None = None) -> list[Problem]:
         """Every problem found, without loading a model. Empty list: the recipe can run."""
-        from grpo_trl.recipe.validate import validate
+        from grpo_trl.check.validate import validate
 
         return validate(self, world_size)
 
     def column_problems(self, rewards: list, columns: typing.Iterable[str]) -> list[Problem]:
         """One problem per reward that reads a column (``solution``, ``nums``...) that ``columns`` lack."""
-        from grpo_trl.recipe.reward_checks import column_problems
+        from grpo_trl.check.reward_checks import column_problems
 
         return column_problems(self, rewards, columns)
 
     def reward_args(self, spec: dict) -> dict:
         """A reward's args, with the defaults it declares it takes from the trainer filled in."""
-        from grpo_trl.recipe.reward_checks import reward_args
+        from grpo_trl.check.reward_checks import reward_args
 
         return reward_args(self, spec)
 
     def plan(self, world_size: int | None = None, dataset_rows: int | None = None) -> Any:
-        """The ``Plan`` (see ``grpo_trl.recipe.plan``)."""
-        from grpo_trl.recipe.plan import make_plan
+        """The ``Plan`` (see ``grpo_trl.check.plan``)."""
+        from grpo_trl.check.plan import make_plan
 
         return make_plan(self, world_size, dataset_rows)
 
@@ -162,9 +162,9 @@ class Recipe:
     def build_rewards(self, output_dir: str | None = None) -> tuple[list, list[float]]:
         """The recipe's rewards, each bound to its args and wrapped in ``SafeReward``, and their weights.
 
-        A reward-model entry becomes the path or id TRL loads as a sequence classifier (see grpo_trl.reward_models).
+        A reward-model entry becomes the path or id TRL loads as a sequence classifier (see grpo_trl.models.reward_models).
         """
-        from grpo_trl.reward_models import is_model_entry, resolve_model
+        from grpo_trl.models.reward_models import is_model_entry, resolve_model
         from grpo_trl.rewards.registry import SafeReward, add_import_path, get_reward, load_plugin
 
         add_import_path(self.base_dir)

@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field
 
-from grpo_trl.recipe.fields import Section, YamlFloat, signature_model
+from grpo_trl.fields import Section, YamlFloat, signature_model
 from grpo_trl.recipe.trl_schema import generation_model, trainer_model
 
 BUILTIN_TINY = "builtin:tiny"
@@ -63,7 +63,7 @@ def section(name: str, hint: str = "") -> typing.Callable[[type], type]:
 
 # ------------------------------------------------------------------------------------------------ fixed sections
 def _tiny_model() -> type[Section]:
-    from grpo_trl.testing import build_tiny_model
+    from grpo_trl.models.tiny import build_tiny_model
 
     return signature_model("TinyModel", build_tiny_model, skip=("output_dir",))
 
@@ -82,7 +82,8 @@ class ModelSection(Section):
     lora: dict[str, Any] | None = Field(None, description="peft.LoraConfig fields (r, lora_alpha, target_modules)")
     tiny: dict[str, Any] | None = Field(None, description="build_tiny_model arguments, for builtin:tiny")
     quantization: dict[str, Any] | None = Field(
-        None, description="transformers.BitsAndBytesConfig fields (QLoRA with model.lora), see grpo_trl.quantization"
+        None,
+        description="transformers.BitsAndBytesConfig fields (QLoRA with model.lora), see grpo_trl.models.quantization",
     )
 
 
@@ -96,7 +97,7 @@ class RewardSpec(Section):
     args: dict[str, Any] = Field(default_factory=dict, description="keyword arguments bound to the reward")
     alias: str | None = Field(None, min_length=1, description="the name TRL logs it under (rewards/<alias>/mean)")
     timeout: YamlFloat | None = Field(None, gt=0, description="seconds per call before its rows score None")
-    # or a reward model instead of a name (grpo_trl.reward_models): a sequence classifier with one label
+    # or a reward model instead of a name (grpo_trl.models.reward_models): a sequence classifier with one label
     model: str | None = Field(None, min_length=1, description="reward model: Hugging Face id or local path")
     tokenizer: str | None = Field(None, min_length=1, description="reward model: its tokenizer, if stored apart")
 

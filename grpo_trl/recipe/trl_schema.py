@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import Field, create_model
 
-from grpo_trl.recipe.fields import Section, YamlFloat, field_type, jsonable
+from grpo_trl.fields import Section, YamlFloat, field_type, jsonable
 
 BACKENDS = ("transformers", "vllm")
 

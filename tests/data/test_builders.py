@@ -235,10 +235,10 @@ def test_a_builder_declares_its_path_a_local_copy(tmp_path, monkeypatch):
     """Counting a ``path:`` file's rows, and skipping the sample row without one, follow what the builder declares."""
     from datasets import Dataset
 
+    from grpo_trl.check.ready import first_prompt
     from grpo_trl.data import registry
     from grpo_trl.data.shape import expected_size
     from grpo_trl.recipe import Recipe
-    from grpo_trl.recipe.ready import first_prompt
 
     monkeypatch.setattr(registry, "_BUILDERS", dict(registry._BUILDERS))  # registered for this test only
 

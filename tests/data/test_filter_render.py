@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_trl.chat_templates import resolve_template
 from grpo_trl.data.filters import filter_by_tokens
+from grpo_trl.data.render import Rendering
 from grpo_trl.data.token_count import _forwards_to_backend, token_lengths
-from grpo_trl.prompt_render import Rendering
+from grpo_trl.models.chat_templates import resolve_template
 
 
 @pytest.fixture

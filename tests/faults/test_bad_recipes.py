@@ -265,7 +265,7 @@ def test_cli_usage_errors_are_error_lines(tmp_path, capsys):
 
 
 def test_unexpected_exception_is_one_line_and_traceback_only_with_debug(tmp_path, capsys, monkeypatch):
-    import grpo_trl.recipe.validate as validate
+    import grpo_trl.check.validate as validate
 
     path = tmp_path / "good.yaml"
     path.write_text(yaml.safe_dump(GOOD))

@@ -113,7 +113,7 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path, make_recipe):
 
 
 def test_incomplete_checkpoint_is_skipped(tmp_path, trained_run):
-    from grpo_trl.resume import newest_complete
+    from grpo_trl.run.resume import newest_complete
 
     shutil.copytree(trained_run / "checkpoint-2", tmp_path / "checkpoint-2")
     (tmp_path / "checkpoint-4").mkdir()  # killed while saving: no trainer_state.json

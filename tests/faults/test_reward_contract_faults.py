@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from grpo_trl.recipe import load_recipe
-from grpo_trl.report import write_report
+from grpo_trl.report.page import write_report
 from grpo_trl.train import print_summary, run
 from tests.rewards import trl_doc_rewards as docs
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from grpo_trl.cli import main as cli_main
 from grpo_trl.recipe import load_recipe
-from grpo_trl.run_dir import Heartbeat, Manifest, RunLock, output_dir_problems
+from grpo_trl.run.directory import Heartbeat, Manifest, RunLock, output_dir_problems
 from grpo_trl.train import main as train_main
 from tests.faults.conftest import snapshot
 
@@ -103,7 +103,7 @@ def test_fresh_run_over_a_previous_run_refuses(run_copy, capsys):
 
 HOLD_LOCK = """
 import sys, time
-from grpo_trl.run_dir import RunLock
+from grpo_trl.run.directory import RunLock
 lock = RunLock(sys.argv[1])
 assert lock.acquire() is None
 print("locked", flush=True)
@@ -262,7 +262,7 @@ def test_data_command_writes_no_tiny_model_into_output_dir(tmp_path, monkeypatch
 
 
 def test_report_is_recorded_so_overwrite_may_replace_it(run_copy):
-    from grpo_trl.report import write_report
+    from grpo_trl.report.page import write_report
 
     path, out = run_copy()
     write_report(out)

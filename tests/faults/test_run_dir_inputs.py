@@ -115,7 +115,7 @@ def test_report_on_a_read_only_output_dir(run_copy, read_only, capsys):
 
 
 def test_report_where_report_is_a_file(run_copy, capsys):
-    from grpo_trl.run_dir import Manifest
+    from grpo_trl.run.directory import Manifest
 
     _, out = run_copy()
     (out / "report").write_text("x")

@@ -15,8 +15,8 @@ import yaml
 
 from grpo_trl.cli import main as cli_main
 from grpo_trl.recipe import RecipeError
-from grpo_trl.resume import checkpoint_problem, keep_until, read_jsonl, saved_step
-from grpo_trl.run_dir import Manifest, RunLock
+from grpo_trl.run.directory import Manifest, RunLock
+from grpo_trl.run.resume import checkpoint_problem, keep_until, read_jsonl, saved_step
 from tests.faults.test_bad_recipes import GOOD, _check_good_with
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_trl.run_dir import Manifest
+from grpo_trl.run.directory import Manifest
 from grpo_trl.train import main as train_main
 from tests.faults.conftest import snapshot
 
@@ -119,7 +119,7 @@ def test_files_made_after_a_kill_are_the_users(sig, tmp_path, make_recipe):
 def test_a_recorded_name_the_user_made_after_the_kill_is_theirs(tmp_path):
     """Entries a run records before writing them (logs, checkpoints, README.md): one that appears only after the
     run's last heartbeat was made by someone else."""
-    from grpo_trl.run_dir import Heartbeat
+    from grpo_trl.run.directory import Heartbeat
 
     m = Manifest.load(tmp_path)
     run = m.start_run()
@@ -240,8 +240,8 @@ def test_a_checkpoint_is_what_the_trainer_resumes_from(names, tmp_path_factory):
     """One definition of a checkpoint name: grpo-trl's newest is transformers' get_last_checkpoint."""
     from transformers.trainer_utils import get_last_checkpoint
 
-    from grpo_trl.resume import checkpoints
-    from grpo_trl.run_names import kind_of
+    from grpo_trl.run.names import kind_of
+    from grpo_trl.run.resume import checkpoints
     from grpo_trl.trl_adapter import checkpoint_step
 
     folder = tmp_path_factory.mktemp("names")
@@ -285,7 +285,7 @@ def test_kill_while_the_tiny_model_is_built_breaks_nothing(tmp_path, capsys):
 
 
 def test_a_tiny_model_half_written_in_place_is_rebuilt(tmp_path):
-    from grpo_trl.testing import build_tiny_model
+    from grpo_trl.models.tiny import build_tiny_model
     from grpo_trl.train import build_once
 
     (tmp_path / "tiny-model").mkdir()

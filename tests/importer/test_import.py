@@ -368,7 +368,7 @@ def test_trl_reward_model_weights_count_the_model(tmp_path):
 
 
 def test_trl_local_reward_model_imports_and_checks(tmp_path, monkeypatch, capsys):
-    from grpo_trl.testing import build_tiny_reward_model
+    from grpo_trl.models.tiny import build_tiny_reward_model
 
     work = tmp_path / "work"
     build_tiny_reward_model(work / "rm")
@@ -392,7 +392,7 @@ def test_trl_local_reward_model_imports_and_checks(tmp_path, monkeypatch, capsys
 def test_every_peer_reward_imports_with_args_its_grpo_trl_reward_takes(tmp_path):
     """Each reward name open-r1 or TRL's script knows maps to a grpo-trl reward that takes every arg the table gives
     it (an arg name that drifted would be dropped with a warning, changing what the reward scores)."""
-    from grpo_trl.importer import tables as T
+    from grpo_trl import tables as T
 
     names = list(T.REWARDS)
     result = load(
@@ -458,7 +458,7 @@ def test_trl_quantization_keys_become_model_quantization(tmp_path, extra, expect
     if expected:
         from transformers import BitsAndBytesConfig
 
-        from grpo_trl.quantization import quantization_problems
+        from grpo_trl.models.quantization import quantization_problems
 
         assert quantization_problems(expected, has_lora=True) == []
         BitsAndBytesConfig(**expected)  # what the recipe builds, as TRL built it

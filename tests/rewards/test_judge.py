@@ -200,7 +200,7 @@ def test_grpo_trl_check_probes_the_judge(make_recipe, capsys):
 
 def test_failed_judge_rows_are_counted_as_reward_faults_like_any_other(make_recipe, caplog):
     """As training runs it: the recipe's judge inside the safety wrapper, called with TRL's keywords."""
-    from grpo_trl.callbacks import Alerts
+    from grpo_trl.monitor.callbacks import Alerts
     from grpo_trl.recipe import load_recipe
     from grpo_trl.rewards.call import call_sync
 

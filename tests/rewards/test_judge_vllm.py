@@ -22,7 +22,7 @@ pytestmark = require_vllm()
 
 @pytest.fixture(scope="module")
 def vllm_server(tmp_path_factory):
-    from grpo_trl.testing import build_tiny_model
+    from grpo_trl.models.tiny import build_tiny_model
 
     model = build_tiny_model(tmp_path_factory.mktemp("judge") / "tiny", **VLLM_TINY)
     with socket.socket() as s:

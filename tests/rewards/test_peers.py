@@ -247,7 +247,7 @@ TAG_PIECES = ["<think>\n", "\n</think>\n", "\n<answer>\n", "\n</answer>", "<thin
 @settings(max_examples=500, deadline=None)
 @given(text=st.lists(st.sampled_from(STEP_PIECES), max_size=8).map("".join))
 def test_imported_reasoning_steps_scores_like_open_r1(text):
-    from grpo_trl.importer import tables
+    from grpo_trl import tables
 
     name, args, _ = tables.REWARDS["reasoning_steps"]
     assert get_reward(name, **args)([_msg(text)]) == pytest.approx(_open_r1_reasoning_steps([_msg(text)]))
@@ -262,7 +262,7 @@ def test_reasoning_steps_counts_numbered_lines_by_default():
 @settings(max_examples=500, deadline=None)
 @given(text=st.lists(st.sampled_from(TAG_PIECES), max_size=8).map("".join))
 def test_imported_tag_count_scores_like_open_r1(text):
-    from grpo_trl.importer import tables
+    from grpo_trl import tables
 
     name, args, _ = tables.REWARDS["tag_count"]
     assert get_reward(name, **args)([_msg(text)]) == _open_r1_tag_count([_msg(text)])
@@ -285,7 +285,7 @@ FORMAT_PIECES = ["<think>\n", "\n</think>\n<answer>\n", "\n</answer>", "\n", "a"
 def test_imported_format_scores_like_open_r1_but_refuses_a_second_think(text, tail, layout):
     """open-r1's `format` -> think_format as `grpo-trl import` writes it: the same score, except that grpo-trl's
     rejects a second <think> (the one documented difference; TRL's think_format_reward rejects it too)."""
-    from grpo_trl.importer import tables
+    from grpo_trl import tables
 
     name, args, _ = tables.REWARDS["format"]
     if layout:

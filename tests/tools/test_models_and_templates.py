@@ -7,10 +7,10 @@ import time
 import pytest
 import torch
 
-from grpo_trl.chat_templates import resolve_template, template_problems
-from grpo_trl.quantization import bnb_config, hardware_problems, quantization_problems
+from grpo_trl.models.chat_templates import resolve_template, template_problems
+from grpo_trl.models.quantization import bnb_config, hardware_problems, quantization_problems
+from grpo_trl.models.tiny import CHAT_TEMPLATE, build_tiny_reward_model
 from grpo_trl.recipe import load_recipe
-from grpo_trl.testing import CHAT_TEMPLATE, build_tiny_reward_model
 from tests.test_recipe import BASE, errors_for, write
 
 

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 
 from grpo_trl.data.countdown import USER_TEMPLATE, generate_problems, split_seed
-from grpo_trl.testing import _CORPUS, CHAT_TEMPLATE, TAG_TOKENS, _model, sft_warm_up
+from grpo_trl.models.tiny import _CORPUS, CHAT_TEMPLATE, TAG_TOKENS, _model, sft_warm_up
 
 
 def warmup_rows(n: int, seed: int = 0, max_number: int = 99, noise: float = 0.0) -> list[dict]:
@@ -139,7 +139,7 @@ def accuracy_table(before: str | Path, after: str | Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m grpo_trl.tiny_countdown BEFORE AFTER``: print the accuracy table of two eval folders."""
+    """``python -m grpo_trl.models.tiny_countdown BEFORE AFTER``: print the accuracy table of two eval folders."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)

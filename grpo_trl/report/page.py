@@ -5,7 +5,7 @@ Each plot (drawn by report_plots.py) lists the series it drew in ``report.json``
 them without reading pixels.
 
 Example:
-    >>> from grpo_trl.report import write_report
+    >>> from grpo_trl.report.page import write_report
     >>> write_report("outputs/tiny-cpu")  # doctest: +SKIP
     'outputs/tiny-cpu/report/report.html'
 """
@@ -19,10 +19,10 @@ import math
 from pathlib import Path
 
 from grpo_trl.errors import GrpoTrlError
-from grpo_trl.report_plots import plot_history, plot_title
-from grpo_trl.resume import checkpoints as checkpoints_in
-from grpo_trl.resume import read_jsonl
-from grpo_trl.run_dir import Manifest, record_entries
+from grpo_trl.report.plots import plot_history, plot_title
+from grpo_trl.run.directory import Manifest, record_entries
+from grpo_trl.run.resume import checkpoints as checkpoints_in
+from grpo_trl.run.resume import read_jsonl
 
 TREND_WINDOW = 20  # TrainResult.reward_trend's default, used by the end-of-run summary
 

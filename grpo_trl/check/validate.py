@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grpo_trl.check.reward_checks import columns_check, reward_problems
+from grpo_trl.data.checks import data_problems
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
 from grpo_trl.recipe import schema
-from grpo_trl.recipe.data_checks import data_problems
-from grpo_trl.recipe.reward_checks import columns_check, reward_problems
 from grpo_trl.recipe.trl_schema import BACKENDS, GENERATION_FIELDS
-from grpo_trl.run_dir import output_dir_problems
+from grpo_trl.run.directory import output_dir_problems
 
 if TYPE_CHECKING:
     from grpo_trl.recipe.core import Recipe
@@ -46,11 +46,11 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
 
         problems += recipe_problems(recipe)
     if "launch" not in bad:
-        from grpo_trl.memory import accelerate_config_problem
+        from grpo_trl.check.memory import accelerate_config_problem
 
         if why := accelerate_config_problem(recipe):
             problems.append(Problem(file, "launch.accelerate_config", why, "name an accelerate config file"))
-    if "trainer" not in bad and "output_dir" in recipe.trainer:  # where checkpoints may go: grpo_trl.run_dir
+    if "trainer" not in bad and "output_dir" in recipe.trainer:  # where checkpoints may go: grpo_trl.run.directory
         where = output_dir_problems(recipe.trainer["output_dir"], recipe.base_dir)
         problems += [Problem(file, "trainer.output_dir", message) for message in where]
     if not problems:
@@ -58,7 +58,7 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     if not problems:
         problems += trl_problems(recipe, world_size or recipe.world_size)
     if not problems:
-        from grpo_trl.recipe.ready import readiness_problems
+        from grpo_trl.check.ready import readiness_problems
 
         problems += readiness_problems(recipe, world_size or recipe.world_size)
     return problems

@@ -1,4 +1,4 @@
-"""A transformer's shape from its config.json alone (no weights loaded): what the memory plan (grpo_trl/memory.py)
+"""A transformer's shape from its config.json alone (no weights loaded): what the memory plan (grpo_trl/check/memory.py)
 counts parameters, LoRA adapters, activations and the KV cache from."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def tiny_shape(**tiny: Any) -> Shape:
     """``builtin:tiny``'s shape from ``build_tiny_model``'s arguments (``model.tiny`` in a recipe)."""
     import inspect
 
-    from grpo_trl.testing import build_tiny_model
+    from grpo_trl.models.tiny import build_tiny_model
 
     args = {k: p.default for k, p in inspect.signature(build_tiny_model).parameters.items() if k != "output_dir"}
     args.update(tiny)

@@ -37,8 +37,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grpo_trl.run_lock import Heartbeat, RunLock, last_alive, this_process
-from grpo_trl.run_names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable, write_json, write_text
+from grpo_trl.run.lock import Heartbeat, RunLock, last_alive, this_process
+from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable, write_json, write_text
 from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")

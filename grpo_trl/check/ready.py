@@ -121,7 +121,7 @@ def chat_template(recipe: Recipe) -> tuple[str, str] | None:
         return (path.read_text() if "{" not in template and path.is_file() else template), "model.chat_template"
     name = model.get("name", "")
     if name == schema.BUILTIN_TINY:
-        from grpo_trl.testing import CHAT_TEMPLATE
+        from grpo_trl.models.tiny import CHAT_TEMPLATE
 
         return CHAT_TEMPLATE, "model.name"
     folder = Path(name).expanduser()

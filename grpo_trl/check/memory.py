@@ -11,8 +11,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.memory_plan import GIB, MemoryPlan, human, model_state_bytes, plan_memory, sharding
-from grpo_trl.model_shape import Shape, load_shape
+from grpo_trl.check.memory_plan import GIB, MemoryPlan, human, model_state_bytes, plan_memory, sharding
+from grpo_trl.models.shape import Shape, load_shape
 
 
 def _accelerate_file(recipe: Any) -> Path | None:
@@ -20,7 +20,7 @@ def _accelerate_file(recipe: Any) -> Path | None:
     name = recipe.launch.get("accelerate_config")
     if not name:
         return None
-    here = Path(__file__).resolve().parents[1] / "recipes" / "accelerate"
+    here = Path(__file__).resolve().parents[2] / "recipes" / "accelerate"
     for path in (recipe.base_dir / str(name), Path(str(name)), here / f"{name}.yaml", here / str(name)):
         if path.is_file():
             return path

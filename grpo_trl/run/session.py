@@ -31,9 +31,16 @@ import yaml
 
 from grpo_trl.errors import GrpoTrlError
 from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError
-from grpo_trl.resume import blocking, checkpoints, continue_callbacks, newest_complete, recipe_differences, saved_step
-from grpo_trl.run_dir import STATE, Heartbeat, Manifest, RunLock, describe, predictable, write_text
-from grpo_trl.run_writes import ManifestCallback, no_space, place, stage, stage_from_checkpoint
+from grpo_trl.run.directory import STATE, Heartbeat, Manifest, RunLock, describe, predictable, write_text
+from grpo_trl.run.resume import (
+    blocking,
+    checkpoints,
+    continue_callbacks,
+    newest_complete,
+    recipe_differences,
+    saved_step,
+)
+from grpo_trl.run.writes import ManifestCallback, no_space, place, stage, stage_from_checkpoint
 from grpo_trl.trl_adapter import checkpoint_step, rotation_candidates
 
 logger = logging.getLogger("grpo_trl")

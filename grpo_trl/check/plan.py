@@ -129,7 +129,7 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
         else f"{rows}{'' if plan.dataset_rows_exact else f' at most ({why})'}"
     )
     total = plan.total_optimizer_steps
-    from grpo_trl.reward_models import is_model_entry, model_label
+    from grpo_trl.models.reward_models import is_model_entry, model_label
 
     labels = [model_label(s) if is_model_entry(s) else s.get("alias") or s["name"] for s in recipe.rewards]
     rewards = ", ".join(f"{label} x{spec.get('weight', 1.0)}" for label, spec in zip(labels, recipe.rewards))

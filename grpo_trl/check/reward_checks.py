@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def reward_problems(recipe: Recipe) -> list[Problem]:
-    from grpo_trl.reward_models import is_model_entry, model_entry_problems, model_label
+    from grpo_trl.models.reward_models import is_model_entry, model_entry_problems, model_label
     from grpo_trl.rewards.registry import check_reward_args, reward_label
 
     file, out = recipe.file, []

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from grpo_trl.run_dir import STATE, Manifest
+from grpo_trl.run.directory import STATE, Manifest
 
 # what a checkpoint holds only to resume training (optimizer, scheduler, RNG, sharded optimizer state): not a model
 RESUME_ONLY = ("optimizer*.pt", "scheduler*.pt", "scaler.pt", "rng_state*.pth", "global_step*", "*_fsdp_*")

@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from grpo_trl.run_names import STATE, write_json
+from grpo_trl.run.names import STATE, write_json
 
 logger = logging.getLogger("grpo_trl")
 

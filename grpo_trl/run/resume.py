@@ -235,7 +235,7 @@ def keep_until(path: Path, step: int) -> list[dict]:
 def continue_callbacks(trainer: Any, output_dir: Path, ckpt: Path, write: bool = True) -> None:
     """Resuming from ``ckpt``: its logs keep the rows up to its step, alerts fired before it stay fired (and do not
     fire again), streaks and the sample cadence carry on from its ``log_history``."""
-    from grpo_trl.callbacks import Alerts, CompletionSamples
+    from grpo_trl.monitor.callbacks import Alerts, CompletionSamples
 
     state = json.loads((ckpt / "trainer_state.json").read_text())
     step, history = int(state["global_step"]), state.get("log_history") or []

@@ -3,7 +3,7 @@
 TRL loads each one as ``AutoModelForSequenceClassification(num_labels=1)`` and logs it as ``rewards/<last path
 part>/mean``. ``check`` reads only the config (no weights), from a local folder or the local Hugging Face cache,
 never online: it must be a sequence classifier with one label (a Hub model not downloaded yet is TRL's to fetch).
-``builtin:tiny-reward`` is a tiny random classifier built offline (``grpo_trl.testing.build_tiny_reward_model``).
+``builtin:tiny-reward`` is a tiny random classifier built offline (``grpo_trl.models.tiny.build_tiny_reward_model``).
 ``grpo-trl eval`` scores with the same models through :class:`RewardModel`, the way TRL's trainer scores them.
 
 Example:
@@ -81,7 +81,7 @@ def resolve_model(spec: dict, base_dir: Path, output_dir: str | Path) -> str:
     model = str(spec["model"])
     if model != BUILTIN_TINY_REWARD:
         return _where(model, base_dir)
-    from grpo_trl.testing import build_tiny_reward_model
+    from grpo_trl.models.tiny import build_tiny_reward_model
 
     path = Path(output_dir) / "tiny-reward"
     if not (path / "config.json").exists():

@@ -1,6 +1,6 @@
 """Names in an output directory: grpo-trl's state folder, what the trainer and grpo-trl write, and what kind each is.
 
-``predictable`` names are the only ones a killed run's manifest may adopt (see grpo_trl/run_dir.py).
+``predictable`` names are the only ones a killed run's manifest may adopt (see grpo_trl/run/directory.py).
 """
 
 from __future__ import annotations

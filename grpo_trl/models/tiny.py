@@ -5,7 +5,7 @@ tokenizer trained on the spot, with a chat template, to a folder that ``from_pre
 
 Example:
     >>> import tempfile
-    >>> from grpo_trl.testing import build_tiny_model
+    >>> from grpo_trl.models.tiny import build_tiny_model
     >>> path = build_tiny_model(tempfile.mkdtemp())
     >>> from transformers import AutoTokenizer
     >>> tok = AutoTokenizer.from_pretrained(path)
@@ -285,23 +285,8 @@ def builtin_tokenizer(name: str):
     return tokenizer
 
 
-def build_tiny_countdown(output_dir: str | Path, **kwargs) -> str:
-    """``builtin:tiny-countdown``: a tiny model warmed up on two-number Countdown (``grpo_trl.tiny_countdown``)."""
-    from grpo_trl.tiny_countdown import build_tiny_countdown_model
-
-    return build_tiny_countdown_model(output_dir, **kwargs)
-
-
-BUILDERS = {
-    "builtin:tiny": build_tiny_model,
-    "builtin:tiny-tools": build_tiny_tool_model,
-    "builtin:tiny-reward": build_tiny_reward_model,
-    "builtin:tiny-countdown": build_tiny_countdown,
-}
-
-
 def main(argv: list[str] | None = None) -> int:
-    """``python -m grpo_trl.testing OUTPUT_DIR``: build the tiny model (used by ``make demo``)."""
+    """``python -m grpo_trl.models.tiny OUTPUT_DIR``: build the tiny model (used by ``make demo``)."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)

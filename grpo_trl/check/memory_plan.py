@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grpo_trl.model_shape import Shape
+from grpo_trl.models.shape import Shape
 
 GIB = 2**30
 # bytes per parameter: (weights, gradients, optimizer states) for Adam
@@ -76,7 +76,7 @@ class MemoryPlan:
         return self.gpu_bytes is not None and self.total > self.gpu_bytes
 
     def lines(self) -> list[str]:
-        out = [f"  memory per GPU      {human(self.total)} expected peak (estimate; `grpo_trl.memory`)"]
+        out = [f"  memory per GPU      {human(self.total)} expected peak (estimate; `grpo_trl.check.memory`)"]
         out += [f"    {name:<28s}{human(b):>10s}  {note}" for name, b, note in self.items]
         out += [f"    note: {n}" for n in self.notes]
         return out

@@ -1,0 +1,1 @@
+"""What ``grpo-trl check`` runs over a loaded ``Recipe``: validation, readiness, the plan and the memory plan."""
