@@ -57,8 +57,8 @@ def _recipe(out: Path, steps: int, sampler: bool) -> dict:
 def one(tmp: Path, steps: int, sampler: bool) -> dict:
     import yaml
 
+    from grpo_trl.check import load_recipe
     from grpo_trl.eval import evaluate
-    from grpo_trl.recipe import load_recipe
     from grpo_trl.train import run
 
     name = "with" if sampler else "without"

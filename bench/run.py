@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.rewards import bench_rewards, realistic_countdown, realistic_gsm8k  # noqa: E402
 from bench.rewards import table_rows as reward_rows  # noqa: E402
+from grpo_trl.check.rewards import build_rewards  # noqa: E402
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -72,9 +73,10 @@ def bench_overhead(steps: int, repeats: int) -> dict:
     from transformers.utils import logging as hf_logging
     from trl import GRPOTrainer
 
+    from grpo_trl.check import load_recipe
     from grpo_trl.data import build_dataset
-    from grpo_trl.recipe import load_recipe
-    from grpo_trl.train import load_tokenizer, resolve_model, run
+    from grpo_trl.models.load import load_tokenizer, resolve_model
+    from grpo_trl.train import run
 
     warnings.filterwarnings("ignore")
     disable_progress_bar()
@@ -91,10 +93,10 @@ def bench_overhead(steps: int, repeats: int) -> dict:
     def plain(i: int) -> list[float]:
         recipe = load_recipe(ROOT / "recipes/demo/tiny-cpu.yaml", [*base, f"trainer.output_dir={tmp / f'plain{i}'}"])
         config = recipe.to_grpo_config()
-        model = resolve_model(recipe, config.output_dir)
-        tokenizer = load_tokenizer(recipe, model)
+        model = resolve_model(recipe.model, config.output_dir)
+        tokenizer = load_tokenizer(recipe.model, model, recipe.file, recipe.base_dir)
         data = build_dataset(recipe.dataset, tokenizer=tokenizer).train
-        funcs, _ = recipe.build_rewards()
+        funcs, _ = build_rewards(recipe)
         raw = [f.reward for f in funcs]  # the bare reward callables, no safety wrapper, no callbacks
         trainer = GRPOTrainer(
             model=model, reward_funcs=raw, args=config, train_dataset=data, processing_class=tokenizer

@@ -24,7 +24,8 @@ if _sys.argv and _sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] in ("grpo-tr
 
     _signal.signal(_signal.SIGINT, _interrupted)
 
-from grpo_trl.recipe import Recipe, RecipeError, load_recipe  # noqa: E402
+from grpo_trl.check import load_recipe  # noqa: E402
+from grpo_trl.recipe import Recipe, RecipeError  # noqa: E402
 from grpo_trl.rewards import get_reward, list_rewards, register_reward  # noqa: E402
 from grpo_trl.train import train as _train  # light (TRL loads on first use); binds the name before the submodule
 
@@ -35,14 +36,14 @@ def train(recipe, overrides=(), **kwargs):
     """Train from a ``Recipe`` or a recipe path; see ``grpo_trl.train.train``. Imports TRL on first use.
 
     Extra keywords are ``GRPOTrainer`` arguments (reward_funcs, callbacks, tools, environment_factory, rollout_func,
-    a preloaded model, peft_config...), merged with what the recipe builds (see ``grpo_trl.build``).
+    a preloaded model, peft_config...), merged with what the recipe builds (see ``grpo_trl.train.build_trainer``).
     """
     return _train(recipe, overrides, **kwargs)
 
 
 def build_trainer(recipe, overrides=(), **trainer_kwargs):
-    """The real ``trl.GRPOTrainer`` for a recipe, extra ``GRPOTrainer`` keywords merged in; see ``grpo_trl.build``."""
-    from grpo_trl.build import build_trainer as _build
+    """The real ``trl.GRPOTrainer`` for a recipe, extra ``GRPOTrainer`` keywords merged in; see ``grpo_trl.train``."""
+    from grpo_trl.train import build_trainer as _build
 
     return _build(recipe, overrides, **trainer_kwargs)
 

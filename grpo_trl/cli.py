@@ -18,11 +18,14 @@ import sys
 import traceback
 import typing
 import warnings
+from typing import TYPE_CHECKING
 
 from grpo_trl.errors import GrpoTrlError, format_error_lines
 from grpo_trl.eval.filter import add_filter_arguments
 from grpo_trl.eval.run import add_eval_arguments
-from grpo_trl.train import add_recipe_arguments, add_train_arguments
+
+if TYPE_CHECKING:
+    from grpo_trl.train import TrainResult
 
 BUG_EXIT = 70  # EX_SOFTWARE: an exception grpo-trl did not expect, i.e. a bug
 
@@ -70,14 +73,16 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from grpo_trl.check.plan import format_plan
-    from grpo_trl.recipe import RecipeError, load_recipe
+    from grpo_trl.check import load_recipe
+    from grpo_trl.check.plan import format_plan, make_plan
+    from grpo_trl.check.validate import validate
+    from grpo_trl.recipe import RecipeError
 
     recipe = load_recipe(args.recipe, args.overrides, validate=False)
-    problems = recipe.validate(world_size=args.world_size)
+    problems = validate(recipe, world_size=args.world_size)
     if problems:
         raise RecipeError(problems)
-    plan = recipe.plan(world_size=args.world_size)
+    plan = make_plan(recipe, world_size=args.world_size)
     print(f"recipe {args.recipe}: OK")
     if args.show_config:
         print(recipe.to_yaml())
@@ -87,7 +92,9 @@ def _check(args: argparse.Namespace) -> int:
 
     for line in check_lines(recipe, plan.config, plan.world_size, args.gpu_memory):
         print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout)
-    from grpo_trl.build import describe_extras  # tools, environment, QLoRA: a line each, warnings for this machine
+    from grpo_trl.check.extras import (
+        describe_extras,  # tools, environment, QLoRA: a line each, warnings for this machine
+    )
 
     for line in describe_extras(recipe):
         print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout)
@@ -109,9 +116,87 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from grpo_trl.train import run_cli
-
     return run_cli(args)
+
+
+def print_summary(result: TrainResult) -> None:
+    """What ``grpo-trl train`` prints at the end: steps, the reward trend, rows scored None, alerts."""
+    from grpo_trl.report.page import none_shares, trend_label
+
+    trend = result.reward_trend()
+    print(f"\ngrpo-trl: trained {result.global_step} steps; results in {result.output_dir}/")
+    if trend:  # the window really averaged (fewer than 20 on a short run), as report.html names it
+        print(f"grpo-trl: reward mean, {trend_label(result.log_history)}: {trend[0]:.3f} -> {trend[1]:.3f}")
+
+    shares = none_shares(result.log_history)
+    if shares:
+        listed = ", ".join(f"{name} {share:.1%}" for name, share in shares.items())
+        print(f"grpo-trl: rows scored None (skipped by TRL) per reward: {listed}")
+    for alert in result.alerts:
+        print(f"grpo-trl: ALERT ({alert['kind']}) at step {alert['step']}: {alert['message']}")
+    print(f"grpo-trl: plots and samples: grpo-trl report {result.output_dir}")
+
+
+def add_recipe_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The recipe path and ``--set`` overrides, shared by every command that takes a recipe."""
+    parser.add_argument("recipe", help="path to the recipe YAML")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a recipe value, e.g. --set trainer.learning_rate=1e-6 (repeatable)",
+    )
+    return parser
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    add_recipe_arguments(parser)
+    mode = parser.add_mutually_exclusive_group()  # both at once: one would be silently ignored
+    mode.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
+    mode.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start from step 0, removing what grpo-trl wrote in output_dir (nothing else)",
+    )
+    parser.add_argument("--verbose", action="store_true", help="print TRL's whole metrics dict at every log step")
+    return parser
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """Train from parsed arguments (``grpo-trl train`` and ``python -m grpo_trl.train``): errors are one line each."""
+    warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation chatter from transformers/TRL
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("grpo_trl").setLevel(logging.INFO)  # our progress notes (dataset size, resuming from...)
+    from grpo_trl.check import load_recipe
+    from grpo_trl.run.session import is_main_process
+    from grpo_trl.train import run
+
+    try:
+        recipe = load_recipe(args.recipe, args.overrides)
+        result = run(recipe, resume=args.resume, overwrite=args.overwrite, verbose=args.verbose)
+    except GrpoTrlError as exc:
+        for line in format_error_lines(exc, file=args.recipe):
+            print(line, file=sys.stderr)
+        return 1
+    if is_main_process():  # RANK was read (and checked) by the run
+        print_summary(result)
+    from grpo_trl.rewards.stray_threads import exit_if_stray_threads
+
+    exit_if_stray_threads(0)  # a reward's non-daemon thread must not keep the process alive after saving
+    return 0
+
+
+def train_main(argv: list[str] | None = None) -> int:
+    """``python -m grpo_trl.train`` (``accelerate launch -m grpo_trl.train RECIPE``): the ``train`` command alone."""
+    parser = argparse.ArgumentParser(prog="grpo-trl train", description="Train a model with GRPO from a YAML recipe.")
+    code = run_cli(add_train_arguments(parser).parse_args(argv))
+    if argv is None:  # the program (accelerate launch -m grpo_trl.train): nothing left running keeps it alive
+        from grpo_trl.rewards.stray_threads import exit_if_stray_threads
+
+        exit_if_stray_threads(code, everything=True)
+    return code
 
 
 def cmd_rewards(args: argparse.Namespace) -> int:
@@ -130,13 +215,14 @@ def cmd_rewards(args: argparse.Namespace) -> int:
 
 
 def cmd_data(args: argparse.Namespace) -> int:
+    from grpo_trl.check import load_recipe
     from grpo_trl.data import build_dataset
     from grpo_trl.data.render import recipe_rendering
-    from grpo_trl.recipe import load_recipe
-    from grpo_trl.train import load_tokenizer, resolve_model
+    from grpo_trl.models.load import load_tokenizer, resolve_model
 
     recipe = load_recipe(args.recipe, args.overrides)
-    tokenizer = load_tokenizer(recipe, resolve_model(recipe))  # builtin:tiny: a cache, not the output_dir
+    model_path = resolve_model(recipe.model)  # builtin:tiny: a cache, not the output_dir
+    tokenizer = load_tokenizer(recipe.model, model_path, recipe.file, recipe.base_dir)
     rendering = recipe_rendering(recipe, tokenizer)  # the prompt as GRPOTrainer renders it, tools included
     result = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=rendering)
     print(f"dataset: {result.summary()}")
@@ -160,8 +246,8 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from grpo_trl.check import load_recipe
     from grpo_trl.eval.run import eval_kwargs, evaluate
-    from grpo_trl.recipe import load_recipe
 
     recipe = load_recipe(args.recipe, args.overrides)
     report = evaluate(recipe, **eval_kwargs(args))
@@ -170,8 +256,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_filter(args: argparse.Namespace) -> int:
+    from grpo_trl.check import load_recipe
     from grpo_trl.eval.filter import filter_kwargs, filter_prompts
-    from grpo_trl.recipe import load_recipe
 
     summary = filter_prompts(load_recipe(args.recipe, args.overrides), **filter_kwargs(args))
     snippet = summary.pop("snippet")
@@ -192,8 +278,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from grpo_trl.check import load_recipe
     from grpo_trl.generation import format_command, serve_command, vllm_installed
-    from grpo_trl.recipe import load_recipe
 
     recipe = load_recipe(args.recipe, args.overrides)
     argv, env = serve_command(recipe, args.extra)

@@ -23,8 +23,9 @@ from dataclasses import dataclass, replace
 
 # Names users carry over from older grpo-trl versions or other tools: old -> new. Consulted by ``suggest`` before the
 # fuzzy match, when ``new`` is among the choices (or is a dotted key path, valid anywhere). TRL's and open-r1's names
-# are not repeated here: ``renames()`` reads them from the importer's tables (``grpo_trl.tables``), the one
-# place ``grpo-trl import`` translates them with. Other modules add their own with ``add_rename``.
+# are not repeated here: ``grpo_trl.tables`` (the one table ``grpo-trl import`` translates with, a floor above) puts
+# them in ``PEER_RENAMES`` when it is imported, as the package always does. Others come from ``add_rename``.
+PEER_RENAMES: dict[str, str] = {}
 RENAMES: dict[str, str] = {}
 
 
@@ -39,9 +40,7 @@ def renames() -> dict[str, str]:
     >>> renames()["model_name_or_path"], renames()["no_cuda"]
     ('model.name', 'use_cpu')
     """
-    from grpo_trl.tables import suggest_renames
-
-    return {**suggest_renames(), **RENAMES}
+    return {**PEER_RENAMES, **RENAMES}
 
 
 def closest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str | None:

@@ -12,6 +12,9 @@ Example:
 
 from __future__ import annotations
 
+from grpo_trl import errors
+from grpo_trl.errors import Problem
+
 # ------------------------------------------------------------------------------------------------------ rewards
 # peer reward name -> (grpo-trl reward, args the peer's semantics need, note). Args whose reward does not take them in
 # this grpo-trl version are dropped with a warning (see translate.py), so this table can name what is coming.
@@ -265,3 +268,41 @@ def suggest_renames() -> dict[str, str]:
     out.update(RENAMED_FIELDS)  # GRPOConfig field names: suggested among the trainer: keys
     out.update({key: ours for key, (ours, _why) in RENAMES.items()})
     return out
+
+
+# Keys only a flat TRL / open-r1 config has at its top level.
+PEER_MARKERS = ("model_name_or_path", "reward_funcs", "dataset_name", "dataset_mixture", "dataset_prompt_column")
+
+
+def peer_config_problems(data: dict, file: str) -> list[Problem]:
+    """For ``check``/``train``: one problem when ``data`` is a flat TRL/open-r1 config rather than a recipe."""
+    if not isinstance(data, dict):
+        return []
+    markers = [k for k in PEER_MARKERS if k in data]
+    if markers and not ({"model", "rewards"} & set(data)):
+        return [
+            Problem(
+                file,
+                markers[0],
+                f"this looks like a TRL/open-r1 config: run `grpo-trl import {file} -o recipe.yaml` and use "
+                "the recipe it writes",
+            )
+        ]
+    return []
+
+
+def top_level_hint(key: str) -> str | None:
+    """Why an unknown top-level recipe key is there: a GRPOConfig field (belongs under trainer:) or a peer's name."""
+    hint = rename_hint(key)
+    if hint:
+        return hint
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    if key in {f.name for f in dataclasses.fields(GRPOConfig)}:
+        return f"a trl.GRPOConfig field: it belongs under trainer: (trainer: {{{key}: ...}})"
+    return None
+
+
+errors.PEER_RENAMES.update(suggest_renames())  # what errors.suggest knows of TRL's and open-r1's names

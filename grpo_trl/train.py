@@ -1,6 +1,16 @@
-"""The training entry point, top to bottom: recipe -> dataset, rewards, GRPOConfig -> ``trl.GRPOTrainer.train()``.
+"""The training flow, top to bottom (like open-r1's ``grpo.py``): recipe -> model, tokenizer, rewards, tools,
+environments, dataset -> ``GRPOConfig`` -> ``trl.GRPOTrainer(...).train()`` -> the output_dir.
 
-Run it as ``grpo-trl train RECIPE`` or, under accelerate (one process per GPU, any engine accelerate knows)::
+``build_trainer`` makes the real ``GRPOTrainer`` from a recipe with any extra ``GRPOTrainer`` keywords merged in:
+
+- lists add to the recipe's: ``reward_funcs`` (weight 1.0 each, after the recipe's rewards; a matching
+  ``reward_processing_classes`` list may come with them), ``callbacks``, ``tools``;
+- single values replace the recipe's: ``model`` (a preloaded model), ``processing_class``, ``peft_config``,
+  ``quantization_config``, ``environment_factory``, ``train_dataset``, ``eval_dataset``, ``args`` (a GRPOConfig);
+- the rest (``rollout_func``, replacing the recipe's ``rollout_func:``, ``optimizers``...) pass straight through.
+
+``run`` trains inside a ``run.session.RunSession`` (lock, manifest, resume, staged final save). Run it as
+``grpo-trl train RECIPE`` or, under accelerate (one process per GPU, any engine accelerate knows)::
 
     accelerate launch --config_file recipes/accelerate/zero3.yaml \\
         -m grpo_trl.train recipes/gsm8k/qwen2.5-1.5b-instruct.yaml
@@ -10,23 +20,26 @@ Example (Python API):
     >>> result = train(load_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.max_steps=2"]))  # doctest: +SKIP
     >>> result.output_dir  # doctest: +SKIP
     'outputs/tiny-cpu'
+    >>> def shorter(completions, **kwargs):
+    ...     return [-len(str(c)) / 100 for c in completions]
+    >>> trainer = build_trainer("recipes/demo/tiny-cpu.yaml", reward_funcs=[shorter])  # doctest: +SKIP
+    >>> trainer.reward_func_names[-1]  # doctest: +SKIP
+    'shorter'
 """
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import json
+import inspect
 import logging
 import os
 import shutil
-import sys
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError, load_recipe
+from grpo_trl.check import load_recipe
+from grpo_trl.errors import Problem, RecipeError, suggest
+from grpo_trl.recipe import Recipe
 
 logger = logging.getLogger("grpo_trl")
 
@@ -101,94 +114,95 @@ def check_output_dir(path: str | Path, min_free_mb: int | None = None, file: str
         )
 
 
-def resolve_model(recipe: Recipe, output_dir: str | None = None) -> str:
-    """The model path to load. ``builtin:tiny`` is built once: into ``<output_dir>/tiny-model`` for a training run,
-    otherwise (``grpo-trl data``, ``eval``) into a cache folder, so those commands write nothing into the run's
-    output_dir (``GRPO_TRL_CACHE``, default ``~/.cache/grpo-trl``)."""
-    name = recipe.model["name"]
-    if not str(name).startswith("builtin:"):
-        return name
-    from grpo_trl.models.builtin import BUILDERS
+def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, config=None, **trainer_kwargs: Any):
+    """The real ``trl.GRPOTrainer`` for ``recipe`` (a ``Recipe`` or a path), merged with ``trainer_kwargs``."""
+    from trl import GRPOTrainer
 
-    tiny = recipe.model.get("tiny") or {}
-    folder = "tiny-model" if name == BUILTIN_TINY else name.split(":", 1)[1]  # tiny-tools...: run_dir.OWN_NAMES
-    if output_dir is None:
-        raw = os.environ.get("GRPO_TRL_CACHE")
-        cache = Path(raw or Path.home() / ".cache" / "grpo-trl")
-        if cache.is_file():  # one error line, not an internal error
-            raise RecipeError(
-                [Problem("environment", "GRPO_TRL_CACHE", f"cannot use {cache} as a folder: it is a file")]
-            )
-        key = hashlib.sha256(json.dumps([name, tiny], sort_keys=True).encode()).hexdigest()[:12]
-        try:
-            return build_once(BUILDERS[name], cache / f"{folder}-{key}", cache, **tiny)
-        except OSError as exc:
-            where = ("environment", "GRPO_TRL_CACHE") if raw else ("environment", "HOME")
-            why = f"cannot build {name} in {str(cache)!r} ({exc.strerror or exc})"
-            raise RecipeError([Problem(*where, why, "set GRPO_TRL_CACHE to a writable folder")]) from None
+    from grpo_trl.check.extras import check_env_scores, check_environment_column, check_template, fail
+    from grpo_trl.check.rewards import build_rewards, column_problems
+    from grpo_trl.data import build_dataset
+    from grpo_trl.data.render import Rendering
+    from grpo_trl.environments import build_environment_factory
+    from grpo_trl.models.load import load_tokenizer, resolve_model
+    from grpo_trl.models.quantization import bnb_config, hardware_problems
+    from grpo_trl.models.reward_models import is_model_entry, processing_class
     from grpo_trl.run.names import STATE
+    from grpo_trl.tools import build_tools
 
-    return build_once(BUILDERS[name], Path(output_dir) / folder, Path(output_dir) / STATE, **tiny)
+    if not isinstance(recipe, Recipe):
+        recipe = load_recipe(recipe, overrides)
+    accepted = set(inspect.signature(GRPOTrainer.__init__).parameters) - {"self"}
+    unknown = sorted(set(trainer_kwargs) - accepted)
+    if unknown:
+        raise TypeError(
+            f"GRPOTrainer takes no argument {unknown[0]!r}{suggest(unknown[0], sorted(accepted))}; "
+            f"it takes: {', '.join(sorted(accepted))}"
+        )
+    kw = dict(trainer_kwargs)
+    config = kw.pop("args", None) or config or recipe.to_grpo_config()
+    quant = recipe.model.get("quantization")
+    if quant and "quantization_config" not in kw:
+        fail(recipe, hardware_problems(quant))
+        kw["quantization_config"] = bnb_config(quant)
 
+    rewards, _weights = build_rewards(recipe, output_dir=config.output_dir)
+    rm_classes = [processing_class(s, recipe.base_dir) if is_model_entry(s) else None for s in recipe.rewards]
+    extra = kw.pop("reward_funcs", None) or []
+    extra = extra if isinstance(extra, list) else [extra]
+    extra_classes = kw.pop("reward_processing_classes", None) or [None] * len(extra)
+    if extra:
+        rewards = rewards + extra
+        config.reward_weights = list(config.reward_weights or [1.0] * len(rm_classes)) + [1.0] * len(extra)
+    classes = rm_classes + list(extra_classes if isinstance(extra_classes, list) else [extra_classes])
 
-def build_once(builder: Any, path: Path, stage: Path, **options: Any) -> str:
-    """``builder(path, **options)`` unless ``path`` is already built, written whole or not at all: into a folder of
-    this process under ``stage`` (on the same disk), then renamed into place, so a run killed while building leaves
-    no half-written model for the next one to load. A concurrent builder's copy wins; a dead builder's is removed."""
-    if not (path / "config.json").exists():
-        stage.mkdir(parents=True, exist_ok=True)
-        for old in stage.glob(f".{path.name}.build-*"):
-            if not _alive(old.name.rsplit("-", 1)[-1]):
-                shutil.rmtree(old, ignore_errors=True)
-        tmp = stage / f".{path.name}.build-{os.getpid()}"
-        builder(tmp, **options)
-        if path.is_dir() and not (path / "config.json").exists():
-            shutil.rmtree(path)  # half written by a grpo-trl that built in place
-        try:
-            tmp.rename(path)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if not (path / "config.json").exists():
-                raise
-    return str(path)
+    model_path = resolve_model(recipe.model, config.output_dir, stage=Path(config.output_dir) / STATE)
+    model = kw.pop("model", None) or model_path
+    tokenizer = kw.pop("processing_class", None) or load_tokenizer(
+        recipe.model, model_path, recipe.file, recipe.base_dir
+    )
 
+    tools = build_tools(recipe.data.get("tools")) + list(kw.pop("tools", None) or [])
+    env = kw.pop("environment_factory", None)
+    if env is None and recipe.data.get("environment") is not None:
+        scored = any(s.get("name") == "environment" for s in recipe.rewards if isinstance(s, dict))
+        env = build_environment_factory(recipe.data["environment"], hide_reward=scored)
+    if tools or env is not None:
+        check_template(recipe, tokenizer)
+    if not rewards and env is not None:
+        check_env_scores(recipe, env)
 
-def _alive(pid: str) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (ValueError, OSError):
-        return True  # not ours to judge (another user's process): leave it
-    return True
+    train_dataset, eval_dataset = kw.pop("train_dataset", None), kw.pop("eval_dataset", None)
+    if train_dataset is None:
+        rendering = Rendering.of(tokenizer, tools, config.chat_template_kwargs, env)  # as GRPOTrainer renders prompts
+        data = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=rendering)
+        logger.info("dataset: %s", data.summary())
+        train_dataset = data.train
+        eval_dataset = eval_dataset or (data.eval if config.eval_strategy != "no" else None)
+    fail(recipe, column_problems(recipe, rewards, train_dataset.column_names))
+    if env is not None and recipe.data.get("environment") is not None:
+        check_environment_column(recipe, train_dataset.column_names, train_dataset)
+    if "rollout_func" not in kw and recipe.data.get("rollout_func") is not None:
+        from grpo_trl.rollout import load_rollout
 
+        kw["rollout_func"] = load_rollout(recipe.data["rollout_func"])
+    if config.use_vllm and config.vllm_mode == "colocate":
+        from grpo_trl.vllm_cpu import keep_weights_loadable
 
-def load_tokenizer(recipe: Recipe, model_path: str):
-    """The model's tokenizer, with ``model.chat_template`` (file or text) applied when given."""
-    from transformers import AutoTokenizer
+        keep_weights_loadable()
 
-    model = recipe.model
-    kwargs = {k: model[k] for k in ("revision", "trust_remote_code") if model.get(k) is not None}
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(model_path, **kwargs)
-    except (OSError, ValueError) as exc:  # not a model folder, no such Hub id, offline, no tokenizer files
-        why = f"cannot load the tokenizer of {str(model_path)!r} ({type(exc).__name__}: {str(exc)[:300]})"
-        raise RecipeError([Problem(recipe.file, "model", why, "give a model folder or a Hub id")]) from exc
-    template = model.get("chat_template")
-    if template:
-        from grpo_trl.models.chat_templates import resolve_template
-
-        tokenizer.chat_template = resolve_template(template, recipe.base_dir)  # trl:<name>, a file, or the text
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer
-
-
-def check_reward_columns(recipe: Recipe, rewards: list, columns: list[str]) -> None:
-    """Raise ``RecipeError`` when a reward reads a column the built dataset lacks."""
-    problems = recipe.column_problems(rewards, columns)
-    if problems:
-        raise RecipeError(problems)
+    return GRPOTrainer(
+        model=model,
+        reward_funcs=rewards,
+        args=config,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
+        peft_config=kw.pop("peft_config", None) or recipe.lora_config(),
+        reward_processing_classes=classes if any(c is not None for c in classes) else None,
+        tools=tools or None,
+        environment_factory=env,
+        **kw,
+    )
 
 
 def run(
@@ -203,7 +217,7 @@ def run(
     """Train with the recipe. ``resume``: continue from the newest complete checkpoint in ``output_dir`` (a finished
     run trains nothing); ``overwrite``: start again, removing only what grpo-trl wrote there. The directory's rules
     (lock, manifest, foreign files, recipe changes) are ``grpo_trl.run.session.RunSession``'s.
-    ``trainer_kwargs``: extra ``GRPOTrainer`` arguments merged with the recipe's (see ``grpo_trl.build``).
+    ``trainer_kwargs``: extra ``GRPOTrainer`` arguments merged with the recipe's (see ``build_trainer``).
     """
     from grpo_trl.run.session import RunSession
 
@@ -217,7 +231,7 @@ def run(
 
 def finished_result(output_dir: str, state: dict) -> TrainResult:
     """The result of a run that had already reached ``max_steps``: its saved state and alerts, nothing trained."""
-    from grpo_trl.run.resume import read_jsonl
+    from grpo_trl.jsonio import read_jsonl
 
     alerts = read_jsonl(Path(output_dir) / "alerts.jsonl")
     return TrainResult(output_dir, int(state["global_step"]), list(state.get("log_history") or []), alerts)
@@ -226,7 +240,6 @@ def finished_result(output_dir: str, state: dict) -> TrainResult:
 def _train(
     recipe: Recipe, config: Any, session: Any, extra_callbacks: list | None, verbose: bool, trainer_kwargs: dict
 ) -> TrainResult:
-    from grpo_trl.build import build_trainer
     from grpo_trl.data.dynamic_sampling import install as install_sampler
     from grpo_trl.generation import preflight
     from grpo_trl.monitor.callbacks import Alerts, CompletionSamples, GenerationTimer
@@ -271,23 +284,6 @@ def _train(
     )
 
 
-def print_summary(result: TrainResult) -> None:
-    from grpo_trl.report.page import none_shares, trend_label
-
-    trend = result.reward_trend()
-    print(f"\ngrpo-trl: trained {result.global_step} steps; results in {result.output_dir}/")
-    if trend:  # the window really averaged (fewer than 20 on a short run), as report.html names it
-        print(f"grpo-trl: reward mean, {trend_label(result.log_history)}: {trend[0]:.3f} -> {trend[1]:.3f}")
-
-    shares = none_shares(result.log_history)
-    if shares:
-        listed = ", ".join(f"{name} {share:.1%}" for name, share in shares.items())
-        print(f"grpo-trl: rows scored None (skipped by TRL) per reward: {listed}")
-    for alert in result.alerts:
-        print(f"grpo-trl: ALERT ({alert['kind']}) at step {alert['step']}: {alert['message']}")
-    print(f"grpo-trl: plots and samples: grpo-trl report {result.output_dir}")
-
-
 def train(recipe: Recipe | str, overrides: list[str] | tuple = (), **kwargs: Any) -> TrainResult:
     """Python API: train from a ``Recipe`` or a recipe path (with ``--set``-style overrides)."""
     if not isinstance(recipe, Recipe):
@@ -295,66 +291,7 @@ def train(recipe: Recipe | str, overrides: list[str] | tuple = (), **kwargs: Any
     return run(recipe, **kwargs)
 
 
-def add_recipe_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The recipe path and ``--set`` overrides, shared by every command that takes a recipe."""
-    parser.add_argument("recipe", help="path to the recipe YAML")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a recipe value, e.g. --set trainer.learning_rate=1e-6 (repeatable)",
-    )
-    return parser
+if __name__ == "__main__":  # python -m grpo_trl.train (accelerate launch): the CLI's train command, the entry point
+    from grpo_trl.cli import train_main
 
-
-def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    add_recipe_arguments(parser)
-    mode = parser.add_mutually_exclusive_group()  # both at once: one would be silently ignored
-    mode.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
-    mode.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="start from step 0, removing what grpo-trl wrote in output_dir (nothing else)",
-    )
-    parser.add_argument("--verbose", action="store_true", help="print TRL's whole metrics dict at every log step")
-    return parser
-
-
-def run_cli(args: argparse.Namespace) -> int:
-    """Train from parsed arguments (``grpo-trl train`` and ``python -m grpo_trl.train``): errors are one line each."""
-    warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation chatter from transformers/TRL
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("grpo_trl").setLevel(logging.INFO)  # our progress notes (dataset size, resuming from...)
-    from grpo_trl.errors import GrpoTrlError, format_error_lines
-
-    try:
-        recipe = load_recipe(args.recipe, args.overrides)
-        result = run(recipe, resume=args.resume, overwrite=args.overwrite, verbose=args.verbose)
-    except GrpoTrlError as exc:
-        for line in format_error_lines(exc, file=args.recipe):
-            print(line, file=sys.stderr)
-        return 1
-    from grpo_trl.run.session import is_main_process
-
-    if is_main_process():  # RANK was read (and checked) by the run
-        print_summary(result)
-    from grpo_trl.rewards.stray_threads import exit_if_stray_threads
-
-    exit_if_stray_threads(0)  # a reward's non-daemon thread must not keep the process alive after saving
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="grpo-trl train", description="Train a model with GRPO from a YAML recipe.")
-    code = run_cli(add_train_arguments(parser).parse_args(argv))
-    if argv is None:  # the program (accelerate launch -m grpo_trl.train): nothing left running keeps it alive
-        from grpo_trl.rewards.stray_threads import exit_if_stray_threads
-
-        exit_if_stray_threads(code, everything=True)
-    return code
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(train_main())

@@ -1,4 +1,4 @@
-"""The compact console line (grpo_trl/monitor/console.py) and the report's plots (grpo_trl/report/page.py) on a real tiny run that
+"""The compact console line (monitor/console.py) and the report's plots (report/page.py) on a real tiny run that
 logs a custom ``log_metric``, reward faults and eval metrics."""
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ def test_duration_and_trend_edges():
 def test_train_prints_one_line_per_step_and_the_report_draws_every_metric(tmp_path, make_recipe, capsys):
     import matplotlib.image
 
+    from grpo_trl.cli import train_main
     from grpo_trl.report.page import write_report
-    from grpo_trl.train import main as train_main
 
     (tmp_path / "logs_rewards.py").write_text(PLUGIN)
     path = make_recipe(
@@ -135,8 +135,9 @@ def _state(tmp_path: Path, history: list[dict]) -> Path:
 
 
 def test_summary_and_report_name_the_window_they_really_averaged(tmp_path, capsys):
+    from grpo_trl.cli import print_summary
     from grpo_trl.report.page import write_report
-    from grpo_trl.train import TrainResult, print_summary
+    from grpo_trl.train import TrainResult
 
     rewards = [0.1, 0.2, float("nan"), 0.4, 0.5, 0.6]  # 6 logged steps, 5 finite rewards: 2 at each end
     history = [{"loss": 0.0, "step": i + 1, "reward": r} for i, r in enumerate(rewards)]
@@ -205,8 +206,9 @@ def test_a_metric_matplotlib_cannot_scale_is_left_out_of_its_plot(tmp_path, valu
 
 
 def test_a_one_step_window_is_named_in_the_singular(tmp_path, capsys):
+    from grpo_trl.cli import print_summary
     from grpo_trl.report.page import write_report
-    from grpo_trl.train import TrainResult, print_summary
+    from grpo_trl.train import TrainResult
 
     history = [{"loss": 0.0, "step": i + 1, "reward": r} for i, r in enumerate([0.1, 0.3])]
     out = _state(tmp_path, history)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpo_trl.recipe import load_recipe
-from grpo_trl.train import main as train_main
+from grpo_trl.check import load_recipe
+from grpo_trl.cli import train_main
 
 DEMO = Path(__file__).resolve().parents[1] / "recipes" / "demo" / "tiny-countdown.yaml"
 HELD_OUT = 500  # greedy, on the test split: other problems than the training rows and the warm-up's

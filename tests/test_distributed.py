@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from grpo_trl.recipe import load_recipe
+from grpo_trl.check import load_recipe
+from grpo_trl.check.plan import make_plan
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,6 +21,7 @@ RANK_RECORDER = '''
 import json, os
 import torch.distributed as dist
 from grpo_trl.rewards import register_reward
+from grpo_trl.check.plan import make_plan
 
 @register_reward("t_rank")
 def rank_recorder(completions, log_dir: str = "", **kwargs):
@@ -53,7 +55,7 @@ def test_two_process_cpu_training(tmp_path, make_recipe):
         },
         extra={"plugins": ["rank_rewards.py"], "launch": {"num_processes": 2}},
     )
-    planned = load_recipe(path).plan()["total_optimizer_steps"]
+    planned = make_plan(load_recipe(path))["total_optimizer_steps"]
     assert planned == 4  # 16 rows x 4 generations / (8 per device x 2 processes); 8 with one process
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     cmd = [

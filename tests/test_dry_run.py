@@ -9,8 +9,9 @@ import json
 import pytest
 import yaml
 
+from grpo_trl.check import load_recipe
+from grpo_trl.check.rewards import build_rewards
 from grpo_trl.cli import main as cli_main
-from grpo_trl.recipe import load_recipe
 from grpo_trl.rewards import unregister_reward
 
 DATA = {"builder": "countdown", "source": "generate", "size": 16, "system_prompt": "none"}
@@ -45,6 +46,7 @@ def test_popen_recipe_fails_without_running_the_command(tmp_path, capsys, comman
 FACTORY_PLUGIN = """
 from pathlib import Path
 from grpo_trl.rewards import register_reward
+from grpo_trl.check.rewards import build_rewards
 
 @register_reward("t_side_effect")
 class SideEffect:
@@ -78,7 +80,7 @@ def test_factories_with_side_effects_are_not_called_by_dry_runs(side_effect_reci
     assert cli_main([command[0], str(path), *command[1:]]) == 0, capsys.readouterr().err
     assert cli_main(["rewards", "--plugin", str(path.parent / "plugin.py")]) == 0
     assert not marker.exists() and not marker.with_suffix(".fn").exists()
-    load_recipe(path).build_rewards()  # building a trainer does call them (the control)
+    build_rewards(load_recipe(path))  # building a trainer does call them (the control)
     assert marker.exists() and marker.with_suffix(".fn").exists()
 
 

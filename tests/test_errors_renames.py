@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from grpo_trl import errors, tables
-from grpo_trl.recipe import load_recipe
+from grpo_trl.check import load_recipe
+from grpo_trl.check.validate import validate
 
 
 def test_every_importer_rename_is_known_to_suggest():
@@ -51,7 +52,7 @@ def test_check_names_the_new_key_for_a_peer_key_in_the_wrong_place(make_recipe, 
         "trainer": lambda: make_recipe(trainer=value),
         "rewards": lambda: make_recipe(rewards=value),
     }.get(section, lambda: make_recipe(extra={section: value}))()
-    problems = [p for p in load_recipe(path, validate=False).validate() if p.key == key]
+    problems = [p for p in validate(load_recipe(path, validate=False)) if p.key == key]
     assert len(problems) == 1 and hint in str(problems[0]), [str(p) for p in problems]
 
 

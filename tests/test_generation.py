@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from grpo_trl.check import load_recipe
 from grpo_trl.cli import main as cli_main
 from grpo_trl.generation import GenerationError, check_server, preflight, serve_command, vllm_installed
-from grpo_trl.recipe import load_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 

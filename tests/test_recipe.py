@@ -7,8 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from grpo_trl.check import load_recipe
+from grpo_trl.check.plan import make_plan
+from grpo_trl.check.rewards import reward_args
+from grpo_trl.check.validate import validate
 from grpo_trl.cli import main as cli_main
-from grpo_trl.recipe import RecipeError, load_recipe
+from grpo_trl.recipe import RecipeError
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(p for p in (ROOT / "recipes").rglob("*.yaml") if "accelerate" not in p.parts)
@@ -36,7 +40,7 @@ def errors_for(tmp_path: Path, patch: dict | None = None, overrides=(), world_si
         else:
             data[section] = value
     recipe = load_recipe(write(tmp_path, data), overrides, validate=False)
-    return [f"{p.key}: {p.text}" for p in recipe.validate(world_size=world_size)]
+    return [f"{p.key}: {p.text}" for p in validate(recipe, world_size=world_size)]
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
@@ -188,7 +192,7 @@ def test_generation_conflict(tmp_path):
         "trainer": {**BASE["trainer"], "vllm_mode": "colocate"},
     }
     recipe = load_recipe(write(tmp_path, data), validate=False)
-    assert any("conflicts with trainer.vllm_mode" in p.message for p in recipe.validate())
+    assert any("conflicts with trainer.vllm_mode" in p.message for p in validate(recipe))
 
 
 def test_check_prints_plan_and_gpu_split(capsys):
@@ -226,8 +230,8 @@ def test_loaded_recipe_is_immutable_and_coerced_once(tmp_path):
     with pytest.raises(dataclasses.FrozenInstanceError):
         recipe.path = None
     before = recipe.to_yaml()
-    recipe.validate()
-    recipe.plan()
+    validate(recipe)
+    make_plan(recipe)
     recipe.to_grpo_config()
     assert recipe.to_yaml() == before
 
@@ -266,9 +270,9 @@ def test_length_rewards_follow_trl_default_when_recipe_leaves_it_out(tmp_path):
 
     data = {**BASE, "rewards": [{"name": "soft_overlong"}]}
     recipe = load_recipe(write(tmp_path, data))
-    assert recipe.reward_args(recipe.rewards[0])["max_completion_len"] == GRPOConfig.max_completion_length
+    assert reward_args(recipe, recipe.rewards[0])["max_completion_len"] == GRPOConfig.max_completion_length
     recipe = load_recipe(write(tmp_path, data), ["trainer.max_completion_length=64"])
-    assert recipe.reward_args(recipe.rewards[0])["max_completion_len"] == 64
+    assert reward_args(recipe, recipe.rewards[0])["max_completion_len"] == 64
 
 
 @pytest.mark.parametrize("value", [False, True, "none", "batch", "group"])

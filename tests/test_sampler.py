@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from transformers import TrainerCallback
 from trl.trainer.utils import RepeatSampler
 
+from grpo_trl.check import load_recipe
 from grpo_trl.data import validate_data_config
 from grpo_trl.data.sampler import ZeroVarianceSampler, sampler_problems, systematic_counts
-from grpo_trl.recipe import load_recipe
 from grpo_trl.train import run
 
 PROMPTS = Dataset.from_dict({"prompt": [f"p{i}" for i in range(8)]})

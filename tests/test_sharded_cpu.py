@@ -25,7 +25,7 @@ PROBE = '''
 import json, sys
 import torch.distributed as dist
 from transformers import TrainerCallback
-from grpo_trl.recipe import load_recipe
+from grpo_trl.check import load_recipe
 from grpo_trl.train import run
 
 

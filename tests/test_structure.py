@@ -2,7 +2,9 @@
 imports inside functions and ``importlib.import_module("grpo_trl...")`` calls (see ARCHITECTURE.md, "Floors").
 
 The scan reads each module's syntax tree; nothing is imported. ``FLOORS`` is the one list of floors: a module may
-import from its own floor (without a circle) or a lower one.
+import from its own floor (without a circle) or a lower one. What a module's ``if __name__ == "__main__":`` block
+imports (``python -m grpo_trl.train`` handing over to the CLI) is the program's entry point, not the module's: it is
+counted as a module ``<name>.__main__`` on the top floor.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "grpo_trl"
 # Bottom to top. A name is a module or a package (everything under it); the longest match wins.
 FLOORS: list[list[str]] = [
     ["grpo_trl.errors"],
-    ["grpo_trl.tables", "grpo_trl.trl_adapter", "grpo_trl.targets", "grpo_trl.timeouts"],
+    ["grpo_trl.tables", "grpo_trl.trl_adapter", "grpo_trl.targets", "grpo_trl.timeouts", "grpo_trl.jsonio"],
     ["grpo_trl._sandbox_boot", "grpo_trl._sandbox_host", "grpo_trl._sandbox_ns"],
     # shared mechanisms: one registry type, field helpers, clients
     ["grpo_trl.registry", "grpo_trl.fields", "grpo_trl.sandbox", "grpo_trl.endpoint", "grpo_trl.generation"],
@@ -59,7 +61,17 @@ def imports(modules: dict[str, Path]) -> dict[str, set[str]]:
     edges: dict[str, set[str]] = defaultdict(set)
     for mod, path in modules.items():
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        main = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "__name__ == '__main__'"]
+        body = [n for n in tree.body if n not in main]
+        for owner, nodes in ((mod, body), (f"{mod}.__main__", main)):
+            _collect(owner, mod, package, nodes, modules, resolve, edges)
+    return edges
+
+
+def _collect(owner, mod, package, nodes, modules, resolve, edges) -> None:
+    for top in nodes:
+        for node in ast.walk(top):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -78,11 +90,12 @@ def imports(modules: dict[str, Path]) -> dict[str, set[str]]:
                 if name == "grpo_trl" or name.startswith("grpo_trl."):
                     target = resolve(name)
                     if target and target != mod:
-                        edges[mod].add(target)
-    return edges
+                        edges[owner].add(target)
 
 
 def floor_of(mod: str) -> int:
+    if mod.endswith(".__main__"):
+        return len(FLOORS) - 1
     best, floor = -1, -1
     for i, names in enumerate(FLOORS):
         for name in names:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from grpo_trl.recipe import load_recipe
-from grpo_trl.train import main as train_main
+from grpo_trl.check import load_recipe
+from grpo_trl.check.plan import make_plan
+from grpo_trl.cli import train_main
 from grpo_trl.train import run
 
 pytestmark = pytest.mark.slow
@@ -16,6 +17,7 @@ pytestmark = pytest.mark.slow
 RECORDER = '''
 import json
 from grpo_trl.rewards import register_reward
+from grpo_trl.check.plan import make_plan
 
 @register_reward("t_recorder")
 def recorder(completions, nums, target, log_to: str = "", **kwargs):
@@ -81,7 +83,7 @@ def test_plan_matches_the_trainer(tmp_path, make_recipe):
         },
     )
     recipe = load_recipe(path)
-    planned = recipe.plan()["total_optimizer_steps"]
+    planned = make_plan(recipe)["total_optimizer_steps"]
     assert planned == 6  # 12 rows x 4 generations / 8 completions per step
     assert run(recipe).global_step == planned
 
@@ -111,7 +113,7 @@ def test_plan_says_how_often_trl_generates(make_recipe, trainer, micro, optimize
         trainer={"max_steps": at[-1] + 1 if optimizer < 1 else 6, "per_device_train_batch_size": 4, **trainer},
     )
     recipe = load_recipe(path)
-    plan = recipe.plan()
+    plan = make_plan(recipe)
     assert (plan.micro_steps_per_generation, plan.optimizer_steps_per_generation) == (micro, optimizer)
     assert cli_main(["check", str(path)]) == 0
     out = capsys.readouterr().out

@@ -27,7 +27,7 @@ def test_adapter_on_a_real_trainer(make_recipe, tmp_path):
     """Two real steps: the adapter times generation and reads TRL's last batch."""
     from transformers import TrainerCallback
 
-    from grpo_trl.recipe import load_recipe
+    from grpo_trl.check import load_recipe
     from grpo_trl.train import run
 
     recipe = load_recipe(make_recipe(trainer={"max_steps": 2}))

@@ -1,1 +1,29 @@
-"""What ``grpo-trl check`` runs over a loaded ``Recipe``: validation, readiness, the plan and the memory plan."""
+"""What ``grpo-trl check`` runs over a ``Recipe``: validation (``validate``), readiness (``ready``), the plan
+(``plan``), the memory plan (``memory``), and the rewards' checks and building (``rewards``).
+
+``load_recipe`` is the one loader that checks: read + coerce (``grpo_trl.recipe``) then every check here.
+
+Example:
+    >>> from grpo_trl.check import load_recipe
+    >>> load_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.learning_rate=1e-4"]).trainer["learning_rate"]
+    0.0001
+"""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+
+from grpo_trl.check import validate as _validate
+from grpo_trl.errors import RecipeError
+from grpo_trl.recipe.core import Recipe, open_recipe
+
+
+def load_recipe(path: str | Path, overrides: typing.Sequence[str] = (), *, validate: bool = True) -> Recipe:
+    """Read a recipe (following ``extends``), apply ``--set`` overrides, and validate it (``RecipeError`` if bad)."""
+    recipe = open_recipe(path, overrides)
+    if validate:
+        problems = _validate.validate(recipe)
+        if problems:
+            raise RecipeError(problems)
+    return recipe

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grpo_trl.check.plan import make_plan
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
 from grpo_trl.recipe import schema
 
@@ -98,7 +99,7 @@ def step_problems(recipe: Recipe, world_size: int) -> list[Problem]:
     if held and rows is not None and held >= rows:  # rows bound what the filters leave: this fails whatever they do
         fix = "hold out fewer rows, or name a split with data.eval_split"
         return [Problem(recipe.file, "data.eval_size", f"holds out {held} rows of a dataset of at most {rows}", fix)]
-    plan = recipe.plan(world_size=world_size)
+    plan = make_plan(recipe, world_size=world_size)
     if plan.total_optimizer_steps == 0:
         return [
             Problem(
@@ -117,8 +118,12 @@ def chat_template(recipe: Recipe) -> tuple[str, str] | None:
     model = recipe.model
     template = model.get("chat_template")
     if template:
-        path = recipe.base_dir / template
-        return (path.read_text() if "{" not in template and path.is_file() else template), "model.chat_template"
+        from grpo_trl.models.chat_templates import resolve_template
+
+        try:  # trl:<name>, a file or the text, resolved as training resolves it
+            return resolve_template(template, recipe.base_dir), "model.chat_template"
+        except ValueError:  # an unknown trl: name, reported by the model checks
+            return None
     name = model.get("name", "")
     if name == schema.BUILTIN_TINY:
         from grpo_trl.models.tiny import CHAT_TEMPLATE

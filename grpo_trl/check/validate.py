@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grpo_trl.check.reward_checks import columns_check, reward_problems
+from grpo_trl.check.rewards import columns_check, reward_problems
 from grpo_trl.data.checks import data_problems
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
 from grpo_trl.recipe import schema
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     """Every problem of ``recipe`` (coercion's first), without loading a model or building a dataset."""
     problems = list(recipe.problems)
-    from grpo_trl.importer import peer_config_problems
+    from grpo_trl.tables import peer_config_problems
 
     if peer_config_problems(recipe.data, recipe.file):
         return problems  # a TRL/open-r1 config: the one line pointing at `grpo-trl import` says it all
@@ -42,7 +42,7 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     if not bad & {"generation", "trainer"}:
         problems += generation_problems(recipe)
     if not bad & {"plugins", "model", "rewards", "tools", "environment", "rollout_func"}:
-        from grpo_trl.build import recipe_problems  # tools, environment, quantization, trl: templates
+        from grpo_trl.check.extras import recipe_problems  # tools, environment, quantization, trl: templates
 
         problems += recipe_problems(recipe)
     if "launch" not in bad:
@@ -113,7 +113,7 @@ def model_problems(recipe: Recipe) -> list[Problem]:
     if (
         template is not None
         and "{" not in template
-        and not template.startswith("trl:")  # a template TRL ships: checked in grpo_trl.build with the tools
+        and not template.startswith("trl:")  # a template TRL ships: checked in check/extras.py with the tools
         and not (recipe.base_dir / template).is_file()
     ):
         out.append(

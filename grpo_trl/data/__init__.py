@@ -8,8 +8,9 @@ Example:
 """
 
 from grpo_trl.data.build import DataResult, build_dataset
+from grpo_trl.data.checks import validate_data_config
 from grpo_trl.data.prompts import SYSTEM_PROMPTS, resolve_system_prompt
-from grpo_trl.data.registry import DataError, get_builder, list_builders, register_builder, validate_data_config
+from grpo_trl.data.registry import DataError, get_builder, list_builders, register_builder
 from grpo_trl.data.shape import expected_size
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Checks of a ``data:`` section: the schema's types and bounds, then the builder, its options, the system prompt,
 ``pass_rate``/``sampler`` and mixture parts. The one place these checks live: ``check`` runs them on the recipe, and
-``build_dataset`` (``grpo_trl.data.registry.validate_data_config``) on what it is asked to build.
+``build_dataset`` (``validate_data_config``) on what it is asked to build.
 
 Example:
     >>> [str(p) for p in data_section_problems({"builder": "countdown", "limit": 0, "sise": 8})]
@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from grpo_trl.data import options as opts
+from grpo_trl.data.prompts import resolve_system_prompt
+from grpo_trl.data.registry import get_builder, list_builders, option_problems
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
-from grpo_trl.recipe import schema
-from grpo_trl.recipe.coerce import validate_value
+from grpo_trl.fields import validate_value
 
 
 def data_section_problems(cfg: Any, file: str = "", prefix: str = "data") -> list[Problem]:
     """Every problem of a raw ``data:`` mapping: coerced by the schema first, then checked by ``data_problems``."""
-    coerced, found = validate_value(schema.DataSection, cfg, file, prefix)
+    coerced, found = validate_value(opts.DataSection, cfg, file, prefix, opts.hints())
     return found or data_problems(coerced, file, prefix)
 
 
@@ -29,26 +31,23 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
 
     ``part``: ``cfg`` is a part of a mixture, the one place ``weight`` means something.
     """
-    from grpo_trl.data.prompts import resolve_system_prompt
-    from grpo_trl.data.registry import get_builder, list_builders, option_problems
-
     out: list[Problem] = [  # data.pass_rate / data.sampler (data/pass_rate.py, data/sampler.py)
         Problem(file, prefix + key[4:], message) for key, message in option_problems(cfg)
     ]
     if cfg.get("mixture") is not None:
         for key in cfg:
-            if key not in schema.MIXTURE_KEYS:
+            if key not in opts.MIXTURE_KEYS:
                 out.append(
                     Problem(
                         file,
                         f"{prefix}.{key}",
-                        f"not a mixture option; mixture options: {', '.join(schema.MIXTURE_KEYS)}",
+                        f"not a mixture option; mixture options: {', '.join(opts.MIXTURE_KEYS)}",
                     )
                 )
-        out += validate_value(schema.MixtureOptions, cfg, file, prefix)[1]
+        out += validate_value(opts.MixtureOptions, cfg, file, prefix, opts.hints())[1]
         for i, entry in enumerate(cfg["mixture"]):
             where = f"{prefix}.mixture.{i}"
-            coerced, found = validate_value(schema.DataSection, entry, file, where)
+            coerced, found = validate_value(opts.DataSection, entry, file, where, opts.hints())
             if found:
                 out += found
             elif "mixture" in coerced:
@@ -57,10 +56,10 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
                 out += data_problems(coerced, file, where, part=True)
         return out
     if part:
-        for key in schema.WHOLE_DATASET_KEYS:
+        for key in opts.WHOLE_DATASET_KEYS:
             if key in cfg:
                 where = "data.eval_size beside data.mixture (mixtures hold out rows that way)"
-                fix = f"data.{key} beside data.mixture" if key in schema.MIXTURE_KEYS else where
+                fix = f"data.{key} beside data.mixture" if key in opts.MIXTURE_KEYS else where
                 out.append(Problem(file, f"{prefix}.{key}", f"applies to the whole dataset, not one part; set {fix}"))
     names = [b.name for b in list_builders()]
     if not cfg.get("builder"):
@@ -71,9 +70,9 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
         builder = get_builder(cfg["builder"])
     except GrpoTrlError as exc:
         return exc.located(file, f"{prefix}.builder")
-    options_model = schema.builder_options_model(builder)
+    options_model = opts.builder_options_model(builder)
     params = options_model.model_fields
-    allowed = [*schema.COMMON_DATA_KEYS, *params, *(["weight"] if part else [])]
+    allowed = [*opts.COMMON_DATA_KEYS, *params, *(["weight"] if part else [])]
     options = {}
     for key, value in cfg.items():
         if key in params:
@@ -91,7 +90,7 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
         if info.is_required() and key not in cfg:
             out.append(Problem(file, f"{prefix}.{key}", f"required by builder {builder.name!r}"))
     if not out:
-        _, found = validate_value(options_model, options, file, prefix)
+        _, found = validate_value(options_model, options, file, prefix, opts.hints())
         out += found
     size = options.get("size")  # a builder's `size` option counts the rows it makes (countdown, environment)
     if not out and isinstance(size, int) and not isinstance(size, bool) and size < 1:
@@ -101,3 +100,12 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
     except GrpoTrlError as exc:
         out += exc.located(file, f"{prefix}.system_prompt")
     return out
+
+
+def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
+    """Problems in a ``data:`` section as ``(key path, message)`` pairs; empty when it is fine. Builds nothing.
+
+    The recipe's own data checks (the schema, then builder, options, prompt), so ``check`` and ``build_dataset``
+    refuse the same sections with the same messages.
+    """
+    return [(p.key, p.text) for p in data_section_problems(cfg)]

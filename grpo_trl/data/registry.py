@@ -39,7 +39,6 @@ __all__ = [
     "register_builder",
     "require_columns",
     "to_conversation",
-    "validate_data_config",
 ]
 
 
@@ -113,17 +112,6 @@ def builder_params(builder: Builder) -> dict[str, Any]:
 def option_problems(cfg: dict) -> list[tuple[str, str]]:
     """Problems of ``data.pass_rate`` and ``data.sampler`` as ``(key, message)``."""
     return pass_rate_problems(cfg.get("pass_rate")) + sampler_problems(cfg.get("sampler"))
-
-
-def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
-    """Problems in a ``data:`` section as ``(key path, message)`` pairs; empty when it is fine. Builds nothing.
-
-    The recipe's own data checks (``grpo_trl.data.checks``: the schema, then builder, options, prompt), so
-    ``check`` and ``build_dataset`` refuse the same sections with the same messages.
-    """
-    from grpo_trl.data.checks import data_section_problems
-
-    return [(p.key, p.text) for p in data_section_problems(cfg)]
 
 
 def to_conversation(user: str, system_prompt: str | None) -> list[dict[str, str]]:

@@ -43,7 +43,7 @@ def _without_band(cfg: dict, split: str | None) -> dict:
 
 def _rates_file(path: Path) -> bool:
     """Whether ``path`` is a pass-rate file (``filter`` wrote it, or one shaped like it): JSON with ``rates``."""
-    from grpo_trl.run.resume import read_json_head
+    from grpo_trl.jsonio import read_json_head
 
     data = read_json_head(path, 512 * 2**20)
     return isinstance(data, dict) and "rates" in data

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grpo_trl.check.rewards import build_rewards, column_problems
 from grpo_trl.eval.backends import BACKENDS, Generations, Sampling, generate, preflight
 from grpo_trl.eval.score import Scored, load_reward_models, score
 from grpo_trl.recipe import Problem, Recipe, RecipeError
@@ -122,17 +123,17 @@ def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | 
 
 def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tuple[str, Any]:
     """The local model path (the served name for an endpoint) and the recipe's tokenizer for rendering prompts."""
-    from grpo_trl.train import load_tokenizer, resolve_model
+    from grpo_trl.models.load import load_tokenizer, resolve_model
 
     output_dir = recipe.to_grpo_config().output_dir
     trained = (Path(output_dir) / "config.json").exists()
     if backend == "endpoint":
-        source = output_dir if trained else resolve_model(recipe)  # builtin:*: a cache, not the output_dir
-        return str(model), load_tokenizer(recipe, source)
+        source = output_dir if trained else resolve_model(recipe.model)  # builtin:*: a cache, not the output_dir
+        return str(model), load_tokenizer(recipe.model, source, recipe.file, recipe.base_dir)
     path = model or output_dir
     if model is None and not trained:
-        path = resolve_model(recipe)  # nothing trained yet: the recipe's own model (builtin:*: from the cache)
-    return path, load_tokenizer(recipe, path)
+        path = resolve_model(recipe.model)  # nothing trained yet: the recipe's own model (builtin:*: from the cache)
+    return path, load_tokenizer(recipe.model, path, recipe.file, recipe.base_dir)
 
 
 def writable(path: Path, where: str, flag: str) -> None:
@@ -151,7 +152,7 @@ def writable(path: Path, where: str, flag: str) -> None:
 
 def _ours(path: Path) -> bool:
     """Whether ``path`` is an ``eval.json`` / ``eval_completions.jsonl`` as ``evaluate`` writes them."""
-    from grpo_trl.run.resume import read_json_head
+    from grpo_trl.jsonio import read_json_head
 
     if path.suffix != ".json":  # the first row of the completions (none at all: ours, with no rows)
         return isinstance(read_json_head(path, 2**24, first_line=True, empty={}), dict)
@@ -200,8 +201,8 @@ def prepare(
 
 def generate_and_score(recipe: Recipe, ds: Any, setup: Setup) -> tuple[Generations, Scored]:
     """Generate for every row of ``ds`` and score: the part ``eval`` and ``filter`` share."""
-    rewards, weights = recipe.build_rewards()
-    problems = recipe.column_problems(rewards, ds.column_names)
+    rewards, weights = build_rewards(recipe)
+    problems = column_problems(recipe, rewards, ds.column_names)
     if problems:
         raise RecipeError(problems)
     rewards = load_reward_models(recipe, rewards)

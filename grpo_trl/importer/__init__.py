@@ -21,7 +21,7 @@ from grpo_trl.importer.emit import emit
 from grpo_trl.importer.read import read_peer_yaml, read_peer_yaml_text
 from grpo_trl.importer.state import Imported
 from grpo_trl.importer.translate import translate
-from grpo_trl.tables import RENAMES, rename_hint
+from grpo_trl.tables import RENAMES, peer_config_problems, rename_hint
 
 __all__ = ["RENAMES", "ImportResult", "import_config", "import_text", "peer_config_problems", "rename_hint"]
 
@@ -92,38 +92,3 @@ def import_config(
         trl_version=trl_version,
         out_dir=Path(out_dir) if out_dir is not None else Path(path).resolve().parent,
     )
-
-
-# Keys only a flat TRL / open-r1 config has at its top level.
-PEER_MARKERS = ("model_name_or_path", "reward_funcs", "dataset_name", "dataset_mixture", "dataset_prompt_column")
-
-
-def peer_config_problems(data: dict, file: str) -> list[Problem]:
-    """For ``check``/``train``: one problem when ``data`` is a flat TRL/open-r1 config rather than a recipe."""
-    if not isinstance(data, dict):
-        return []
-    markers = [k for k in PEER_MARKERS if k in data]
-    if markers and not ({"model", "rewards"} & set(data)):
-        return [
-            Problem(
-                file,
-                markers[0],
-                f"this looks like a TRL/open-r1 config: run `grpo-trl import {file} -o recipe.yaml` and use "
-                "the recipe it writes",
-            )
-        ]
-    return []
-
-
-def top_level_hint(key: str) -> str | None:
-    """Why an unknown top-level recipe key is there: a GRPOConfig field (belongs under trainer:) or a peer's name."""
-    hint = rename_hint(key)
-    if hint:
-        return hint
-    import dataclasses
-
-    from trl import GRPOConfig
-
-    if key in {f.name for f in dataclasses.fields(GRPOConfig)}:
-        return f"a trl.GRPOConfig field: it belongs under trainer: (trainer: {{{key}: ...}})"
-    return None

@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from grpo_trl.check.validate import validate
+
 HELP = "translate a flat TRL (`trl grpo --config`) or open-r1 GRPO config into a grpo-trl recipe"
 
 
@@ -67,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"error: {out}: -o: cannot write ({exc.strerror or exc})", file=sys.stderr)
         return 1
-    problems = Recipe(data=result.recipe, path=out).validate()
+    problems = validate(Recipe(data=result.recipe, path=out))
     print(f"wrote {out} ({len(result.unmapped)} setting(s) not mapped, listed at its top)")
     if problems:
         print(f"`grpo-trl check {out}` will report:", file=sys.stderr)

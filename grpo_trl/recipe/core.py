@@ -1,24 +1,29 @@
-"""``Recipe``: a loaded, coerced recipe (immutable) with read-only accessors, and ``load_recipe``.
+"""``Recipe``: a loaded, coerced recipe (immutable data) with read-only accessors and TRL's configs made from it.
 
-The steps are separate functions (load.py, coerce.py, validate.py, plan.py, config.py); ``Recipe`` only holds the
-result of load + coerce and forwards to them, so the Python API stays ``recipe.validate()``, ``recipe.plan()``,
-``recipe.to_grpo_config()``.
+``Recipe`` holds the result of load (load.py) + coerce (coerce.py) and nothing else: it builds no reward, loads no
+plugin and checks nothing beyond the schema. Checks and the plan are ``grpo_trl.check``'s, rewards are built by
+``grpo_trl.check.rewards.build_rewards``.
+
+Example:
+    >>> recipe = open_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.learning_rate=1e-4"])
+    >>> recipe.trainer["learning_rate"], recipe.grpo_kwargs()["reward_weights"]
+    (0.0001, [0.2, 1.0, 1.0])
 """
 
 from __future__ import annotations
 
 import copy
 import typing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from grpo_trl.errors import Problem, RecipeError, RewardError
-from grpo_trl.recipe import config as _config
+from grpo_trl.errors import Problem
 from grpo_trl.recipe.coerce import coerce
 from grpo_trl.recipe.load import read_recipe
+from grpo_trl.recipe.trl_schema import GENERATION_FIELDS
 
 
 @dataclass(frozen=True)
@@ -115,36 +120,35 @@ class Recipe:
     def vllm_mode(self) -> str:
         return self.generation.get("vllm_mode") or self.trainer.get("vllm_mode") or "colocate"
 
-    # ------------------------------------------------------------------------------------------------ steps
-    def validate(self, world_size: int | None = None) -> list[Problem]:
-        """Every problem found, without loading a model. Empty list: the recipe can run."""
-        from grpo_trl.check.validate import validate
-
-        return validate(self, world_size)
-
-    def column_problems(self, rewards: list, columns: typing.Iterable[str]) -> list[Problem]:
-        """One problem per reward that reads a column (``solution``, ``nums``...) that ``columns`` lack."""
-        from grpo_trl.check.reward_checks import column_problems
-
-        return column_problems(self, rewards, columns)
-
-    def reward_args(self, spec: dict) -> dict:
-        """A reward's args, with the defaults it declares it takes from the trainer filled in."""
-        from grpo_trl.check.reward_checks import reward_args
-
-        return reward_args(self, spec)
-
-    def plan(self, world_size: int | None = None, dataset_rows: int | None = None) -> Any:
-        """The ``Plan`` (see ``grpo_trl.check.plan``)."""
-        from grpo_trl.check.plan import make_plan
-
-        return make_plan(self, world_size, dataset_rows)
-
+    # ------------------------------------------------------------------------------------------------ TRL's configs
     def model_init_kwargs(self) -> dict:
-        return _config.model_init_kwargs(self)
+        """``GRPOConfig.model_init_kwargs`` from the model section."""
+        model = self.model
+        kwargs: dict[str, Any] = {}
+        if model.get("dtype"):
+            kwargs["dtype"] = model["dtype"]
+        for key in ("attn_implementation", "trust_remote_code", "revision"):
+            if model.get(key) is not None:
+                kwargs[key] = model[key]
+        return kwargs
 
     def grpo_kwargs(self) -> dict:
-        return _config.grpo_kwargs(self)
+        """Keyword arguments for ``trl.GRPOConfig``: trainer fields, generation mapping, model kwargs, weights."""
+        kwargs = dict(self.trainer)
+        gen = self.generation
+        if gen.get("backend") == "vllm":
+            kwargs["use_vllm"] = True
+        elif gen.get("backend") == "transformers":
+            kwargs["use_vllm"] = False
+        for key, trl_name in GENERATION_FIELDS.items():
+            if gen.get(key) is not None:
+                kwargs[trl_name] = gen[key]
+        init = self.model_init_kwargs()
+        if init:
+            kwargs["model_init_kwargs"] = init
+        kwargs["reward_weights"] = [float(s.get("weight", 1.0)) for s in self.rewards] or None  # none: env-owned
+        kwargs.setdefault("output_dir", "outputs/" + (self.path.stem if self.path else "run"))
+        return kwargs
 
     def to_grpo_config(self, *, world_size: int | None = None, planning: bool = False, device_fallback: bool = True):
         """A real ``trl.GRPOConfig``.
@@ -153,48 +157,35 @@ class Recipe:
         bf16 default would refuse to start). ``planning``/``world_size``: build it as if ``world_size`` processes were
         launched, for ``grpo-trl check`` (CPU settings forced, nothing else changes).
         """
-        return _config.to_grpo_config(self, world_size=world_size, planning=planning, device_fallback=device_fallback)
+        import torch
+        from trl import GRPOConfig
 
-    def lora_config(self):
+        kwargs = self.grpo_kwargs()
+        no_gpu = not torch.cuda.is_available()
+        if planning and no_gpu:
+            kwargs.update(use_cpu=True, bf16=False, fp16=False)
+        elif device_fallback and no_gpu and "use_cpu" not in kwargs:
+            kwargs["use_cpu"] = True
+            kwargs.setdefault("bf16", False)
+        cls = GRPOConfig
+        if world_size is not None:
+            cls = type("PlannedGRPOConfig", (GRPOConfig,), {"world_size": property(lambda self: world_size)})
+        return cls(**kwargs)
+
+    def lora_config(self) -> Any:
         """``peft.LoraConfig`` from ``model.lora`` (task CAUSAL_LM), or None."""
-        return _config.lora_config(self)
+        lora = self.model.get("lora")
+        if not lora:
+            return None
+        from peft import LoraConfig
 
-    def build_rewards(self, output_dir: str | None = None) -> tuple[list, list[float]]:
-        """The recipe's rewards, each bound to its args and wrapped in ``SafeReward``, and their weights.
-
-        A reward-model entry becomes the path or id TRL loads as a sequence classifier (see grpo_trl.models.reward_models).
-        """
-        from grpo_trl.models.reward_models import is_model_entry, resolve_model
-        from grpo_trl.rewards.registry import SafeReward, add_import_path, get_reward, load_plugin
-
-        add_import_path(self.base_dir)
-        for plugin in self.plugins:
-            load_plugin(self.base_dir / plugin)
-        funcs, weights = [], []
-        for i, spec in enumerate(self.rewards):
-            if is_model_entry(spec):
-                funcs.append(resolve_model(spec, self.base_dir, output_dir or self.grpo_kwargs()["output_dir"]))
-                weights.append(float(spec.get("weight", 1.0)))
-                continue
-            try:
-                reward = get_reward(spec["name"], alias=spec.get("alias"), **self.reward_args(spec))
-            except RewardError as exc:  # its factory failed: name the entry
-                raise RewardError(
-                    [replace(p, file=p.file or self.file, key=f"rewards.{i}.{p.key or 'name'}") for p in exc.problems]
-                ) from exc
-            funcs.append(SafeReward(reward, timeout=spec.get("timeout")))
-            weights.append(float(spec.get("weight", 1.0)))
-        return funcs, weights
+        return LoraConfig(**{"task_type": "CAUSAL_LM", **lora})
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(copy.deepcopy(self.data), sort_keys=False)
 
 
-def load_recipe(path: str | Path, overrides: typing.Sequence[str] = (), *, validate: bool = True) -> Recipe:
-    """Read a recipe (following ``extends``), apply ``--set`` overrides, and validate it (``RecipeError`` if bad)."""
-    recipe = Recipe(data=read_recipe(Path(path), list(overrides)), path=Path(path))
-    if validate:
-        problems = recipe.validate()
-        if problems:
-            raise RecipeError(problems)
-    return recipe
+def open_recipe(path: str | Path, overrides: typing.Sequence[str] = ()) -> Recipe:
+    """Read a recipe (following ``extends``) and apply ``--set`` overrides; coerced, not yet checked (the checks that
+    need registries, files and TRL are ``grpo_trl.check``'s: ``grpo_trl.load_recipe`` runs both)."""
+    return Recipe(data=read_recipe(Path(path), list(overrides)), path=Path(path))

@@ -19,17 +19,25 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import inspect
 import typing
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field
+from pydantic import BeforeValidator, Field
 
+from grpo_trl.data.options import (  # noqa: F401 (the data section is the data capability's; re-exported)
+    COMMON_DATA_KEYS,
+    DATA_REQUIRED,
+    MIXTURE_KEYS,
+    WHOLE_DATASET_KEYS,
+    DataSection,
+    MixtureOptions,
+    builder_options_model,
+)
 from grpo_trl.fields import Section, YamlFloat, signature_model
+from grpo_trl.models.builtin import BUILTIN_TINY  # noqa: F401 (re-exported: the one name of the built-in model)
 from grpo_trl.recipe.trl_schema import generation_model, trainer_model
 
-BUILTIN_TINY = "builtin:tiny"
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 
 
@@ -134,54 +142,6 @@ class LaunchSection(Section):
     vllm_gpus: int = Field(1, ge=1, description="GPUs given to `grpo-trl serve` in vLLM server mode")
 
 
-class DataSection(Section):
-    """The dataset: a builder and its options (typed from the builder), or a weighted mixture of builders."""
-
-    model_config = ConfigDict(extra="allow")  # builder options: typed by ``builder_options_model``
-
-    builder: str | None = Field(None, description="dataset builder (grpo-trl data builders: gsm8k, countdown...)")
-    split: str = "train"
-    limit: int | None = Field(None, gt=0, description="keep the first N rows (after shuffle and filters)")
-    shuffle: bool = False
-    seed: int = Field(42, ge=0, le=2**32 - 1, description="shuffle and mixture seed (numpy's range)")
-    system_prompt: str | None = Field(None, description="r1, xml, countdown, none, or the literal text")
-    eval_split: str | None = None
-    eval_size: int | None = Field(None, gt=0, description="hold out N rows for evaluation")
-    max_prompt_tokens: int | None = Field(None, gt=0, description="drop rows whose prompt is longer")
-    max_solution_tokens: int | None = Field(None, gt=0, description="drop rows whose solution is longer")
-    solution_column: str = "solution"
-    pass_rate: dict[str, Any] | None = Field(None, description="keep a pass-rate band from `grpo-trl filter`")
-    sampler: dict[str, Any] | None = Field(None, description="zero-variance-aware sampling (data/sampler.py)")
-    mixture: list[dict[str, Any]] | None = Field(None, min_length=1, description="[{builder, weight, ...}]")
-    weight: YamlFloat | None = Field(None, gt=0, description="share of a mixture part")
-
-
-class MixtureOptions(Section):
-    """The option of a mixture that is not a common data option (a part's ``size`` is its builder's)."""
-
-    model_config = ConfigDict(extra="ignore")
-    size: int | None = Field(None, gt=0, description="rows of the mixture (default: as many as the shares allow)")
-
-
-MIXTURE_KEYS = ("mixture", "size", "seed", "shuffle", "eval_size", "system_prompt", "sampler")
-# options of the whole dataset that would do nothing inside one mixture part (set beside data.mixture instead)
-WHOLE_DATASET_KEYS = ("sampler", "eval_size", "eval_split")
-COMMON_DATA_KEYS = tuple(k for k in DataSection.model_fields if k not in ("mixture", "weight"))
-
-
-def builder_options_model(builder: Any) -> type[Section]:
-    """The typed options of one dataset builder (keyword-only parameters of its function)."""
-    return _builder_model(builder.func)
-
-
-@functools.cache
-def _builder_model(func: Any) -> type[Section]:
-    skip = ("split", "base_dir")
-    sig = inspect.signature(func)
-    keep = [n for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY and n not in skip]
-    return signature_model(f"{func.__name__}_options", func, skip=[n for n in sig.parameters if n not in keep])
-
-
 def tiny_model() -> type[Section]:
     return _tiny_model()
 
@@ -224,7 +184,7 @@ register_section("logging", LoggingSection)
 register_section("launch", LaunchSection)
 REQUIRED_SECTIONS = {
     "model": "a Hugging Face model id, a local path, or builtin:tiny, e.g. model: {name: builtin:tiny}",
-    "data": "name a dataset builder, e.g. data: {builder: gsm8k}",
+    "data": DATA_REQUIRED,
 }
 # required unless an environment scores the rollouts (its get_reward(), as TRL allows): checked in reward_checks
 REWARDS_HINT = "a list of {name, weight, args}, e.g. - {name: accuracy, weight: 1.0}"

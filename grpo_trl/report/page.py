@@ -19,10 +19,10 @@ import math
 from pathlib import Path
 
 from grpo_trl.errors import GrpoTrlError
+from grpo_trl.jsonio import read_jsonl
 from grpo_trl.report.plots import plot_history, plot_title
 from grpo_trl.run.directory import Manifest, record_entries
 from grpo_trl.run.resume import checkpoints as checkpoints_in
-from grpo_trl.run.resume import read_jsonl
 
 TREND_WINDOW = 20  # TrainResult.reward_trend's default, used by the end-of-run summary
 

@@ -1,4 +1,4 @@
-"""The PNG plots of ``grpo-trl report`` (grpo_trl/report/page.py): which logged metrics go on which plot, and drawing them.
+"""The PNG plots of ``grpo-trl report`` (report/page.py): which logged metrics go on which plot, and drawing them.
 
 Every numeric metric is drawn somewhere: the fixed plots in ``PLOTS``, then one ``metric_<group>.png`` per remaining
 group of keys; the evaluation metrics likewise: ``eval.png`` (rewards), ``eval_details.png`` (loss, reward std),

@@ -20,6 +20,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from grpo_trl.jsonio import read_jsonl
 from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")
@@ -184,33 +185,6 @@ def blocking(key: str) -> str | None:
         if key == prefix or key.startswith(prefix + "."):
             return why
     return None
-
-
-def read_json_head(path: Path, max_bytes: int, first_line: bool = False, empty: Any = None) -> Any:
-    """The JSON value in ``path`` (or in its first line), read through at most ``max_bytes``; ``empty`` for an empty
-    file, ``None`` when it cannot be read or parsed. Bounded because the name may be a device or a stranger's huge
-    file: what ``eval``, ``filter`` and ``schema -o`` read to tell their own output from a file they must not
-    overwrite."""
-    try:
-        with path.open("rb") as fh:
-            data = fh.readline(max_bytes) if first_line else fh.read(max_bytes)
-        return json.loads(data) if data else empty
-    except (OSError, ValueError):
-        return None
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """Rows of a JSON-lines log; a line cut by a kill (the last one) is dropped."""
-    rows = []
-    if path.is_file():
-        for line in path.read_text(errors="replace").splitlines():  # a bad byte costs its line, not the resume
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict):
-                rows.append(row)
-    return rows
 
 
 def _step(row: dict) -> float:

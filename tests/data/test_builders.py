@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from grpo_trl.check.validate import validate
 from grpo_trl.data import DataError, build_dataset
 from grpo_trl.data.countdown import generate_problems
 from grpo_trl.data.prompts import SYSTEM_PROMPTS
@@ -226,7 +227,7 @@ def test_check_and_build_refuse_a_data_section_alike(extra, key):
 
     data = {"builder": "countdown", "source": "generate", "size": 8, **extra}
     recipe = Recipe({"model": {"name": "builtin:tiny"}, "data": data, "rewards": ["countdown"]})
-    assert [p.key for p in recipe.validate()] == [key]
+    assert [p.key for p in validate(recipe)] == [key]
     with pytest.raises(DataError, match=f"^{key}: "):
         build_dataset(data)
 
@@ -268,7 +269,7 @@ def test_check_and_build_refuse_a_bad_mixture_size_alike(size):
 
     data = {"mixture": [PART], "size": size}
     recipe = Recipe({"model": {"name": "builtin:tiny"}, "data": data, "rewards": ["countdown"]})
-    assert [p.key for p in recipe.validate()] == ["data.size"]
+    assert [p.key for p in validate(recipe)] == ["data.size"]
     with pytest.raises(DataError, match="^data.size: "):
         build_dataset(data)
 

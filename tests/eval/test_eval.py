@@ -8,10 +8,10 @@ import json
 
 import pytest
 
+from grpo_trl.check import load_recipe
 from grpo_trl.cli import main
 from grpo_trl.eval import evaluate
 from grpo_trl.eval.backends import render
-from grpo_trl.recipe import load_recipe
 from tests.fake_openai import FakeOpenAI
 
 REWARDS = [{"name": "countdown"}, {"name": "xml_format", "args": {"tags": ["think", "answer"]}, "weight": 0.5}]
@@ -94,9 +94,9 @@ def test_transformers_and_endpoint_score_identical_completions_identically(tmp_p
     local = evaluate(recipe, model=model, output_dir=str(tmp_path / "hf"), **common)
     rows = [json.loads(x) for x in (tmp_path / "hf" / "eval_completions.jsonl").read_text().splitlines()]
 
-    from grpo_trl.train import load_tokenizer
+    from grpo_trl.models.load import load_tokenizer
 
-    tokenizer = load_tokenizer(recipe, model)
+    tokenizer = load_tokenizer(recipe.model, model, recipe.file, recipe.base_dir)
     replies: dict[tuple, list] = {}
     for row in rows:  # what a server would answer for each rendered prompt and sample (seed = i * n + j)
         key = (render(tokenizer, row["prompt"]), row["prompt_index"] * 3 + row["sample"])

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grpo_trl.check import load_recipe
 from grpo_trl.cli import main
 from grpo_trl.data import DataError, build_dataset, validate_data_config
 from grpo_trl.data.pass_rate import pass_rate_problems, prompt_hash
 from grpo_trl.eval.backends import render
-from grpo_trl.recipe import load_recipe
 from tests.fake_openai import FakeOpenAI
 
 DATA = {"builder": "countdown", "source": "generate", "size": 12, "system_prompt": "none"}
@@ -88,9 +88,9 @@ def test_missing_or_foreign_rates_file_is_one_data_error(tmp_path, content):
 def test_filter_measures_stores_and_the_band_keeps_the_prompts_that_teach(tmp_path, make_recipe, capsys):
     path = make_recipe(data=DATA, rewards=[{"name": "countdown"}])
     recipe = load_recipe(path)
-    from grpo_trl.train import load_tokenizer
+    from grpo_trl.models.load import load_tokenizer
 
-    tokenizer = load_tokenizer(recipe, recipe.model["name"])
+    tokenizer = load_tokenizer(recipe.model, recipe.model["name"], recipe.file, recipe.base_dir)
     rows = build_dataset(DATA).train
     kind = {
         render(tokenizer, p): (i % 3, eq) for i, (p, eq) in enumerate(zip(rows["prompt"], rows["reference_equation"]))

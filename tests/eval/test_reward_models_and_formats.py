@@ -8,10 +8,11 @@ import json
 
 import pytest
 
+from grpo_trl.check import load_recipe
+from grpo_trl.check.rewards import build_rewards
 from grpo_trl.eval import evaluate
 from grpo_trl.eval.backends import Generations, prompt_ids, render
 from grpo_trl.eval.score import load_reward_models, score
-from grpo_trl.recipe import load_recipe
 from tests.fake_openai import FakeOpenAI
 
 REWARDS = [
@@ -47,11 +48,11 @@ def recipe(make_recipe):
 
 def test_reward_model_scores_equal_trl_trainer_scores(recipe):
     """The same prompts and completions through GRPOTrainer._calculate_rewards and through eval's RewardModel."""
-    from grpo_trl.build import build_trainer
+    from grpo_trl.train import build_trainer
 
     trainer = build_trainer(recipe)
     name = trainer.reward_func_names[1]
-    model = load_reward_models(recipe, recipe.build_rewards()[0])[1]
+    model = load_reward_models(recipe, build_rewards(recipe)[0])[1]
     assert name == model.__name__ == "tiny-reward"
     texts = ["<answer>4</answer>", "x", "a longer completion, so that padding matters"]
     for prompts, completions in (
@@ -72,7 +73,7 @@ def test_score_gives_the_reward_model_a_mean_and_rewards_see_trl_shapes(make_rec
     prompts = ["2+2?", "2+3?"] if standard else _conversational(["2+2?", "2+3?"])
     ds = Dataset.from_dict({"prompt": prompts})
     gens = Generations([TEXTS, TEXTS[::-1]], [[3, 2, 1], [1, 2, 3]])
-    rewards, weights = recipe.build_rewards()
+    rewards, weights = build_rewards(recipe)
     scored = score(recipe, load_reward_models(recipe, rewards), weights, ds, gens)
     means = scored.summary["rewards"]
     assert set(means) == {"xml_format", "tiny-reward", "completion_is_text"} and isinstance(
@@ -88,9 +89,9 @@ def test_score_gives_the_reward_model_a_mean_and_rewards_see_trl_shapes(make_rec
 
 
 def test_standard_prompts_render_and_tokenize_as_trl_does(recipe):
-    from grpo_trl.train import load_tokenizer
+    from grpo_trl.models.load import load_tokenizer
 
-    tokenizer = load_tokenizer(recipe, recipe.model["name"])
+    tokenizer = load_tokenizer(recipe.model, recipe.model["name"], recipe.file, recipe.base_dir)
     assert render(tokenizer, "What is 2 + 2?") == "What is 2 + 2?"  # no chat template
     assert prompt_ids(tokenizer, "What is 2 + 2?") == tokenizer(text=["What is 2 + 2?"])["input_ids"][0]  # TRL's call
     chat = _conversational(["What is 2 + 2?"])[0]
@@ -153,7 +154,7 @@ def test_eval_calls_rewards_with_every_keyword_trl_passes(make_recipe, reward):
     recipe = load_recipe(make_recipe(rewards=[{"name": f"{__name__}:{reward}"}]))
     ds = Dataset.from_dict({"prompt": ["2+2?", "2+3?"]})
     gens = Generations([TEXTS, TEXTS[::-1]], [[3, 2, 1], [1, 2, 3]])
-    rewards, weights = recipe.build_rewards()
+    rewards, weights = build_rewards(recipe)
     scored = score(recipe, load_reward_models(recipe, rewards), weights, ds, gens)
     assert [row["rewards"][reward] for row in scored.rows] == [1.0] * 6
 
@@ -162,11 +163,11 @@ def test_reward_model_is_loaded_with_the_model_init_kwargs_trl_uses(make_recipe)
     """TRL loads a reward model with GRPOConfig.model_init_kwargs (model.dtype...): eval scores it in that dtype."""
     import torch
 
-    from grpo_trl.build import build_trainer
+    from grpo_trl.train import build_trainer
 
     recipe = load_recipe(make_recipe(rewards=REWARDS), ["model.dtype=bfloat16"])
     trainer = build_trainer(recipe)
-    model = load_reward_models(recipe, recipe.build_rewards()[0])[1]
+    model = load_reward_models(recipe, build_rewards(recipe)[0])[1]
     assert trainer.reward_funcs[1].dtype == model.model.dtype == torch.bfloat16
     prompts, completions = ["2+2?", "3+1? Think"], ["<answer>4</answer>", "a longer completion"]
     expected = trainer._calculate_rewards([{"prompt": p} for p in prompts], prompts, completions, [[1]] * 2)

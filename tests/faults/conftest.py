@@ -15,7 +15,7 @@ RUN = {"max_steps": 4, "save_strategy": "steps", "save_steps": 2}
 
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory, tiny_model) -> Path:
-    from grpo_trl.train import main as train_main
+    from grpo_trl.cli import train_main
 
     base = tmp_path_factory.mktemp("trained")
     path = tiny_recipe(base, tiny_model, trainer=RUN, extra={"logging": {"completions_every": 1}})

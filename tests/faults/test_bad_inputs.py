@@ -14,6 +14,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grpo_trl.check.rewards import build_rewards
 from grpo_trl.cli import main as cli_main
 from grpo_trl.errors import RecipeError
 from grpo_trl.recipe.load import apply_override, parse_yaml
@@ -167,9 +168,9 @@ def test_a_plugin_also_named_as_module_attr_is_imported_once(capsys, tmp_path, t
     assert recipe_text["plugins"] == ["issue20_once.py"]
     code, lines = run(capsys, "check", str(path))
     assert code == 0, lines
-    from grpo_trl.recipe import load_recipe
+    from grpo_trl.check import load_recipe
 
-    funcs, _ = load_recipe(path).build_rewards()
+    funcs, _ = build_rewards(load_recipe(path))
     assert [f.__name__ for f in funcs] == ["issue20_once_reward", "score"]
     import sys
 

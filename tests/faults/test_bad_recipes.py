@@ -246,7 +246,7 @@ def test_hostile_overrides_give_error_lines(tmp_path, capsys, sets, named, words
 
 def test_set_text_with_colon_stays_text(tmp_path):
     """`--set data.user_template='Q: {question}'` is a template, not the YAML mapping {Q: {question: null}}."""
-    from grpo_trl.recipe import load_recipe
+    from grpo_trl.check import load_recipe
 
     (tmp_path / "p.jsonl").write_text('{"question": "1+1?", "solution": "2"}\n')
     path = tmp_path / "r.yaml"

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from grpo_trl.train import main as train_main
+from grpo_trl.cli import train_main
 
 
 def test_output_dir_under_a_file_is_reported(tmp_path, make_recipe, capsys):

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from grpo_trl.cli import train_main
 from grpo_trl.run.resume import checkpoint_problem, newest_complete
-from grpo_trl.train import main as train_main
 from grpo_trl.train import train
 from tests.faults.conftest import snapshot
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from grpo_trl.check.rewards import build_rewards
 from grpo_trl.rewards.call import NamedReward, SafeReward, call_sync
 from grpo_trl.rewards.registry import get_reward
 from tests.faults import faulty_rewards as faulty
@@ -126,8 +127,8 @@ def test_chdir_and_a_closed_stdout_are_put_back(tmp_path, monkeypatch, caplog):
 def test_a_failing_reward_factory_is_one_error_naming_the_entry(make_recipe, name, what):
     """A factory raising ValueError was exit 70; one calling sys.exit(0) made `train` exit 0 having trained
     nothing."""
+    from grpo_trl.check import load_recipe
     from grpo_trl.errors import RewardError
-    from grpo_trl.recipe import load_recipe
 
     reg = f"issue20_{name.lower()}"
     path = make_recipe(rewards=[{"name": "xml_format"}, {"name": reg}], extra={"plugins": ["plug.py"]})
@@ -136,7 +137,7 @@ def test_a_failing_reward_factory_is_one_error_naming_the_entry(make_recipe, nam
     )
     recipe = load_recipe(path)
     with pytest.raises(RewardError) as info:
-        recipe.build_rewards()
+        build_rewards(recipe)
     (problem,) = info.value.problems
     assert problem.key == "rewards.1.args" and problem.file == str(recipe.path) and what in problem.message
 

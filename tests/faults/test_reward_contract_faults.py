@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from grpo_trl.recipe import load_recipe
+from grpo_trl.check import load_recipe
+from grpo_trl.cli import print_summary
 from grpo_trl.report.page import write_report
-from grpo_trl.train import print_summary, run
+from grpo_trl.train import run
 from tests.rewards import trl_doc_rewards as docs
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from grpo_trl.recipe import load_recipe
+from grpo_trl.check import load_recipe
 from grpo_trl.train import run
 
 pytestmark = pytest.mark.slow

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grpo_trl.check import load_recipe
 from grpo_trl.cli import main as cli_main
-from grpo_trl.recipe import load_recipe
+from grpo_trl.cli import train_main
 from grpo_trl.run.directory import Heartbeat, Manifest, RunLock, output_dir_problems
-from grpo_trl.train import main as train_main
 from tests.faults.conftest import snapshot
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grpo_trl.cli import main as cli_main
-from grpo_trl.train import main as train_main
+from grpo_trl.cli import train_main
 from tests.faults.conftest import snapshot
 
 

@@ -14,9 +14,10 @@ import pytest
 import yaml
 
 from grpo_trl.cli import main as cli_main
+from grpo_trl.jsonio import read_jsonl
 from grpo_trl.recipe import RecipeError
 from grpo_trl.run.directory import Manifest, RunLock
-from grpo_trl.run.resume import checkpoint_problem, keep_until, read_jsonl, saved_step
+from grpo_trl.run.resume import checkpoint_problem, keep_until, saved_step
 from tests.faults.test_bad_recipes import GOOD, _check_good_with
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,7 +169,7 @@ def test_malformed_lock_json_is_taken_over(tmp_path, content):
 
 
 def test_state_folder_that_is_a_file_is_an_error_line(make_recipe, tmp_path, capsys):
-    from grpo_trl.train import main as train_main
+    from grpo_trl.cli import train_main
 
     out = tmp_path / "out"
     out.mkdir()
@@ -282,7 +283,7 @@ def test_resume_and_overwrite_together_is_a_usage_error(make_recipe, capsys):
 
 
 def test_resume_and_overwrite_together_in_the_api_is_an_error(make_recipe):
-    from grpo_trl.recipe import load_recipe
+    from grpo_trl.check import load_recipe
     from grpo_trl.train import run
 
     with pytest.raises(RecipeError, match="--resume and --overwrite together"):
@@ -318,7 +319,7 @@ def test_unreadable_data_file_says_why(tmp_path, capsys, name, content, words):
 
 
 def test_resume_with_a_saved_recipe_that_is_not_utf8(run_copy):
-    from grpo_trl.train import main as train_main
+    from grpo_trl.cli import train_main
 
     path, out = run_copy({"max_steps": 5})
     (out / "recipe.yaml").write_bytes(b"\xff\xfe cut or overwritten")

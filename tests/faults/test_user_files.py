@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from grpo_trl.cli import train_main
 from grpo_trl.run.directory import Manifest
-from grpo_trl.train import main as train_main
 from tests.faults.conftest import snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -285,8 +285,8 @@ def test_kill_while_the_tiny_model_is_built_breaks_nothing(tmp_path, capsys):
 
 
 def test_a_tiny_model_half_written_in_place_is_rebuilt(tmp_path):
+    from grpo_trl.models.load import build_once
     from grpo_trl.models.tiny import build_tiny_model
-    from grpo_trl.train import build_once
 
     (tmp_path / "tiny-model").mkdir()
     (tmp_path / "tiny-model" / "tokenizer.json").write_text("")  # an older grpo-trl killed while building in place

@@ -8,9 +8,11 @@ import textwrap
 import pytest
 import yaml
 
+from grpo_trl.check import load_recipe
+from grpo_trl.check.validate import validate
 from grpo_trl.cli import main as cli_main
 from grpo_trl.importer import import_config, import_text
-from grpo_trl.recipe import Recipe, RecipeError, load_recipe
+from grpo_trl.recipe import Recipe, RecipeError
 
 # The shape of open-r1's math demo recipe: ModelConfig, ScriptArguments and GRPOConfig keys side by side.
 OPEN_R1_MATH = """\
@@ -301,26 +303,26 @@ def test_check_and_train_point_a_peer_config_at_import(tmp_path, capsys):
 )
 def test_top_level_keys_say_where_they_belong(make_recipe, section, value, expected):
     path = make_recipe(extra={section: value})
-    problems = load_recipe(path, validate=False).validate()
+    problems = validate(load_recipe(path, validate=False))
     assert len(problems) == 1 and problems[0].key == section and expected in problems[0].message
 
 
 def test_peer_reward_names_get_the_rename(make_recipe):
     path = make_recipe(rewards=[{"name": "format"}])
-    problems = load_recipe(path, validate=False).validate()
+    problems = validate(load_recipe(path, validate=False))
     assert "did you mean 'think_format'?" in problems[0].message
 
 
 def test_trainer_overwrite_output_dir_names_the_flag(make_recipe):
     path = make_recipe(trainer={"overwrite_output_dir": True})
-    problems = load_recipe(path, validate=False).validate()
+    problems = validate(load_recipe(path, validate=False))
     assert any("--overwrite" in p.message for p in problems)
 
 
 def test_import_text_doctest_shape():
     result = import_text("model_name_or_path: m\ndataset_name: d\nreward_funcs: accuracy_reward\n")
     assert result.recipe["rewards"] == [{"name": "accuracy", "args": {"require_answer_tag": False}}]
-    assert Recipe(data=result.recipe).validate() == []
+    assert validate(Recipe(data=result.recipe)) == []
 
 
 def test_shipped_readme_example_imports_and_checks(tmp_path, monkeypatch, capsys):

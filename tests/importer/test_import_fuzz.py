@@ -7,6 +7,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from grpo_trl.check.validate import validate
 from grpo_trl.importer import import_text
 from grpo_trl.recipe import Recipe, RecipeError
 
@@ -120,7 +121,7 @@ def test_good_configs_give_recipes_that_pass_check(cfg):
     result = import_text(dump(cfg), "c.yaml")
     assert yaml.safe_load(result.text) == result.recipe
     recipe = Recipe(data=result.recipe)
-    problems = recipe.validate()
+    problems = validate(recipe)
     assert problems == [], problems
     assert recipe.model["name"] == "builtin:tiny"
     assert len(recipe.rewards) == len(cfg["reward_funcs"])
@@ -148,7 +149,7 @@ def test_any_config_gives_a_recipe_or_clear_errors(cfg):
         return
     assert yaml.safe_load(result.text) == result.recipe
     assert all("\n" not in w for w in result.warnings)
-    Recipe(data=result.recipe).validate()  # problems are fine here; exceptions are not
+    validate(Recipe(data=result.recipe))  # problems are fine here; exceptions are not
 
 
 @settings(max_examples=60, deadline=None)

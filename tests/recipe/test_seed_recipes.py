@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from grpo_trl.recipe import load_recipe
+from grpo_trl.check import load_recipe
+from grpo_trl.check.plan import make_plan
+from grpo_trl.check.rewards import build_rewards
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "recipes"
@@ -44,7 +46,7 @@ def test_header_names_its_seed_and_what_differs_and_the_loss_is_the_seeds(name):
 
 def test_the_countdown_recipe_scores_seed_001s_printed_completions_as_the_seed_did():
     recipe = _load("countdown/qwen2.5-3b-instruct.yaml")
-    funcs, weights = recipe.build_rewards(output_dir="unused")
+    funcs, weights = build_rewards(recipe, output_dir="unused")
     fmt = funcs[[spec["name"] for spec in recipe.rewards].index("think_format")]
     texts = list(SEED_COMPLETIONS.values())
     assert fmt(prompts=[""] * 5, completions=texts, completion_ids=[[]] * 5) == [1.0] * 5
@@ -52,7 +54,7 @@ def test_the_countdown_recipe_scores_seed_001s_printed_completions_as_the_seed_d
 
 
 def test_the_gsm8k_recipe_runs_seed_003s_500_batches_of_mu_3_updates():
-    plan = _load("gsm8k/qwen2.5-1.5b-instruct.yaml").plan()
+    plan = make_plan(_load("gsm8k/qwen2.5-1.5b-instruct.yaml"))
     assert plan.num_iterations == 3
     assert plan.optimizer_steps_per_generation == 3
     assert plan.total_optimizer_steps / plan.optimizer_steps_per_generation == 500

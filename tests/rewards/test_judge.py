@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from grpo_trl.check.rewards import build_rewards
 from grpo_trl.rewards import get_reward
 from grpo_trl.rewards.judge import Judge
 from grpo_trl.rewards.registry import RewardError, check_reward_args
@@ -200,15 +201,15 @@ def test_grpo_trl_check_probes_the_judge(make_recipe, capsys):
 
 def test_failed_judge_rows_are_counted_as_reward_faults_like_any_other(make_recipe, caplog):
     """As training runs it: the recipe's judge inside the safety wrapper, called with TRL's keywords."""
+    from grpo_trl.check import load_recipe
     from grpo_trl.monitor.callbacks import Alerts
-    from grpo_trl.recipe import load_recipe
     from grpo_trl.rewards.call import call_sync
 
     with FakeOpenAI(models=["judge-m"], script=["ok", "500"], reply=echo_score) as server:  # ok: the probe
         judge = {"name": "judge", "args": {"base_url": server.base_url, "model": "judge-m", "prompt": PROMPT}}
         judge["args"].update(retries=0, max_concurrency=1)
         recipe = load_recipe(make_recipe(rewards=[judge]), validate=False)
-        (wrapped,), _ = recipe.build_rewards()
+        (wrapped,), _ = build_rewards(recipe)
         logged: dict[str, float] = {}
         completions = [[{"role": "assistant", "content": f"score={s}"}] for s in (3, 4, 99)]
         with caplog.at_level("WARNING"):

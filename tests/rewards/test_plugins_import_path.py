@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 import sys
 
+from grpo_trl.check import load_recipe
+from grpo_trl.check.rewards import build_rewards
+from grpo_trl.check.validate import validate
 from grpo_trl.cli import main as cli_main
-from grpo_trl.recipe import load_recipe
 
 PLAIN = "def brevity(completions, **kwargs):\n    return [1.0] * len(completions)\n\ndef _helper():\n    pass\n"
 
@@ -16,7 +18,7 @@ def test_plugin_with_plain_functions_gets_a_warning_naming_them(tmp_path, make_r
     (tmp_path / "plainfuncs_a.py").write_text(PLAIN)
     path = make_recipe(extra={"plugins": ["plainfuncs_a.py"]})
     with caplog.at_level(logging.WARNING, logger="grpo_trl.recipe"):
-        assert load_recipe(path, validate=False).validate() == []
+        assert validate(load_recipe(path, validate=False)) == []
     text = caplog.text
     assert "plainfuncs_a.py registers no reward but defines brevity:" in text and "_helper" not in text
     assert "@register_reward" in text and "'plainfuncs_a:brevity'" in text
@@ -26,7 +28,7 @@ def test_no_warning_when_the_function_is_named_or_registered(tmp_path, make_reci
     (tmp_path / "plainfuncs_b.py").write_text(PLAIN)
     path = make_recipe(extra={"plugins": ["plainfuncs_b.py"]}, rewards=[{"name": "plainfuncs_b:brevity"}])
     with caplog.at_level(logging.WARNING, logger="grpo_trl.recipe"):
-        assert load_recipe(path, validate=False).validate() == []
+        assert validate(load_recipe(path, validate=False)) == []
     assert "registers no reward" not in caplog.text
     (tmp_path / "regfuncs_c.py").write_text(
         "from grpo_trl import register_reward\n@register_reward('t_regfuncs_c')\n" + PLAIN
@@ -36,7 +38,7 @@ def test_no_warning_when_the_function_is_named_or_registered(tmp_path, make_reci
     try:
         path = make_recipe(extra={"plugins": ["regfuncs_c.py"]})
         with caplog.at_level(logging.WARNING, logger="grpo_trl.recipe"):
-            load_recipe(path, validate=False).validate()
+            validate(load_recipe(path, validate=False))
     finally:
         unregister_reward("t_regfuncs_c")
     assert "registers no reward" not in caplog.text
@@ -49,7 +51,7 @@ def test_module_function_next_to_the_recipe_is_importable(tmp_path, make_recipe,
     assert cli_main(["check", str(path)]) == 0
     assert "brevity x1.0" in capsys.readouterr().out
     assert sys.path[-1] == str(tmp_path.resolve())  # searched last: never shadows installed packages
-    funcs, _ = load_recipe(path).build_rewards()
+    funcs, _ = build_rewards(load_recipe(path))
     assert funcs[0](["a", "b"]) == [1.0, 1.0]
 
 

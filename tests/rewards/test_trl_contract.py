@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_trl.recipe import load_recipe
+from grpo_trl.check import load_recipe
+from grpo_trl.check.rewards import build_rewards
 from grpo_trl.train import run
 from tests.rewards import trl_doc_rewards as docs
 
@@ -20,7 +21,7 @@ def test_five_trl_call_shapes_score_every_row_in_a_real_run(make_recipe):
     docs.CALLS.clear()
     path = make_recipe(rewards=[{"name": M + name} for name in docs.SHAPES], trainer={"max_steps": 2})
     recipe = load_recipe(path)
-    funcs, _ = recipe.build_rewards()
+    funcs, _ = build_rewards(recipe)
     assert [is_async_callable(f) for f in funcs] == [False, False, False, True, True]  # TRL sees the async ones
 
     result = run(recipe)

@@ -8,10 +8,11 @@ import re
 
 import pytest
 
-from grpo_trl.build import check_environment_column
+from grpo_trl.check import load_recipe
+from grpo_trl.check.extras import check_environment_column
 from grpo_trl.environments import EnvError, build_environment_factory, environment_problems, environment_score
 from grpo_trl.environments.countdown import Countdown
-from grpo_trl.recipe import RecipeError, load_recipe
+from grpo_trl.recipe import RecipeError
 from grpo_trl.rewards import get_reward
 from tests.test_recipe import BASE, write
 

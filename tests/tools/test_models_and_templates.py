@@ -7,10 +7,11 @@ import time
 import pytest
 import torch
 
+from grpo_trl.check import load_recipe
+from grpo_trl.check.rewards import build_rewards
 from grpo_trl.models.chat_templates import resolve_template, template_problems
 from grpo_trl.models.quantization import bnb_config, hardware_problems, quantization_problems
 from grpo_trl.models.tiny import CHAT_TEMPLATE, build_tiny_reward_model
-from grpo_trl.recipe import load_recipe
 from tests.test_recipe import BASE, errors_for, write
 
 
@@ -47,7 +48,7 @@ def test_reward_model_entries_are_checked_from_their_config(tmp_path, tiny_model
 def test_reward_model_weights_line_up_with_trl(tmp_path, tiny_reward):
     data = {**BASE, "rewards": [{"name": "countdown", "weight": 2.0}, {"model": tiny_reward, "weight": 0.5}]}
     recipe = load_recipe(write(tmp_path, data))
-    funcs, weights = recipe.build_rewards()
+    funcs, weights = build_rewards(recipe)
     assert funcs[1] == tiny_reward and weights == [2.0, 0.5]
     assert recipe.to_grpo_config().reward_weights == [2.0, 0.5]
 
@@ -88,7 +89,7 @@ def test_quantization_in_a_recipe(tmp_path):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks what a machine without CUDA is told")
 def test_missing_cuda_is_said_before_anything_loads(tmp_path, capsys):
     assert any("no CUDA GPU" in m for _, m in hardware_problems(QLORA))
-    from grpo_trl.train import main
+    from grpo_trl.cli import train_main as main
 
     data = {**BASE, "model": {"name": "builtin:tiny", "quantization": QLORA, "lora": {"r": 8}}}
     data["trainer"] = {**BASE["trainer"], "output_dir": str(tmp_path / "out")}

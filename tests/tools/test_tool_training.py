@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_trl.recipe import load_recipe
+from grpo_trl.check import load_recipe
 from grpo_trl.train import run
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grpo_trl.recipe import load_recipe
+from grpo_trl.check import load_recipe
 from grpo_trl.tools import ToolError, get_tool, lookup_tool, register_tool, tool_problems, tool_schema
 from grpo_trl.tools.calculator import calculator
 from grpo_trl.tools.registry import bounded

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_trl.recipe import load_recipe
+from grpo_trl.check import load_recipe
 from grpo_trl.train import run
 from tests.conftest import tiny_recipe
 from tests.tools import trl_doc_agents as docs

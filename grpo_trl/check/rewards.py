@@ -1,14 +1,15 @@
-"""Checks of the ``rewards:`` section: each reward exists and takes its args, names are unique (TRL logs rewards by
-name), and every column a reward reads is one the data gives. Also each reward's args with the trainer values it
-declares (``uses_trainer``) filled in, which ``check`` and ``train`` share.
+"""The recipe's ``rewards:`` section, checked and built: each reward exists and takes its args, names are unique
+(TRL logs rewards by name), and every column a reward reads is one the data gives; ``build_rewards`` makes them (each
+reward's args with the trainer values it declares, ``uses_trainer``, filled in, as ``check`` saw them).
 """
 
 from __future__ import annotations
 
 import typing
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from grpo_trl.errors import GrpoTrlError, Problem
+from grpo_trl.errors import GrpoTrlError, Problem, RewardError
 from grpo_trl.recipe.trl_schema import trainer_model
 
 if TYPE_CHECKING:
@@ -176,3 +177,32 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
                 )
             )
     return problems
+
+
+def build_rewards(recipe: Recipe, output_dir: str | None = None) -> tuple[list, list[float]]:
+    """The recipe's rewards, each bound to its args and wrapped in ``SafeReward``, and their weights. Plugins load
+    first (once each), with the recipe's folder on the import path.
+
+    A reward-model entry becomes the path or id TRL loads as a sequence classifier (``models/reward_models.py``).
+    """
+    from grpo_trl.models.reward_models import is_model_entry, resolve_model
+    from grpo_trl.rewards.registry import SafeReward, add_import_path, get_reward, load_plugin
+
+    add_import_path(recipe.base_dir)
+    for plugin in recipe.plugins:
+        load_plugin(recipe.base_dir / plugin)
+    funcs, weights = [], []
+    for i, spec in enumerate(recipe.rewards):
+        if is_model_entry(spec):
+            funcs.append(resolve_model(spec, recipe.base_dir, output_dir or recipe.grpo_kwargs()["output_dir"]))
+            weights.append(float(spec.get("weight", 1.0)))
+            continue
+        try:
+            reward = get_reward(spec["name"], alias=spec.get("alias"), **reward_args(recipe, spec))
+        except RewardError as exc:  # its factory failed: name the entry
+            raise RewardError(
+                [replace(p, file=p.file or recipe.file, key=f"rewards.{i}.{p.key or 'name'}") for p in exc.problems]
+            ) from exc
+        funcs.append(SafeReward(reward, timeout=spec.get("timeout")))
+        weights.append(float(spec.get("weight", 1.0)))
+    return funcs, weights

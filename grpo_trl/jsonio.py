@@ -1,0 +1,42 @@
+"""Small bounded readers of JSON files a run or a command wrote (logs, state, reports), shared by every floor above.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "log.jsonl"
+    >>> _ = p.write_text('{"step": 1}\n{"step": 2}\n{"cut')
+    >>> read_jsonl(p), read_json_head(p, 100, first_line=True)
+    ([{'step': 1}, {'step': 2}], {'step': 1})
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def read_json_head(path: Path, max_bytes: int, first_line: bool = False, empty: Any = None) -> Any:
+    """The JSON value in ``path`` (or in its first line), read through at most ``max_bytes``; ``empty`` for an empty
+    file, ``None`` when it cannot be read or parsed. Bounded because the name may be a device or a stranger's huge
+    file: what ``eval``, ``filter`` and ``schema -o`` read to tell their own output from a file they must not
+    overwrite."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.readline(max_bytes) if first_line else fh.read(max_bytes)
+        return json.loads(data) if data else empty
+    except (OSError, ValueError):
+        return None
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Rows of a JSON-lines log; a line cut by a kill (the last one) is dropped."""
+    rows = []
+    if path.is_file():
+        for line in path.read_text(errors="replace").splitlines():  # a bad byte costs its line, not the resume
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+    return rows
