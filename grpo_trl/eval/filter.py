@@ -142,19 +142,3 @@ def filter_prompts(
         "generation_errors": len(gens.errors),
         "snippet": f"pass_rate: {{file: {shown}, above: 0.0, below: 1.0}}",
     }
-
-
-def add_filter_arguments(p: Any) -> Any:
-    from grpo_trl.eval.run import add_eval_arguments
-
-    add_eval_arguments(p, split_help="dataset split to score (default: the recipe's training data)")
-    p.add_argument("--output", default=None, help="the pass-rate file (default: beside the data, else the recipe)")
-    return p
-
-
-def filter_kwargs(args: Any) -> dict:
-    from grpo_trl.eval.run import eval_kwargs
-
-    kwargs = eval_kwargs(args)
-    kwargs.pop("output_dir")
-    return {**kwargs, "output": args.output}

@@ -14,7 +14,6 @@ error unless a split is named (``--split train`` evaluates on training prompts, 
 
 from __future__ import annotations
 
-import argparse
 import errno
 import json
 import math
@@ -267,59 +266,3 @@ def evaluate(
             fh.write(json.dumps(row) + "\n")
     report["output_dir"] = str(out)
     return report
-
-
-def add_eval_arguments(
-    p: argparse.ArgumentParser, *, split_help: str = "dataset split (default: the recipe's eval split)"
-) -> argparse.ArgumentParser:
-    """The generation options ``eval`` and ``filter`` share."""
-    p.add_argument(
-        "--backend", default="transformers", choices=BACKENDS, help="how to generate (default: %(default)s)"
-    )
-    p.add_argument(
-        "--model",
-        default=None,
-        help="model path or checkpoint (default: the recipe's output_dir); with --backend endpoint: the served name",
-    )
-    p.add_argument("--split", default=None, help=split_help)
-    p.add_argument("--n", type=int, default=8, help="completions per prompt (default: %(default)s)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N prompts")
-    p.add_argument("--batch-size", type=int, default=16, help="prompts per generate() call (transformers)")
-    p.add_argument("--max-new-tokens", type=int, default=None, help="default: trainer.max_completion_length")
-    p.add_argument("--temperature", type=float, default=None, help="default: trainer.temperature; 0 is greedy")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--base-url", default=None, help="endpoint: the API root, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--api", default="completions", help="endpoint: completions (rendered prompt) or chat")
-    p.add_argument("--api-key-env", default=None, help="endpoint: NAME of the environment variable holding the key")
-    p.add_argument("--max-concurrency", type=int, default=16, help="endpoint: requests in flight at once")
-    p.add_argument("--timeout", type=float, default=120.0, help="endpoint: seconds per attempt")
-    p.add_argument("--retries", type=int, default=3, help="endpoint: extra attempts on 429/5xx/timeouts")
-    return p
-
-
-def endpoint_options(args: argparse.Namespace) -> dict:
-    return {
-        "base_url": args.base_url,
-        "api": args.api,
-        "api_key_env": args.api_key_env,
-        "max_concurrency": args.max_concurrency,
-        "timeout": args.timeout,
-        "retries": args.retries,
-    }
-
-
-def eval_kwargs(args: argparse.Namespace) -> dict:
-    """``evaluate`` keyword arguments from the parsed command line."""
-    return {
-        "model": args.model,
-        "split": args.split,
-        "n": args.n,
-        "limit": args.limit,
-        "output_dir": getattr(args, "output_dir", None),
-        "max_new_tokens": args.max_new_tokens,
-        "batch_size": args.batch_size,
-        "seed": args.seed,
-        "backend": args.backend,
-        "temperature": args.temperature,
-        "endpoint": endpoint_options(args) if args.backend == "endpoint" else None,
-    }
