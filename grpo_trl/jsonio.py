@@ -3,7 +3,7 @@
 Example:
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "log.jsonl"
-    >>> _ = p.write_text('{"step": 1}\n{"step": 2}\n{"cut')
+    >>> _ = p.write_text(chr(10).join(['{"step": 1}', '{"step": 2}', '{"cut']))
     >>> read_jsonl(p), read_json_head(p, 100, first_line=True)
     ([{'step': 1}, {'step': 2}], {'step': 1})
 """

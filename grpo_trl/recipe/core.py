@@ -7,7 +7,7 @@ plugin and checks nothing beyond the schema. Checks and the plan are ``grpo_trl.
 Example:
     >>> recipe = open_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.learning_rate=1e-4"])
     >>> recipe.trainer["learning_rate"], recipe.grpo_kwargs()["reward_weights"]
-    (0.0001, [0.2, 1.0, 1.0])
+    (0.0001, [1.0, 1.0, 1.0])
 """
 
 from __future__ import annotations
