@@ -9,7 +9,7 @@ Built-ins register themselves when their package ``__init__`` imports them: a re
 A file under ``plugins:`` is executed here, once, whatever it registers (rewards, builders, tools, environments).
 
 Example:
-    >>> shapes = Registry("shape", ValueError, duplicate="shape {name!r} is taken by {prev}",
+    >>> shapes = Registry("shape", GrpoTrlError, duplicate="shape {name!r} is taken by {prev}",
     ...                   unknown="unknown shape {name!r}{hint}")
     >>> @shapes.decorator("square", sides=4)
     ... def square():
@@ -19,7 +19,7 @@ Example:
     >>> shapes.get("sqare")
     Traceback (most recent call last):
     ...
-    ValueError: unknown shape 'sqare' (did you mean 'square'?)
+    grpo_trl.errors.GrpoTrlError: unknown shape 'sqare' (did you mean 'square'?)
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.errors import RewardError, suggest
+from grpo_trl.errors import GrpoTrlError, RewardError, suggest
 from grpo_trl.targets import PLUGIN_MODULE_PREFIX, file_module, import_failure, import_target, remember_file
 
 _REGISTRATIONS = [0]  # every registration in any registry, counted: a plugin file that made none is reported
@@ -58,8 +58,8 @@ def source_of(obj: Any, name: str = "?") -> str:
 class Registry:
     """Names -> ``Entry`` for one kind of thing (``kind`` starts its messages: reward, tool...).
 
-    ``error`` is the exception raised (called as ``error(message, key=key)`` for lookups, ``error(message)`` for
-    duplicates); ``duplicate`` and ``unknown`` are the messages, ``str.format`` templates over ``name``, ``prev``
+    ``error`` is the ``GrpoTrlError`` subclass raised (``error(message, key=key)`` for lookups, ``error(message)``
+    for duplicates); ``duplicate`` and ``unknown`` are the messages, ``str.format`` templates over ``name``, ``prev``
     and ``source`` (duplicates), ``name``, ``hint`` (the did-you-mean) and ``names`` (the registered names, sorted
     and comma-separated; lookups). ``hint`` replaces the did-you-mean for a registry that knows better ones.
     """
@@ -67,7 +67,7 @@ class Registry:
     def __init__(
         self,
         kind: str,
-        error: Callable[..., Exception],
+        error: type[GrpoTrlError],
         *,
         duplicate: str,
         unknown: str,

@@ -30,6 +30,7 @@ from typing import Any
 
 from grpo_trl.errors import GrpoTrlError, suggest
 from grpo_trl.registry import Registry
+from grpo_trl.tools.registry import ToolError, bounded, tool_schema
 
 ENV_KEYS = ("factory", "args")
 
@@ -176,8 +177,6 @@ def class_tools(cls: type) -> list[Callable]:
 
 def check_class(cls: type) -> None:
     """``EnvError`` unless ``cls`` meets TRL's contract: ``reset``, tool schemas, a callable ``get_reward``."""
-    from grpo_trl.tools.registry import ToolError, tool_schema
-
     if not callable(getattr(cls, "reset", None)):
         raise EnvError(
             f"{cls.__name__} has no reset() method; TRL calls reset(**row) on every rollout: add "
@@ -271,8 +270,6 @@ def _managed(cls: type, hide_reward: bool, key: str) -> type:
       traceback (``10**5000`` added to the prompt text), grpo-trl stops with one ``error:`` line instead;
     - ``get_reward`` is hidden from TRL when ``hide_reward`` (the ``environment`` reward scores it, once).
     """
-    from grpo_trl.tools.registry import bounded
-
     attrs: dict[str, Any] = {n: _rewrap(cls, n, bounded(getattr(cls, n))) for n in tool_names(cls)}
     original_reset = cls.reset
 
