@@ -3,8 +3,10 @@ one duplicate policy, one did-you-mean, ``module:attr`` targets, plugin files ex
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -168,3 +170,49 @@ def test_a_plugin_that_registers_nothing_is_named_with_its_functions(tmp_path):
     plugin.write_text("def brevity(completions, **kwargs):\n    return []\n\ndef _helper():\n    pass\n")
     load_plugin(plugin)
     assert plugin_unregistered(plugin) == ["brevity"]
+
+
+def _imports(path: Path) -> set[str]:
+    """Every ``grpo_trl`` module a file imports, at the top or inside functions (``from pkg import submodule``
+    imports the submodule, not what ``pkg/__init__.py`` defines)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            folder = ROOT.joinpath(*node.module.split(".")[1:])
+            for a in node.names:
+                sub = (folder / f"{a.name}.py").exists() or (folder / a.name / "__init__.py").exists()
+                out.add(f"{node.module}.{a.name}" if sub else node.module)
+    return {m for m in out if m.startswith("grpo_trl")}
+
+
+ROOT = Path(__file__).parents[1] / "grpo_trl"
+CAPABILITIES = ["rewards", "tools", "environments", "data"]  # lowest first: each imports its own folder or lower ones
+
+
+@pytest.mark.parametrize("folder", CAPABILITIES)
+def test_registries_import_no_member_and_members_import_no_package_init(folder):
+    package = f"grpo_trl.{folder}"
+    members = {f"{package}.{p.stem}" for p in (ROOT / folder).glob("*.py") if p.stem != "__init__"}
+    for path in sorted((ROOT / folder).glob("*.py")):
+        if path.stem == "__init__":
+            continue
+        imported, here = _imports(path), f"{package}.{path.stem}"
+        assert package not in imported, f"{here} imports its package __init__"
+        higher = CAPABILITIES[CAPABILITIES.index(folder) + 1 :]
+        climbs = sorted(m for m in imported if m.split(".")[1] in higher)
+        assert not climbs, f"{here} imports a higher capability: {climbs}"
+        if path.stem == "registry":
+            registering = {m for m in members if f"{package}.registry import register_" in _source(m)}
+            assert not imported & registering, f"{here} imports its built-ins {sorted(imported & registering)}"
+
+
+def _source(module: str) -> str:
+    return ROOT.joinpath(*module.split(".")[1:]).with_suffix(".py").read_text()
+
+
+def test_the_shared_floors_import_only_what_is_below_them():
+    assert "grpo_trl.rewards.registry" not in _imports(ROOT / "rewards" / "signature.py")  # the circle it closed
+    assert _imports(ROOT / "registry.py") == {"grpo_trl.errors", "grpo_trl.targets"}
+    assert _imports(ROOT / "timeouts.py") == set()
