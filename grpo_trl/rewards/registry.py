@@ -1,4 +1,5 @@
-"""The reward registry: register, look up, list; plugin loading. How rewards are called: ``grpo_trl.rewards.call``.
+"""The reward registry (a ``grpo_trl.registry.Registry``): register, look up, list, plan. How rewards are called:
+``grpo_trl.rewards.call``; plugin files: ``grpo_trl.registry.load_plugin`` (re-exported here).
 
 A reward is a function in TRL's signature ``(completions, **kwargs) -> list[float | None]``: ``completions`` are
 plain strings or conversational message lists, ``kwargs`` hold the dataset's extra columns (``solution``, ``nums``...)
