@@ -24,6 +24,7 @@ if _sys.argv and _sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] in ("grpo-tr
 
     _signal.signal(_signal.SIGINT, _interrupted)
 
+from grpo_trl import environments as _environments  # noqa: E402, F401 - registers the 'environment' reward
 from grpo_trl.check import load_recipe  # noqa: E402
 from grpo_trl.recipe import Recipe, RecipeError  # noqa: E402
 from grpo_trl.rewards import get_reward, list_rewards, register_reward  # noqa: E402

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-PLUGIN_MODULE_PREFIX = "grpo_trl_plugin_"  # the module name of each file under plugins: (rewards.registry)
+PLUGIN_MODULE_PREFIX = "grpo_trl_plugin_"  # the module name of each file under plugins: (grpo_trl.registry)
 _FILES: dict[str, ModuleType] = {}  # plugin files already executed, by resolved path
 
 

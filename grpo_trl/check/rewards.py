@@ -109,7 +109,7 @@ def reward_args(recipe: Recipe, spec: dict) -> dict:
 def columns_check(recipe: Recipe) -> list[Problem]:
     """Local data files exist and have their columns; every reward's columns are in the dataset."""
     from grpo_trl.data.shape import dataset_columns
-    from grpo_trl.rewards.signature import plan_reward
+    from grpo_trl.rewards.registry import plan_reward
 
     try:
         columns = dataset_columns(recipe.dataset, recipe.base_dir)

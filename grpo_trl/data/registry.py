@@ -23,8 +23,9 @@ from typing import Any
 from grpo_trl.data.pass_rate import pass_rate_problems
 from grpo_trl.data.sampler import sampler_problems
 from grpo_trl.data.sources import load_file, load_hub_or_file, require_columns
-from grpo_trl.errors import DataError, suggest
-from grpo_trl.targets import PLUGIN_MODULE_PREFIX
+from grpo_trl.errors import DataError
+from grpo_trl.registry import Registry, source_of
+from grpo_trl.registry import from_plugin as _defined_by_plugin
 
 # the source readers and the error every builder uses, importable from here (where builders find register_builder)
 __all__ = [
@@ -57,7 +58,12 @@ class Builder:
     local_copy: bool = False
 
 
-_BUILDERS: dict[str, Builder] = {}
+BUILDERS = Registry(
+    "dataset builder",
+    DataError,
+    duplicate="dataset builder {name!r} is already registered",
+    unknown="unknown dataset builder {name!r}{hint}; available: {names}",
+)
 
 
 def register_builder(
@@ -75,31 +81,26 @@ def register_builder(
     """
 
     def decorator(func: Callable) -> Callable:
-        if name in _BUILDERS:
-            raise DataError(f"dataset builder {name!r} is already registered")
         doc = (inspect.getdoc(func) or "").split("\n")[0]
         cols = columns if callable(columns) else tuple(columns)
-        _BUILDERS[name] = Builder(name, func, system_prompt, dict(known_sizes or {}), doc, cols, local_copy)
+        builder = Builder(name, func, system_prompt, dict(known_sizes or {}), doc, cols, local_copy)
+        BUILDERS.add(name, builder, source=source_of(func, name))
         return func
 
     return decorator
 
 
 def list_builders() -> list[Builder]:
-    return [_BUILDERS[k] for k in sorted(_BUILDERS)]
+    return [e.obj for e in BUILDERS]
 
 
 def get_builder(name: str) -> Builder:
-    if name not in _BUILDERS:
-        raise DataError(
-            f"unknown dataset builder {name!r}{suggest(name, _BUILDERS)}; available: {', '.join(sorted(_BUILDERS))}"
-        )
-    return _BUILDERS[name]
+    return BUILDERS.get(name).obj
 
 
 def from_plugin(builder: Builder) -> bool:
     """A builder a ``plugins:`` file registered: the user's code, which ``check`` never runs (not even on one row)."""
-    return str(getattr(builder.func, "__module__", "")).startswith(PLUGIN_MODULE_PREFIX)
+    return _defined_by_plugin(builder.func)
 
 
 def builder_params(builder: Builder) -> dict[str, Any]:

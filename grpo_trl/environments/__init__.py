@@ -1,4 +1,5 @@
-"""Environments for TRL's ``environment_factory`` (multi-turn rollouts with state): registry and built-ins."""
+"""Environments for TRL's ``environment_factory`` (multi-turn rollouts with state): registry, built-ins, and the
+``environment`` reward that scores them."""
 
 from grpo_trl.environments.registry import (
     EnvError,
@@ -21,3 +22,6 @@ __all__ = [
     "lookup_environment",
     "register_environment",
 ]
+
+# The built-ins register themselves when imported; the package imports them (the registry never imports its members).
+from grpo_trl.environments import countdown, reward  # noqa: E402, F401, I001

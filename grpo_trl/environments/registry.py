@@ -29,9 +29,9 @@ from collections.abc import Callable
 from typing import Any
 
 from grpo_trl.errors import GrpoTrlError, suggest
-from grpo_trl.targets import import_target
+from grpo_trl.registry import Registry
+from grpo_trl.tools.registry import ToolError, bounded, tool_schema
 
-_REGISTRY: dict[str, Callable] = {}
 ENV_KEYS = ("factory", "args")
 
 
@@ -39,36 +39,27 @@ class EnvError(GrpoTrlError):
     """An environment could not be found or does not meet TRL's contract. The message says what to change."""
 
 
+ENVIRONMENTS = Registry(
+    "environment",
+    EnvError,
+    duplicate="environment {name!r} is already registered; choose another name",
+    unknown="unknown environment {name!r}{hint}; built-in: {names}; "
+    "or give 'module.path:Class', or register one with @register_environment in a file under 'plugins:'",
+    form="Class",
+)
+
+
 def register_environment(name: str | None = None) -> Callable[[Callable], Callable]:
-    """Decorator that registers an environment class (or factory) under ``name`` (default: its ``__name__``)."""
-
-    def decorator(obj: Callable) -> Callable:
-        reg = name or obj.__name__
-        if reg in _REGISTRY and _REGISTRY[reg] is not obj and _REGISTRY[reg].__qualname__ != obj.__qualname__:
-            raise EnvError(f"environment {reg!r} is already registered; choose another name")
-        _REGISTRY[reg] = obj
-        return obj
-
-    return decorator
-
-
-def _builtins_loaded() -> None:
-    from grpo_trl.environments import countdown  # noqa: F401
+    """Decorator that registers an environment class (or factory) under ``name`` (default: its ``__name__``).
+    Duplicates are an error."""
+    return ENVIRONMENTS.decorator(name)
 
 
 def lookup_environment(name: str) -> Callable:
     """The class or factory for a registered name or ``module.path:Class``."""
     if not isinstance(name, str) or not name:
         raise EnvError(f"an environment factory is named by a string, got {name!r}")
-    if ":" in name:
-        return import_target(name, "environment", EnvError, form="Class")
-    _builtins_loaded()
-    if name not in _REGISTRY:
-        raise EnvError(
-            f"unknown environment {name!r}{suggest(name, list(_REGISTRY))}; built-in: {', '.join(sorted(_REGISTRY))}; "
-            "or give 'module.path:Class', or register one with @register_environment in a file under 'plugins:'"
-        )
-    return _REGISTRY[name]
+    return ENVIRONMENTS.resolve(name)
 
 
 def is_multi(section: Any) -> bool:
@@ -186,8 +177,6 @@ def class_tools(cls: type) -> list[Callable]:
 
 def check_class(cls: type) -> None:
     """``EnvError`` unless ``cls`` meets TRL's contract: ``reset``, tool schemas, a callable ``get_reward``."""
-    from grpo_trl.tools.registry import ToolError, tool_schema
-
     if not callable(getattr(cls, "reset", None)):
         raise EnvError(
             f"{cls.__name__} has no reset() method; TRL calls reset(**row) on every rollout: add "
@@ -281,8 +270,6 @@ def _managed(cls: type, hide_reward: bool, key: str) -> type:
       traceback (``10**5000`` added to the prompt text), grpo-trl stops with one ``error:`` line instead;
     - ``get_reward`` is hidden from TRL when ``hide_reward`` (the ``environment`` reward scores it, once).
     """
-    from grpo_trl.tools.registry import bounded
-
     attrs: dict[str, Any] = {n: _rewrap(cls, n, bounded(getattr(cls, n))) for n in tool_names(cls)}
     original_reset = cls.reset
 

@@ -167,9 +167,6 @@ class InputGuard:
                 _put_back(current, copied)
         return changed
 
-    def forget(self) -> None:
-        self._batch = None
-
 
 def private(kwargs: dict[str, Any]) -> dict[str, Any]:
     """``kwargs`` with every data input copied (for a reward that may run while others do)."""

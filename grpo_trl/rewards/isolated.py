@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from grpo_trl.rewards.results import collecting_faults, describe, report_fault
+from grpo_trl.timeouts import in_thread
 
 CAN_FORK = hasattr(os, "fork") and sys.platform != "win32"
 LOGGERS = ("log_metric", "log_extra")  # TRL's callables: recorded in the child, replayed in the trainer
@@ -219,21 +220,10 @@ def call(func: Callable, kwargs: dict, timeout: float) -> Any:
 
 def _threaded(func: Callable, kwargs: dict, timeout: float) -> Any:
     """Where no process can be forked: a daemon thread, abandoned at the deadline (its late value is never used)."""
-    box: dict[str, Any] = {}
     context = contextvars.copy_context()  # faults the reward reports reach this call's collector
 
-    def target() -> None:
-        try:
-            value = context.run(func, **kwargs)
-            box["value"] = _run_coroutine(value) if inspect.isawaitable(value) else value
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-            box["error"] = exc
+    def run() -> Any:
+        value = context.run(func, **kwargs)
+        return _run_coroutine(value) if inspect.isawaitable(value) else value
 
-    worker = threading.Thread(target=target, name="reward-timed", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise RewardTimeout(f"did not return within {timeout} s (timeout)")
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    return in_thread(run, timeout, RewardTimeout(f"did not return within {timeout} s (timeout)"), "reward-timed")

@@ -1,4 +1,5 @@
-"""The reward registry: register, look up, list; plugin loading. How rewards are called: ``grpo_trl.rewards.call``.
+"""The reward registry (a ``grpo_trl.registry.Registry``): register, look up, list, plan. How rewards are called:
+``grpo_trl.rewards.call``; plugin files: ``grpo_trl.registry.load_plugin`` (re-exported here).
 
 A reward is a function in TRL's signature ``(completions, **kwargs) -> list[float | None]``: ``completions`` are
 plain strings or conversational message lists, ``kwargs`` hold the dataset's extra columns (``solution``, ``nums``...)
@@ -17,21 +18,19 @@ Example:
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import logging
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from grpo_trl.errors import RewardError, suggest
+from grpo_trl.registry import Registry, add_import_path, load_plugin, plugin_unregistered  # noqa: F401 - re-exported
 from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward  # noqa: F401 - how rewards are called
 from grpo_trl.rewards.results import LengthError  # noqa: F401 - re-exported
-from grpo_trl.rewards.signature import required_columns  # noqa: F401 - re-exported
+from grpo_trl.rewards.signature import RewardPlan, check_call, product_signature, required_columns  # noqa: F401
 from grpo_trl.rewards.text import completion_text
-from grpo_trl.targets import PLUGIN_MODULE_PREFIX, file_module, import_failure, import_target, remember_file
+from grpo_trl.targets import import_failure
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +48,27 @@ class RewardInfo:
     source: str
 
 
-_REGISTRY: dict[str, tuple[Callable, bool, str]] = {}  # name -> (function or factory, is_factory, where from)
-_METADATA: dict[str, dict[str, Any]] = {}  # name -> what the reward declared (uses_trainer, ...)
-_LOADED_PLUGINS: set[str] = set()
-_UNREGISTERED: dict[str, list[str]] = {}  # plugin file -> its plain functions, when it registered nothing
+def _hint(name: str, names: list[str]) -> str:
+    """The did-you-mean of an unknown reward, or what the name looks like (a reward model, TRL's ``pkg.mod.func``)."""
+    hint = suggest(name, names)
+    module, _, attr = name.rpartition(".")
+    if "/" in name:  # GRPOTrainer(reward_funcs="org/model") loads a reward model
+        hint = f" (a reward model? write {{model: {name}}} instead of name:)"
+    elif not hint and module and all(p.isidentifier() for p in [*module.split("."), attr]):  # trl's pkg.mod.func
+        hint = f" (did you mean {f'{module}:{attr}'!r}? a module path names its function after ':')"
+    return hint
+
+
+REWARDS = Registry(
+    "reward",
+    RewardError,
+    duplicate="reward {name!r} is already registered by {prev}; choose another name for {source} "
+    "(register_reward('my_name'))",
+    unknown="unknown reward {name!r}{hint}; `grpo-trl rewards` lists them, and your own "
+    "can be given as 'module.path:function' or registered in a file listed under 'plugins:'",
+    hint=_hint,
+    key="name",
+)
 
 
 def register_reward(
@@ -74,30 +90,17 @@ def register_reward(
     """
 
     def decorator(obj: Callable) -> Callable:
-        reg_name = name or obj.__name__
         is_factory = inspect.isclass(obj) if factory is None else factory
-        source = f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', reg_name)}"
-        if reg_name in _REGISTRY:
-            prev = _REGISTRY[reg_name][2]
-            if prev == source:  # the same definition imported twice (e.g. a plugin module re-executed)
-                _REGISTRY[reg_name] = (obj, is_factory, source)
-                _METADATA[reg_name] = {"uses_trainer": dict(uses_trainer or {}), "passes_at": passes_at}
-                return obj
-            raise RewardError(
-                f"reward {reg_name!r} is already registered by {prev}; choose another name for {source} "
-                "(register_reward('my_name'))"
-            )
-        _REGISTRY[reg_name] = (obj, is_factory, source)
-        _METADATA[reg_name] = {"uses_trainer": dict(uses_trainer or {}), "passes_at": passes_at}
-        return obj
+        return REWARDS.add(
+            name or obj.__name__, obj, factory=is_factory, uses_trainer=dict(uses_trainer or {}), passes_at=passes_at
+        )
 
     return decorator
 
 
 def unregister_reward(name: str) -> None:
     """Remove ``name`` from the registry (for tests and notebooks that redefine a reward)."""
-    _REGISTRY.pop(name, None)
-    _METADATA.pop(name, None)
+    REWARDS.remove(name)
 
 
 def pass_threshold(name: str, args: dict[str, Any]) -> float | None:
@@ -113,7 +116,8 @@ def pass_threshold(name: str, args: dict[str, Any]) -> float | None:
 def reward_metadata(name: str) -> dict[str, Any]:
     """What reward ``name`` declared when it was registered (``uses_trainer``); empty for ``module:function``."""
     _lookup(name)
-    return dict(_METADATA.get(str(name), {}))
+    meta = REWARDS.get(name).meta if name in REWARDS else {}
+    return {k: meta[k] for k in ("uses_trainer", "passes_at") if k in meta}
 
 
 def _params(obj: Callable, is_factory: bool) -> dict[str, Any]:
@@ -131,91 +135,27 @@ def _params(obj: Callable, is_factory: bool) -> dict[str, Any]:
 def list_rewards() -> list[RewardInfo]:
     """All registered rewards, sorted by name, with one-line descriptions and their arguments."""
     out = []
-    for name, (obj, is_factory, source) in sorted(_REGISTRY.items()):
-        doc = inspect.getdoc(obj) or ""
-        out.append(RewardInfo(name, doc.split("\n")[0], _params(obj, is_factory), is_factory, source))
+    for entry in REWARDS:
+        doc = inspect.getdoc(entry.obj) or ""
+        factory = entry.meta["factory"]
+        out.append(RewardInfo(entry.name, doc.split("\n")[0], _params(entry.obj, factory), factory, entry.source))
     return out
 
 
-def load_plugin(path: str | Path) -> None:
-    """Execute a Python file that registers rewards with ``@register_reward`` (ms-swift's ``--external_plugins``)."""
-    try:
-        p = Path(path).expanduser().resolve()
-    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
-        raise RewardError(f"plugin file {str(path)!r} cannot be read ({exc}); fix the path under 'plugins:'") from None
-    if str(p) in _LOADED_PLUGINS:
-        return
-    if p.is_file() and file_module(p) is not None:  # imported already as a module:attr reward: not twice
-        _LOADED_PLUGINS.add(str(p))
-        return
-    if not p.is_file():
-        what = "is not a Python file" if p.exists() else "does not exist"  # a folder, a device
-        raise RewardError(f"plugin file {str(path)!r} {what}; fix the path under 'plugins:' (relative to the recipe)")
-    mod_name = f"{PLUGIN_MODULE_PREFIX}{p.stem}_{abs(hash(str(p))) % 10**8}"
-    spec = importlib.util.spec_from_file_location(mod_name, p)
-    if spec is None or spec.loader is None:  # Python only imports source files it knows by their suffix
-        raise RewardError(f"plugin file {str(path)!r} is not a Python file; name a .py file under 'plugins:'")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = module  # lets the plugin's rewards pickle by reference
-    before = dict(_REGISTRY)
-    try:
-        spec.loader.exec_module(module)
-    except KeyboardInterrupt:
-        sys.modules.pop(mod_name, None)
-        raise  # Ctrl-C while a slow plugin imports still stops the program
-    except BaseException as exc:  # noqa: BLE001 - the plugin fails, or calls exit(), while importing
-        sys.modules.pop(mod_name, None)
-        raise RewardError(f"plugin file {str(path)!r} failed to import: {import_failure(exc)}") from exc
-    _LOADED_PLUGINS.add(str(p))
-    remember_file(p, module)
-    if _REGISTRY == before:  # registered nothing: remember its plain functions for `check` to name
-        _UNREGISTERED[str(p)] = [
-            n
-            for n, v in vars(module).items()
-            if inspect.isfunction(v) and v.__module__ == mod_name and not n.startswith("_")
-        ]
-
-
-def plugin_unregistered(path: str | Path) -> list[str]:
-    """Public functions of a loaded plugin file that registered no reward at all (empty when it registered one)."""
-    try:
-        return list(_UNREGISTERED.get(str(Path(path).expanduser().resolve()), []))
-    except (OSError, RuntimeError, ValueError):  # a path load_plugin refused
-        return []
-
-
-def add_import_path(folder: str | Path) -> None:
-    """Make modules in ``folder`` (the recipe's) importable for ``module:function`` rewards; searched last."""
-    folder = str(Path(folder).resolve())
-    if folder not in sys.path:
-        sys.path.append(folder)
-
-
 def _lookup(name: str) -> tuple[Callable, bool]:
+    """What a registered name or ``module.path:function`` names, and whether it is a factory."""
     if not isinstance(name, str) or not name.strip():
         raise RewardError(f"reward name must be a non-empty string, got {name!r}", key="name")
-    if ":" in name:  # module.path:function
-        obj = import_target(name, "reward", RewardError, key="name")
-        for o, is_factory, _ in _REGISTRY.values():
-            if o is obj:
-                return o, is_factory
-        if not callable(obj):
-            raise RewardError(f"reward {name!r}: {name.partition(':')[2]!r} is not callable", key="name")
-        return obj, inspect.isclass(obj)
-    if name not in _REGISTRY:
-        hint = suggest(name, list(_REGISTRY))
-        module, _, attr = name.rpartition(".")
-        if "/" in name:  # GRPOTrainer(reward_funcs="org/model") loads a reward model
-            hint = f" (a reward model? write {{model: {name}}} instead of name:)"
-        elif not hint and module and all(p.isidentifier() for p in [*module.split("."), attr]):  # trl's pkg.mod.func
-            hint = f" (did you mean {f'{module}:{attr}'!r}? a module path names its function after ':')"
-        raise RewardError(
-            f"unknown reward {name!r}{hint}; `grpo-trl rewards` lists them, and your own "
-            "can be given as 'module.path:function' or registered in a file listed under 'plugins:'",
-            key="name",
-        )
-    obj, is_factory, _ = _REGISTRY[name]
-    return obj, is_factory
+    if ":" not in name:
+        entry = REWARDS.get(name)
+        return entry.obj, entry.meta["factory"]
+    obj = REWARDS.resolve(name)
+    entry = REWARDS.entry_of(obj)
+    if entry is not None:
+        return entry.obj, entry.meta["factory"]
+    if not callable(obj):
+        raise RewardError(f"reward {name!r}: {name.partition(':')[2]!r} is not callable", key="name")
+    return obj, inspect.isclass(obj)
 
 
 def check_reward_args(name: str, args: dict[str, Any]) -> None:
@@ -242,11 +182,31 @@ def check_reward_args(name: str, args: dict[str, Any]) -> None:
         missing = [k for k, v in params.items() if v is inspect.Parameter.empty and k not in args]
         if missing:
             raise RewardError(f"reward {name!r} needs argument(s) {', '.join(missing)} under its 'args:'", key="args")
-    from grpo_trl.rewards.signature import check_call
-
-    check_call(name, obj, is_factory, args)  # TRL's keyword call binds; signatures only, nothing is called
+    # TRL's keyword call binds; signatures only, nothing is called
+    check_call(name, obj, is_factory, args, registered=REWARDS.entry_of(obj) is not None, reward_names=REWARDS.names())
     if is_factory and callable(getattr(obj, "check_args", None)):
         obj.check_args(args)  # a built-in's own dry-run check (judge probes its endpoint); raises RewardError
+
+
+def plan_reward(name: str, alias: str | None = None, **args: Any) -> RewardPlan:
+    """``name`` resolved (imports only) to what ``required_columns`` and ``column_conflicts`` need; nothing called.
+
+    >>> from grpo_trl.rewards.signature import column_conflicts
+    >>> plan = plan_reward("countdown")
+    >>> plan.__name__, required_columns(plan)
+    ('countdown', ['nums', 'target'])
+    >>> column_conflicts([plan], ["nums", "target", "completions"])[0][0]
+    'data'
+    """
+    obj, is_factory = _lookup(name)
+    if is_factory:
+        signature = product_signature(obj) if inspect.isclass(obj) else None
+    else:
+        try:
+            signature = inspect.signature(obj)
+        except Exception:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
+            signature = None
+    return RewardPlan(reward_label(name, alias), signature, dict(args))
 
 
 def reward_label(name: str, alias: str | None = None) -> str:

@@ -6,20 +6,21 @@ factory, its ``args`` are bound to the factory's signature (``inspect.signature(
 bound to the keywords TRL passes, and its dataset columns are read from its parameters; factories are called only
 when a trainer or ``eval`` is built (``get_reward``).
 
+Resolving a name to what these read is ``grpo_trl.rewards.registry.plan_reward`` (this module knows no names).
+
 Example:
-    >>> plan = plan_reward("countdown")
-    >>> plan.__name__, required_columns(plan)
-    ('countdown', ['nums', 'target'])
-    >>> column_conflicts([plan], ["nums", "target", "completions"])[0][0]
-    'data'
+    >>> def score(completions, solution, **kwargs): ...
+    >>> required_columns(score), column_conflicts([score], ["solution", "prompts"])[0][0]
+    (['solution'], 'data')
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+from grpo_trl.errors import RewardError, renames
 from grpo_trl.rewards.call import NOT_PASSED, TRL_KWARGS, NamedReward, SafeReward
 
 
@@ -88,33 +89,16 @@ def unaccepted_columns(reward: Any, columns: Iterable[str]) -> list[str]:
 
 def _error(message: str, key: str) -> Exception:
     """A ``RewardError`` located at ``rewards.N.<key>`` (``name`` or ``args``)."""
-    from grpo_trl.errors import RewardError
-
     return RewardError(message, key=key)
 
 
-def _product_signature(cls: type) -> inspect.Signature | None:
+def product_signature(cls: type) -> inspect.Signature | None:
     """The signature of ``cls``'s instances' ``__call__`` (without ``self``); None when it defines none."""
     for klass in cls.__mro__:
         if klass is not object and "__call__" in vars(klass):
             sig = inspect.signature(vars(klass)["__call__"])
             return sig.replace(parameters=list(sig.parameters.values())[1:])
     return None
-
-
-def plan_reward(name: str, alias: str | None = None, **args: Any) -> RewardPlan:
-    """``name`` resolved (imports only) to what ``required_columns`` and ``column_conflicts`` need; nothing called."""
-    from grpo_trl.rewards.registry import _lookup, reward_label
-
-    obj, is_factory = _lookup(name)
-    if is_factory:
-        signature = _product_signature(obj) if inspect.isclass(obj) else None
-    else:
-        try:
-            signature = inspect.signature(obj)
-        except Exception:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
-            signature = None
-    return RewardPlan(reward_label(name, alias), signature, dict(args))
 
 
 def _trl_call_problem(signature: inspect.Signature, args: dict[str, Any]) -> str | None:
@@ -129,15 +113,21 @@ def _trl_call_problem(signature: inspect.Signature, args: dict[str, Any]) -> str
     return None
 
 
-def check_call(name: str, obj: Callable, is_factory: bool, args: dict[str, Any]) -> None:
+def check_call(
+    name: str,
+    obj: Callable,
+    is_factory: bool,
+    args: dict[str, Any],
+    *,
+    registered: bool = False,
+    reward_names: Collection[str] = (),
+) -> None:
     """Raise ``RewardError`` when TRL could not call what ``name`` resolves to; reads signatures, calls nothing.
 
     A class that is not a registered reward, a builtin/C function whose parameters cannot be read or that cannot take
-    TRL's keywords, ``args`` that do not bind to a factory: each is an error naming the fix.
+    TRL's keywords, ``args`` that do not bind to a factory: each is an error naming the fix. ``registered``: ``obj``
+    is a registered reward; ``reward_names``: the registered names (a TRL name whose built-in is one says so).
     """
-    from grpo_trl.rewards.registry import _REGISTRY
-
-    registered = any(o is obj for o, _, _ in _REGISTRY.values())
     qualname = getattr(obj, "__qualname__", type(obj).__name__)
     if inspect.isclass(obj) and not registered:
         raise _error(
@@ -165,7 +155,7 @@ def check_call(name: str, obj: Callable, is_factory: bool, args: dict[str, Any])
                 signature.bind(**args)
             except TypeError as exc:
                 raise _error(f"reward {name!r}: args do not fit {qualname}{signature} ({exc})", "args") from exc
-        signature = _product_signature(obj) if inspect.isclass(obj) else None
+        signature = product_signature(obj) if inspect.isclass(obj) else None
         if signature is None and inspect.isclass(obj):
             raise _error(
                 f"reward {name!r}: class {qualname} defines no __call__, so its instances cannot score", "name"
@@ -173,12 +163,10 @@ def check_call(name: str, obj: Callable, is_factory: bool, args: dict[str, Any])
         args = {}
     problem = signature and _trl_call_problem(signature, args)
     if problem:
-        from grpo_trl.errors import renames
-
         builtin = renames().get(name.rpartition(":")[2])  # TRL's get_cosine_scaled_reward -> cosine
         same = (
             f"; grpo-trl's built-in {builtin!r} is this reward: name it, its arguments under args:"
-            if (builtin in _REGISTRY)
+            if (builtin in reward_names)
             else ""
         )
         raise _error(

@@ -21,3 +21,6 @@ __all__ = [
     "tool_problems",
     "tool_schema",
 ]
+
+# The built-ins register themselves when imported; the package imports them (the registry never imports its members).
+from grpo_trl.tools import calculator, python  # noqa: E402, F401, I001

@@ -3,7 +3,7 @@
 A tool is a plain Python function with type hints and a Google-style docstring (``Args:`` describing each
 parameter): TRL hands it to the chat template through transformers' ``get_json_schema`` and calls it with the
 arguments the model wrote. Tools are named in a recipe's ``tools:`` list by registered name, as
-``module.path:function``, or registered from a file listed under ``plugins:`` (the reward plugin loader runs it).
+``module.path:function``, or registered from a file listed under ``plugins:`` (``grpo_trl.registry`` runs it).
 
 Example:
     >>> from grpo_trl.tools import register_tool, get_tool
@@ -31,17 +31,25 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from grpo_trl.errors import GrpoTrlError, suggest
-from grpo_trl.targets import import_target
+from grpo_trl.errors import GrpoTrlError
+from grpo_trl.registry import Registry
+from grpo_trl.timeouts import in_thread
 
 DEFAULT_TIMEOUT = 15.0  # seconds one tool call may take before it becomes an error for that call
 MAX_RESULT_CHARS = 4000  # longer text results are cut: a tool must not flood the context
 
-_REGISTRY: dict[str, tuple[Callable, str]] = {}  # name -> (function, where from)
-
 
 class ToolError(GrpoTrlError):
     """A tool could not be found or would not reach the model as intended. The message says what to change."""
+
+
+TOOLS = Registry(
+    "tool",
+    ToolError,
+    duplicate="tool {name!r} is already registered by {prev}; choose another name",
+    unknown="unknown tool {name!r}{hint}; built-in tools: {names}; your own can be given as 'module.path:function' "
+    "or registered with @register_tool in a file listed under 'plugins:'",
+)
 
 
 def register_tool(name: str | None = None) -> Callable[[Callable], Callable]:
@@ -49,47 +57,19 @@ def register_tool(name: str | None = None) -> Callable[[Callable], Callable]:
 
     The model sees the *function's* name (``__name__``) in its tool schema; ``name`` is what recipes write.
     """
-
-    def decorator(func: Callable) -> Callable:
-        reg = name or func.__name__
-        source = f"{getattr(func, '__module__', '?')}:{getattr(func, '__qualname__', reg)}"
-        if reg in _REGISTRY and _REGISTRY[reg][1] != source:
-            raise ToolError(f"tool {reg!r} is already registered by {_REGISTRY[reg][1]}; choose another name")
-        _REGISTRY[reg] = (func, source)
-        return func
-
-    return decorator
-
-
-def _builtins_loaded() -> None:
-    from grpo_trl.tools import calculator  # noqa: F401
-
-    try:
-        from grpo_trl.tools import python  # noqa: F401
-    except ImportError:  # the sandbox module is not there yet
-        pass
+    return TOOLS.decorator(name)
 
 
 def list_tools() -> dict[str, str]:
     """Registered tool names and the first line of each docstring."""
-    _builtins_loaded()
-    return {n: (inspect.getdoc(f) or "").split("\n")[0] for n, (f, _) in sorted(_REGISTRY.items())}
+    return {e.name: (inspect.getdoc(e.obj) or "").split("\n")[0] for e in TOOLS}
 
 
 def lookup_tool(name: str) -> Callable:
     """The raw function for a registered name or ``module.path:function``; ``ToolError`` says what is wrong."""
     if not isinstance(name, str) or not name:
         raise ToolError(f"a tool is named by a string, got {name!r}")
-    if ":" in name:
-        return import_target(name, "tool", ToolError)
-    _builtins_loaded()
-    if name not in _REGISTRY:
-        raise ToolError(
-            f"unknown tool {name!r}{suggest(name, list(_REGISTRY))}; built-in tools: {', '.join(sorted(_REGISTRY))}; "
-            "your own can be given as 'module.path:function' or registered with @register_tool in a file listed "
-            "under 'plugins:'"
-        )
-    return _REGISTRY[name][0]
+    return TOOLS.resolve(name)
 
 
 def tool_schema(func: Callable) -> dict:
@@ -226,22 +206,8 @@ def _in_main_thread(func: Callable, args: tuple, kwargs: dict, timeout: float | 
 
 def _in_worker_thread(func: Callable, args: tuple, kwargs: dict, timeout: float | None) -> Any:
     """The call in a daemon thread, waited on for ``timeout`` s (Python cannot stop a thread: a stuck tool goes on)."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = func(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=target, name=f"tool-{func.__name__}", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise TimeoutError(f"tool {func.__name__!r} did not return within {timeout} s")
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    late = TimeoutError(f"tool {func.__name__!r} did not return within {timeout} s")
+    return in_thread(lambda: func(*args, **kwargs), timeout, late, f"tool-{func.__name__}")
 
 
 def get_tool(name: str, timeout: float | None = DEFAULT_TIMEOUT) -> Callable:

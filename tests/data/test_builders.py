@@ -241,7 +241,7 @@ def test_a_builder_declares_its_path_a_local_copy(tmp_path, monkeypatch):
     from grpo_trl.data.shape import expected_size
     from grpo_trl.recipe import Recipe
 
-    monkeypatch.setattr(registry, "_BUILDERS", dict(registry._BUILDERS))  # registered for this test only
+    monkeypatch.setattr(registry.BUILDERS, "_entries", dict(registry.BUILDERS._entries))  # for this test only
 
     def rows(split: str = "train", *, path: str | None = None, base_dir: Path | None = None):
         return Dataset.from_dict({"user": ["q1", "q2"]})

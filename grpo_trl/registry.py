@@ -1,0 +1,199 @@
+"""One registry type for rewards, dataset builders, tools and environments, and the one loader of plugin files.
+
+A ``Registry`` maps a name to an ``Entry`` (the object, where it was defined, what it declared). Its duplicate
+policy, for every kind: registering a name again from the *same* definition (``module:qualname``; a module or plugin
+file executed twice) replaces the entry, from any other definition is an error. A lookup of an unknown name says
+what is close (``grpo_trl.errors.suggest``); ``module.path:attribute`` names go through ``grpo_trl.targets``.
+Built-ins register themselves when their package ``__init__`` imports them: a registry never imports its members.
+
+A file under ``plugins:`` is executed here, once, whatever it registers (rewards, builders, tools, environments).
+
+Example:
+    >>> shapes = Registry("shape", GrpoTrlError, duplicate="shape {name!r} is taken by {prev}",
+    ...                   unknown="unknown shape {name!r}{hint}")
+    >>> @shapes.decorator("square", sides=4)
+    ... def square():
+    ...     "Four sides."
+    >>> shapes.get("square").meta, shapes.resolve("os.path:join").__name__
+    ({'sides': 4}, 'join')
+    >>> shapes.get("sqare")
+    Traceback (most recent call last):
+    ...
+    grpo_trl.errors.GrpoTrlError: unknown shape 'sqare' (did you mean 'square'?)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grpo_trl.errors import GrpoTrlError, RewardError, suggest
+from grpo_trl.targets import PLUGIN_MODULE_PREFIX, file_module, import_failure, import_target, remember_file
+
+_REGISTRATIONS = [0]  # every registration in any registry, counted: a plugin file that made none is reported
+_LOADED_PLUGINS: set[str] = set()
+_UNREGISTERED: dict[str, list[str]] = {}  # plugin file -> its plain functions, when it registered nothing
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered name: the object, where it is defined (``module:qualname``) and what it declared."""
+
+    name: str
+    obj: Any
+    source: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def source_of(obj: Any, name: str = "?") -> str:
+    """``module:qualname`` of a definition: the same text for the same code executed twice."""
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', name)}"
+
+
+class Registry:
+    """Names -> ``Entry`` for one kind of thing (``kind`` starts its messages: reward, tool...).
+
+    ``error`` is the ``GrpoTrlError`` subclass raised (``error(message, key=key)`` for lookups, ``error(message)``
+    for duplicates); ``duplicate`` and ``unknown`` are the messages, ``str.format`` templates over ``name``, ``prev``
+    and ``source`` (duplicates), ``name``, ``hint`` (the did-you-mean) and ``names`` (the registered names, sorted
+    and comma-separated; lookups). ``hint`` replaces the did-you-mean for a registry that knows better ones.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        error: type[GrpoTrlError],
+        *,
+        duplicate: str,
+        unknown: str,
+        hint: Callable[[str, list[str]], str] | None = None,
+        form: str = "function",
+        key: str = "",
+    ) -> None:
+        self.kind, self.error, self.duplicate, self.unknown = kind, error, duplicate, unknown
+        self.hint = hint or suggest
+        self.form, self.key = form, key
+        self._entries: dict[str, Entry] = {}
+
+    def add(self, name: str, obj: Any, *, source: str | None = None, **meta: Any) -> Any:
+        """Register ``obj`` under ``name`` (the duplicate policy above); returns ``obj``."""
+        source = source or source_of(obj, name)
+        prev = self._entries.get(name)
+        if prev is not None and prev.source != source:
+            raise self.error(self.duplicate.format(name=name, prev=prev.source, source=source))
+        self._entries[name] = Entry(name, obj, source, meta)
+        _REGISTRATIONS[0] += 1
+        return obj
+
+    def decorator(self, name: str | None = None, **meta: Any) -> Callable[[Any], Any]:
+        """``@registry.decorator(name, **meta)``: ``add`` under ``name`` (default: the object's ``__name__``)."""
+
+        def register(obj: Any) -> Any:
+            return self.add(name or obj.__name__, obj, **meta)
+
+        return register
+
+    def remove(self, name: str) -> None:
+        """Forget ``name`` (tests and notebooks that redefine one)."""
+        self._entries.pop(name, None)
+
+    def get(self, name: str) -> Entry:
+        """The entry of a registered ``name``; ``error`` with the did-you-mean and the known names otherwise."""
+        entry = self._entries.get(name)
+        if entry is None:
+            names = sorted(self._entries)
+            hint = self.hint(name, names)
+            raise self.error(self.unknown.format(name=name, hint=hint, names=", ".join(names)), key=self.key)
+        return entry
+
+    def resolve(self, name: str) -> Any:
+        """The object a registered name or a ``module.path:attribute`` names."""
+        if ":" in name:
+            return import_target(name, self.kind, self.error, form=self.form, key=self.key)
+        return self.get(name).obj
+
+    def entry_of(self, obj: Any) -> Entry | None:
+        """The entry that registered ``obj`` itself (what a ``module:attr`` name may reach too), if any."""
+        return next((e for e in self._entries.values() if e.obj is obj), None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[Entry]:
+        """The entries, sorted by name."""
+        return iter([self._entries[k] for k in sorted(self._entries)])
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+
+def from_plugin(obj: Any) -> bool:
+    """Whether ``obj`` was defined by a file under ``plugins:`` (user code that ``check`` never runs)."""
+    return str(getattr(obj, "__module__", "")).startswith(PLUGIN_MODULE_PREFIX)
+
+
+def add_import_path(folder: str | Path) -> None:
+    """Make modules in ``folder`` (the recipe's) importable for ``module:attr`` names; searched last."""
+    folder = str(Path(folder).resolve())
+    if folder not in sys.path:
+        sys.path.append(folder)
+
+
+def load_plugins(folder: str | Path, files: list[str]) -> None:
+    """The recipe's ``plugins:``: ``folder`` on the import path, then each file (relative to it) loaded once."""
+    add_import_path(folder)
+    for file in files:
+        load_plugin(Path(folder) / file)
+
+
+def load_plugin(path: str | Path) -> None:
+    """Execute a Python file that registers rewards, builders, tools or environments (ms-swift's
+    ``--external_plugins``), once: again, or after it was imported as a ``module:attr``, it is not run again."""
+    try:
+        p = Path(path).expanduser().resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
+        raise RewardError(f"plugin file {str(path)!r} cannot be read ({exc}); fix the path under 'plugins:'") from None
+    if str(p) in _LOADED_PLUGINS:
+        return
+    if p.is_file() and file_module(p) is not None:  # imported already as a module:attr name: not twice
+        _LOADED_PLUGINS.add(str(p))
+        return
+    if not p.is_file():
+        what = "is not a Python file" if p.exists() else "does not exist"  # a folder, a device
+        raise RewardError(f"plugin file {str(path)!r} {what}; fix the path under 'plugins:' (relative to the recipe)")
+    mod_name = f"{PLUGIN_MODULE_PREFIX}{p.stem}_{abs(hash(str(p))) % 10**8}"
+    spec = importlib.util.spec_from_file_location(mod_name, p)
+    if spec is None or spec.loader is None:  # Python only imports source files it knows by their suffix
+        raise RewardError(f"plugin file {str(path)!r} is not a Python file; name a .py file under 'plugins:'")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module  # lets what the plugin registers pickle by reference
+    before = _REGISTRATIONS[0]
+    try:
+        spec.loader.exec_module(module)
+    except KeyboardInterrupt:
+        sys.modules.pop(mod_name, None)
+        raise  # Ctrl-C while a slow plugin imports still stops the program
+    except BaseException as exc:  # noqa: BLE001 - the plugin fails, or calls exit(), while importing
+        sys.modules.pop(mod_name, None)
+        raise RewardError(f"plugin file {str(path)!r} failed to import: {import_failure(exc)}") from exc
+    _LOADED_PLUGINS.add(str(p))
+    remember_file(p, module)
+    if _REGISTRATIONS[0] == before:  # registered nothing: remember its plain functions for `check` to name
+        _UNREGISTERED[str(p)] = [
+            n
+            for n, v in vars(module).items()
+            if inspect.isfunction(v) and v.__module__ == mod_name and not n.startswith("_")
+        ]
+
+
+def plugin_unregistered(path: str | Path) -> list[str]:
+    """Public functions of a loaded plugin file that registered nothing at all (empty when it registered one)."""
+    try:
+        return list(_UNREGISTERED.get(str(Path(path).expanduser().resolve()), []))
+    except (OSError, RuntimeError, ValueError):  # a path load_plugin refused
+        return []
