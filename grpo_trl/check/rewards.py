@@ -186,11 +186,10 @@ def build_rewards(recipe: Recipe, output_dir: str | None = None) -> tuple[list, 
     A reward-model entry becomes the path or id TRL loads as a sequence classifier (``models/reward_models.py``).
     """
     from grpo_trl.models.reward_models import is_model_entry, resolve_model
-    from grpo_trl.rewards.registry import SafeReward, add_import_path, get_reward, load_plugin
+    from grpo_trl.registry import load_plugins
+    from grpo_trl.rewards.registry import SafeReward, get_reward
 
-    add_import_path(recipe.base_dir)
-    for plugin in recipe.plugins:
-        load_plugin(recipe.base_dir / plugin)
+    load_plugins(recipe.base_dir, recipe.plugins)
     funcs, weights = [], []
     for i, spec in enumerate(recipe.rewards):
         if is_model_entry(spec):

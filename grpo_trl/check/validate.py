@@ -65,7 +65,7 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
 
 
 def plugin_problems(recipe: Recipe) -> list[Problem]:
-    from grpo_trl.rewards.registry import add_import_path, load_plugin
+    from grpo_trl.registry import add_import_path, load_plugin
 
     add_import_path(recipe.base_dir)  # `module:function` rewards next to the recipe import
     out = []
@@ -83,7 +83,7 @@ def warn_unregistered(recipe: Recipe, i: int, plugin: str) -> None:
     """A plugin that registered nothing: a warning naming its functions and both fixes."""
     import logging
 
-    from grpo_trl.rewards.registry import plugin_unregistered
+    from grpo_trl.registry import plugin_unregistered
 
     named = {str(s.get("name", "")).rpartition(":")[2] for s in recipe.rewards if isinstance(s, dict)}
     funcs = [f for f in plugin_unregistered(recipe.base_dir / plugin) if f not in named]

@@ -121,7 +121,8 @@ def run_cli(args: argparse.Namespace) -> int:
 def cmd_rewards(args: argparse.Namespace) -> int:
     import inspect
 
-    from grpo_trl.rewards.registry import list_rewards, load_plugin
+    from grpo_trl.registry import load_plugin
+    from grpo_trl.rewards.registry import list_rewards
 
     for plugin in args.plugins:
         load_plugin(plugin)
