@@ -109,7 +109,13 @@ class GrpoTrlError(ValueError):
 
     def located(self, file: str, key: str = "") -> list[Problem]:
         """The problems, with ``file`` (and ``key``) filled in where the raiser did not know them."""
-        return [replace(p, file=p.file or file, key=p.key or key) for p in self.problems]
+        return located(self.problems, file, key)
+
+
+def located(problems: Iterable[Problem], file: str, key: str = "") -> list[Problem]:
+    """``problems`` with ``file`` (and ``key``) filled in where the finder did not know them: a capability's check
+    returns ``Problem("", "tools.0.name", ...)``, and the caller knows the recipe's file."""
+    return [replace(p, file=p.file or file, key=p.key or key) for p in problems]
 
 
 class RecipeError(GrpoTrlError):

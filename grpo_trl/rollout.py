@@ -19,7 +19,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from grpo_trl.errors import RecipeError
+from grpo_trl.errors import Problem, RecipeError
 from grpo_trl.targets import import_target
 
 REQUIRED_KEYS = ("prompt_ids", "completion_ids", "logprobs")  # what TRL requires in its output (the rest: rewards)
@@ -42,7 +42,7 @@ def rollout_fields(value: Any) -> tuple[set[str], bool]:
     return set(), False
 
 
-def rollout_problems(value: Any) -> list[tuple[str, str]]:
+def rollout_problems(value: Any) -> list[Problem]:
     """``(key, message)`` when the function cannot be imported or cannot take ``(prompts, trainer)``."""
     name = rollout_name(value)
     if value is None or name is None:
@@ -51,11 +51,13 @@ def rollout_problems(value: Any) -> list[tuple[str, str]]:
     try:
         func = load_rollout(value)
     except RecipeError as exc:
-        return [(key, exc.problems[0].message)]
+        return [Problem("", key, exc.problems[0].message)]
     try:
         inspect.signature(func).bind(None, None)
     except TypeError as exc:
-        return [(key, f"{name!r} cannot be called as rollout_func(prompts, trainer), as TRL calls it: {exc}")]
+        return [
+            Problem("", key, f"{name!r} cannot be called as rollout_func(prompts, trainer), as TRL calls it: {exc}")
+        ]
     except ValueError:  # no signature to read (a builtin): TRL's call will tell
         pass
     return []

@@ -93,9 +93,9 @@ def test_state_round_trip_replays_the_interrupted_epoch():
     ],
 )
 def test_bad_options_are_reported(option, key):
-    assert [k for k, _ in sampler_problems(option)] == [key]
+    assert [p.key for p in sampler_problems(option)] == [key]
     data = {"builder": "countdown", "source": "generate", "size": 8, "sampler": option}
-    assert key in [k for k, _ in validate_data_config(data)]
+    assert key in [p.key for p in validate_data_config(data)]
 
 
 @pytest.mark.parametrize(
@@ -110,8 +110,8 @@ def test_whole_dataset_options_inside_a_mixture_part_are_errors_not_no_ops(key, 
     part = {"builder": "countdown", "source": "generate", "size": 8}
     data = {"mixture": [part, {**part, key: value}]}
     problems = validate_data_config(data)
-    assert [k for k, _ in problems] == [f"data.mixture.1.{key}"], problems
-    assert fix in problems[0][1]
+    assert [p.key for p in problems] == [f"data.mixture.1.{key}"], problems
+    assert fix in problems[0].text
     assert validate_data_config({"mixture": [part, part], **({key: value} if key != "eval_split" else {})}) == []
 
 

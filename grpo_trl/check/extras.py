@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from grpo_trl.errors import Problem, RecipeError
+from grpo_trl.errors import Problem, RecipeError, located
 
 if TYPE_CHECKING:
     from grpo_trl.recipe.core import Recipe
@@ -16,10 +16,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger("grpo_trl")
 
 
-def fail(recipe: Recipe, problems: list) -> None:
-    """``RecipeError`` for ``problems`` (``Problem`` s, or ``(key, message)`` pairs located in the recipe)."""
+def fail(recipe: Recipe, problems: list[Problem]) -> None:
+    """``RecipeError`` for ``problems``, located in the recipe's file."""
     if problems:
-        raise RecipeError([p if isinstance(p, Problem) else Problem(recipe.file, *p) for p in problems])
+        raise RecipeError(located(problems, recipe.file))
 
 
 def recipe_problems(recipe: Recipe) -> list[Problem]:
@@ -38,14 +38,16 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
     if any(s.get("name") == "environment" for s in recipe.rewards if isinstance(s, dict)):
         if env is None:
             found.append(
-                (
+                Problem(
+                    "",
                     "rewards",
                     "the 'environment' reward scores an environment's get_reward(): add an environment: section",
                 )
             )
         elif not env_problems and owns_reward(env) is False:
             found.append(
-                (
+                Problem(
+                    "",
                     "rewards",
                     "the 'environment' reward scores an environment's get_reward(), and no environment in "
                     "environment: defines one (every row would score None): "
@@ -61,13 +63,13 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
         try:
             resolve_template(template)
         except ValueError as exc:
-            found.append(("model.chat_template", str(exc)))
+            found.append(Problem("", "model.chat_template", str(exc)))
     if not found and uses_tools(recipe):
-        found += [("model.chat_template", m) for m in _template_problems_offline(recipe)]
-    return [Problem(recipe.file, key, message) for key, message in found]
+        found += [Problem("", "model.chat_template", m) for m in _template_problems_offline(recipe)]
+    return located(found, recipe.file)
 
 
-def _routing_problems(recipe: Recipe, env: Any) -> list[tuple[str, str]]:
+def _routing_problems(recipe: Recipe, env: Any) -> list[Problem]:
     """Several environments: the data must name one per row (``environment`` column), as ``train`` requires."""
     from grpo_trl.data.shape import dataset_columns
     from grpo_trl.environments import is_multi
@@ -81,7 +83,7 @@ def _routing_problems(recipe: Recipe, env: Any) -> list[tuple[str, str]]:
         return []
     if "environment" in columns:
         return []
-    return [("environment", _route_message(sorted(env)))]
+    return [Problem("", "environment", _route_message(sorted(env)))]
 
 
 def _route_message(names: list[str]) -> str:
@@ -134,8 +136,8 @@ def describe_extras(recipe: Recipe) -> list[str]:
     quant = recipe.model.get("quantization")
     if quant:
         lines.append(f"  quantization        {', '.join(f'{k}={v}' for k, v in quant.items())}")
-    for key, message in hardware_problems(quant):
-        lines.append(f"warning: {recipe.file}: {key}: {message} (train stops here before loading the model)")
+    for p in located(hardware_problems(quant), recipe.file):
+        lines.append(f"warning: {p} (train stops here before loading the model)")
     return lines
 
 
@@ -147,7 +149,7 @@ def check_template(recipe: Recipe, tokenizer) -> None:
     """``RecipeError`` when the tokenizer's chat template would break tool calling (TRL's own checks)."""
     from grpo_trl.models.chat_templates import template_problems
 
-    fail(recipe, [("model.chat_template", m) for m in template_problems(tokenizer)])
+    fail(recipe, [Problem("", "model.chat_template", m) for m in template_problems(tokenizer)])
 
 
 def check_environment_column(recipe: Recipe, columns: list[str], rows: Any) -> None:
@@ -161,14 +163,15 @@ def check_environment_column(recipe: Recipe, columns: list[str], rows: Any) -> N
     if "environment" not in columns:
         fail(
             recipe,
-            [("environment", _route_message(names))],
+            [Problem("", "environment", _route_message(names))],
         )
     unknown = sorted({str(v) for v in rows["environment"]} - set(names))
     if unknown:
         fail(
             recipe,
             [
-                (
+                Problem(
+                    "",
                     "environment",
                     f"rows name environment(s) {', '.join(map(repr, unknown))} that environment: does not "
                     f"define (it defines: {', '.join(names)}); add them or fix the data",

@@ -9,7 +9,7 @@ import typing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from grpo_trl.errors import GrpoTrlError, Problem, RewardError
+from grpo_trl.errors import GrpoTrlError, Problem, RewardError, located
 from grpo_trl.recipe.trl_schema import trainer_model
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def reward_problems(recipe: Recipe) -> list[Problem]:
     for i, spec in enumerate(recipe.rewards):
         key = f"rewards.{i}"
         if is_model_entry(spec):  # a reward model: its config is read, never its weights
-            out += [Problem(file, k, m) for k, m in model_entry_problems(spec, key, recipe.base_dir)]
+            out += located(model_entry_problems(spec, key, recipe.base_dir), file)
             names[model_label(spec)] = i
             continue
         if not spec.get("name"):
@@ -132,7 +132,7 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
     fields, complete = rollout_fields(recipe.data.get("rollout_func"))  # TRL forwards them to rewards, as columns
     columns = (set(columns) | fields) - {"prompt"}
     source = recipe.dataset.get("builder") or "mixture"
-    problems = [Problem(recipe.file, key, message) for key, message in column_conflicts(rewards, columns)]
+    problems = located(column_conflicts(rewards, columns), recipe.file)
     columns -= NOT_PASSED  # TRL gives rewards the generated prompts / completions instead
     for i, reward in enumerate(rewards):
         extra = unaccepted_columns(reward, columns)

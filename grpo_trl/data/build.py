@@ -50,7 +50,7 @@ def build_one(
     ``rendering``: how the trainer renders prompts (``prompt_render.Rendering``), for the token filters."""
     problems = validate_data_config(cfg)
     if problems:
-        raise DataError("; ".join(f"{k}: {m}" for k, m in problems))
+        raise DataError("; ".join(f"{p.key}: {p.text}" for p in problems))
     builder = get_builder(cfg["builder"])
     options = {k: v for k, v in cfg.items() if k not in COMMON_DATA_KEYS}
     params = inspect.signature(builder.func).parameters
@@ -106,7 +106,7 @@ def build_dataset(
     if "mixture" in cfg:
         problems = validate_data_config(cfg)
         if problems:
-            raise DataError("; ".join(f"{k}: {m}" for k, m in problems))
+            raise DataError("; ".join(f"{p.key}: {p.text}" for p in problems))
         built, loaded, dropped = [], 0, {}
         weights = []
         for part in cfg["mixture"]:

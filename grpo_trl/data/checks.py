@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from grpo_trl.data import options as opts
@@ -32,7 +33,7 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
     ``part``: ``cfg`` is a part of a mixture, the one place ``weight`` means something.
     """
     out: list[Problem] = [  # data.pass_rate / data.sampler (data/pass_rate.py, data/sampler.py)
-        Problem(file, prefix + key[4:], message) for key, message in option_problems(cfg)
+        replace(p, file=file, key=prefix + p.key[4:]) for p in option_problems(cfg)
     ]
     if cfg.get("mixture") is not None:
         for key in cfg:
@@ -102,10 +103,10 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
     return out
 
 
-def validate_data_config(cfg: dict) -> list[tuple[str, str]]:
-    """Problems in a ``data:`` section as ``(key path, message)`` pairs; empty when it is fine. Builds nothing.
+def validate_data_config(cfg: dict) -> list[Problem]:
+    """Problems in a ``data:`` section (no file named); empty when it is fine. Builds nothing.
 
     The recipe's own data checks (the schema, then builder, options, prompt), so ``check`` and ``build_dataset``
     refuse the same sections with the same messages.
     """
-    return [(p.key, p.text) for p in data_section_problems(cfg)]
+    return data_section_problems(cfg)

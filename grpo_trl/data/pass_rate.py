@@ -15,8 +15,8 @@ prompts the file does not know. Drops are counted by reason in the dataset summa
 Example:
     >>> prompt_hash([{"role": "user", "content": "2+2?"}])
     'ed60fcb984823fb0'
-    >>> pass_rate_problems({"file": "r.json", "above": 0.5, "below": 0.5})
-    [('data.pass_rate', 'above (0.5) must be smaller than below (0.5)')]
+    >>> [str(p) for p in pass_rate_problems({"file": "r.json", "above": 0.5, "below": 0.5})]
+    ['data.pass_rate: above (0.5) must be smaller than below (0.5)']
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.errors import DataError
+from grpo_trl.errors import DataError, Problem
 
 KEYS = {"file", "above", "below", "unscored"}
 
@@ -38,30 +38,33 @@ def prompt_hash(prompt: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def pass_rate_problems(option: Any) -> list[tuple[str, str]]:
-    """Problems in a ``data.pass_rate`` option as ``(key, message)`` pairs; empty when it is fine."""
+def pass_rate_problems(option: Any) -> list[Problem]:
+    """Problems in a ``data.pass_rate`` option (no file named); empty when it is fine."""
     key = "data.pass_rate"
     if option is None:
         return []
     if not isinstance(option, dict):
-        return [(key, "must be a mapping like {file: pass_rates.json, above: 0.0, below: 1.0}")]
-    problems = [(f"{key}.{k}", f"unknown option; options: {', '.join(sorted(KEYS))}") for k in option if k not in KEYS]
+        return [Problem("", key, "must be a mapping like {file: pass_rates.json, above: 0.0, below: 1.0}")]
+    known = ", ".join(sorted(KEYS))
+    problems = [Problem("", f"{key}.{k}", f"unknown option; options: {known}") for k in option if k not in KEYS]
     if not isinstance(option.get("file"), str) or not option.get("file"):
-        problems.append((f"{key}.file", "required: the file `grpo-trl filter` wrote (relative to the recipe)"))
+        problems.append(
+            Problem("", f"{key}.file", "required: the file `grpo-trl filter` wrote (relative to the recipe)")
+        )
     bounds = {}
     for name in ("above", "below"):
         value = option.get(name, 0.0 if name == "above" else 1.0)
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
         ):
-            problems.append((f"{key}.{name}", f"must be a number (or null for no bound), got {value!r}"))
+            problems.append(Problem("", f"{key}.{name}", f"must be a number (or null for no bound), got {value!r}"))
         else:
             bounds[name] = value
     low, high = bounds.get("above"), bounds.get("below")
     if low is not None and high is not None and low >= high:
-        problems.append((key, f"above ({low}) must be smaller than below ({high})"))
+        problems.append(Problem("", key, f"above ({low}) must be smaller than below ({high})"))
     if option.get("unscored", "keep") not in ("keep", "drop"):
-        problems.append((f"{key}.unscored", f"must be keep or drop, got {option.get('unscored')!r}"))
+        problems.append(Problem("", f"{key}.unscored", f"must be keep or drop, got {option.get('unscored')!r}"))
     return problems
 
 
@@ -84,7 +87,7 @@ def keep_band(ds: Any, option: dict, base_dir: Path | None, dropped: dict[str, i
     """Rows of ``ds`` whose pass rate lies strictly between ``above`` and ``below``; drops counted in ``dropped``."""
     problems = pass_rate_problems(option)
     if problems:
-        raise DataError("; ".join(f"{k}: {m}" for k, m in problems))
+        raise DataError("; ".join(f"{p.key}: {p.text}" for p in problems))
     path = Path(option["file"])
     if not path.is_absolute() and base_dir is not None:
         path = Path(base_dir) / path

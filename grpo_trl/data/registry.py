@@ -23,7 +23,7 @@ from typing import Any
 from grpo_trl.data.pass_rate import pass_rate_problems
 from grpo_trl.data.sampler import sampler_problems
 from grpo_trl.data.sources import load_file, load_hub_or_file, require_columns
-from grpo_trl.errors import DataError
+from grpo_trl.errors import DataError, Problem
 from grpo_trl.registry import Registry, source_of
 from grpo_trl.registry import from_plugin as _defined_by_plugin
 
@@ -110,8 +110,8 @@ def builder_params(builder: Builder) -> dict[str, Any]:
     }
 
 
-def option_problems(cfg: dict) -> list[tuple[str, str]]:
-    """Problems of ``data.pass_rate`` and ``data.sampler`` as ``(key, message)``."""
+def option_problems(cfg: dict) -> list[Problem]:
+    """Problems of ``data.pass_rate`` and ``data.sampler`` (keys ``data.pass_rate...``, no file named)."""
     return pass_rate_problems(cfg.get("pass_rate")) + sampler_problems(cfg.get("sampler"))
 
 

@@ -35,29 +35,29 @@ import math
 from typing import Any
 
 from grpo_trl.data.pass_rate import prompt_hash
+from grpo_trl.errors import Problem
 
 KEYS = {"zero_variance_weight": 0.1, "cooldown_epochs": 2}
 
 
-def sampler_problems(option: Any) -> list[tuple[str, str]]:
-    """Problems in a ``data.sampler`` option as ``(key, message)`` pairs.
+def sampler_problems(option: Any) -> list[Problem]:
+    """Problems in a ``data.sampler`` option (no file named).
 
-    >>> sampler_problems({"zero_variance_weight": 0})
-    [('data.sampler.zero_variance_weight', 'must be a number in (0, 1], got 0')]
+    >>> [str(p) for p in sampler_problems({"zero_variance_weight": 0})]
+    ['data.sampler.zero_variance_weight: must be a number in (0, 1], got 0']
     """
     if option is None:
         return []
     if not isinstance(option, dict):
-        return [("data.sampler", "must be a mapping like {zero_variance_weight: 0.1, cooldown_epochs: 2}")]
-    problems = [
-        (f"data.sampler.{k}", f"unknown option; options: {', '.join(sorted(KEYS))}") for k in option if k not in KEYS
-    ]
+        return [Problem("", "data.sampler", "must be a mapping like {zero_variance_weight: 0.1, cooldown_epochs: 2}")]
+    known = ", ".join(sorted(KEYS))
+    problems = [Problem("", f"data.sampler.{k}", f"unknown option; options: {known}") for k in option if k not in KEYS]
     w = option.get("zero_variance_weight", KEYS["zero_variance_weight"])
     if isinstance(w, bool) or not isinstance(w, int | float) or not (0 < w <= 1):
-        problems.append(("data.sampler.zero_variance_weight", f"must be a number in (0, 1], got {w!r}"))
+        problems.append(Problem("", "data.sampler.zero_variance_weight", f"must be a number in (0, 1], got {w!r}"))
     c = option.get("cooldown_epochs", KEYS["cooldown_epochs"])
     if isinstance(c, bool) or not isinstance(c, int) or c < 1:
-        problems.append(("data.sampler.cooldown_epochs", f"must be an integer >= 1, got {c!r}"))
+        problems.append(Problem("", "data.sampler.cooldown_epochs", f"must be an integer >= 1, got {c!r}"))
     return problems
 
 

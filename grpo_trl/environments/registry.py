@@ -28,7 +28,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from grpo_trl.errors import GrpoTrlError, suggest
+from grpo_trl.errors import GrpoTrlError, Problem, suggest
 from grpo_trl.registry import Registry
 from grpo_trl.tools.registry import ToolError, bounded, tool_schema
 
@@ -73,37 +73,41 @@ def _entries(section: Any) -> dict[Any, Any]:
     return {None: {"factory": section} if isinstance(section, str) else section}
 
 
-def environment_problems(section: Any) -> list[tuple[str, str]]:
+def environment_problems(section: Any) -> list[Problem]:
     """``(key, message)`` for everything wrong with an ``environment:`` section, read from the classes: nothing is
     built (an environment opening a remote client must not connect during ``check``). A factory function that does
     not annotate the class it returns is checked when ``train`` builds it."""
     if section is None:
         return []
     if not isinstance(section, (dict, str)) or (isinstance(section, dict) and not section):
-        return [("environment", "must be {factory: NAME, args: {...}} or a mapping of names to such entries")]
+        return [
+            Problem("", "environment", "must be {factory: NAME, args: {...}} or a mapping of names to such entries")
+        ]
     problems = []
     for name, spec in _entries(section).items():
         key = entry_key(name)
         if not isinstance(spec, dict) or "factory" not in spec:
-            problems.append((key, "must be a factory name or {factory: NAME or module:Class, args: {...}}"))
+            problems.append(Problem("", key, "must be a factory name or {factory: NAME or module:Class, args: {...}}"))
             continue
         for k in spec:
             if k not in ENV_KEYS:
-                problems.append((f"{key}.{k}", f"unknown key{suggest(k, ENV_KEYS)}; environment keys: factory, args"))
+                problems.append(
+                    Problem("", f"{key}.{k}", f"unknown key{suggest(k, ENV_KEYS)}; environment keys: factory, args")
+                )
         try:
             obj = _factory(spec)
         except EnvError as exc:
-            problems.append((f"{key}.factory", str(exc)))
+            problems.append(Problem("", f"{key}.factory", str(exc)))
             continue
         if why := _args_problem(obj):
-            problems.append((f"{key}.args", why))
+            problems.append(Problem("", f"{key}.args", why))
             continue
         cls = environment_class(obj)
         if cls is not None:
             try:
                 check_class(cls)
             except EnvError as exc:
-                problems.append((f"{key}.factory", str(exc)))
+                problems.append(Problem("", f"{key}.factory", str(exc)))
     return problems
 
 

@@ -9,7 +9,7 @@ Example:
     []
     >>> bnb_config(section).bnb_4bit_quant_type
     'nf4'
-    >>> quantization_problems({"load_in_4bit": True}, has_lora=False)[0][0]
+    >>> quantization_problems({"load_in_4bit": True}, has_lora=False)[0].key
     'model.lora'
 """
 
@@ -19,7 +19,7 @@ import importlib.util
 import inspect
 from typing import Any
 
-from grpo_trl.errors import suggest
+from grpo_trl.errors import Problem, suggest
 
 QUANT_TYPES = ("nf4", "fp4")
 COMPUTE_DTYPES = ("bfloat16", "float16", "float32")
@@ -31,36 +31,39 @@ def _fields() -> list[str]:
     return [p for p in inspect.signature(BitsAndBytesConfig.__init__).parameters if p not in ("self", "kwargs")]
 
 
-def quantization_problems(section: Any, *, has_lora: bool) -> list[tuple[str, str]]:
+def quantization_problems(section: Any, *, has_lora: bool) -> list[Problem]:
     """``(key, message)`` for a malformed ``model.quantization`` (nothing is loaded, no GPU needed)."""
     if section is None:
         return []
     key = "model.quantization"
     if not isinstance(section, dict):
-        return [(key, "must be a mapping of transformers.BitsAndBytesConfig fields, e.g. {load_in_4bit: true}")]
+        return [
+            Problem("", key, "must be a mapping of transformers.BitsAndBytesConfig fields, e.g. {load_in_4bit: true}")
+        ]
     problems = []
     fields = _fields()
     for k in section:
         if k not in fields:
-            problems.append((f"{key}.{k}", f"not a BitsAndBytesConfig field{suggest(k, fields)}"))
+            problems.append(Problem("", f"{key}.{k}", f"not a BitsAndBytesConfig field{suggest(k, fields)}"))
     for k in ("load_in_4bit", "load_in_8bit", "bnb_4bit_use_double_quant"):
         if k in section and not isinstance(section[k], bool):
-            problems.append((f"{key}.{k}", f"must be true or false, got {section[k]!r}"))
+            problems.append(Problem("", f"{key}.{k}", f"must be true or false, got {section[k]!r}"))
     if not section.get("load_in_4bit") and not section.get("load_in_8bit"):
-        problems.append((key, "set load_in_4bit: true (QLoRA) or load_in_8bit: true"))
+        problems.append(Problem("", key, "set load_in_4bit: true (QLoRA) or load_in_8bit: true"))
     if section.get("load_in_4bit") and section.get("load_in_8bit"):
-        problems.append((key, "load_in_4bit and load_in_8bit exclude each other; keep one"))
+        problems.append(Problem("", key, "load_in_4bit and load_in_8bit exclude each other; keep one"))
     qt = section.get("bnb_4bit_quant_type")
     if qt is not None and qt not in QUANT_TYPES:
         message = f"{qt!r} is not one of nf4, fp4{suggest(str(qt), QUANT_TYPES)}"
-        problems.append((f"{key}.bnb_4bit_quant_type", message))
+        problems.append(Problem("", f"{key}.bnb_4bit_quant_type", message))
     for k in ("bnb_4bit_compute_dtype", "bnb_4bit_quant_storage"):
         v = section.get(k)
         if v is not None and v not in COMPUTE_DTYPES and not (k.endswith("storage") and v == "uint8"):
-            problems.append((f"{key}.{k}", f"{v!r} is not a dtype; use bfloat16, float16 or float32"))
+            problems.append(Problem("", f"{key}.{k}", f"{v!r} is not a dtype; use bfloat16, float16 or float32"))
     if not has_lora:
         problems.append(
-            (
+            Problem(
+                "",
                 "model.lora",
                 "model.quantization needs LoRA adapters (a quantized model's weights cannot be trained): add "
                 "model.lora, e.g. {r: 16, lora_alpha: 32, target_modules: all-linear}",
@@ -69,18 +72,21 @@ def quantization_problems(section: Any, *, has_lora: bool) -> list[tuple[str, st
     return problems
 
 
-def hardware_problems(section: Any) -> list[tuple[str, str]]:
+def hardware_problems(section: Any) -> list[Problem]:
     """What this machine lacks to load a quantized model: bitsandbytes, a CUDA GPU. Checked before anything loads."""
     if not section:
         return []
     problems = []
     if importlib.util.find_spec("bitsandbytes") is None:
-        problems.append(("model.quantization", "bitsandbytes is not installed: pip install 'grpo-trl[qlora]'"))
+        problems.append(
+            Problem("", "model.quantization", "bitsandbytes is not installed: pip install 'grpo-trl[qlora]'")
+        )
     import torch
 
     if not torch.cuda.is_available():
         problems.append(
-            (
+            Problem(
+                "",
                 "model.quantization",
                 "no CUDA GPU: bitsandbytes 4/8-bit training needs one; run on a GPU machine or remove "
                 "model.quantization",

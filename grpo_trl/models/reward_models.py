@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from grpo_trl.errors import Problem
+
 BUILTIN_TINY_REWARD = "builtin:tiny-reward"
 MODEL_ENTRY_KEYS = ("model", "weight", "tokenizer")
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+|[A-Za-z0-9][\w.-]*")  # org/name or name, not a path
@@ -39,15 +41,15 @@ def _where(value: str, base_dir: Path) -> str:
     return str(local) if local.exists() else value
 
 
-def model_entry_problems(spec: dict, key: str, base_dir: Path) -> list[tuple[str, str]]:
+def model_entry_problems(spec: dict, key: str, base_dir: Path) -> list[Problem]:
     """``(key, message)`` for a reward-model entry: keys, and its config (read, never the weights)."""
     problems = []
     for k in spec:
         if k not in MODEL_ENTRY_KEYS:
-            problems.append((f"{key}.{k}", "unknown key; reward model keys: model, weight, tokenizer"))
+            problems.append(Problem("", f"{key}.{k}", "unknown key; reward model keys: model, weight, tokenizer"))
     model = spec.get("model")
     if not isinstance(model, str) or not model:
-        return [*problems, (f"{key}.model", "must be a Hugging Face model id or a local path")]
+        return [*problems, Problem("", f"{key}.model", "must be a Hugging Face model id or a local path")]
     if model == BUILTIN_TINY_REWARD:
         return problems
     from transformers import AutoConfig
@@ -59,11 +61,12 @@ def model_entry_problems(spec: dict, key: str, base_dir: Path) -> list[tuple[str
         if not Path(where).exists() and _HUB_ID.fullmatch(model):
             return problems  # a Hub model not downloaded yet: TRL fetches it when training starts
         first = str(exc).strip().split("\n")[0][:200]
-        return [*problems, (f"{key}.model", f"cannot read the config of {model!r}: {first}")]
+        return [*problems, Problem("", f"{key}.model", f"cannot read the config of {model!r}: {first}")]
     archs = list(getattr(config, "architectures", None) or [])
     if not any(a.endswith("ForSequenceClassification") for a in archs):
         problems.append(
-            (
+            Problem(
+                "",
                 f"{key}.model",
                 f"{model!r} is a {', '.join(archs) or type(config).__name__}, not a reward model: a reward model is a "
                 "sequence classifier (architectures: *ForSequenceClassification) with one label; for a causal LM as a "
@@ -72,7 +75,7 @@ def model_entry_problems(spec: dict, key: str, base_dir: Path) -> list[tuple[str
         )
     elif getattr(config, "num_labels", 1) != 1:
         message = f"{model!r} has {config.num_labels} labels; a reward model outputs one score (num_labels 1)"
-        problems.append((f"{key}.model", message))
+        problems.append(Problem("", f"{key}.model", message))
     return problems
 
 

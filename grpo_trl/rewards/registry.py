@@ -195,7 +195,7 @@ def plan_reward(name: str, alias: str | None = None, **args: Any) -> RewardPlan:
     >>> plan = plan_reward("countdown")
     >>> plan.__name__, required_columns(plan)
     ('countdown', ['nums', 'target'])
-    >>> column_conflicts([plan], ["nums", "target", "completions"])[0][0]
+    >>> column_conflicts([plan], ["nums", "target", "completions"])[0].key
     'data'
     """
     obj, is_factory = _lookup(name)

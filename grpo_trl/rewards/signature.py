@@ -10,7 +10,7 @@ Resolving a name to what these read is ``grpo_trl.rewards.registry.plan_reward``
 
 Example:
     >>> def score(completions, solution, **kwargs): ...
-    >>> required_columns(score), column_conflicts([score], ["solution", "prompts"])[0][0]
+    >>> required_columns(score), column_conflicts([score], ["solution", "prompts"])[0].key
     (['solution'], 'data')
 """
 
@@ -20,7 +20,7 @@ import inspect
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from grpo_trl.errors import RewardError, renames
+from grpo_trl.errors import Problem, RewardError, renames
 from grpo_trl.rewards.call import NOT_PASSED, TRL_KWARGS, NamedReward, SafeReward
 
 
@@ -178,7 +178,7 @@ def check_call(
         )
 
 
-def column_conflicts(rewards: list, columns: Iterable[str]) -> list[tuple[str, str]]:
+def column_conflicts(rewards: list, columns: Iterable[str]) -> list[Problem]:
     """``(recipe key, message)`` for each dataset column named like a keyword TRL passes or like a bound argument.
 
     TRL would fail on such a column (``got multiple values for keyword argument 'completions'``) or silently pass
@@ -188,7 +188,8 @@ def column_conflicts(rewards: list, columns: Iterable[str]) -> list[tuple[str, s
     out = []
     for col in sorted(columns & TRL_KWARGS):
         out.append(
-            (
+            Problem(
+                "",
                 "data",
                 f"column {col!r} has the name of a keyword TRL passes to every reward itself "
                 f"({', '.join(sorted(TRL_KWARGS))}): rename it in the data (e.g. {col}_data), or leave it out "
@@ -198,7 +199,8 @@ def column_conflicts(rewards: list, columns: Iterable[str]) -> list[tuple[str, s
     for i, reward in enumerate(rewards):
         for arg in sorted(columns & set(bound_args(reward))):
             out.append(
-                (
+                Problem(
+                    "",
                     f"rewards.{i}.args.{arg}",
                     f"reward {reward.__name__!r} binds args.{arg}, and the dataset has a column {arg!r} too: the "
                     "bound value would hide the column from the reward; rename the column (or leave it out of "

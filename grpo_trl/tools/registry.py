@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from grpo_trl.errors import GrpoTrlError
+from grpo_trl.errors import GrpoTrlError, Problem
 from grpo_trl.registry import Registry
 from grpo_trl.timeouts import in_thread
 
@@ -222,34 +222,34 @@ def tool_specs(value: Any) -> list[dict]:
     return [{"name": v} if isinstance(v, str) else v for v in (value or [])]
 
 
-def tool_problems(tools: Any) -> list[tuple[str, str]]:
+def tool_problems(tools: Any) -> list[Problem]:
     """``(key, message)`` for everything wrong with a ``tools:`` section, without loading a model."""
     if tools is None:
         return []
     if not isinstance(tools, list):
-        return [("tools", "must be a list of tool names, e.g. tools: [calculator]")]
+        return [Problem("", "tools", "must be a list of tool names, e.g. tools: [calculator]")]
     problems, seen = [], {}
     for i, spec in enumerate(tool_specs(tools)):
         key = f"tools.{i}"
         if not isinstance(spec, dict) or "name" not in spec:
-            problems.append((key, "must be a tool name or a mapping {name, timeout}"))
+            problems.append(Problem("", key, "must be a tool name or a mapping {name, timeout}"))
             continue
         extra = [k for k in spec if k not in ("name", "timeout")]
         if extra:
-            problems.append((f"{key}.{extra[0]}", "unknown key; tool keys: name, timeout"))
+            problems.append(Problem("", f"{key}.{extra[0]}", "unknown key; tool keys: name, timeout"))
         timeout = spec.get("timeout")
         bad_number = isinstance(timeout, bool) or not isinstance(timeout, (int, float))
         if timeout is not None and (bad_number or timeout <= 0):
-            problems.append((f"{key}.timeout", f"must be a positive number of seconds, got {timeout!r}"))
+            problems.append(Problem("", f"{key}.timeout", f"must be a positive number of seconds, got {timeout!r}"))
         try:
             func = lookup_tool(spec["name"])
             tool_schema(func)
         except ToolError as exc:
-            problems.append((f"{key}.name", str(exc)))
+            problems.append(Problem("", f"{key}.name", str(exc)))
             continue
         if func.__name__ in seen:
             message = f"the model would see two tools named {func.__name__!r} (also tools.{seen[func.__name__]})"
-            problems.append((key, message))
+            problems.append(Problem("", key, message))
         seen[func.__name__] = i
     return problems
 

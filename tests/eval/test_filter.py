@@ -49,7 +49,7 @@ def test_prompt_hash_depends_on_content_only(a, b):
 )
 def test_bad_band_options_are_reported_by_check(option, key):
     problems = validate_data_config({**DATA, "pass_rate": option})
-    assert [k for k, _ in problems] == [key]
+    assert [p.key for p in problems] == [key]
     assert pass_rate_problems({"file": "r.json", "above": None, "below": 0.5}) == []
 
 

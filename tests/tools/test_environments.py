@@ -32,7 +32,7 @@ ECHO = "tests.tools.tool_plugin:Echo"
 )
 def test_environment_section_errors(section, key, fix):
     problems = environment_problems(section)
-    assert any(k == key and fix in m for k, m in problems), problems
+    assert any(p.key == key and fix in p.message for p in problems), problems
 
 
 def test_check_builds_no_environment_and_a_failing_constructor_is_one_error_when_built():

@@ -77,7 +77,7 @@ def test_quantization_maps_to_bitsandbytes_config():
 )
 def test_quantization_errors(section, lora, key, fix):
     problems = quantization_problems(section, has_lora=lora)
-    assert any(k == key and fix in m for k, m in problems), problems
+    assert any(p.key == key and fix in p.message for p in problems), problems
 
 
 def test_quantization_in_a_recipe(tmp_path):
@@ -88,7 +88,7 @@ def test_quantization_in_a_recipe(tmp_path):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks what a machine without CUDA is told")
 def test_missing_cuda_is_said_before_anything_loads(tmp_path, capsys):
-    assert any("no CUDA GPU" in m for _, m in hardware_problems(QLORA))
+    assert any("no CUDA GPU" in p.message for p in hardware_problems(QLORA))
     from grpo_trl.cli import train_main as main
 
     data = {**BASE, "model": {"name": "builtin:tiny", "quantization": QLORA, "lora": {"r": 8}}}

@@ -143,7 +143,7 @@ def test_bounded_tool_times_out_raises_and_cuts(tmp_path):
 )
 def test_tools_section_errors(tools, key, fix):
     problems = tool_problems(tools)
-    assert any(k == key and fix in m for k, m in problems), problems
+    assert any(p.key == key and fix in p.message for p in problems), problems
 
 
 def test_recipe_with_plugin_tool_validates(tmp_path):
