@@ -2,7 +2,7 @@
 
 - ``preflight``: vLLM requested but not installed -> one error naming the extra; server mode -> a health check with a
   short timeout, so a missing server is reported in seconds instead of after TRL's retries.
-- ``serve_command``: the exact command TRL's ``trl vllm-serve`` would run (``trl.scripts.vllm_serve.build_command``),
+- ``serve_command``: the exact command TRL's ``trl vllm-serve`` would run (``trl_adapter.vllm_serve_command``),
   built from the recipe's model and ``generation:`` settings.
 
 Example:
@@ -96,7 +96,7 @@ def preflight(recipe: Recipe, config: Any = None) -> None:
 
 def serve_command(recipe: Recipe, extra_args: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
     """The command (argv) and extra environment that serve the recipe's model the way TRL's trainer expects."""
-    from trl.scripts.vllm_serve import ScriptArguments, build_command
+    from grpo_trl.trl_adapter import vllm_serve_command
 
     gen, model = recipe.generation, recipe.model
     kwargs: dict[str, Any] = {"model": model["name"]}
@@ -115,7 +115,7 @@ def serve_command(recipe: Recipe, extra_args: list[str] | None = None) -> tuple[
     for key in ("revision", "trust_remote_code"):
         if model.get(key) is not None:
             kwargs[key] = model[key]
-    return build_command(ScriptArguments(**kwargs), extra_args), {"VLLM_SERVER_DEV_MODE": "1"}
+    return vllm_serve_command(extra_args, **kwargs), {"VLLM_SERVER_DEV_MODE": "1"}
 
 
 def format_command(argv: list[str], env: dict[str, str]) -> str:

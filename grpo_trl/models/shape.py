@@ -1,5 +1,5 @@
-"""A transformer's shape from its config.json alone (no weights loaded): what the memory plan (grpo_trl/check/memory.py)
-counts parameters, LoRA adapters, activations and the KV cache from."""
+"""A transformer's shape from its config.json alone (no weights loaded): what the memory plan
+(grpo_trl/check/memory.py) counts parameters, LoRA adapters, activations and the KV cache from."""
 
 from __future__ import annotations
 
