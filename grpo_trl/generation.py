@@ -39,7 +39,11 @@ def health_url(gen: dict) -> str:
 
 
 def check_server(url: str, timeout: float = 5.0) -> tuple[bool, str]:
-    """GET ``url`` once with a ``timeout``: ``(True, "")`` on HTTP 200, else ``(False, why)``."""
+    """GET ``url`` once with a ``timeout``: ``(True, "")`` on HTTP 200, else ``(False, why)``.
+
+    Not TRL's ``VLLMClient.check_server`` (``trl.generation.vllm_client`` in TRL 1.16): constructing the client
+    needs vLLM installed where ``check`` runs, its ``requests.get`` has no timeout (a server that accepts and never
+    answers hangs it), and an answer other than 200 is retried forever without looking at ``total_timeout``."""
     start = time.monotonic()
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - the user's own server URL
