@@ -17,12 +17,21 @@ import shlex
 import time
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import Any, Protocol
 
 from grpo_trl.errors import GenerationError, Problem
-from grpo_trl.recipe import Recipe
 
 __all__ = ["GenerationError", "base_url", "check_server", "format_command", "health_url", "preflight"]
+
+
+class Recipe(Protocol):
+    """What this module reads of a ``grpo_trl.recipe.Recipe`` (a floor above: not imported)."""
+
+    file: str
+    model: dict
+    generation: dict
+    uses_vllm: bool
+    vllm_mode: str
 
 
 def base_url(gen: dict) -> str:

@@ -125,7 +125,7 @@ def tiny_shape(**tiny: Any) -> Shape:
 
 def load_shape(name: str, tiny: dict | None = None, **kwargs: Any) -> Shape:
     """The shape of model ``name`` from its config.json only (a local folder, or the Hub / its local cache)."""
-    from grpo_trl.recipe import BUILTIN_TINY
+    from grpo_trl.models.builtin import BUILTIN_TINY
 
     if name == BUILTIN_TINY:
         return tiny_shape(**(tiny or {}))
