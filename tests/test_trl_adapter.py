@@ -64,6 +64,15 @@ def _private_trl_uses(tree: ast.AST) -> list[tuple[int, str]]:
             found.append((node.lineno, f".{node.attr} on a TRL object"))
         elif (
             isinstance(node, ast.Call)
+            and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and str(node.args[0].value).startswith("trl.")
+            and node.args[0].value not in PUBLIC_TRL_MODULES
+        ):
+            found.append((node.lineno, f"import_module({node.args[0].value!r})"))
+        elif (
+            isinstance(node, ast.Call)
             and getattr(node.func, "id", None) in ("getattr", "setattr", "hasattr", "delattr")
             and len(node.args) >= 2
             and is_trl(node.args[0])
@@ -93,6 +102,7 @@ def test_only_the_adapter_touches_trl_internals():
         "from trl.scripts.vllm_serve import build_command",
         "from trl.extras.vllm_client import VLLMClient",
         "import trl.chat_template_utils",
+        "importlib.import_module('trl.trainer.utils')",
         "trainer._get_train_sampler()",
         "self.trainer._logs = {}",
         "x = getattr(trainer, '_logs', None)",
@@ -105,7 +115,13 @@ def test_the_scan_sees_each_kind_of_private_use(source):
 
 @pytest.mark.parametrize(
     "source",
-    ["from trl import GRPOConfig", "from trl.rewards import accuracy_reward", "trl.__version__", "self._x = 1"],
+    [
+        "from trl import GRPOConfig",
+        "from trl.rewards import accuracy_reward",
+        "trl.__version__",
+        "self._x = 1",
+        "import_module('trl.rewards')",
+    ],
 )
 def test_the_scan_passes_public_uses(source):
     assert _private_trl_uses(ast.parse(source)) == []
