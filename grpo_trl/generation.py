@@ -2,7 +2,7 @@
 
 - ``preflight``: vLLM requested but not installed -> one error naming the extra; server mode -> a health check with a
   short timeout, so a missing server is reported in seconds instead of after TRL's retries.
-- ``serve_command``: the exact command TRL's ``trl vllm-serve`` would run (``trl.scripts.vllm_serve.build_command``),
+- ``serve_command``: the exact command TRL's ``trl vllm-serve`` would run (``trl_adapter.vllm_serve_command``),
   built from the recipe's model and ``generation:`` settings.
 
 Example:
@@ -17,12 +17,21 @@ import shlex
 import time
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import Any, Protocol
 
 from grpo_trl.errors import GenerationError, Problem
-from grpo_trl.recipe import Recipe
 
 __all__ = ["GenerationError", "base_url", "check_server", "format_command", "health_url", "preflight"]
+
+
+class Recipe(Protocol):
+    """What this module reads of a ``grpo_trl.recipe.Recipe`` (a floor above: not imported)."""
+
+    file: str
+    model: dict
+    generation: dict
+    uses_vllm: bool
+    vllm_mode: str
 
 
 def base_url(gen: dict) -> str:
@@ -39,7 +48,11 @@ def health_url(gen: dict) -> str:
 
 
 def check_server(url: str, timeout: float = 5.0) -> tuple[bool, str]:
-    """GET ``url`` once with a ``timeout``: ``(True, "")`` on HTTP 200, else ``(False, why)``."""
+    """GET ``url`` once with a ``timeout``: ``(True, "")`` on HTTP 200, else ``(False, why)``.
+
+    Not TRL's ``VLLMClient.check_server`` (``trl.generation.vllm_client`` in TRL 1.16): constructing the client
+    needs vLLM installed where ``check`` runs, its ``requests.get`` has no timeout (a server that accepts and never
+    answers hangs it), and an answer other than 200 is retried forever without looking at ``total_timeout``."""
     start = time.monotonic()
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - the user's own server URL
@@ -96,7 +109,7 @@ def preflight(recipe: Recipe, config: Any = None) -> None:
 
 def serve_command(recipe: Recipe, extra_args: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
     """The command (argv) and extra environment that serve the recipe's model the way TRL's trainer expects."""
-    from trl.scripts.vllm_serve import ScriptArguments, build_command
+    from grpo_trl.trl_adapter import vllm_serve_command
 
     gen, model = recipe.generation, recipe.model
     kwargs: dict[str, Any] = {"model": model["name"]}
@@ -115,7 +128,7 @@ def serve_command(recipe: Recipe, extra_args: list[str] | None = None) -> tuple[
     for key in ("revision", "trust_remote_code"):
         if model.get(key) is not None:
             kwargs[key] = model[key]
-    return build_command(ScriptArguments(**kwargs), extra_args), {"VLLM_SERVER_DEV_MODE": "1"}
+    return vllm_serve_command(extra_args, **kwargs), {"VLLM_SERVER_DEV_MODE": "1"}
 
 
 def format_command(argv: list[str], env: dict[str, str]) -> str:

@@ -8,6 +8,13 @@ What grpo-trl reads or wraps, and why:
 - ``trainer._generate(prompts)``: wrapped (not replaced) to time generation.
 - ``trainer._get_train_sampler``: replaced by ``data.sampler``'s zero-variance-aware sampler (``use_train_sampler``),
   which also reads each batch's advantages from ``_logs``.
+- ``trl.trainer.utils.RepeatSampler``: the order TRL's sampler yields (``repeat_sampler``), which ``data.sampler``
+  runs over its own epoch order.
+- ``trl.scripts.vllm_serve`` (``ScriptArguments``, ``build_command``): the command ``trl vllm-serve`` runs
+  (``vllm_serve_command``), for ``grpo-trl serve``.
+- ``trl.chat_template_utils.is_chat_template_prefix_preserving`` / ``get_training_chat_template`` (documented, but not
+  exported from ``trl``): whether TRL swaps in its training chat template, and which (``prefix_preserving``,
+  ``training_chat_template``).
 - transformers' checkpoint names (``trainer_utils._re_checkpoint``, what ``get_last_checkpoint`` resumes from) and
   its rotation (``trainer_utils.sort_checkpoints``, what ``save_total_limit`` deletes): ``checkpoint_step`` and
   ``rotation_candidates``, so grpo-trl's idea of a checkpoint is the trainer's.
@@ -37,6 +44,14 @@ INTERNALS = {
     "_get_train_sampler": ("method", "data.sampler's zero-variance-aware sampler"),
 }
 LOGS_KEYS = ("prompt", "completion", "rewards", "advantages")
+# "module:name" -> what grpo-trl needs it for: names in TRL modules that ``trl`` does not export.
+MODULE_NAMES = {
+    "trl.trainer.utils:RepeatSampler": "data.sampler's batch order (repeat_sampler)",
+    "trl.scripts.vllm_serve:ScriptArguments": "the `grpo-trl serve` command (vllm_serve_command)",
+    "trl.scripts.vllm_serve:build_command": "the `grpo-trl serve` command (vllm_serve_command)",
+    "trl.chat_template_utils:is_chat_template_prefix_preserving": "tool-calling chat templates (prefix_preserving)",
+    "trl.chat_template_utils:get_training_chat_template": "tool-calling chat templates (training_chat_template)",
+}
 
 
 def checkpoint_step(name: str) -> int | None:
@@ -74,9 +89,28 @@ def trl_version() -> str:
     return trl.__version__
 
 
-def check_internals(trainer_class: type) -> list[str]:
-    """What ``trainer_class`` (``trl.GRPOTrainer``) lacks of ``INTERNALS``, one line each; empty when all is there."""
+def _trl_name(key: str) -> Any:
+    import importlib
+
+    module, name = key.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def check_module_names(names: dict[str, str] | None = None) -> list[str]:
+    """What the installed TRL lacks of ``MODULE_NAMES``, one line each; empty when all is there."""
     missing = []
+    for key, why in (MODULE_NAMES if names is None else names).items():
+        try:
+            _trl_name(key)
+        except (ImportError, AttributeError):
+            missing.append(f"{key.replace(':', '.')} is gone (used for {why})")
+    return missing
+
+
+def check_internals(trainer_class: type) -> list[str]:
+    """What ``trainer_class`` (``trl.GRPOTrainer``) lacks of ``INTERNALS`` and TRL of ``MODULE_NAMES``, one line
+    each; empty when all is there."""
+    missing = check_module_names()
     init_source = inspect.getsource(trainer_class.__init__)
     for name, (kind, why) in INTERNALS.items():
         if kind == "method" and not callable(getattr(trainer_class, name, None)):
@@ -101,6 +135,34 @@ def last_batch(trainer: Any) -> dict[str, list] | None:
         "rewards": {name: list(values) for name, values in store["rewards"].items()},
         "advantages": list(store["advantages"]),
     }
+
+
+def train_sampler(trainer: Any) -> Any:
+    """The sampler ``trainer`` would train with (TRL's ``RepeatSampler``, with its exact arguments)."""
+    return trainer._get_train_sampler()
+
+
+def repeat_sampler(order: Any, mini_repeat_count: int, batch_size: int, repeat_count: int) -> Any:
+    """TRL's ``RepeatSampler`` over ``order``, unshuffled: positions into ``order`` in the order TRL batches them."""
+    return _trl_name("trl.trainer.utils:RepeatSampler")(
+        order, mini_repeat_count, batch_size, repeat_count, shuffle=False
+    )
+
+
+def vllm_serve_command(extra_args: list[str] | None = None, **script_args: Any) -> list[str]:
+    """The argv ``trl vllm-serve`` runs for these ``ScriptArguments`` of ``trl.scripts.vllm_serve``."""
+    arguments = _trl_name("trl.scripts.vllm_serve:ScriptArguments")(**script_args)
+    return _trl_name("trl.scripts.vllm_serve:build_command")(arguments, extra_args)
+
+
+def prefix_preserving(tokenizer: Any) -> bool:
+    """Whether the tokenizer's chat template keeps earlier turns unchanged when a tool result is added (TRL's test)."""
+    return _trl_name("trl.chat_template_utils:is_chat_template_prefix_preserving")(tokenizer)
+
+
+def training_chat_template(tokenizer: Any) -> str | None:
+    """The training version of the tokenizer's chat template TRL swaps in for tool calling (None: it has none)."""
+    return _trl_name("trl.chat_template_utils:get_training_chat_template")(tokenizer)
 
 
 def use_train_sampler(trainer: Any, sampler: Any) -> None:

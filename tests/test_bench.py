@@ -24,3 +24,4 @@ def test_quick_bench_runs_and_reports_ratios(tmp_path):
     assert saved["isolation"]["user_reward_vs_all_builtins"] < 0.05  # isolation: under 5% of the built-ins' time
     filt = saved["data_filter"]  # same rows asserted inside; the cache must beat computing
     assert filt["kept"] > 0 and filt["warm_s"] < filt["cold_s"]
+    assert filt["warm_s"] < filt["datasets_warm_s"]  # why filters.py keeps its own cache rather than datasets'

@@ -55,7 +55,7 @@ def test_two_process_cpu_training(tmp_path, make_recipe):
         },
         extra={"plugins": ["rank_rewards.py"], "launch": {"num_processes": 2}},
     )
-    planned = make_plan(load_recipe(path))["total_optimizer_steps"]
+    planned = make_plan(load_recipe(path)).total_optimizer_steps
     assert planned == 4  # 16 rows x 4 generations / (8 per device x 2 processes); 8 with one process
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     cmd = [

@@ -83,7 +83,7 @@ def test_plan_matches_the_trainer(tmp_path, make_recipe):
         },
     )
     recipe = load_recipe(path)
-    planned = make_plan(recipe)["total_optimizer_steps"]
+    planned = make_plan(recipe).total_optimizer_steps
     assert planned == 6  # 12 rows x 4 generations / 8 completions per step
     assert run(recipe).global_step == planned
 

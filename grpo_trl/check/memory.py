@@ -2,7 +2,7 @@
 
 This module reads the recipe (model, LoRA, quantization, launch config, batch sizes) and writes what
 ``grpo-trl check`` prints; the accounting itself, with its sources, is ``memory_plan.py``, and the model's shape
-``model_shape.py``; the names other code imports from here are re-exported.
+``grpo_trl/models/shape.py``; the names other code imports from here are re-exported.
 """
 
 from __future__ import annotations

@@ -34,10 +34,6 @@ class Plan:
     output_dir: str
     config: Any  # the trl.GRPOConfig built for this world size
 
-    def __getitem__(self, key: str) -> Any:
-        """``plan["total_optimizer_steps"]``: the mapping access earlier versions returned."""
-        return getattr(self, key)
-
     @property
     def micro_steps_per_generation(self) -> int:
         """Micro-steps (forward/backward passes) between two generations: TRL's ``GRPOTrainer._prepare_inputs``

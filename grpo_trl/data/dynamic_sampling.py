@@ -15,7 +15,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from grpo_trl.data.sampler import KEYS, ZeroVarianceSampler
-from grpo_trl.trl_adapter import last_batch, use_train_sampler
+from grpo_trl.trl_adapter import last_batch, train_sampler, use_train_sampler
 
 STATE_FILE = "zero_variance_sampler.json"
 
@@ -65,7 +65,7 @@ def install(trainer: Any, data_cfg: dict) -> ZeroVarianceSampler | None:
     option = data_cfg.get("sampler")
     if option is None:
         return None
-    probe = trainer._get_train_sampler()  # TRL's own sampler, for its exact arguments
+    probe = train_sampler(trainer)  # TRL's own sampler, for its exact arguments
     sampler = ZeroVarianceSampler(
         probe.data_source,
         probe.mini_repeat_count,

@@ -38,10 +38,10 @@ def _trainer_template(tokenizer: Any, tools: list) -> dict:
     if not tools:
         return {}
     try:
-        from trl.chat_template_utils import get_training_chat_template, is_chat_template_prefix_preserving
+        from grpo_trl.trl_adapter import prefix_preserving, training_chat_template
 
-        if not is_chat_template_prefix_preserving(tokenizer):
-            return {"chat_template": get_training_chat_template(tokenizer)}
+        if not prefix_preserving(tokenizer):
+            return {"chat_template": training_chat_template(tokenizer)}
     except Exception as exc:  # an older TRL, or a template TRL cannot train with: `check` reports the latter
         logger.debug("prompt rendering: keeping the tokenizer's chat template (%s)", exc)
     return {}

@@ -147,10 +147,10 @@ class ZeroVarianceSampler:
         return (self.num_samples // self.batch_size) * self.batch_size * self.mini_repeat_count * self.repeat_count
 
     def __iter__(self):
-        from trl.trainer.utils import RepeatSampler
+        from grpo_trl.trl_adapter import repeat_sampler
 
         order = self.epoch_order()
-        inner = RepeatSampler(order, self.mini_repeat_count, self.batch_size, self.repeat_count, shuffle=False)
+        inner = repeat_sampler(order, self.mini_repeat_count, self.batch_size, self.repeat_count)
         for position in inner:
             yield order[position]
 

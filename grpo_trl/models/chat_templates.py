@@ -52,12 +52,9 @@ def resolve_template(value: str, base_dir: Path | None = None) -> str:
 
 def template_problems(tokenizer) -> list[str]:
     """Why this tokenizer's chat template would break GRPO tool calling (empty: it works), each with the fix."""
-    from trl.chat_template_utils import (
-        add_response_schema,
-        get_training_chat_template,
-        is_chat_template_prefix_preserving,
-        supports_tool_calling,
-    )
+    from trl import add_response_schema, supports_tool_calling
+
+    from grpo_trl.trl_adapter import prefix_preserving, training_chat_template
 
     fix = (
         "set model.chat_template to a template TRL ships, e.g. `model.chat_template: trl:qwen2_5` "
@@ -76,9 +73,9 @@ def template_problems(tokenizer) -> list[str]:
             for attr, old in zip(("response_template", "response_schema"), saved):
                 if hasattr(tokenizer, attr):
                     setattr(tokenizer, attr, old)
-    if not is_chat_template_prefix_preserving(tokenizer):
+    if not prefix_preserving(tokenizer):
         try:
-            patched = get_training_chat_template(tokenizer)
+            patched = training_chat_template(tokenizer)
         except (ValueError, NotImplementedError):
             patched = None
         if patched is None:

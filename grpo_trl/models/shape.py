@@ -1,12 +1,44 @@
-"""A transformer's shape from its config.json alone (no weights loaded): what the memory plan (check/memory.py)
-counts parameters, LoRA adapters, activations and the KV cache from."""
+"""A transformer's shape from its config.json alone (no weights loaded): what the memory plan
+(check/memory.py) counts parameters, LoRA adapters, activations and the KV cache from.
+
+Parameter and LoRA counts come from the model transformers builds from the config on the ``meta`` device (no
+memory, no weights; about 0.05 s for a 1.5B model): its ``num_parameters()`` and its ``nn.Linear`` modules, matched
+against ``target_modules`` by peft's own rule. Activations and the KV cache are estimated from the config's sizes.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+
+@functools.lru_cache(maxsize=4)
+def _meta_model(config_json: str) -> Any:
+    """The model transformers builds from this config, on the ``meta`` device (shapes only)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = json.loads(config_json)
+    config = AutoConfig.for_model(**cfg)
+    with torch.device("meta"):
+        try:
+            return AutoModelForCausalLM.from_config(config)
+        except ValueError:  # a config with no causal-LM class (a multimodal one): its base model
+            from transformers import AutoModel
+
+            return AutoModel.from_config(config)
+
+
+def _linears(model: Any) -> dict[str, Any]:
+    """The model's ``nn.Linear`` modules by name, without the output layer (LM head): what LoRA's ``all-linear``
+    and QLoRA's quantization take."""
+    from torch import nn
+
+    head = model.get_output_embeddings()
+    return {n: m for n, m in model.named_modules() if isinstance(m, nn.Linear) and m is not head}
 
 
 @dataclass
@@ -16,13 +48,11 @@ class Shape:
     vocab: int
     hidden: int
     layers: int
-    heads: int
     kv_heads: int
     intermediate: int
     head_dim: int
-    tied: bool
-    qkv_bias: bool = False
     dtype: str | None = None
+    config: dict = field(default_factory=dict, repr=False, compare=False)  # the config.json it was read from
 
     @classmethod
     def from_config(cls, cfg: dict) -> Shape:
@@ -32,46 +62,32 @@ class Shape:
             vocab=int(cfg["vocab_size"]),
             hidden=hidden,
             layers=int(cfg["num_hidden_layers"]),
-            heads=heads,
             kv_heads=int(cfg.get("num_key_value_heads") or heads),
             intermediate=int(cfg.get("intermediate_size") or 4 * hidden),
             head_dim=int(cfg.get("head_dim") or hidden // heads),
-            tied=bool(cfg.get("tie_word_embeddings", False)),
-            qkv_bias=cfg.get("model_type") == "qwen2" or bool(cfg.get("attention_bias")),
             dtype=cfg.get("dtype") or cfg.get("torch_dtype"),
+            config=dict(cfg),
         )
 
-    def linear_shapes(self) -> dict[str, tuple[int, int]]:
-        """(in, out) of each linear layer of one decoder block, by module name."""
-        h, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
-        i = self.intermediate
-        return {
-            "q_proj": (h, q),
-            "k_proj": (h, kv),
-            "v_proj": (h, kv),
-            "o_proj": (q, h),
-            "gate_proj": (h, i),
-            "up_proj": (h, i),
-            "down_proj": (i, h),
-        }
+    def meta_model(self) -> Any:
+        """The model transformers builds from this config, on the ``meta`` device (cached)."""
+        return _meta_model(json.dumps(self.config, sort_keys=True, default=str))
 
     def params(self) -> tuple[int, int]:
-        """(all parameters, those in decoder linear layers): what QLoRA quantizes is the second."""
-        linear = sum(a * b for a, b in self.linear_shapes().values())
-        bias = (self.heads + 2 * self.kv_heads) * self.head_dim if self.qkv_bias else 0
-        per_layer = linear + bias + 2 * self.hidden
-        embed = self.vocab * self.hidden * (1 if self.tied else 2)
-        return embed + self.layers * per_layer + self.hidden, self.layers * linear
+        """(all parameters, those in linear layers but the LM head): what QLoRA quantizes is the second."""
+        model = self.meta_model()
+        return model.num_parameters(), sum(m.weight.numel() for m in _linears(model).values())
 
     def lora_params(self, r: int, targets: Any) -> int:
-        """Trainable LoRA parameters: ``r x (in + out)`` per targeted linear layer."""
-        shapes = self.linear_shapes()
-        if targets in (None, "all-linear"):
-            names = list(shapes)
-        else:
-            targets = [targets] if isinstance(targets, str) else list(targets)
-            names = [n for n in shapes if any(n == t or n.endswith(str(t)) for t in targets)]
-        return self.layers * sum(r * (shapes[n][0] + shapes[n][1]) for n in names)
+        """Trainable LoRA parameters: ``r x (in + out)`` per linear layer peft's LoRA would adapt."""
+        from peft import LoraConfig
+        from peft.tuners.tuners_utils import check_target_module_exists
+
+        linears = _linears(self.meta_model())
+        if targets not in (None, "all-linear"):
+            config = LoraConfig(r=r, target_modules=targets)
+            linears = {n: m for n, m in linears.items() if check_target_module_exists(config, n)}
+        return sum(r * (m.in_features + m.out_features) for m in linears.values())
 
     def activation_bytes_per_token(self, checkpointing: bool, act_bytes: int = 2) -> float:
         """Activations kept for backward per token, all layers (after Korthikanti et al. 2022, SwiGLU MLP, fused
@@ -109,7 +125,7 @@ def tiny_shape(**tiny: Any) -> Shape:
 
 def load_shape(name: str, tiny: dict | None = None, **kwargs: Any) -> Shape:
     """The shape of model ``name`` from its config.json only (a local folder, or the Hub / its local cache)."""
-    from grpo_trl.recipe import BUILTIN_TINY
+    from grpo_trl.models.builtin import BUILTIN_TINY
 
     if name == BUILTIN_TINY:
         return tiny_shape(**(tiny or {}))

@@ -51,6 +51,10 @@ class CompletionSamples(TrainerCallback):
         self.samples = int(samples)
         self._logged = 0
 
+    def restore(self, history: list[dict]) -> None:
+        """Resuming: carry the sample cadence on from a checkpoint's ``log_history`` (one count per training log)."""
+        self._logged = sum(1 for h in history if "loss" in h)
+
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or logs is None or "loss" not in logs:
             return

@@ -7,8 +7,6 @@ values TRL accepts and then crashes on mid-run, fields other sections set, and f
 Example:
     >>> trainer_model().model_fields["num_generations"].default >= 2
     True
-    >>> generation_fields()["server_port"]
-    'vllm_server_port'
 """
 
 from __future__ import annotations
@@ -151,11 +149,6 @@ def takes_float(key: str) -> bool:
         return False
     hint = typing.get_type_hints(GRPOConfig).get(name)
     return hint is float or float in typing.get_args(hint)
-
-
-def generation_fields() -> dict[str, str]:
-    """``generation:`` key -> the ``GRPOConfig`` field it sets (types come from the trainer section)."""
-    return dict(GENERATION_FIELDS)
 
 
 GENERATION_FIELDS = {

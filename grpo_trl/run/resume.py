@@ -221,4 +221,4 @@ def continue_callbacks(trainer: Any, output_dir: Path, ckpt: Path, write: bool =
         if isinstance(cb, Alerts):
             cb.restore(history, fired)
         elif isinstance(cb, CompletionSamples):
-            cb._logged = sum(1 for h in history if "loss" in h)
+            cb.restore(history)
