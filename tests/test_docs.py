@@ -7,7 +7,7 @@ checkout). The rules, by the block's language:
 - ``python``: run in one Python process per page, in order, sharing one namespace (like a doctest session); each
   block in a fresh sub-folder of the working folder. ``pycon`` (``>>>``): run with ``doctest`` in that namespace.
 - ``yaml``: a whole recipe (it has ``model:`` and ``data:``) is loaded with ``grpo_trl.load_recipe`` and checked with
-  ``grpo-trl check`` (both in one subprocess: the CLI's ``main``); exit 0. Any other block is a fragment, written
+  ``grpo-trl check``; exit 0. Any other block is a fragment, written
   beside the fixtures as a recipe that ``extends:`` a base recipe (grpo-trl's own deep merge: mappings merge key by
   key, anything else, lists included, replaces the base's value) and checked the same way. The base is ``recipes/demo/tiny-cpu.yaml`` unless the page names
   another. A block whose first line is ``# NAME.yaml`` is written under that name, so later blocks can use it.
@@ -34,6 +34,9 @@ checkout). The rules, by the block's language:
   * ``vllm``: a program of another project (``EXTERNAL``), named for the reader; nothing here can run it.
   * ``RECIPE`` as an argument stands for the Makefile's default recipe.
 - ``text``: output or diagrams; nothing to run.
+
+Every ``grpo-trl`` command runs as the CLI's ``main(argv)`` in one worker process per page (TRL is imported once
+per page rather than once per command; the page's environment and working folder; stdout and stderr captured).
 
 Anything else (another language, an unknown command, an unknown ``grpo-trl`` subcommand) fails the test: no block is
 skipped silently. Placeholder code the docs name (``my_pkg.rewards:brevity``, ``my_rewards.py``, ``./my-rm``...) is
@@ -117,6 +120,8 @@ class Page:
     written: dict = field(default_factory=dict)  # file name -> block that wrote it and awaits a check
     checks: dict = field(default_factory=dict)  # argv tuple -> (rc, output), each check once per page
     counts: dict = field(default_factory=dict)
+    worker: subprocess.Popen | None = None
+    replies: object = None
 
 
 # Per-block settings, keyed by (page name, a text the block holds). Each says why.
@@ -184,15 +189,52 @@ def default_recipe() -> str:
     return re.search(r"^RECIPE \?= (\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
 
 
+WORKER = textwrap.dedent("""
+    import contextlib, io, json, os, sys, traceback
+    proto = os.fdopen(int(os.environ["DOCS_PROTO_FD"]), "w")
+    import grpo_trl
+    from grpo_trl.cli import main
+    for line in sys.stdin:
+        request = json.loads(line)
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            try:
+                if request["recipe"]:
+                    grpo_trl.load_recipe(request["recipe"], overrides=request["sets"])
+                rc = main(request["argv"])
+            except SystemExit as e:
+                rc = e.code if isinstance(e.code, int) else 1
+            except Exception:
+                traceback.print_exc()
+                rc = 99
+        proto.write(json.dumps([rc, buf.getvalue()]) + "\\n")
+        proto.flush()
+""")
+
+
+def worker_run(page: Page, argv: list[str], recipe: str | None = None, sets: list[str] = ()) -> tuple[int, str]:
+    """Runs the CLI's ``main(argv)`` in the page's worker: one Python process per page (TRL imported once), with the
+    page's environment and working folder; stdout and stderr of the command are captured together."""
+    if page.worker is None:
+        r, w = os.pipe()
+        page.worker = subprocess.Popen(
+            [sys.executable, "-c", WORKER], cwd=page.work, env={**page.env, "DOCS_PROTO_FD": str(w)}, pass_fds=[w],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        os.close(w)
+        page.replies = os.fdopen(r)
+    page.worker.stdin.write(json.dumps({"argv": argv, "recipe": recipe, "sets": list(sets)}) + "\n")
+    page.worker.stdin.flush()
+    reply = page.replies.readline()
+    assert reply, f"the worker died running grpo-trl {' '.join(argv)}"
+    rc, out = json.loads(reply)
+    return rc, out
+
+
 def grpo(page: Page, argv: list[str], check_rc: int | None = 0) -> tuple[int, str]:
     key = tuple(argv)
     if key not in page.checks:
-        code = "import sys; from grpo_trl.cli import main; sys.exit(main(sys.argv[1:]))"
-        proc = subprocess.run(
-            [sys.executable, "-c", code, *argv], cwd=page.work, env=page.env, capture_output=True, text=True,
-            timeout=300,
-        )  # fmt: skip
-        page.checks[key] = (proc.returncode, proc.stdout + proc.stderr)
+        page.checks[key] = worker_run(page, argv)
     rc, out = page.checks[key]
     if check_rc is not None:
         assert rc == check_rc, f"grpo-trl {' '.join(argv)}: exit {rc} (expected {check_rc}):\n{out}"
@@ -200,25 +242,13 @@ def grpo(page: Page, argv: list[str], check_rc: int | None = 0) -> tuple[int, st
 
 
 def check_recipe_file(page: Page, block: Block, path: str, sets: list[str], known_bug=None) -> None:
-    """``grpo_trl.load_recipe`` and ``grpo-trl check`` in one subprocess (one import of TRL)."""
-    code = textwrap.dedent("""
-        import sys
-        import grpo_trl
-        from grpo_trl.cli import main
-        path, sets = sys.argv[1], sys.argv[2:]
-        grpo_trl.load_recipe(path, overrides=sets)
-        sys.exit(main(["check", path, *[a for s in sets for a in ("--set", s)]]))
-    """)
-    proc = subprocess.run(
-        [sys.executable, "-c", code, path, *sets], cwd=page.work, env=page.env, capture_output=True, text=True,
-        timeout=300,
-    )  # fmt: skip
-    out = proc.stdout + proc.stderr
+    """``grpo_trl.load_recipe`` and then ``grpo-trl check`` (the CLI's ``main``) in the page's worker."""
+    rc, out = worker_run(page, ["check", path, *[a for s in sets for a in ("--set", s)]], recipe=path, sets=sets)
     page.written.pop(path, None)
     if known_bug:
-        assert (proc.returncode, known_bug[1] in out) == (known_bug[0], True), f"{block.where}: known bug fixed? {out}"
+        assert (rc, known_bug[1] in out) == (known_bug[0], True), f"{block.where}: known bug fixed? {out}"
         return
-    assert proc.returncode == 0, f"{block.where}: load_recipe + check {path}: exit {proc.returncode}:\n{out}"
+    assert rc == 0, f"{block.where}: load_recipe + check {path}: exit {rc}:\n{out}"
 
 
 def run_yaml(page: Page, block: Block, index: int) -> None:
@@ -541,11 +571,17 @@ def test_page_blocks(path: Path, tmp_path: Path):
     }
     page = Page(path, work, env)
     python = [b for b in blocks if b.lang in ("python", "pycon")]
-    for i, block in enumerate(blocks):
-        if block.lang == "yaml":
-            run_yaml(page, block, i)
-        elif block.lang in ("bash", "sh", "console"):
-            run_shell(page, block)
+    try:
+        for i, block in enumerate(blocks):
+            if block.lang == "yaml":
+                run_yaml(page, block, i)
+            elif block.lang in ("bash", "sh", "console"):
+                run_shell(page, block)
+    finally:
+        if page.worker is not None:
+            page.worker.stdin.close()
+            page.worker.wait(timeout=60)
+            page.replies.close()
     if python:
         run_python(page, python)
     assert not page.written, f"files written for a later check that no block checks: {sorted(page.written)}"
