@@ -6,14 +6,15 @@ checkout). The rules, by the block's language:
 
 - ``python``: run in one Python process per page, in order, sharing one namespace (like a doctest session); each
   block in a fresh sub-folder of the working folder. ``pycon`` (``>>>``): run with ``doctest`` in that namespace.
-- ``yaml``: a whole recipe (it has ``model:`` and ``data:``) is loaded with ``grpo_trl.load_recipe`` and checked with
-  ``grpo-trl check``; exit 0. Any other block is a fragment, written
-  beside the fixtures as a recipe that ``extends:`` a base recipe (grpo-trl's own deep merge: mappings merge key by
-  key, anything else, lists included, replaces the base's value) and checked the same way. The base is ``recipes/demo/tiny-cpu.yaml`` unless the page names
-  another. A block whose first line is ``# NAME.yaml`` is written under that name, so later blocks can use it.
+- ``yaml``: a whole recipe (it has ``model:`` and ``data:``) is loaded with ``grpo_trl.load_recipe`` and checked
+  with ``grpo-trl check``; exit 0. Any other block is a fragment, written beside the fixtures as a recipe that
+  ``extends:`` a base recipe (grpo-trl's own deep merge: mappings merge key by key, anything else, lists included,
+  replaces the base's value) and checked the same way; the base is ``recipes/demo/tiny-cpu.yaml`` unless
+  ``PAGE_OPTIONS`` names another. A block whose first line is ``# NAME.yaml`` is written under that name, so later
+  blocks can use it (a recipe meant to fail is checked by the ``console`` block that shows its errors).
 - ``bash`` / ``sh`` / ``console``: each command (``\\`` continuations joined, ``&&`` split, comments dropped,
-  ``VAR=value`` prefixes set in its environment; in ``console`` blocks, the lines after ``$ `` are commands and the
-  lines up to the next ``$ `` their output):
+  ``VAR=value`` prefixes such as ``CUDA_VISIBLE_DEVICES`` dropped; in ``console`` blocks, the lines after ``$ `` are
+  commands and the lines up to the next ``$ `` their output):
   * ``grpo-trl check | schema | import | data | rewards | report | --help`` run for real; where the doc shows
     output it must equal the real output (stdout + stderr), or, when the shown output has ``...`` lines, each run
     of lines between them must appear, in order. A shown ``error:`` line means exit 1, otherwise exit 0.
@@ -54,11 +55,11 @@ import shlex
 import subprocess
 import sys
 import textwrap
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,19 +71,19 @@ BUILT = {"wheelhouse/": "gpu-wheels"}  # paths that a make target writes (ignore
 SLOW_PAGES = {"python-api.md"}  # trains the tiny model twice
 
 FIXTURES = {
-    "my_rewards.py": '''
+    "my_rewards.py": """
         from grpo_trl import register_reward
 
 
         @register_reward("my_length")
         def my_length(completions, **kwargs):
             return [float(len(str(c))) for c in completions]
-    ''',
+    """,
     "my_pkg/__init__.py": "",
-    "my_pkg/rewards.py": '''
+    "my_pkg/rewards.py": """
         def brevity(completions, max_chars: int = 400, **kwargs):
             return [1.0 for _ in completions]
-    ''',
+    """,
     "my_pkg/tools.py": '''
         def lookup(term: str) -> str:
             """Look a term up.
@@ -131,13 +132,18 @@ PAGE_OPTIONS = {
         "set": ["generation=null"],
     },
     ("recipes.md", "# broken.yaml"): {"checked_below": True},
-    ("eval.md", "pass_rate:"): {"base": "recipes/gsm8k/qwen2.5-1.5b-instruct.yaml", "pass_rates": "recipe.pass_rates.json"},
+    ("eval.md", "pass_rate:"): {
+        "base": "recipes/gsm8k/qwen2.5-1.5b-instruct.yaml",
+        "pass_rates": "recipe.pass_rates.json",  # as `grpo-trl filter` writes it, no prompt scored yet
+    },
     ("rewards.md", "name: judge"): {
         # the judge's endpoint: a fake OpenAI-compatible server on a free local port stands for vLLM serve
         "base": "recipes/gsm8k/qwen2.5-1.5b-instruct.yaml",
         "fake_openai": "Qwen/Qwen2.5-7B-Instruct",
     },
-    ("tools-and-environments.md", "max_tool_calling_iterations"): {"base": "recipes/tools/countdown-calculator-qwen2.5-3b.yaml"},
+    ("tools-and-environments.md", "max_tool_calling_iterations"): {
+        "base": "recipes/tools/countdown-calculator-qwen2.5-3b.yaml",
+    },
     ("tools-and-environments.md", "factory: countdown"): {
         "base": "recipes/tools/countdown-calculator-qwen2.5-3b.yaml",
         # grpo-trl bug, left to the owners of grpo_trl/: check's plan describes `{factory: ..., args: {...}}` as if it
@@ -265,7 +271,7 @@ def run_yaml(page: Page, block: Block, index: int) -> None:
     else:
         base = ROOT / options.get("base", DEFAULT_BASE)
         (page.work / name).write_text(f"extends: {base}\n{block.text}\n")
-    if "pass_rates" in options:  # the file `grpo-trl filter` would have written: no prompt scored yet
+    if "pass_rates" in options:
         (page.work / options["pass_rates"]).write_text("{}")
     if "fake_openai" in options:
         from tests.fake_openai import FakeOpenAI
@@ -335,9 +341,8 @@ def run_shell_command(page: Page, block: Block, words: list[str], shown: list[st
             elif "/" in w or "*" in w:
                 prefix = next((p for p in BUILT if w.startswith(p)), None)
                 assert prefix, f"{where}: {w} is not a path a make target writes"
-                assert prefix.rstrip("/") in makefile_rules()[BUILT[prefix]] or prefix.rstrip("/") in (
-                    ROOT / "Makefile"
-                ).read_text(), f"{where}: make {BUILT[prefix]} does not write {prefix}"
+                rule = makefile_rules()[BUILT[prefix]]
+                assert prefix.rstrip("/") in rule, f"{where}: make {BUILT[prefix]} does not write {prefix}"
             else:
                 from packaging.requirements import Requirement
 
@@ -424,9 +429,12 @@ def compare_output(where: str, shown: list[str], out: str) -> None:
         else:
             chunk.append(line)
     for chunk in chunks:
-        found = next((i for i in range(pos, len(actual) - len(chunk) + 1) if actual[i : i + len(chunk)] == chunk), None)
-        assert found is not None, f"{where}: these lines are not in the output:\n" + "\n".join(chunk) + (
-            "\n--- output:\n" + "\n".join(actual)
+        starts = range(pos, len(actual) - len(chunk) + 1)
+        found = next((i for i in starts if actual[i : i + len(chunk)] == chunk), None)
+        assert found is not None, (
+            f"{where}: these lines are not in the output:\n"
+            + "\n".join(chunk)
+            + ("\n--- output:\n" + "\n".join(actual))
         )
         pos = found + len(chunk)
 
