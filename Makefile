@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # `make install` installs exactly requirements.lock (hashes checked) with uv, then grpo-trl itself (editable).
 # The lock holds torch's CPU build from FIND_LINKS (this kind of machine has it on disk; PyPI's torch is the CUDA
 # build), grpo-trl[dev,deepspeed] and uv; `make lock` refreshes it to the newest releases pyproject.toml allows.
-# GPU machines: pip install '<your torch>' && pip install -e '.[dev]' (see README, Installing).
+# GPU machines: pip install '<your torch>' && pip install -e '.[dev]' (see docs/install.md).
 TORCH ?= torch==2.13.0+cpu
 FIND_LINKS ?= /opt/wheels
 LOCK ?= requirements.lock

@@ -1,6 +1,6 @@
 """``make gpu-wheels``: the wheels the offline GPU machine lacks, downloaded here, checked to fit one transfer.
 
-The GPU image (see the README, "GPU kit") has python 3.12, torch 2.11 (CUDA 13), transformers 5.17, accelerate and
+The GPU image (see docs/install.md, "GPU kit") has python 3.12, torch 2.11 (CUDA 13), transformers 5.17, accelerate and
 peft, and no trl, datasets or math-verify; nothing can be downloaded there, and at most 64 MiB of files travel with a
 command (the repository included). This module lists what to fetch (``PARTS``: pinned, py3.12 manylinux x86_64 or
 pure Python, no dependencies resolved against this machine), in two parts because pyarrow alone is 47 MiB, and

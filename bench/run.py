@@ -1,7 +1,7 @@
 """``make bench``: the project's figures, each a ratio measured side by side in one run (medians of repeats).
 
 Writes ``bench/results.json`` and prints a markdown table. ``--quick`` runs everything at a small size (used by
-``make test`` so the benchmark cannot rot); the README quotes a full run.
+``make test`` so the benchmark cannot rot); docs/figures.md quotes a full run.
 
 - wrapper overhead: the demo recipe through ``grpo_trl.train.run`` vs the same model, data, rewards and GRPOConfig
   through a plain ``trl.GRPOTrainer``; per-step time (TRL's ``step_time``) ratio;

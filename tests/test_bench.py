@@ -1,4 +1,4 @@
-"""`make bench` at a small size, so the benchmark code cannot rot; the full figures are in the README."""
+"""`make bench` at a small size, so the benchmark code cannot rot; the full figures are in docs/figures.md."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 and the rise comes from the reward signal (the same run with the scores shuffled across completions does not rise).
 
 Both tests run ``recipes/demo/tiny-countdown.yaml`` as ``make demo`` does (same seeds), on one warm-up per module.
-Thresholds leave room for noise: see the README's demo section for the spread measured across runs.
+Thresholds leave room for noise: see docs/figures.md, "The demo", for the spread measured across runs.
 """
 
 from __future__ import annotations
