@@ -146,22 +146,12 @@ PAGE_OPTIONS = {
     },
     ("tools-and-environments.md", "factory: countdown"): {
         "base": "recipes/tools/countdown-calculator-qwen2.5-3b.yaml",
-        # grpo-trl bug, left to the owners of grpo_trl/: check's plan describes `{factory: ..., args: {...}}` as if it
-        # were several named environments and ends in an internal error
-        "known_bug": (70, "grpo-trl: internal error (KeyError: 'factory')"),
     },
 }
 
 # Commands that do not work as the docs say, each a grpo-trl issue to fix: the test asserts the failure as it is
 # today, so it fails (and this entry must go) once the cause is fixed. Keyed by (page name, a text of the command).
-KNOWN_BUGS = {
-    ("scaling.md", "zero3_cpu.yaml"): (
-        # `check` builds GRPOConfig outside any launch; with use_cpu=false and ddp_backend=gloo transformers asks
-        # for a process group that only `accelerate launch` creates (tests/test_sharded_cpu.py runs the launch)
-        1,
-        "trainer: Default process group has not been initialized",
-    ),
-}
+KNOWN_BUGS: dict[tuple[str, str], tuple[int, str]] = {}
 
 
 def parse_blocks(path: Path) -> list[Block]:

@@ -129,10 +129,11 @@ def describe_extras(recipe: Recipe) -> list[str]:
         lines.append(f"  tools               {', '.join(tools)}")
     env = recipe.data.get("environment")
     if env is not None:
-        names = ", ".join(f"{k}: {v if isinstance(v, str) else v['factory']}" for k, v in env.items())
-        lines.append(
-            f"  environment         {names if is_multi(env) else env['factory'] if isinstance(env, dict) else env}"
-        )
+        if is_multi(env):  # named environments: name: factory each
+            text = ", ".join(f"{k}: {v if isinstance(v, str) else v['factory']}" for k, v in env.items())
+        else:
+            text = env["factory"] if isinstance(env, dict) else env
+        lines.append(f"  environment         {text}")
     quant = recipe.model.get("quantization")
     if quant:
         lines.append(f"  quantization        {', '.join(f'{k}={v}' for k, v in quant.items())}")

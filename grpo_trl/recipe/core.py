@@ -164,6 +164,7 @@ class Recipe:
         no_gpu = not torch.cuda.is_available()
         if planning and no_gpu:
             kwargs.update(use_cpu=True, bf16=False, fp16=False)
+            kwargs.pop("ddp_backend", None)  # a launch setting: outside a launch, transformers would want its group
         elif device_fallback and no_gpu and "use_cpu" not in kwargs:
             kwargs["use_cpu"] = True
             kwargs.setdefault("bf16", False)
