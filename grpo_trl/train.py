@@ -219,66 +219,27 @@ def run(
     (lock, manifest, foreign files, recipe changes) are ``grpo_trl.run.session.RunSession``'s.
     ``trainer_kwargs``: extra ``GRPOTrainer`` arguments merged with the recipe's (see ``build_trainer``).
     """
+    from grpo_trl.data.dynamic_sampling import install as install_sampler
+    from grpo_trl.generation import preflight
+    from grpo_trl.jsonio import read_jsonl
+    from grpo_trl.monitor.callbacks import install_monitors
     from grpo_trl.run.session import RunSession
 
     config = recipe.to_grpo_config()
-    check_output_dir(config.output_dir, file=recipe.file)
-    with RunSession(recipe, config, resume=resume, overwrite=overwrite) as session:
-        if session.finished is not None:
-            return finished_result(config.output_dir, session.finished)
-        return _train(recipe, config, session, extra_callbacks, verbose, trainer_kwargs)
-
-
-def finished_result(output_dir: str, state: dict) -> TrainResult:
-    """The result of a run that had already reached ``max_steps``: its saved state and alerts, nothing trained."""
-    from grpo_trl.jsonio import read_jsonl
-
-    alerts = read_jsonl(Path(output_dir) / "alerts.jsonl")
-    return TrainResult(output_dir, int(state["global_step"]), list(state.get("log_history") or []), alerts)
-
-
-def _train(
-    recipe: Recipe, config: Any, session: Any, extra_callbacks: list | None, verbose: bool, trainer_kwargs: dict
-) -> TrainResult:
-    from grpo_trl.data.dynamic_sampling import install as install_sampler
-    from grpo_trl.generation import preflight
-    from grpo_trl.monitor.callbacks import Alerts, CompletionSamples, GenerationTimer
-
     output_dir = config.output_dir
-    preflight(recipe, config)  # vLLM installed, server reachable: fail in seconds, not after loading the model
-
-    trainer = build_trainer(recipe, config=config, **trainer_kwargs)
-    log_cfg = recipe.logging
-    rewards = trainer.reward_funcs  # the recipe's SafeRewards (and any passed or loaded by TRL)
-    columns = getattr(trainer.train_dataset, "column_names", None) or ()  # what a reward reads as a column
-    alerts = (
-        Alerts(
-            output_dir,
-            patience=log_cfg["alert_patience"],
-            rewards=rewards,
-            columns=columns,
-            tools=getattr(trainer, "tools", None),
-        )
-        if log_cfg["alerts"]
-        else None
-    )
-    callbacks = [
-        CompletionSamples(trainer, every=log_cfg["completions_every"], samples=log_cfg["completions_samples"]),
-        GenerationTimer(trainer),
-        *([alerts] if alerts else []),
-        *(extra_callbacks or []),
-    ]
-    for cb in callbacks:
-        trainer.add_callback(cb)
-    install_sampler(trainer, recipe.dataset)  # data.sampler: zero-variance-aware sampling
-    if not verbose:  # one compact line per logging step instead of TRL's whole dict
-        from grpo_trl.monitor.console import install_console
-
-        install_console(trainer)
-    session.attach(trainer)  # manifest entries as checkpoints are saved; logs and alerts continued on resume
-
-    trainer.train(resume_from_checkpoint=str(session.resume_from) if session.resume_from else None)
-    session.save_final(trainer)  # save_model + save_state, whole before in place (a kill leaves it unfinished)
+    check_output_dir(output_dir, file=recipe.file)
+    with RunSession(recipe, config, resume=resume, overwrite=overwrite) as session:
+        if session.finished is not None:  # max_steps already reached: its saved state and alerts, nothing trained
+            state = session.finished
+            alerts = read_jsonl(Path(output_dir) / "alerts.jsonl")
+            return TrainResult(output_dir, int(state["global_step"]), list(state.get("log_history") or []), alerts)
+        preflight(recipe, config)  # vLLM installed, server reachable: fail in seconds, not after loading the model
+        trainer = build_trainer(recipe, config=config, **trainer_kwargs)
+        alerts = install_monitors(trainer, recipe.logging, output_dir, extra_callbacks, console=not verbose)
+        install_sampler(trainer, recipe.dataset)  # data.sampler: zero-variance-aware sampling
+        session.attach(trainer)  # manifest entries as checkpoints are saved; logs and alerts continued on resume
+        trainer.train(resume_from_checkpoint=str(session.resume_from) if session.resume_from else None)
+        session.save_final(trainer)  # save_model + save_state, whole before in place (a kill leaves it unfinished)
     return TrainResult(
         output_dir, trainer.state.global_step, list(trainer.state.log_history), alerts.fired if alerts else []
     )

@@ -220,3 +220,31 @@ class Alerts(TrainerCallback):
                 if state.is_world_process_zero:
                     with self.path.open("a") as fh:
                         fh.write(json.dumps(alert) + "\n")
+
+
+def install_monitors(
+    trainer: Any, logging_section: dict, output_dir: str, extra: list | None = None, *, console: bool = True
+) -> Alerts | None:
+    """The recipe's ``logging:`` on ``trainer``: completion samples, generation time, alerts (returned, or None when
+    off), the caller's ``extra`` callbacks, and one compact console line per logging step unless ``console`` is off."""
+    from grpo_trl.monitor.console import install_console
+
+    alerts = (
+        Alerts(
+            output_dir,
+            patience=logging_section["alert_patience"],
+            rewards=trainer.reward_funcs,  # the recipe's SafeRewards (and any passed or loaded by TRL)
+            columns=getattr(trainer.train_dataset, "column_names", None) or (),  # what a reward reads as a column
+            tools=getattr(trainer, "tools", None),
+        )
+        if logging_section["alerts"]
+        else None
+    )
+    every, samples = logging_section["completions_every"], logging_section["completions_samples"]
+    callbacks = [CompletionSamples(trainer, every=every, samples=samples), GenerationTimer(trainer), alerts]
+    for cb in [*callbacks, *(extra or [])]:
+        if cb is not None:
+            trainer.add_callback(cb)
+    if console:
+        install_console(trainer)
+    return alerts
