@@ -45,6 +45,10 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
         from grpo_trl.check.extras import recipe_problems  # tools, environment, quantization, trl: templates
 
         problems += recipe_problems(recipe)
+    if "heldout" in recipe.data and not bad & {"heldout", "data"}:  # held-out evaluation during training
+        from grpo_trl.monitor.heldout import heldout_problems
+
+        problems += heldout_problems(recipe.section("heldout"), recipe.dataset, file)
     if "launch" not in bad:
         from grpo_trl.check.memory import accelerate_config_problem
 

@@ -81,18 +81,29 @@ def generate_transformers(
     model_path: str, tokenizer: Any, prompts: list, s: Sampling, *, template: dict | None = None, **_: Any
 ) -> Generations:
     import torch
-    from tqdm.auto import tqdm
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(s.seed)
     model = AutoModelForCausalLM.from_pretrained(model_path)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device).eval()
+    return generate_with_model(model, tokenizer, prompts, s, template=template)
+
+
+def generate_with_model(
+    model: Any, tokenizer: Any, prompts: list, s: Sampling, *, template: dict | None = None, progress: bool = True
+) -> Generations:
+    """The ``transformers`` backend on a model already loaded, on its device and in eval mode (``eval`` loads one;
+    ``grpo_trl.eval.during`` passes the model being trained)."""
+    import torch
+    from tqdm.auto import tqdm
+
+    device = model.device
     tokenizer.padding_side = "left"
     greedy = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}  # no sampling knobs left set
     sampling = {"do_sample": True, "temperature": s.temperature, "top_p": s.top_p} if s.temperature > 0 else greedy
     texts, lengths = [], []
-    for start in tqdm(range(0, len(prompts), s.batch_size), desc="generating", unit="batch"):
+    for start in tqdm(range(0, len(prompts), s.batch_size), desc="generating", unit="batch", disable=not progress):
         batch = prompts[start : start + s.batch_size]
         enc = tokenizer(  # TRL decides the format by the batch's first prompt too
             [render(tokenizer, p, template) for p in batch],

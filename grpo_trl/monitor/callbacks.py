@@ -24,6 +24,8 @@ from typing import Any
 from transformers import TrainerCallback
 
 from grpo_trl import trl_adapter
+from grpo_trl.monitor.heldout import KIND as DIVERGING
+from grpo_trl.monitor.heldout import Divergence, is_heldout
 from grpo_trl.rewards.text import completion_text
 from grpo_trl.tools.transcript import turns
 
@@ -111,7 +113,9 @@ class Alerts(TrainerCallback):
       returns the wrong length, a coroutine...; the message gives the first cause the safety wrapper recorded;
     - ``all_clipped``: ``completions/clipped_ratio`` >= 0.99: every completion hits ``max_completion_length``;
     - ``tools_failing``: ``tools/failure_frequency`` > 0.5: most tool calls come back as ``{"error": ...}`` (a tool
-      that cannot run here, arguments the model gets wrong...); the message gives the first error a tool raised.
+      that cannot run here, arguments the model gets wrong...); the message gives the first error a tool raised;
+    - ``heldout_diverging``: for ``patience`` held-out evaluations in a row (``heldout:``, not logged steps), the
+      training reward rose while held-out accuracy fell (``grpo_trl.monitor.heldout.Divergence``).
 
     ``rewards``: the trainer's reward callables (``SafeReward``), read for their options and fault causes.
     ``columns``: the training dataset's columns; a parameter named like one is that column, never an arg to set
@@ -134,6 +138,7 @@ class Alerts(TrainerCallback):
         self.columns = set(columns)
         self.streak: dict[str, int] = defaultdict(int)
         self.fired: list[dict] = []
+        self.divergence = Divergence()  # heldout.min_drop is set by grpo_trl.eval.during when it is installed
 
     def _zero_hint(self, name: str) -> str:
         options = getattr(getattr(self.rewards.get(name), "reward", None), "options", None)
@@ -192,6 +197,7 @@ class Alerts(TrainerCallback):
         return found
 
     def _advance(self, logs: dict) -> dict[str, str]:
+        self.divergence.train(logs)
         found = self._check(logs)
         for kind in list(self.streak):
             if kind not in found:
@@ -207,19 +213,31 @@ class Alerts(TrainerCallback):
         for logs in log_history:
             if "loss" in logs:
                 self._advance(logs)
+            elif is_heldout(logs) and isinstance(logs.get("step"), int):
+                self.divergence.evaluated(logs["step"], logs)
+
+    def _fire(self, state: Any, kind: str, message: str) -> None:
+        if any(a["kind"] == kind for a in self.fired):
+            return
+        alert = {"step": state.global_step, "kind": kind, "message": message}
+        self.fired.append(alert)
+        logger.warning("ALERT at step %d (%s): %s", state.global_step, kind, message)
+        if state.is_world_process_zero:
+            with self.path.open("a") as fh:
+                fh.write(json.dumps(alert) + "\n")
 
     def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs is not None and "loss" not in logs and is_heldout(logs):
+            message = self.divergence.evaluated(state.global_step, logs)
+            if message is not None and self.divergence.streak == self.patience:
+                self._fire(state, DIVERGING, message)
+            return
         if logs is None or "loss" not in logs:
             return
         found = self._advance(logs)
         for kind, message in found.items():
-            if self.streak[kind] == self.patience and not any(a["kind"] == kind for a in self.fired):
-                alert = {"step": state.global_step, "kind": kind, "message": message}
-                self.fired.append(alert)
-                logger.warning("ALERT at step %d (%s): %s", state.global_step, kind, message)
-                if state.is_world_process_zero:
-                    with self.path.open("a") as fh:
-                        fh.write(json.dumps(alert) + "\n")
+            if self.streak[kind] == self.patience:
+                self._fire(state, kind, message)
 
 
 def install_monitors(

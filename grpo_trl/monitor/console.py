@@ -24,6 +24,8 @@ from typing import Any
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+from grpo_trl.monitor.heldout import GREEDY_KEY, PREFIX, TIME_KEY, is_heldout
+
 
 def _duration(seconds: float) -> str:
     """
@@ -70,6 +72,23 @@ def format_eval_line(logs: dict, step: int) -> str:
     return f"eval at step {step} | " + (" | ".join(parts) or "done")
 
 
+def format_heldout_line(logs: dict, step: int) -> str:
+    """The line for one held-out evaluation (``heldout:``): pass@k sampled, greedy, its prompts and wall time.
+
+    >>> format_heldout_line({"heldout/pass@1": 0.25, "heldout/pass@4": 0.5, "heldout/greedy/pass@1": 0.375,
+    ...                      "heldout/prompts": 32, "heldout/time_s": 4.2}, 50)
+    'heldout at step 50 | pass@1 0.250 | pass@4 0.500 | greedy pass@1 0.375 | 32 prompts in 4.2 s'
+    """
+    parts = [f"heldout at step {step}"]
+    passes = sorted((int(k[len(PREFIX) + 5 :]), v) for k, v in logs.items() if k.startswith(PREFIX + "pass@"))
+    parts += [f"pass@{k} {_num(v, '.3f')}" for k, v in passes if _num(v, ".3f") is not None]
+    if _num(logs.get(GREEDY_KEY), ".3f") is not None:
+        parts.append(f"greedy pass@1 {_num(logs[GREEDY_KEY], '.3f')}")
+    if isinstance(logs.get(PREFIX + "prompts"), int) and _num(logs.get(TIME_KEY), ".1f") is not None:
+        parts.append(f"{logs[PREFIX + 'prompts']} prompts in {_num(logs[TIME_KEY], '.1f')} s")
+    return " | ".join(parts)
+
+
 def format_line(logs: dict, step: int, total: int | None, sec_per_step: float | None) -> str:
     """The compact line for one log entry."""
     parts = [f"step {step}/{total}" if total else f"step {step}", *_reward_part(logs)]
@@ -114,6 +133,8 @@ class ConsoleLine(TrainerCallback):
             self._write(format_line(logs, state.global_step, state.max_steps or None, rate))
         elif any(k.startswith("eval_") for k in logs):
             self._write(format_eval_line(logs, state.global_step))
+        elif is_heldout(logs):
+            self._write(format_heldout_line(logs, state.global_step))
 
 
 class _BarOnly(ProgressCallback):

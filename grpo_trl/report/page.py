@@ -20,7 +20,8 @@ from pathlib import Path
 
 from grpo_trl.errors import GrpoTrlError
 from grpo_trl.jsonio import read_jsonl
-from grpo_trl.report.plots import plot_history, plot_title
+from grpo_trl.monitor.heldout import is_heldout
+from grpo_trl.report.plots import plot_heldout, plot_history, plot_title
 from grpo_trl.run.directory import Manifest, record_entries
 from grpo_trl.run.resume import checkpoints as checkpoints_in
 
@@ -131,6 +132,11 @@ def load_eval_history(output_dir: str | Path) -> list[dict]:
     ]
 
 
+def load_heldout_history(output_dir: str | Path) -> list[dict]:
+    """The held-out evaluation entries (``heldout/*`` keys, written by ``heldout:`` every N steps)."""
+    return [h for h in _log_history(Path(output_dir)) if isinstance(h.get("step"), int) and is_heldout(h)]
+
+
 def _read_jsonl(path: Path) -> list[dict]:
     """Rows with an integer step; a line cut by a kill mid-write, or edited by hand, is left out."""
     return [row for row in read_jsonl(path) if isinstance(row.get("step"), int)]
@@ -197,7 +203,8 @@ def _write_report(output_dir: Path, history: list[dict]) -> str:
         )
     record_entries(output_dir, "report")  # grpo-trl's own entry: `train --overwrite` may replace it
     out.mkdir(parents=True, exist_ok=True)
-    drawn = plot_history(history, out, load_eval_history(output_dir))
+    drawn = {**plot_heldout(history, load_heldout_history(output_dir), out)}  # first: the run's sanity check
+    drawn.update(plot_history(history, out, load_eval_history(output_dir)))
     samples = _read_jsonl(output_dir / "completions.jsonl")
     alerts = _read_jsonl(output_dir / "alerts.jsonl")
     first, last = (history[0], history[-1]) if history else ({}, {})

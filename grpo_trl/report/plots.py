@@ -96,8 +96,51 @@ def _draw(plt, title: str, series: list[str], history: list[dict], path: Path) -
     return drew
 
 
+HELDOUT_PLOT = "heldout.png"
+
+
+def plot_heldout(history: list[dict], heldout: list[dict], out_dir: Path) -> dict[str, list[str]]:
+    """``heldout.png``: held-out pass@k (``heldout:``, one point per evaluation) on the left axis, the training
+    reward on the right, over steps, so a reward that rises while held-out accuracy falls shows at a glance.
+    Returns ``{file: [series]}`` like ``plot_history`` (nothing without a held-out point)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    keys = sorted({k for h in heldout for k in h if "pass@" in k and _plottable(h[k])}, key=lambda k: (len(k), k))
+    if not keys:
+        return {}
+    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=100)
+    for key in keys:
+        xs, ys = zip(*[(h["step"], h[key]) for h in heldout if _plottable(h.get(key))])
+        ax.plot(xs, ys, label=key, linewidth=1.4, marker="o", markersize=3)
+    ax.set_ylabel("held-out pass@k")
+    ax.set_ylim(-0.02, 1.02)
+    series = list(keys)
+    reward = [(h["step"], h["reward"]) for h in history if _plottable(h.get("reward"))]
+    if reward:
+        right = ax.twinx()
+        right.plot(*zip(*reward), label="reward (training)", color="grey", linewidth=1.0, alpha=0.8)
+        right.set_ylabel("training reward")
+        right.legend(fontsize=7, loc="lower right")
+        series.append("reward")
+    ax.set_title(plot_title(HELDOUT_PLOT))
+    ax.set_xlabel("step")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(out_dir / HELDOUT_PLOT)
+    plt.close(fig)
+    return {HELDOUT_PLOT: series}
+
+
 def plot_title(filename: str) -> str:
     """The heading of a PNG written by ``plot_history``."""
+    if filename == HELDOUT_PLOT:
+        return "Held-out pass@k (heldout:) vs training reward"
     if filename in PLOTS:
         return PLOTS[filename][0]
     if filename == "eval.png":

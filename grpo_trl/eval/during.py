@@ -1,0 +1,136 @@
+"""Held-out evaluation inside a training run (the recipe's ``heldout:`` section): every ``every`` optimizer steps
+(before the first step with ``at_start``, and at the last), the model being trained answers the first ``limit``
+prompts of the eval split, the completions are scored with the recipe's rewards exactly as ``grpo-trl eval`` scores
+them (``eval/score.py``: the same pass rule, the same pass@k), and one entry is logged:
+
+``heldout/pass@<k>`` (``n`` samples per prompt at the trainer's temperature), ``heldout/greedy/pass@1``,
+``heldout/reward`` (mean weighted reward of the samples), ``heldout/prompts`` and ``heldout/time_s`` (the pass's
+wall time, so its cost is never hidden).
+
+The entry goes through ``transformers.Trainer.log``: into ``trainer.state.log_history`` (so ``--resume`` continues
+the series from the checkpoint, and ``grpo-trl report`` plots it), every ``report_to`` tracker and the console line.
+``GRPOTrainer.log`` is bypassed on purpose: it would fold (and clear) the training metrics gathered since the last
+training log into this entry. ``Alerts`` follows the entries for ``heldout_diverging`` (``monitor/heldout.py``).
+
+Generation is the ``transformers`` backend of ``grpo-trl eval`` on the live (unwrapped) model, in eval mode, under a
+forked RNG so the training run draws the same random numbers with or without it. It runs on the main process only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from transformers import Trainer, TrainerCallback
+
+from grpo_trl.eval.backends import Generations, Sampling, generate_with_model
+from grpo_trl.eval.score import score
+from grpo_trl.monitor.heldout import GREEDY_KEY, PREFIX, TIME_KEY, ks
+from grpo_trl.recipe import Recipe
+
+logger = logging.getLogger("grpo_trl")
+
+
+class HeldoutEval(TrainerCallback):
+    """Evaluate ``trainer``'s model on ``dataset`` (the eval split's rows) as ``section`` (``heldout:``) says."""
+
+    def __init__(self, trainer: Any, recipe: Recipe, section: dict, dataset: Any, rewards: list, weights: list):
+        self.trainer, self.recipe, self.section = trainer, recipe, section
+        self.dataset, self.rewards, self.weights = dataset, rewards, weights
+        config = trainer.args
+        self.template = config.chat_template_kwargs or {}
+        temperature = section["temperature"]
+        self.sampling = Sampling(
+            n=section["n"],
+            max_new_tokens=section["max_new_tokens"] or config.max_completion_length,
+            temperature=config.temperature if temperature is None else float(temperature),
+            top_p=config.top_p,
+            seed=section["seed"],
+            batch_size=section["batch_size"],
+        )
+        self.done: set[int] = set()
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self.section["at_start"] and state.global_step == 0:  # a resumed run has its baseline in log_history
+            self.evaluate(state)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step % self.section["every"] == 0 or state.global_step == state.max_steps:
+            self.evaluate(state)
+
+    def _generate(self, model: Any, prompts: list, sampling: Sampling) -> Generations:
+        import torch
+
+        cuda = model.device.type == "cuda"
+        with torch.random.fork_rng(devices=[model.device.index or torch.cuda.current_device()] if cuda else []):
+            torch.manual_seed(sampling.seed)
+            return generate_with_model(
+                model, self.trainer.processing_class, prompts, sampling, template=self.template, progress=False
+            )
+
+    def evaluate(self, state: Any) -> dict | None:
+        """One evaluation at ``state.global_step`` (main process only), logged; returns the entry."""
+        if not state.is_world_process_zero or state.global_step in self.done:
+            return None
+        self.done.add(state.global_step)
+        start = time.perf_counter()
+        model = self.trainer.accelerator.unwrap_model(self.trainer.model)
+        tokenizer = self.trainer.processing_class
+        was_training, padding = model.training, tokenizer.padding_side
+        prompts = list(self.dataset["prompt"])
+        seed = self.sampling.seed + state.global_step
+        logs: dict[str, float] = {}
+        model.eval()
+        try:
+            if self.section["sampled"]:
+                gens = self._generate(model, prompts, Sampling(**{**vars(self.sampling), "seed": seed}))
+                summary = score(self.recipe, self.rewards, self.weights, self.dataset, gens).summary
+                table = summary["pass@k"]
+                logs.update({f"{PREFIX}pass@{k}": table[str(k)]["estimate"] for k in ks(self.section)})
+                logs[f"{PREFIX}reward"] = summary["reward_mean"]
+            if self.section["greedy"]:
+                greedy = Sampling(**{**vars(self.sampling), "n": 1, "temperature": 0.0, "seed": seed})
+                gens = self._generate(model, prompts, greedy)
+                logs[GREEDY_KEY] = score(self.recipe, self.rewards, self.weights, self.dataset, gens).summary["pass@1"]
+        finally:
+            model.train(was_training)
+            tokenizer.padding_side = padding
+        logs[f"{PREFIX}prompts"] = len(prompts)
+        logs[TIME_KEY] = round(time.perf_counter() - start, 3)
+        Trainer.log(self.trainer, logs)  # transformers' log, not GRPOTrainer's: see the module's docstring
+        return logs
+
+
+def install_heldout(trainer: Any, recipe: Recipe) -> HeldoutEval | None:
+    """The recipe's ``heldout:`` section on ``trainer`` (None without one): the eval split's first ``limit`` rows,
+    the recipe's rewards, and ``heldout.min_drop`` for the divergence alert when alerts are on."""
+    if "heldout" not in recipe.data:
+        return None
+    from grpo_trl.check.rewards import build_rewards, column_problems
+    from grpo_trl.errors import RecipeError
+    from grpo_trl.eval.run import prompts_for, require_split
+    from grpo_trl.eval.score import load_reward_models
+    from grpo_trl.monitor.callbacks import Alerts
+
+    section = recipe.section("heldout")
+    require_split(recipe, None, "evaluate on during training (heldout:)")
+    dataset = prompts_for(recipe, None, trainer.processing_class, section["limit"])
+    rewards, weights = build_rewards(recipe, output_dir=trainer.args.output_dir)
+    problems = column_problems(recipe, rewards, dataset.column_names)
+    if problems:
+        raise RecipeError(problems)
+    callback = HeldoutEval(trainer, recipe, section, dataset, load_reward_models(recipe, rewards), weights)
+    for cb in trainer.callback_handler.callbacks:
+        if isinstance(cb, Alerts):
+            cb.divergence.min_drop = section["min_drop"]
+    trainer.add_callback(callback)
+    logger.info(
+        "heldout: %d prompts of the eval split every %d steps (%s)",
+        len(dataset),
+        section["every"],
+        ", ".join(
+            ([f"{section['n']} samples"] if section["sampled"] else []) + (["greedy"] if section["greedy"] else [])
+        ),
+    )
+    return callback
