@@ -91,17 +91,26 @@ def generate_transformers(
 
 
 def generate_with_model(
-    model: Any, tokenizer: Any, prompts: list, s: Sampling, *, template: dict | None = None, progress: bool = True
+    model: Any,
+    tokenizer: Any,
+    prompts: list,
+    s: Sampling,
+    *,
+    template: dict | None = None,
+    progress: bool = True,
+    sample_kwargs: dict | None = None,
 ) -> Generations:
     """The ``transformers`` backend on a model already loaded, on its device and in eval mode (``eval`` loads one;
-    ``grpo_trl.eval.during`` passes the model being trained)."""
+    ``grpo_trl.eval.during`` passes the model being trained, and the trainer's ``top_k``... as ``sample_kwargs``,
+    used when sampling)."""
     import torch
     from tqdm.auto import tqdm
 
     device = model.device
     tokenizer.padding_side = "left"
     greedy = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}  # no sampling knobs left set
-    sampling = {"do_sample": True, "temperature": s.temperature, "top_p": s.top_p} if s.temperature > 0 else greedy
+    sampling = {"do_sample": True, "temperature": s.temperature, "top_p": s.top_p, **(sample_kwargs or {})}
+    sampling = sampling if s.temperature > 0 else greedy
     texts, lengths = [], []
     for start in tqdm(range(0, len(prompts), s.batch_size), desc="generating", unit="batch", disable=not progress):
         batch = prompts[start : start + s.batch_size]

@@ -49,6 +49,11 @@ class HeldoutEval(TrainerCallback):
             seed=section["seed"],
             batch_size=section["batch_size"],
         )
+        # sampled as the trainer samples its rollouts (transformers' own default top_k of 50 would not be)
+        knobs = {"top_k": config.top_k, "min_p": config.min_p, "repetition_penalty": config.repetition_penalty}
+        fixed = ("max_new_tokens", "num_return_sequences", "pad_token_id", "do_sample", "temperature", "top_p")
+        knobs.update({k: v for k, v in (config.generation_kwargs or {}).items() if k not in fixed})
+        self.sample_kwargs = {k: v for k, v in knobs.items() if v is not None}
         self.done: set[int] = set()
 
     def on_train_begin(self, args, state, control, **kwargs):
@@ -57,7 +62,10 @@ class HeldoutEval(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         if state.global_step % self.section["every"] == 0 or state.global_step == state.max_steps:
+            should_log = control.should_log  # logging resets it: this step's training log must still be written
             self.evaluate(state)
+            control.should_log = should_log
+        return control
 
     def _generate(self, model: Any, prompts: list, sampling: Sampling) -> Generations:
         import torch
@@ -66,7 +74,13 @@ class HeldoutEval(TrainerCallback):
         with torch.random.fork_rng(devices=[model.device.index or torch.cuda.current_device()] if cuda else []):
             torch.manual_seed(sampling.seed)
             return generate_with_model(
-                model, self.trainer.processing_class, prompts, sampling, template=self.template, progress=False
+                model,
+                self.trainer.processing_class,
+                prompts,
+                sampling,
+                template=self.template,
+                progress=False,
+                sample_kwargs=self.sample_kwargs,
             )
 
     def evaluate(self, state: Any) -> dict | None:
