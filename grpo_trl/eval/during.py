@@ -122,13 +122,17 @@ def install_heldout(trainer: Any, recipe: Recipe) -> HeldoutEval | None:
     if "heldout" not in recipe.data:
         return None
     from grpo_trl.check.rewards import build_rewards, column_problems
-    from grpo_trl.errors import RecipeError
+    from grpo_trl.errors import Problem, RecipeError
     from grpo_trl.eval.run import prompts_for, require_split
     from grpo_trl.eval.score import load_reward_models
     from grpo_trl.monitor.callbacks import Alerts
 
     section = recipe.section("heldout")
     require_split(recipe, None, "evaluate on during training (heldout:)")
+    plugin = getattr(trainer.accelerator.state, "deepspeed_plugin", None)
+    if trainer.is_fsdp_enabled or getattr(plugin, "zero_stage", 0) == 3:  # the main process alone would hang
+        why = "evaluates on the main process alone, which cannot generate with sharded parameters (FSDP, ZeRO-3)"
+        raise RecipeError([Problem(recipe.file, "heldout", why, "remove heldout: or train with DDP / ZeRO-1/2")])
     dataset = prompts_for(recipe, None, trainer.processing_class, section["limit"])
     rewards, weights = build_rewards(recipe, output_dir=trainer.args.output_dir)
     problems = column_problems(recipe, rewards, dataset.column_names)
