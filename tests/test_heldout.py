@@ -15,10 +15,13 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from transformers import TrainerCallback
 
+from grpo_trl.check import load_recipe
 from grpo_trl.cli import main, train_main
 from grpo_trl.monitor.callbacks import Alerts
 from grpo_trl.monitor.heldout import KIND, Divergence
+from grpo_trl.train import run
 from tests.conftest import tiny_recipe
 
 EVERY = 3  # training logs between evaluations
@@ -224,6 +227,16 @@ def heldout_entries(out) -> list[dict]:
     return [h for h in state(out) if "heldout/pass@1" in h]
 
 
+class Tracker(TrainerCallback):
+    """What a ``report_to`` logger (TensorBoard, W&B) is given: every ``on_log`` entry."""
+
+    def __init__(self):
+        self.logged: list[dict] = []
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        self.logged.append(dict(logs or {}))
+
+
 @pytest.fixture(scope="module")
 def rigged_run(tmp_path_factory, tiny_model):
     """The rigged run, uninterrupted: 12 steps, an evaluation every 3."""
@@ -231,17 +244,17 @@ def rigged_run(tmp_path_factory, tiny_model):
     from contextlib import redirect_stdout
 
     tmp = tmp_path_factory.mktemp("rigged")
-    out, console = tmp / "out", io.StringIO()
+    console, tracker = io.StringIO(), Tracker()
     with redirect_stdout(console):
-        assert train_main([str(rigged(tmp, tiny_model))]) == 0
-    return out, console.getvalue()
+        result = run(load_recipe(rigged(tmp, tiny_model)), extra_callbacks=[tracker])
+    return tmp / "out", console.getvalue(), result, tracker
 
 
 @pytest.mark.slow
 def test_a_rigged_reward_rises_while_held_out_accuracy_falls_and_the_alert_fires(rigged_run):
     from grpo_trl.report.page import write_report
 
-    out, console = rigged_run
+    out, console, result, tracker = rigged_run
     held = heldout_entries(out)
     assert [h["step"] for h in held] == [0, 3, 6, 9, 12]
     for h in held:
@@ -256,6 +269,9 @@ def test_a_rigged_reward_rises_while_held_out_accuracy_falls_and_the_alert_fires
     # 3 has the baseline's reward; the reward dips at first, so 6 diverges or not (seeded: not, fired at 12)
     assert len(fired) == 1 and fired[0]["step"] in (9, 12), alerts
     assert "training reward rose" in fired[0]["message"] and "held-out pass@1 fell" in fired[0]["message"]
+    assert [a for a in result.alerts if a["kind"] == KIND] == fired  # TrainResult.alerts
+    seen = [t for t in tracker.logged if "heldout/pass@1" in t]  # what trackers get: every evaluation
+    assert seen == [{k: v for k, v in h.items() if k != "step"} for h in held]
     assert re.search(r"heldout at step 6 \| pass@1 [0-9.]+ \| pass@4 [0-9.]+ \| greedy pass@1", console)
     write_report(out)
     plots = json.loads((out / "report" / "report.json").read_text())["plots"]
@@ -267,10 +283,6 @@ def test_resume_continues_the_evaluations_and_the_alerts_history(tmp_path, tiny_
     """Stopped at step 9 (after the evaluation of step 9, saved with it), resumed to 12: the same five points, none
     twice, and the alert fires as in the uninterrupted run: at step 12 (seeded) only because the streak of step 9
     and the baseline of step 0 were restored."""
-    from transformers import TrainerCallback
-
-    from grpo_trl.check import load_recipe
-    from grpo_trl.train import run
 
     class Interrupt(TrainerCallback):  # as a kill right after checkpoint-9 (same recipe, same learning-rate schedule)
         def on_step_end(self, args, state, control, **kwargs):
