@@ -20,6 +20,7 @@ from pathlib import Path
 
 from grpo_trl.errors import GrpoTrlError
 from grpo_trl.jsonio import read_jsonl
+from grpo_trl.monitor.heldout import KIND as DIVERGING
 from grpo_trl.monitor.heldout import is_heldout
 from grpo_trl.report.plots import plot_heldout, plot_history, plot_title
 from grpo_trl.run.directory import Manifest, record_entries
@@ -203,10 +204,11 @@ def _write_report(output_dir: Path, history: list[dict]) -> str:
         )
     record_entries(output_dir, "report")  # grpo-trl's own entry: `train --overwrite` may replace it
     out.mkdir(parents=True, exist_ok=True)
-    drawn = {**plot_heldout(history, load_heldout_history(output_dir), out)}  # first: the run's sanity check
-    drawn.update(plot_history(history, out, load_eval_history(output_dir)))
     samples = _read_jsonl(output_dir / "completions.jsonl")
     alerts = _read_jsonl(output_dir / "alerts.jsonl")
+    diverged = [a["step"] for a in alerts if a.get("kind") == DIVERGING]
+    drawn = {**plot_heldout(history, load_heldout_history(output_dir), out, diverged)}  # first: the sanity check
+    drawn.update(plot_history(history, out, load_eval_history(output_dir)))
     first, last = (history[0], history[-1]) if history else ({}, {})
     trend = reward_trend(history)  # the same numbers as the end-of-run summary of `grpo-trl train`
     window = trend_window(history)

@@ -99,10 +99,13 @@ def _draw(plt, title: str, series: list[str], history: list[dict], path: Path) -
 HELDOUT_PLOT = "heldout.png"
 
 
-def plot_heldout(history: list[dict], heldout: list[dict], out_dir: Path) -> dict[str, list[str]]:
+def plot_heldout(
+    history: list[dict], heldout: list[dict], out_dir: Path, alert_steps: list[int] = ()
+) -> dict[str, list[str]]:
     """``heldout.png``: held-out pass@k (``heldout:``, one point per evaluation) on the left axis, the training
-    reward on the right, over steps, so a reward that rises while held-out accuracy falls shows at a glance.
-    Returns ``{file: [series]}`` like ``plot_history`` (nothing without a held-out point)."""
+    reward on the right, over steps, so a reward that rises while held-out accuracy falls shows at a glance; a dashed
+    line at each step in ``alert_steps`` (the ``heldout_diverging`` alert). Returns ``{file: [series]}`` like
+    ``plot_history`` (nothing without a held-out point)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -126,6 +129,8 @@ def plot_heldout(history: list[dict], heldout: list[dict], out_dir: Path) -> dic
         right.set_ylabel("training reward")
         right.legend(fontsize=7, loc="lower right")
         series.append("reward")
+    for step in alert_steps:
+        ax.axvline(step, color="red", linestyle="--", linewidth=1.0, label=f"alert (step {step})")
     ax.set_title(plot_title(HELDOUT_PLOT))
     ax.set_xlabel("step")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
