@@ -170,6 +170,7 @@ def test_divergence_needs_a_reward_logged_after_an_evaluation():
         ),
         ({"every": 0}, {"eval_size": 8}, "heldout.every: must be >= 1, got 0"),
         ({"n": 0}, {"eval_size": 8}, "heldout.n: must be >= 1, got 0"),
+        ({"temperature": 0.0}, {"eval_size": 8}, "heldout.temperature: must be a positive number, got 0.0"),
         (
             {"sampled": False, "greedy": False},
             {"eval_size": 8},

@@ -52,7 +52,8 @@ class HeldoutEval(TrainerCallback):
         # sampled as the trainer samples its rollouts (transformers' own default top_k of 50 would not be)
         knobs = {"top_k": config.top_k, "min_p": config.min_p, "repetition_penalty": config.repetition_penalty}
         fixed = ("max_new_tokens", "num_return_sequences", "pad_token_id", "do_sample", "temperature", "top_p")
-        knobs.update({k: v for k, v in (config.generation_kwargs or {}).items() if k not in fixed})
+        if not config.use_vllm:  # TRL gives generation_kwargs to transformers' generate only without vLLM
+            knobs.update({k: v for k, v in (config.generation_kwargs or {}).items() if k not in fixed})
         self.sample_kwargs = {k: v for k, v in knobs.items() if v is not None}
         self.done: set[int] = set()
 

@@ -43,7 +43,9 @@ class HeldoutSection(Section):
     k: list[int] | None = Field(None, description="the k of the pass@k logged (default: 1 and n)")
     sampled: bool = Field(True, description="sample n completions per prompt at the temperature")
     greedy: bool = Field(True, description="also one greedy completion per prompt (heldout/greedy/pass@1)")
-    temperature: YamlFloat | None = Field(None, ge=0, description="sampling temperature (default: trainer's)")
+    temperature: YamlFloat | None = Field(
+        None, gt=0, description="sampling temperature (default: trainer's; greedy is greedy: true)"
+    )
     max_new_tokens: int | None = Field(None, ge=1, description="default: trainer.max_completion_length")
     batch_size: int = Field(16, ge=1, description="prompts per generate() call")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="sampling seed (plus the step)")
