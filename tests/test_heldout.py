@@ -187,6 +187,16 @@ def test_check_refuses_a_bad_heldout_section_before_any_model_loads(tmp_path, ca
     assert not (tmp_path / "out").exists()  # nothing built, nothing written
 
 
+def test_check_plans_the_cost_of_the_evaluations(tmp_path, capsys):
+    data = {"builder": "countdown", "source": "generate", "size": 64, "system_prompt": "none", "eval_size": 8}
+    path = tiny_recipe(tmp_path, "builtin:tiny", data=data, extra={"heldout": {"every": 3, "n": 2, "limit": 8}})
+    assert main(["check", str(path)]) == 0
+    assert (  # max_steps 4: before the first, at 3 and at the last
+        "  heldout             up to 8 eval prompts x 3 = 24 completions of <= 12 tokens every 3 steps and before "
+        "the first: 3 in all\n"
+    ) in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------------------------------ real runs
 def has_digit(completions, **kwargs):
     """The task: an answer needs a number (1.0 when the completion holds a digit)."""
