@@ -204,7 +204,12 @@ def _metrics(history: list[dict]) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_refill_fills_the_batch_with_groups_that_teach(make_recipe):
+def test_refill_fills_the_batch_with_groups_that_teach(make_recipe, tmp_path):
+    import json
+    from pathlib import Path
+
+    from grpo_trl.report.page import write_report
+
     result = run(load_recipe(_refill_recipe(make_recipe)))
     logs = _metrics(result.log_history)
     assert len(logs) == 4
@@ -216,6 +221,14 @@ def test_refill_fills_the_batch_with_groups_that_teach(make_recipe):
     assert sum(h["dynamic_sampling/zero_std_kept"] for h in logs) < sum(
         h["dynamic_sampling/zero_std_generated"] for h in logs
     )
+    plots = json.loads((Path(write_report(tmp_path / "out")).parent / "report.json").read_text())["plots"]
+    assert plots["dynamic_sampling.png"] == [
+        "dynamic_sampling/dropped",
+        "dynamic_sampling/zero_std_generated",
+        "dynamic_sampling/zero_std_kept",
+    ]
+    assert plots["dynamic_sampling_generations.png"] == ["dynamic_sampling/generations"]
+    assert plots["dynamic_sampling_rounds.png"] == ["dynamic_sampling/resample_rounds"]
 
 
 @pytest.mark.slow
