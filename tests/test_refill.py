@@ -63,6 +63,20 @@ def test_check_prints_one_error_line_before_any_model_loads(tmp_path):
     assert "data.dynamic_sampling.max_resample" in errors[0] and "integer >= 1" in errors[0]
 
 
+def test_check_refuses_groups_that_would_span_two_processes(make_recipe):
+    from grpo_trl.check.validate import validate
+
+    data = {**COUNTDOWN, "dynamic_sampling": {"max_resample": 1}}
+    split = load_recipe(make_recipe(data=data, trainer={"per_device_train_batch_size": 2}), validate=False)
+    problems = validate(split, world_size=2)  # 2 rows a process, groups of 4: TRL accepts it, refill cannot
+    assert [p.key for p in problems] == ["data.dynamic_sampling"], problems
+    assert (
+        "not a multiple of num_generations = 4" in problems[0].text
+        and "per_device_train_batch_size" in problems[0].fix
+    )
+    assert validate(load_recipe(make_recipe(data=data)), world_size=2) == []  # 8 rows a process: whole groups
+
+
 # ------------------------------------------------------------------------------------------------ zero variance
 def _trl_zero_std(rewards: list[float], size: int) -> list[bool]:
     """TRL's own test (sum_then_normalize): nan-aware sample std of the group, isclose to 0."""

@@ -64,6 +64,26 @@ def dynamic_sampling_problems(option: Any) -> list[Problem]:
     return problems
 
 
+def whole_groups_problems(per_device_batch: int, steps_per_generation: int, num_generations: int) -> list[Problem]:
+    """``data.dynamic_sampling`` keeps each process's own groups, so a group must not span two processes.
+
+    >>> [p.key for p in whole_groups_problems(2, 1, 4)], whole_groups_problems(4, 2, 8)
+    (['data.dynamic_sampling'], [])
+    """
+    local = per_device_batch * steps_per_generation
+    if local % num_generations == 0:
+        return []
+    return [
+        Problem(
+            "",
+            "data.dynamic_sampling",
+            f"needs whole groups on each process: per_device_train_batch_size x steps_per_generation = {local} is "
+            f"not a multiple of num_generations = {num_generations}",
+            "make trainer.per_device_train_batch_size (or steps_per_generation) a multiple of num_generations",
+        )
+    ]
+
+
 def zero_variance(rewards: list[float], group_size: int) -> list[bool]:
     """Per group of ``group_size`` consecutive total rewards: True when it teaches nothing, i.e. its scorable rewards
     (NaN: every reward function returned None) number fewer than two or are all equal (spread <= 1e-8), as TRL's

@@ -24,7 +24,15 @@ from typing import Any
 from transformers import TrainerCallback
 
 from grpo_trl.data.dynamic_sampling import write_checkpoint_state
-from grpo_trl.data.refill import KEYS, RefillOrder, choose_groups, merge_batches, total_rewards, zero_variance
+from grpo_trl.data.refill import (
+    KEYS,
+    RefillOrder,
+    choose_groups,
+    merge_batches,
+    total_rewards,
+    whole_groups_problems,
+    zero_variance,
+)
 from grpo_trl.data.sampler import ZeroVarianceSampler
 from grpo_trl.errors import GrpoTrlError
 from grpo_trl.trl_adapter import add_train_metric, train_sampler, wrap_generation
@@ -140,15 +148,10 @@ def install(trainer: Any, data_cfg: dict) -> Refill | None:
     if option is None:
         return None
     option = {**KEYS, **option}
-    args, size = trainer.args, trainer.num_generations
-    local = args.per_device_train_batch_size * args.steps_per_generation
-    if local % size:
-        raise GrpoTrlError(
-            f"data.dynamic_sampling needs whole groups on each process: per_device_train_batch_size x "
-            f"steps_per_generation = {local} is not a multiple of num_generations = {size}",
-            key="data.dynamic_sampling",
-            fix="make per_device_train_batch_size (or steps_per_generation) a multiple of num_generations",
-        )
+    args = trainer.args
+    found = whole_groups_problems(args.per_device_train_batch_size, args.steps_per_generation, args.num_generations)
+    if found:
+        raise GrpoTrlError(found)
     if not hasattr(trainer.train_dataset, "__getitem__") or not hasattr(trainer.train_dataset, "__len__"):
         raise GrpoTrlError(
             "data.dynamic_sampling draws fresh prompts by index; this training dataset is a stream",
