@@ -150,6 +150,21 @@ def test_refill_order_passes_over_skipped_prompts_unless_nothing_else_is_left():
     assert len(RefillOrder(4).take(3, skip=lambda i: True)) == 3  # all in cooldown: taken anyway, no endless loop
 
 
+def test_with_data_sampler_the_refill_passes_over_prompts_in_cooldown():
+    from datasets import Dataset
+
+    from grpo_trl.data.refill_install import Refill
+    from grpo_trl.data.sampler import ZeroVarianceSampler
+
+    sampler = ZeroVarianceSampler(Dataset.from_dict({"prompt": ["a", "b", "c", "d"]}), mini_repeat_count=2, seed=0)
+    list(sampler)  # epoch 1 drawn
+    sampler.observe(["a", "a", "c", "c"], [0.0, 0.0, 0.0, 0.0], group_size=2)  # "a" and "c" taught nothing
+    skip = Refill(None, 1, RefillOrder(4), sampler)._skip()
+    assert [skip(i) for i in range(4)] == [True, False, True, False]
+    assert sorted(RefillOrder(4, seed=3).take(2, skip)) == [1, 3]
+    assert Refill(None, 1, RefillOrder(4), None)._skip() is None  # no data.sampler: every prompt
+
+
 # ------------------------------------------------------------------------------------------------ joining batches
 def _batch(n: int, prompt_w: int, completion_w: int, seed: int) -> dict:
     g = torch.Generator().manual_seed(seed)

@@ -53,6 +53,8 @@ class Refill:
 
     def _flags(self, rewards: Any, local_groups: int) -> list[bool]:
         """This process's groups: zero variance or not, from the rewards of all processes (same on each)."""
+        if rewards is None:  # no rewards seen (a TRL that scores elsewhere): nothing to refill
+            return [False] * local_groups
         size = self.trainer.num_generations
         flags = zero_variance(total_rewards(rewards, self.trainer.reward_weights), size)
         start = self.trainer.accelerator.process_index * local_groups
