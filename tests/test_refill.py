@@ -47,6 +47,7 @@ def test_good_options_and_the_mixture_rules():
     assert "set data.dynamic_sampling beside data.mixture" in inside[0].text
 
 
+@pytest.mark.slow  # a subprocess importing TRL: ~7 s alone, more on a busy machine
 def test_check_prints_one_error_line_before_any_model_loads(tmp_path):
     import subprocess
     import sys
@@ -221,8 +222,8 @@ def half_constant(completions: list, target: list, **kwargs) -> list[float]:
     return [0.0 if t % 2 == 0 else float(len(text)) for text, t in zip(texts, target)]
 
 
-def _refill_recipe(make_recipe, **trainer):
-    data = {**COUNTDOWN, "dynamic_sampling": {"max_resample": 3}}
+def _refill_recipe(make_recipe, sampler=None, **trainer):
+    data = {**COUNTDOWN, "dynamic_sampling": {"max_resample": 3}, **({"sampler": sampler} if sampler else {})}
     rewards = [{"name": "tests.test_refill:half_constant"}]
     return make_recipe(data=data, rewards=rewards, trainer={"max_steps": 4, **trainer})
 
@@ -261,13 +262,15 @@ def test_refill_fills_the_batch_with_groups_that_teach(make_recipe, tmp_path):
 
 
 @pytest.mark.slow
-def test_refill_with_steps_per_generation_and_iterations(make_recipe):
+def test_refill_with_steps_per_generation_iterations_and_data_sampler(make_recipe):
     trainer = {"steps_per_generation": 2, "num_iterations": 2, "per_device_train_batch_size": 4}
-    result = run(load_recipe(_refill_recipe(make_recipe, **trainer)))
+    sampler = {"zero_variance_weight": 0.2, "cooldown_epochs": 1}
+    result = run(load_recipe(_refill_recipe(make_recipe, sampler=sampler, max_steps=12, **trainer)))
     logs = _metrics(result.log_history)
-    assert len(logs) == 4 and all(math.isfinite(h["loss"]) for h in logs)
+    assert len(logs) == 12 and all(math.isfinite(h["loss"]) for h in logs)
     generated = [h for h in logs if "dynamic_sampling/generations" in h]
-    assert len(generated) == 1  # one generation batch (8 completions) serves 2 slices x 2 iterations = 4 steps
+    assert len(generated) == 3  # one generation batch (2 groups) serves 2 slices x 2 iterations = 4 steps
+    assert any(h["dynamic_sampling/resample_rounds"] for h in generated)  # a joined batch was split and reused
 
 
 class _Killed(Exception):
