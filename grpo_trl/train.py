@@ -220,6 +220,7 @@ def run(
     ``trainer_kwargs``: extra ``GRPOTrainer`` arguments merged with the recipe's (see ``build_trainer``).
     """
     from grpo_trl.data.dynamic_sampling import install as install_sampler
+    from grpo_trl.data.refill_install import install as install_refill
     from grpo_trl.generation import preflight
     from grpo_trl.jsonio import read_jsonl
     from grpo_trl.monitor.callbacks import install_monitors
@@ -237,6 +238,7 @@ def run(
         trainer = build_trainer(recipe, config=config, **trainer_kwargs)
         alerts = install_monitors(trainer, recipe.logging, output_dir, extra_callbacks, console=not verbose)
         install_sampler(trainer, recipe.dataset)  # data.sampler: zero-variance-aware sampling
+        install_refill(trainer, recipe.dataset)  # data.dynamic_sampling: DAPO refill of zero-variance groups
         session.attach(trainer)  # manifest entries as checkpoints are saved; logs and alerts continued on resume
         trainer.train(resume_from_checkpoint=str(session.resume_from) if session.resume_from else None)
         session.save_final(trainer)  # save_model + save_state, whole before in place (a kill leaves it unfinished)

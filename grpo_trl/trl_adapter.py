@@ -8,6 +8,10 @@ What grpo-trl reads or wraps, and why:
 - ``trainer._generate(prompts)``: wrapped (not replaced) to time generation.
 - ``trainer._get_train_sampler``: replaced by ``data.sampler``'s zero-variance-aware sampler (``use_train_sampler``),
   which also reads each batch's advantages from ``_logs``.
+- ``trainer._generate_and_score_completions(inputs)`` and ``trainer._calculate_rewards``: wrapped (not replaced)
+  by ``data.dynamic_sampling`` (``wrap_generation``), which calls the first again for fresh prompts when groups have
+  zero reward variance and reads each call's gathered rewards from the second; ``trainer._metrics``: its metrics,
+  appended beside TRL's own for the same step (``add_train_metric``).
 - ``trl.trainer.utils.RepeatSampler``: the order TRL's sampler yields (``repeat_sampler``), which ``data.sampler``
   runs over its own epoch order.
 - ``trl.scripts.vllm_serve`` (``ScriptArguments``, ``build_command``): the command ``trl vllm-serve`` runs
@@ -42,6 +46,9 @@ INTERNALS = {
     "_log_metric": ("method", "extra metrics on the next logged step (timing/generation_s)"),
     "_generate": ("method", "timing of generation"),
     "_get_train_sampler": ("method", "data.sampler's zero-variance-aware sampler"),
+    "_generate_and_score_completions": ("method", "data.dynamic_sampling's refill of zero-variance groups"),
+    "_calculate_rewards": ("method", "data.dynamic_sampling's zero-variance test (gathered rewards of a generation)"),
+    "_metrics": ("attribute", "data.dynamic_sampling's metrics (logged with TRL's own)"),
 }
 LOGS_KEYS = ("prompt", "completion", "rewards", "advantages")
 # "module:name" -> what grpo-trl needs it for: names in TRL modules that ``trl`` does not export.
@@ -191,3 +198,29 @@ def time_generation(trainer: Any, metric: str = "timing/generation_s") -> bool:
 
     trainer._generate = timed_generate
     return True
+
+
+def wrap_generation(trainer: Any, wrapper: Callable[[Callable, list], dict]) -> None:
+    """Route each generation batch through ``wrapper(generate, inputs)``, where ``generate(inputs)`` runs TRL's
+    ``_generate_and_score_completions`` and returns ``(its output, the gathered rewards per function)``: the
+    ``(completions of all processes, reward functions)`` tensor TRL normalizes advantages from."""
+    original, calculate = trainer._generate_and_score_completions, trainer._calculate_rewards
+    seen: list = []
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        rewards = calculate(*args, **kwargs)
+        seen.append(rewards)
+        return rewards
+
+    def generate(inputs: list) -> tuple[dict, Any]:
+        seen.clear()
+        output = original(inputs)
+        return output, (seen[-1] if seen else None)
+
+    trainer._calculate_rewards = recording
+    trainer._generate_and_score_completions = lambda inputs: wrapper(generate, inputs)
+
+
+def add_train_metric(trainer: Any, name: str, value: float) -> None:
+    """Add ``value`` to the training metric ``name``, averaged and logged by TRL with its own on the next log."""
+    trainer._metrics["train"][name].append(value)

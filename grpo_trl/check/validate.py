@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from grpo_trl.check.rewards import columns_check, reward_problems
 from grpo_trl.data.checks import data_problems
-from grpo_trl.errors import GrpoTrlError, Problem, suggest
+from grpo_trl.errors import GrpoTrlError, Problem, located, suggest
 from grpo_trl.recipe import schema
 from grpo_trl.recipe.trl_schema import BACKENDS, GENERATION_FIELDS
 from grpo_trl.run.directory import output_dir_problems
@@ -57,6 +57,8 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
         problems += columns_check(recipe)
     if not problems:
         problems += trl_problems(recipe, world_size or recipe.world_size)
+    if not problems and recipe.dataset.get("dynamic_sampling") is not None:
+        problems += refill_problems(recipe, world_size or recipe.world_size)
     if not problems:
         from grpo_trl.check.ready import readiness_problems
 
@@ -208,3 +210,12 @@ def trl_problems(recipe: Recipe, world_size: int) -> list[Problem]:
             )
         return [Problem(recipe.file, "trainer", msg, fix)]
     return []
+
+
+def refill_problems(recipe: Recipe, world_size: int) -> list[Problem]:
+    """``data.dynamic_sampling`` on ``world_size`` processes: each process's slice holds whole groups."""
+    from grpo_trl.data.refill import whole_groups_problems
+
+    cfg = recipe.to_grpo_config(world_size=world_size, planning=True)
+    found = whole_groups_problems(cfg.per_device_train_batch_size, cfg.steps_per_generation, cfg.num_generations)
+    return located(found, recipe.file)
