@@ -129,6 +129,10 @@ def load_shape(name: str, tiny: dict | None = None, **kwargs: Any) -> Shape:
 
     if name == BUILTIN_TINY:
         return tiny_shape(**(tiny or {}))
+    if name == "builtin:tiny-vlm":
+        from grpo_trl.models.tiny_vlm import TOKENS, tiny_vlm_config
+
+        return Shape.from_config(tiny_vlm_config(TOKENS, TOKENS - 1, 2, 0))
     local = Path(name).expanduser() / "config.json"
     if local.is_file():
         return Shape.from_config(json.loads(local.read_text()))

@@ -26,6 +26,7 @@ from pathlib import Path
 from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, _tokenizer
 
 IMAGE_TOKEN = "<image>"
+TOKENS = 513  # the tokenizer's size: builtin:tiny's 512, then IMAGE_TOKEN (a test checks it against the built model)
 
 # builtin:tiny's template, with list contents (TRL turns a VLM's prompt into text and image entries) rendered
 VLM_CHAT_TEMPLATE = (
