@@ -97,7 +97,7 @@ def template_image_problems(template: str, image_token: str, file: str = "", key
                 key,
                 f"the chat template renders an image entry ({{'type': 'image'}}) without the image token "
                 f"{image_token!r}: the model would never see the image",
-                f"render {{'type': 'image'}} entries as {image_token!r} (the processor expands it to the image's tokens)",
+                f"render {{'type': 'image'}} entries as {image_token!r} (the processor expands it per image)",
             )
         ]
     return []
