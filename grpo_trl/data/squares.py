@@ -16,7 +16,7 @@ import io
 import random
 import zlib
 
-from grpo_trl.data.registry import register_builder
+from grpo_trl.data.registry import DataError, register_builder
 
 COLOURS = {"red": (220, 30, 30), "green": (30, 160, 60), "blue": (30, 60, 220)}
 QUESTION = "How many {colour} squares are in the image? Write the number in <answer> </answer> tags."
@@ -26,7 +26,7 @@ def draw(rng: random.Random, image_size: int, max_squares: int) -> tuple[bytes, 
     """One picture (PNG bytes) and how many squares of each colour it shows."""
     from PIL import Image, ImageDraw
 
-    side = max(2, image_size // 8)
+    side = max(4, image_size // 8)  # 8 x 8 cells; a square fills its cell but a 1-pixel border
     cells = [(x, y) for x in range(0, image_size - side + 1, side) for y in range(0, image_size - side + 1, side)]
     rng.shuffle(cells)
     counts = {c: rng.randint(0 if c != "red" else 1, max_squares) for c in COLOURS}
@@ -48,6 +48,9 @@ def squares(split: str = "train", *, size: int = 1000, seed: int = 0, image_size
     """Generated pictures of coloured squares: ``user`` asks for one colour's count, ``images``, ``solution``."""
     from datasets import Dataset, Image, List
 
+    if image_size < 8 or max_squares < 1:
+        key, got = ("data.image_size", image_size) if image_size < 8 else ("data.max_squares", max_squares)
+        raise DataError(f"must be at least {8 if image_size < 8 else 1}, got {got}", key=key)
     rng = random.Random(zlib.crc32(f"{split}:{seed}".encode()))
     rows = []
     for _ in range(size):
