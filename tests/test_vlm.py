@@ -34,6 +34,10 @@ def test_the_processor_is_loaded_as_trl_loads_it_and_a_text_model_keeps_its_toke
     assert isinstance(processor, ProcessorMixin)
     assert processor.tokenizer.padding_side == "left" and processor.tokenizer.truncation_side == "left"
     assert len(processor.tokenizer) == TOKENS  # what check's memory plan assumes without building it
+    from grpo_trl.models.shape import load_shape
+
+    built = json.loads((Path(tiny_vlm) / "grpo_trl_tiny.json").read_text())["params"]
+    assert load_shape("builtin:tiny-vlm").params()[0] == built  # the vision tower counted too
     text = load_processing_class({"name": tiny_model}, tiny_model)
     same = load_tokenizer({"name": tiny_model}, tiny_model)
     assert type(text) is type(same) and text.chat_template == same.chat_template and text.padding_side == "right"
@@ -136,7 +140,6 @@ def saw_completions(completions, images, solution, **kwargs):
 """
 
 
-@pytest.mark.slow
 def test_check_train_resume_and_eval_run_and_the_reward_sees_completions_and_images(tmp_path, monkeypatch, capsys):
     seen = tmp_path / "seen.jsonl"
     monkeypatch.setenv("VLM_SEEN", str(seen))
