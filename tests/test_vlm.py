@@ -43,6 +43,13 @@ def test_the_processor_is_loaded_as_trl_loads_it_and_a_text_model_keeps_its_toke
     assert type(text) is type(same) and text.chat_template == same.chat_template and text.padding_side == "right"
 
 
+def test_tiny_vlm_is_a_builtin_whose_folder_is_a_cache_of_the_run():
+    from grpo_trl.models.builtin import BUILDERS, VISION_BUILTINS, folder_name
+    from grpo_trl.run.names import kind_of
+
+    assert set(VISION_BUILTINS) <= set(BUILDERS) and kind_of(folder_name("builtin:tiny-vlm")) == "cache"
+
+
 def test_model_chat_template_goes_onto_the_processor(tiny_vlm, tmp_path):
     template = "{% for m in messages %}[{{ m['role'] }}]{% endfor %}"
     assert load_processing_class({"name": tiny_vlm, "chat_template": template}, tiny_vlm).chat_template == template
