@@ -169,3 +169,23 @@ def test_check_train_resume_and_eval_run_and_the_reward_sees_completions_and_ima
     report = json.loads((tmp_path / "out" / "eval.json").read_text())
     assert report["prompts"] == 3 and set(report["rewards"]) >= {"gsm8k", "xml_format", "saw_completions"}
     load_recipe(path)  # the recipe as written still loads
+
+
+def test_the_memory_plan_of_a_qwen2_5_vl_config_counts_the_parameters_transformers_builds(tmp_path):
+    """The real recipe's family (Qwen2.5-VL), at a small size: the plan reads config.json alone (no processor, no
+    torchvision) and counts the vision tower with the language model."""
+    import torch
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+
+    from grpo_trl.models.shape import load_shape
+
+    text = {"vocab_size": 300, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2}
+    text |= {"num_attention_heads": 4, "num_key_value_heads": 2, "rope_parameters": {"rope_type": "default"}}
+    text["rope_parameters"] |= {"mrope_section": [2, 3, 3], "rope_theta": 10000.0}
+    vision = {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 64}
+    config = Qwen2_5_VLConfig(text_config=text, vision_config=vision, tie_word_embeddings=True)
+    (tmp_path / "config.json").write_text(config.to_json_string())
+    with torch.device("meta"):
+        want = Qwen2_5_VLForConditionalGeneration(config).num_parameters()
+    shape = load_shape(str(tmp_path))
+    assert shape.params()[0] == want and shape.hidden == 64 and shape.layers == 2  # sizes: the language model's
