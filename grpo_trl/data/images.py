@@ -67,7 +67,7 @@ def load_image(value: Any, folders: list[Path]) -> dict:
     elif isinstance(value, str):
         value = {"bytes": None, "path": value}
     if not isinstance(value, dict) or not (value.get("bytes") or value.get("path")):
-        shown = f"{type(value).__name__} {str(value)[:40]!r}"
+        shown = f"{type(value).__name__} {repr(value)[:40]}"
         raise ValueError(f"is {shown}, not an image (a path, {{bytes, path}}, a PIL image, or a list of them)")
     data, path = value.get("bytes"), value.get("path")
     if not data:
