@@ -50,6 +50,20 @@ def test_tiny_vlm_is_a_builtin_whose_folder_is_a_cache_of_the_run():
     assert set(VISION_BUILTINS) <= set(BUILDERS) and kind_of(folder_name("builtin:tiny-vlm")) == "cache"
 
 
+@pytest.mark.parametrize("files", [["config.json"], ["config.json", "tokenizer.json", "tokenizer_config.json"]])
+def test_a_vision_model_without_its_processor_is_one_problem_naming_model(tiny_vlm, tmp_path, files):
+    import shutil
+
+    from grpo_trl.errors import GrpoTrlError
+
+    for name in files:
+        shutil.copy(Path(tiny_vlm) / name, tmp_path / name)
+    with pytest.raises(GrpoTrlError) as err:
+        load_processing_class({"name": str(tmp_path)}, str(tmp_path), "r.yaml")
+    (problem,) = err.value.problems
+    assert problem.key == "model" and "cannot load the processor of vision-language model" in problem.message
+
+
 def test_model_chat_template_goes_onto_the_processor(tiny_vlm, tmp_path):
     template = "{% for m in messages %}[{{ m['role'] }}]{% endfor %}"
     assert load_processing_class({"name": tiny_vlm, "chat_template": template}, tiny_vlm).chat_template == template
