@@ -64,6 +64,29 @@ def test_a_vision_model_without_its_processor_is_one_problem_naming_model(tiny_v
     assert problem.key == "model" and "cannot load the processor of vision-language model" in problem.message
 
 
+def test_qwen2_vl_without_torchvision_is_one_problem_that_names_it(tmp_path):
+    """transformers 5's Qwen2-VL processor needs torchvision (its video processor), which the lock does not have."""
+    import importlib.util
+
+    if importlib.util.find_spec("torchvision") is not None:
+        pytest.skip("torchvision is installed here: the processor loads")
+    from transformers import Qwen2VLConfig
+
+    from grpo_trl.errors import GrpoTrlError
+    from grpo_trl.models.tiny import TAG_TOKENS, _tokenizer
+
+    _tokenizer(["How many squares?"], 300, TAG_TOKENS).save_pretrained(tmp_path)
+    rope = {"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 1e4}
+    text = {"vocab_size": 400, "hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4}
+    Qwen2VLConfig(text_config={**text, "rope_parameters": rope}, vision_config={"depth": 1}).save_pretrained(tmp_path)
+    processor = {"processor_class": "Qwen2VLProcessor", "image_processor_type": "Qwen2VLImageProcessor"}
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(processor))
+    with pytest.raises(GrpoTrlError) as err:
+        load_processing_class({"name": str(tmp_path)}, str(tmp_path), "r.yaml")
+    (problem,) = err.value.problems
+    assert problem.key == "model" and "Torchvision" in problem.message
+
+
 def test_model_chat_template_goes_onto_the_processor(tiny_vlm, tmp_path):
     template = "{% for m in messages %}[{{ m['role'] }}]{% endfor %}"
     assert load_processing_class({"name": tiny_vlm, "chat_template": template}, tiny_vlm).chat_template == template

@@ -130,15 +130,15 @@ def load_processing_class(model: dict, model_path: str, file: str = "", base_dir
     kwargs = {k: model[k] for k in ("revision", "trust_remote_code") if model.get(k) is not None}
     try:
         vision = getattr(AutoConfig.from_pretrained(model_path, **kwargs), "vision_config", None) is not None
-    except (OSError, ValueError):
-        vision = False  # load_tokenizer says why the folder or Hub id cannot be loaded
+    except Exception:  # noqa: BLE001 - no readable config: a text model's path, as before (load_tokenizer says why)
+        vision = False
     if not vision:
         return load_tokenizer(model, model_path, file, base_dir)
     from transformers import AutoProcessor
 
     try:
         processor = AutoProcessor.from_pretrained(model_path, truncation_side="left", padding_side="left", **kwargs)
-    except (OSError, ValueError, TypeError, ImportError) as exc:
+    except (OSError, ValueError, TypeError, ImportError, AttributeError, KeyError) as exc:  # e.g. no torchvision
         why = f"cannot load the processor of vision-language model {str(model_path)!r} ({type(exc).__name__}: "
         raise RecipeError(
             [Problem(file, "model", why + f"{str(exc)[:300]})", "give a folder with its processor")]
