@@ -132,7 +132,6 @@ PAGE_OPTIONS = {
         "set": ["generation=null"],
     },
     ("recipes.md", "# broken.yaml"): {"checked_below": True},
-    ("vision.md", "# text-model.yaml"): {"checked_below": True},  # refused by check: the console block below
     ("eval.md", "pass_rate:"): {
         "base": "recipes/gsm8k/qwen2.5-1.5b-instruct.yaml",
         "pass_rates": "recipe.pass_rates.json",  # as `grpo-trl filter` writes it, no prompt scored yet
@@ -148,6 +147,7 @@ PAGE_OPTIONS = {
     ("tools-and-environments.md", "factory: countdown"): {
         "base": "recipes/tools/countdown-calculator-qwen2.5-3b.yaml",
     },
+    ("vision.md", "# text-model.yaml"): {"checked_below": True},  # refused by check: the console block below
 }
 
 # Commands that do not work as the docs say, each a grpo-trl issue to fix: the test asserts the failure as it is
