@@ -123,7 +123,7 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     from grpo_trl.data import build_dataset
     from grpo_trl.data.render import Rendering
     from grpo_trl.environments import build_environment_factory
-    from grpo_trl.models.load import load_tokenizer, resolve_model
+    from grpo_trl.models.load import load_processing_class, resolve_model
     from grpo_trl.models.quantization import bnb_config, hardware_problems
     from grpo_trl.models.reward_models import is_model_entry, processing_class
     from grpo_trl.run.names import STATE
@@ -157,7 +157,7 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
 
     model_path = resolve_model(recipe.model, config.output_dir, stage=Path(config.output_dir) / STATE)
     model = kw.pop("model", None) or model_path
-    tokenizer = kw.pop("processing_class", None) or load_tokenizer(
+    tokenizer = kw.pop("processing_class", None) or load_processing_class(  # a processor for a vision model
         recipe.model, model_path, recipe.file, recipe.base_dir
     )
 

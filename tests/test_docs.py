@@ -148,6 +148,7 @@ PAGE_OPTIONS = {
     ("tools-and-environments.md", "factory: countdown"): {
         "base": "recipes/tools/countdown-calculator-qwen2.5-3b.yaml",
     },
+    ("vision.md", "# text-model.yaml"): {"checked_below": True},  # refused by check: the console block below
 }
 
 # Commands that do not work as the docs say, each a grpo-trl issue to fix: the test asserts the failure as it is

@@ -82,10 +82,14 @@ def generate_transformers(
 ) -> Generations:
     import torch
     from tqdm.auto import tqdm
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
+    from grpo_trl.data.image_tokens import is_processor, text_tokenizer
+
+    processor = tokenizer if is_processor(tokenizer) else None  # a VLM: prompts hold image entries
+    tokenizer = text_tokenizer(tokenizer)
     torch.manual_seed(s.seed)
-    model = AutoModelForCausalLM.from_pretrained(model_path)
+    model = (AutoModelForCausalLM if processor is None else AutoModelForImageTextToText).from_pretrained(model_path)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device).eval()
     tokenizer.padding_side = "left"
@@ -94,12 +98,17 @@ def generate_transformers(
     texts, lengths = [], []
     for start in tqdm(range(0, len(prompts), s.batch_size), desc="generating", unit="batch"):
         batch = prompts[start : start + s.batch_size]
-        enc = tokenizer(  # TRL decides the format by the batch's first prompt too
-            [render(tokenizer, p, template) for p in batch],
-            return_tensors="pt",
-            padding=True,
-            add_special_tokens=is_standard(batch[0]),
-        )
+        if processor is not None:  # as GRPOTrainer tokenizes a VLM's prompts: the images' tokens and pixels
+            enc = processor.apply_chat_template(
+                batch, tokenize=True, add_generation_prompt=True, return_dict=True, return_tensors="pt", padding=True
+            )
+        else:
+            enc = tokenizer(  # TRL decides the format by the batch's first prompt too
+                [render(tokenizer, p, template) for p in batch],
+                return_tensors="pt",
+                padding=True,
+                add_special_tokens=is_standard(batch[0]),
+            )
         with torch.no_grad():
             out = model.generate(
                 **enc.to(device),
@@ -252,6 +261,13 @@ GENERATE = {"transformers": generate_transformers, "vllm": generate_vllm, "endpo
 def generate(backend: str, model_path: str, tokenizer: Any, prompts: list, s: Sampling, **options: Any) -> Generations:
     """``n`` completions for every prompt from ``backend`` (one of :data:`BACKENDS`). Greedy decoding
     (``temperature`` 0) generates once per prompt and repeats it ``n`` times: the samples would be identical."""
+    from grpo_trl.data.image_tokens import is_processor
+
+    if is_processor(tokenizer) and backend != "transformers":
+        from grpo_trl.errors import Problem, RecipeError
+
+        why = f"a vision-language model is evaluated with the transformers backend here, not {backend}"
+        raise RecipeError([Problem("", "--backend", why, "use --backend transformers")])
     if s.temperature == 0 and s.n > 1:
         once = GENERATE[backend](model_path, tokenizer, prompts, replace(s, n=1), **options)
         return Generations([t * s.n for t in once.texts], [n * s.n for n in once.lengths], once.errors)
