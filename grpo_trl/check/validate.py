@@ -137,6 +137,10 @@ def model_problems(recipe: Recipe) -> list[Problem]:
             if key not in names
         ]
         out += lora_value_problems(recipe) if all(key in names for key in lora) else []
+    if model.get("init_kwargs"):  # from_pretrained keywords: known to transformers, not owned by another field
+        from grpo_trl.models.init_kwargs import init_kwargs_problems
+
+        out += init_kwargs_problems(model, file)
     if model.get("tiny") and model.get("name") != schema.BUILTIN_TINY:
         out.append(Problem(file, "model.tiny", f"only used with name: {schema.BUILTIN_TINY}", "remove it"))
     return out
