@@ -191,6 +191,17 @@ def generation_problems(recipe: Recipe) -> list[Problem]:
     if backend == "transformers" and gen.get("vllm_mode"):
         out.append(Problem(file, "generation.vllm_mode", "only applies with generation.backend: vllm"))
     on_vllm = backend == "vllm" or (not gen.get("backend") and trainer.get("use_vllm") is True)
+    strategy = trainer.get("hub_strategy") or "every_save"
+    if trainer.get("push_to_hub") and strategy != "end" and trainer.get("save_strategy") != "no":
+        out.append(
+            Problem(
+                file,
+                "trainer.hub_strategy",
+                f"{strategy!r} makes transformers upload the whole output_dir at each checkpoint (grpo-trl's logs, "
+                ".grpo-trl/ and any file of yours in it)",
+                "set trainer.hub_strategy: end; grpo-trl pushes the final model with its model card",
+            )
+        )
     if trainer.get("top_k") == -1 and not on_vllm:  # vLLM reads -1 as "no top-k", as open-r1/verl configs write it
         why = "-1 disables top-k only in vLLM; transformers' generate() refuses it at the first step"
         out.append(Problem(file, "trainer.top_k", why, "use 0 (no top-k, TRL's default)"))

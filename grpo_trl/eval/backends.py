@@ -84,8 +84,13 @@ def generate_transformers(
     from tqdm.auto import tqdm
     from transformers import AutoModelForCausalLM
 
+    from grpo_trl.run.export import is_adapter, load_adapter_model
+
     torch.manual_seed(s.seed)
-    model = AutoModelForCausalLM.from_pretrained(model_path)
+    if is_adapter(model_path):  # a LoRA run (or checkpoint): its base with the adapter, through peft
+        model = load_adapter_model(model_path)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(model_path)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device).eval()
     tokenizer.padding_side = "left"
