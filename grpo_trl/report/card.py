@@ -186,7 +186,7 @@ def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None)
         if report.is_file()
         else f"`grpo-trl report {_cell(str(folder))}` writes plots and completion samples to report/report.html."
     )
-    text = yaml.safe_dump(_redacted(recipe.data), sort_keys=False, allow_unicode=True)
+    text = yaml.safe_dump(_redacted(recipe.data), sort_keys=False)  # as recipe.yaml: escapes what YAML would break
     lines += ["", "## Recipe", "", _fenced(text, "yaml"), "", "## Framework versions", "", _versions(), ""]
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)).content
 

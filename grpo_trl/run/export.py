@@ -86,6 +86,10 @@ def _target(folder: Path, to: str | Path | None) -> Path:
         raise _error("--to", f"{str(target)!r} is inside the run's output_dir", "choose a folder outside it")
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise _error("--to", f"{str(target)!r} exists and is not a folder", "choose a new or empty folder")
+    nearest = next(p for p in (target, *target.parents) if p.exists() or p.is_symlink())
+    if not nearest.is_dir() or not os.access(nearest, os.W_OK):  # checked before the model loads
+        what = "is not a folder" if not nearest.is_dir() else "cannot be written"
+        raise _error("--to", f"cannot write {str(target)!r}: {str(nearest)!r} {what}", "choose another folder")
     if target.is_dir() and any(target.iterdir()):
         raise _error("--to", f"{str(target)!r} is not empty: export never writes among other files",
                      "choose a new or empty folder")  # fmt: skip
