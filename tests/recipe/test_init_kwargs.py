@@ -72,3 +72,17 @@ def test_every_key_is_accepted_or_refused_with_one_problem(init):
     assert len(problems) == len(refused)
     for key in init:
         assert (key in refused) == (key in OWNED or key not in known_keys() or key in ("config", "state_dict"))
+
+
+def test_import_carries_a_peer_configs_model_init_kwargs_over(tmp_path):
+    from grpo_trl.importer import import_config
+
+    peer = tmp_path / "trl.yaml"
+    peer.write_text(
+        "model_name_or_path: Qwen/Qwen2.5-0.5B\n"
+        "model_init_kwargs: {use_kernels: true, device_map: auto, torch_dtype: bfloat16}\n"
+        "dataset_name: openai/gsm8k\nreward_funcs: [accuracy]\n"
+    )
+    model = import_config(str(peer), out_dir=tmp_path).recipe["model"]
+    assert model["init_kwargs"] == {"use_kernels": True, "device_map": "auto"} and model["dtype"] == "bfloat16"
+    assert init_kwargs_problems(model, "r.yaml") == []
