@@ -78,6 +78,33 @@ def test_a_push_would_upload_the_final_save_and_the_card_only(lora_run):
 
 
 @pytest.mark.slow
+def test_push_to_hub_sends_the_final_save_and_our_card_through_huggingface_hub(tmp_path):
+    """A real run with trainer.push_to_hub, HF_ENDPOINT pointed at a fake Hub on 127.0.0.1 (tests/fake_hub.py, a
+    stand-in for huggingface.co): transformers creates the repo, grpo-trl uploads the final save and its card."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.fake_hub import FakeHub
+
+    push = {"push_to_hub": True, "hub_model_id": "me/tiny-grpo", "hub_strategy": "end", "max_steps": 1}
+    model = {"name": "builtin:tiny", "dtype": "float32", "lora": LORA}
+    path = tiny_recipe(tmp_path, "unused", trainer=push, extra={"model": model})
+    with FakeHub() as hub:
+        env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_HUB_OFFLINE": "0", "HF_TOKEN": "hf_fake", "CI": "1"}
+        run = subprocess.run(
+            [sys.executable, "-m", "grpo_trl.train", str(path)], env=env, capture_output=True, text=True, timeout=300
+        )
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = tmp_path / "out"
+    assert hub.repos == ["me/tiny-grpo"]
+    assert sorted(hub.files) == pushed_names(out, Manifest.load(out))
+    assert hub.files["README.md"] == (out / "README.md").read_bytes()
+    assert "grpo-trl" in ModelCard(hub.files["README.md"].decode()).data.tags
+    assert not {"recipe.yaml", "completions.jsonl"} & set(hub.files) and not any("/" in f for f in hub.files)
+
+
+@pytest.mark.slow
 def test_export_merges_the_adapter_and_keeps_the_chat_template(lora_run, tmp_path, capsys):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -96,6 +123,10 @@ def test_export_merges_the_adapter_and_keeps_the_chat_template(lora_run, tmp_pat
     assert not torch.allclose(merged, plain, atol=1e-5)  # the adapter changed the model: it is in the merge
     assert AutoTokenizer.from_pretrained(target).chat_template == AutoTokenizer.from_pretrained(out).chat_template
     assert not (target / "adapter_config.json").exists()
+    from grpo_trl.run.export import export_merged
+
+    beside = export_merged(out / "checkpoint-2")  # a checkpoint: merged beside the run, never inside it
+    assert beside == out.with_name(f"{out.name}-checkpoint-2-merged") and (beside / "config.json").is_file()
 
 
 @pytest.mark.slow
@@ -115,7 +146,9 @@ def test_eval_takes_the_adapter_folder_and_report_puts_its_results_in_the_card(l
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["missing", "not a LoRA run", "non-empty", "inside", "under a file"])
+@pytest.mark.parametrize(
+    "kind", ["missing", "not a LoRA run", "non-empty", "inside", "inside, from a checkpoint", "under a file"]
+)
 def test_export_refuses_with_one_error_line_and_writes_nothing(lora_run, tiny_model, tmp_path, capsys, kind):
     _, out, _ = lora_run
     if kind == "missing":
@@ -128,6 +161,8 @@ def test_export_refuses_with_one_error_line_and_writes_nothing(lora_run, tiny_mo
         args, words = [str(out), "--to", str(tmp_path / "full")], "is not empty"
     elif kind == "inside":
         args, words = [str(out), "--to", str(out / "merged")], "inside the run's output_dir"
+    elif kind == "inside, from a checkpoint":
+        args, words = [str(out / "checkpoint-1"), "--to", str(out / "m")], "inside the run's output_dir"
     else:
         (tmp_path / "afile").write_text("x")  # read-only as far as a folder goes, even for root
         args, words = [str(out), "--to", str(tmp_path / "afile" / "merged")], "afile' is not a folder"

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from grpo_trl.errors import GrpoTrlError
+from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
 from grpo_trl.jsonio import read_json_head
 from grpo_trl.recipe import Recipe
 from grpo_trl.run.directory import Manifest, write_text
@@ -260,12 +260,17 @@ def publish(recipe: Recipe, trainer: Any, session: Any) -> Path | None:
         from huggingface_hub import HfApi
 
         names = pushed_names(args.output_dir, session.manifest)
-        HfApi(token=args.hub_token).upload_folder(
-            repo_id=repo,
-            folder_path=args.output_dir,
-            allow_patterns=names,
-            commit_message="End of training (grpo-trl)",
-            revision=args.hub_revision,
-        )
+        try:
+            HfApi(token=args.hub_token).upload_folder(
+                repo_id=repo,
+                folder_path=args.output_dir,
+                allow_patterns=names,
+                commit_message="End of training (grpo-trl)",
+                revision=args.hub_revision,
+            )
+        except Exception as exc:  # noqa: BLE001 - the Hub's and the network's errors: the run itself is saved
+            why = f"the push to {repo} failed ({type(exc).__name__}: {one_line(str(exc))[:200]})"
+            fix = f"the model and its card are in {args.output_dir}: `hf upload {repo} {args.output_dir}` sends them"
+            raise RecipeError([Problem(recipe.file, "trainer.push_to_hub", why, fix)]) from exc
         logger.info("pushed %s to %s", ", ".join(names), repo)
     return path

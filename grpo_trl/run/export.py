@@ -80,8 +80,13 @@ def load_adapter_model(adapter: str | Path):
 
 
 def _target(folder: Path, to: str | Path | None) -> Path:
-    target = Path(to) if to else folder.with_name(folder.name + "-merged")
-    resolved, run = target.resolve(), folder.resolve()
+    """``--to``, checked; by default beside the run: ``<OUTPUT_DIR>-merged`` (``<OUTPUT_DIR>-checkpoint-N-merged``)."""
+    from grpo_trl.run.names import STATE
+
+    root = folder.parent if not (folder / STATE).is_dir() and (folder.parent / STATE).is_dir() else folder
+    name = f"{root.name}-merged" if root == folder else f"{root.name}-{folder.name}-merged"
+    target = Path(to) if to else root.with_name(name)
+    resolved, run = target.resolve(), root.resolve()
     if resolved == run or run in resolved.parents:
         raise _error("--to", f"{str(target)!r} is inside the run's output_dir", "choose a folder outside it")
     if target.is_symlink() or (target.exists() and not target.is_dir()):
