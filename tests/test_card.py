@@ -253,3 +253,20 @@ def test_check_asks_for_hub_strategy_end_before_a_push(make_recipe, capsys):
     assert err.count("\n") == 1 and "trainer.hub_strategy: 'every_save' makes transformers upload" in err
     path = make_recipe(trainer={"push_to_hub": True, "save_strategy": "steps", "save_steps": 2, "hub_strategy": "end"})
     assert main(["check", str(path)]) == 0
+
+
+def test_front_matter_names_the_hub_base_model_and_datasets_only(tmp_path):
+    from grpo_trl.report.card import base_model, datasets
+
+    def recipe(model: str, data: dict) -> Recipe:
+        return Recipe(
+            data={"model": {"name": model}, "data": data, "rewards": ["xml_format"]}, path=tmp_path / "r.yaml"
+        )
+
+    hub = recipe("Qwen/Qwen2.5-0.5B-Instruct", {"builder": "gsm8k"})  # gsm8k's default source: openai/gsm8k
+    assert (base_model(hub), datasets(hub)) == ("Qwen/Qwen2.5-0.5B-Instruct", ["openai/gsm8k"])
+    (tmp_path / "models" / "mine").mkdir(parents=True)
+    local = recipe("models/mine", {"builder": "countdown", "source": "generate"})
+    assert (base_model(local), datasets(local)) == (None, [])
+    card = ModelCard(card_text(hub, tmp_path))
+    assert card.data.base_model == "Qwen/Qwen2.5-0.5B-Instruct" and card.data.datasets == ["openai/gsm8k"]
