@@ -184,15 +184,16 @@ def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None)
     lines.append(
         "Plots and completion samples: [report/report.html](report/report.html)."
         if report.is_file()
-        else f"`grpo-trl report {_cell(str(folder))}` writes plots and completion samples to report/report.html."
+        else "`grpo-trl report OUTPUT_DIR` writes plots and completion samples to report/report.html (and this card"
+        " again, with them and eval.json's results)."
     )
     text = yaml.safe_dump(_redacted(recipe.data), sort_keys=False)  # as recipe.yaml: escapes what YAML would break
     lines += ["", "## Recipe", "", _fenced(text, "yaml"), "", "## Framework versions", "", _versions(), ""]
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)).content
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def write_card(
@@ -206,16 +207,18 @@ def write_card(
     entry = m.entries.get(CARD)
     if path.exists() or path.is_symlink():
         theirs = entry is None or not path.is_file() or path.is_symlink()
-        edited = not theirs and "sha256" in entry and _digest(path.read_text(errors="replace")) != entry["sha256"]
+        edited = not theirs and "sha256" in entry and _digest(path.read_bytes()) != entry["sha256"]
         if theirs or edited:
             why = "was edited since grpo-trl wrote it" if edited else "is not grpo-trl's"
             logger.warning("%s %s: kept; no model card written", path, why)
             return None
     text = card_text(recipe, folder, world_size)
     m.record(CARD)
-    m.entries[CARD]["sha256"] = _digest(text)
+    m.entries[CARD].pop("sha256", None)  # recorded before it is written; its hash once it is whole
     m.save()
     write_text(path, text)
+    m.entries[CARD]["sha256"] = _digest(path.read_bytes())
+    m.save()
     return path
 
 
