@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     help_text = "merge a LoRA run's adapter into its base model (with the tokenizer) for serving"
     p = sub.add_parser("export", help=help_text, description=help_text)
     p.add_argument("output_dir", help="the LoRA run's output_dir (or one of its checkpoints)")
-    p.add_argument("--to", default=None, help="a new or empty folder (default: OUTPUT_DIR-merged)")
+    p.add_argument("--to", default=None, metavar="DIR", help="a new or empty folder (default: OUTPUT_DIR-merged)")
     p.set_defaults(func=commands.cmd_export)
 
     p = sub.add_parser("schema", help="write the recipe JSON Schema (editor completion and checking)")
