@@ -224,6 +224,7 @@ def run(
     from grpo_trl.generation import preflight
     from grpo_trl.jsonio import read_jsonl
     from grpo_trl.monitor.callbacks import install_monitors
+    from grpo_trl.report.card import publish
     from grpo_trl.run.session import RunSession
 
     config = recipe.to_grpo_config()
@@ -242,6 +243,7 @@ def run(
         session.attach(trainer)  # manifest entries as checkpoints are saved; logs and alerts continued on resume
         trainer.train(resume_from_checkpoint=str(session.resume_from) if session.resume_from else None)
         session.save_final(trainer)  # save_model + save_state, whole before in place (a kill leaves it unfinished)
+        publish(recipe, trainer, session)  # README.md model card (report/card.py); pushed with trainer.push_to_hub
     return TrainResult(
         output_dir, trainer.state.global_step, list(trainer.state.log_history), alerts.fired if alerts else []
     )

@@ -19,6 +19,9 @@ What grpo-trl reads or wraps, and why:
 - ``trl.chat_template_utils.is_chat_template_prefix_preserving`` / ``get_training_chat_template`` (documented, but not
   exported from ``trl``): whether TRL swaps in its training chat template, and which (``prefix_preserving``,
   ``training_chat_template``).
+- ``Trainer.save_model(..., _internal_call=True)``: the final save without transformers' push (``save_model_only``);
+  with ``push_to_hub`` its push would save again straight into output_dir, write TRL's model card over grpo-trl's and
+  upload the whole folder (logs, ``.grpo-trl/``, a user's files): ``report.card.publish`` pushes instead.
 - transformers' checkpoint names (``trainer_utils._re_checkpoint``, what ``get_last_checkpoint`` resumes from) and
   its rotation (``trainer_utils.sort_checkpoints``, what ``save_total_limit`` deletes): ``checkpoint_step`` and
   ``rotation_candidates``, so grpo-trl's idea of a checkpoint is the trainer's.
@@ -124,11 +127,21 @@ def check_internals(trainer_class: type) -> list[str]:
             missing.append(f"GRPOTrainer.{name}() is gone (used for {why})")
         if kind == "attribute" and f"self.{name} =" not in init_source:
             missing.append(f"GRPOTrainer.__init__ no longer sets self.{name} (used for {why})")
+    if "_internal_call" not in inspect.signature(trainer_class.save_model).parameters:
+        missing.append("Trainer.save_model() takes no _internal_call (used for the final save without a push)")
     if "_logs" not in " ".join(missing):
         for key in LOGS_KEYS:
             if f'"{key}"' not in init_source:
                 missing.append(f"GRPOTrainer._logs has no {key!r} entry (used for completion samples)")
     return missing
+
+
+def save_model_only(trainer: Any, output_dir: str) -> None:
+    """``trainer.save_model(output_dir)`` without the Hub push transformers adds when ``args.push_to_hub`` is set."""
+    if getattr(trainer.args, "push_to_hub", False):
+        trainer.save_model(output_dir, _internal_call=True)
+    else:
+        trainer.save_model(output_dir)
 
 
 def last_batch(trainer: Any) -> dict[str, list] | None:

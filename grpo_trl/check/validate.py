@@ -139,6 +139,10 @@ def model_problems(recipe: Recipe) -> list[Problem]:
             if key not in names
         ]
         out += lora_value_problems(recipe) if all(key in names for key in lora) else []
+    if model.get("init_kwargs"):  # from_pretrained keywords: known to transformers, not owned by another field
+        from grpo_trl.models.init_kwargs import init_kwargs_problems
+
+        out += init_kwargs_problems(model, file)
     if model.get("tiny") and model.get("name") != schema.BUILTIN_TINY:
         out.append(Problem(file, "model.tiny", f"only used with name: {schema.BUILTIN_TINY}", "remove it"))
     return out
@@ -189,6 +193,17 @@ def generation_problems(recipe: Recipe) -> list[Problem]:
     if backend == "transformers" and gen.get("vllm_mode"):
         out.append(Problem(file, "generation.vllm_mode", "only applies with generation.backend: vllm"))
     on_vllm = backend == "vllm" or (not gen.get("backend") and trainer.get("use_vllm") is True)
+    strategy = trainer.get("hub_strategy") or "every_save"
+    if trainer.get("push_to_hub") and strategy != "end" and trainer.get("save_strategy") != "no":
+        import logging  # TRL allows it, so it is allowed here: said, not refused
+
+        logging.getLogger("grpo_trl.recipe").warning(
+            "%s: trainer.hub_strategy: %r makes transformers upload the whole output_dir at each checkpoint "
+            "(grpo-trl's logs, .grpo-trl/ and any file of yours in it); set trainer.hub_strategy: end and grpo-trl "
+            "pushes only the final model with its model card",
+            file,
+            strategy,
+        )
     if trainer.get("top_k") == -1 and not on_vllm:  # vLLM reads -1 as "no top-k", as open-r1/verl configs write it
         why = "-1 disables top-k only in vLLM; transformers' generate() refuses it at the first step"
         out.append(Problem(file, "trainer.top_k", why, "use 0 (no top-k, TRL's default)"))

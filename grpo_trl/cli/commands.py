@@ -195,6 +195,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         raise GrpoTrlError(str(exc), file=args.output_dir) from None
     print(f"report written to {path}")
+    from grpo_trl.report.card import refresh_card
+
+    if card := refresh_card(args.output_dir):  # grpo-trl's own README.md: now with the report and eval.json
+        print(f"model card updated: {card}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from grpo_trl.run.export import export_merged
+
+    print(f"merged model written to {export_merged(args.output_dir, args.to)}")
     return 0
 
 

@@ -85,11 +85,16 @@ def generate_transformers(
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     from grpo_trl.data.image_tokens import is_processor, text_tokenizer
+    from grpo_trl.run.export import is_adapter, load_adapter_model
 
     processor = tokenizer if is_processor(tokenizer) else None  # a VLM: prompts hold image entries
     tokenizer = text_tokenizer(tokenizer)
     torch.manual_seed(s.seed)
-    model = (AutoModelForCausalLM if processor is None else AutoModelForImageTextToText).from_pretrained(model_path)
+    if is_adapter(model_path):  # a LoRA run (or checkpoint): its base with the adapter, through peft
+        model = load_adapter_model(model_path)
+    else:
+        auto = AutoModelForCausalLM if processor is None else AutoModelForImageTextToText
+        model = auto.from_pretrained(model_path)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device).eval()
     tokenizer.padding_side = "left"

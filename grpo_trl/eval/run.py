@@ -125,15 +125,19 @@ def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tupl
     """The local model path (the served name for an endpoint) and the recipe's tokenizer for rendering prompts."""
     from grpo_trl.models.load import load_processing_class as load_tokenizer  # a VLM: its processor
     from grpo_trl.models.load import resolve_model
+    from grpo_trl.run.export import is_adapter
 
     output_dir = recipe.to_grpo_config().output_dir
-    trained = (Path(output_dir) / "config.json").exists()
+    trained = (Path(output_dir) / "config.json").exists() or is_adapter(output_dir)  # a LoRA run: its adapter
     if backend == "endpoint":
         source = output_dir if trained else resolve_model(recipe.model)  # builtin:*: a cache, not the output_dir
         return str(model), load_tokenizer(recipe.model, source, recipe.file, recipe.base_dir)
     path = model or output_dir
     if model is None and not trained:
         path = resolve_model(recipe.model)  # nothing trained yet: the recipe's own model (builtin:*: from the cache)
+    if backend == "vllm" and is_adapter(path):
+        why = f"{path!r} is a LoRA adapter; the vllm backend loads whole models"
+        raise RecipeError([Problem(WHERE, "--model", why, f"merge it first: grpo-trl export {path}")])
     return path, load_tokenizer(recipe.model, path, recipe.file, recipe.base_dir)
 
 

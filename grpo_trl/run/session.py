@@ -41,7 +41,7 @@ from grpo_trl.run.resume import (
     saved_step,
 )
 from grpo_trl.run.writes import ManifestCallback, no_space, place, stage, stage_from_checkpoint
-from grpo_trl.trl_adapter import checkpoint_step
+from grpo_trl.trl_adapter import checkpoint_step, save_model_only
 
 logger = logging.getLogger("grpo_trl")
 STATE_FILES = ("lock", "lock.json", "manifest.json", "heartbeat.json")
@@ -281,7 +281,7 @@ class RunSession:
         staged = self.folder / STATE / "final-save"
         if self.main:
             staged = stage(self.folder)
-        trainer.save_model(str(staged))  # every process: sharded models gather here
+        save_model_only(trainer, str(staged))  # every process: sharded models gather here; no push (report.card)
         trainer.accelerator.wait_for_everyone()
         if self.main:
             trainer.state.save_to_json(str(staged / "trainer_state.json"))
