@@ -121,8 +121,8 @@ serve: install
 bench: install
 	$(PY) -m bench.run
 
-# The py3.12 wheels the offline GPU machine lacks (trl, datasets, math-verify and their missing dependencies), in
-# two parts that each fit one 64 MiB transfer; install there with the line this prints (see README, GPU kit).
+# The py3.12 wheels the offline GPU machine lacks (trl, datasets, math-verify, pydantic, bitsandbytes and their
+# missing dependencies), one 64 MiB transfer; install there with the line this prints (see docs/install.md, GPU kit).
 gpu-wheels: install
 	$(PY) bench/gpu_kit.py wheelhouse
 

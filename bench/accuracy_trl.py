@@ -55,7 +55,7 @@ def run(quick: bool = False) -> dict:
 
     from trl.rewards import accuracy_reward
 
-    from bench.run import _median_time  # one timing helper for every benchmark
+    from bench.timing import median_time
     from grpo_trl.rewards.math import Accuracy
     from grpo_trl.rewards.math_verifier import _POOL, default_workers
 
@@ -78,9 +78,9 @@ def run(quick: bool = False) -> dict:
 
         return call
 
-    trl_s = _median_time(lambda: accuracy_reward(messages, golds), repeats)
-    pooled_s = _median_time(timed(pooled), repeats)
-    single_s = _median_time(timed(single), repeats)
+    trl_s = median_time(lambda: accuracy_reward(messages, golds), repeats)
+    pooled_s = median_time(timed(pooled), repeats)
+    single_s = median_time(timed(single), repeats)
     # CPU seconds for the same work, independent of how busy the machine is (ours: this process and its workers)
     start = time.process_time()
     accuracy_reward(messages, golds)

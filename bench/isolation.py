@@ -33,7 +33,7 @@ class _NoGuard:
 
 
 def trl_batch(n: int) -> dict:
-    from bench.run import realistic_countdown, realistic_gsm8k
+    from bench.rewards import realistic_countdown, realistic_gsm8k
     from grpo_trl.data.prompts import resolve_system_prompt
 
     cd_texts, nums, targets = realistic_countdown(n)

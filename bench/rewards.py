@@ -58,7 +58,7 @@ def realistic_gsm8k(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
 
 def bench_rewards(n: int, repeats: int) -> dict:
     """Completions scored per second for each built-in reward, and countdown / accuracy against naive references."""
-    from bench.run import _median_time  # one timing helper for every benchmark
+    from bench.timing import median_time
     from grpo_trl.rewards import get_reward
     from tests.naive_rewards import naive_accuracy, naive_countdown
 
@@ -94,13 +94,13 @@ def bench_rewards(n: int, repeats: int) -> dict:
                 verifier.clear_cache()  # no cached scores across repeats
             reward(texts, **cols)
 
-        seconds = _median_time(score, repeats)
+        seconds = median_time(score, repeats)
         out["per_reward"][name] = {"completions_per_s": n / seconds}
 
     ours_cd = get_reward("countdown")(cd_texts, **columns)
     assert ours_cd == naive_countdown(cd_texts, **columns), "countdown scores differ from the naive reference"
-    naive_cd_s = _median_time(lambda: naive_countdown(cd_texts, **columns), repeats)
-    ours_cd_s = _median_time(lambda: get_reward("countdown")(cd_texts, **columns), repeats)
+    naive_cd_s = median_time(lambda: naive_countdown(cd_texts, **columns), repeats)
+    ours_cd_s = median_time(lambda: get_reward("countdown")(cd_texts, **columns), repeats)
 
     acc = get_reward("accuracy")
     assert acc(gsm_texts, solution=golds) == naive_accuracy(gsm_texts, golds), "accuracy scores differ from naive"
@@ -109,8 +109,8 @@ def bench_rewards(n: int, repeats: int) -> dict:
         acc.func.verifier.clear_cache()
         acc(gsm_texts, solution=golds)
 
-    naive_acc_s = _median_time(lambda: naive_accuracy(gsm_texts, golds), max(1, repeats // 2))
-    ours_acc_s = _median_time(ours_acc, repeats)
+    naive_acc_s = median_time(lambda: naive_accuracy(gsm_texts, golds), max(1, repeats // 2))
+    ours_acc_s = median_time(ours_acc, repeats)
     out["countdown_vs_naive"] = {
         "ours_per_s": n / ours_cd_s,
         "naive_per_s": n / naive_cd_s,

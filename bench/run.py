@@ -20,7 +20,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,16 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.rewards import bench_rewards, realistic_countdown, realistic_gsm8k  # noqa: E402
 from bench.rewards import table_rows as reward_rows  # noqa: E402
+from bench.timing import median_time  # noqa: E402
 from grpo_trl.check.rewards import build_rewards  # noqa: E402
-
-
-def _median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 # ------------------------------------------------------------------------------------------------ start-up
@@ -50,10 +41,10 @@ def bench_startup(repeats: int) -> dict:
     def run(cmd):
         subprocess.run(cmd, cwd=ROOT, capture_output=True, check=True)
 
-    help_s = _median_time(lambda: run([*cli, "--help"]), repeats)
-    check_s = _median_time(lambda: run([*cli, "check", "recipes/demo/tiny-cpu.yaml"]), repeats)
-    trl_s = _median_time(lambda: run([str(exe), "-c", "import trl"]), repeats)
-    grpo_config_s = _median_time(lambda: run([str(exe), "-c", "from trl import GRPOConfig"]), repeats)
+    help_s = median_time(lambda: run([*cli, "--help"]), repeats)
+    check_s = median_time(lambda: run([*cli, "check", "recipes/demo/tiny-cpu.yaml"]), repeats)
+    trl_s = median_time(lambda: run([str(exe), "-c", "import trl"]), repeats)
+    grpo_config_s = median_time(lambda: run([str(exe), "-c", "from trl import GRPOConfig"]), repeats)
     return {
         "help_s": help_s,
         "check_s": check_s,

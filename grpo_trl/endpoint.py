@@ -29,14 +29,19 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
-import threading
 from collections.abc import Awaitable, Iterable
 from typing import Any, NamedTuple
 
-from grpo_trl.errors import GrpoTrlError, Problem, suggest
-
-EXTRA_HINT = "pip install 'grpo-trl[endpoint]' (the openai client)"
-MAX_RESPONSE_BYTES = 16 * 2**20  # one answer (a judge's score, a batch of completions) is far smaller
+from grpo_trl.endpoint_http import (  # noqa: F401 (re-exported: the client's public names stay here)
+    EXTRA_HINT,
+    MAX_RESPONSE_BYTES,
+    EndpointError,
+    _async_client,
+    _openai,
+    check_url,
+)
+from grpo_trl.errors import suggest
+from grpo_trl.timeouts import in_thread
 
 
 class Choice(NamedTuple):
@@ -46,29 +51,6 @@ class Choice(NamedTuple):
     text: str
     finish_reason: str | None
     tokens: int | None = None
-
-
-class EndpointError(GrpoTrlError):
-    """An OpenAI-compatible server could not be used: ``where: key: message`` in one line.
-
-    ``status`` is the HTTP status when the server answered with one (else ``None``).
-
-    >>> str(EndpointError("no answer", where="recipe.yaml", key="rewards[0].args.base_url"))
-    'recipe.yaml: rewards[0].args.base_url: no answer'
-    """
-
-    def __init__(self, message: str, *, where: str = "endpoint", key: str = "base_url", status: int | None = None):
-        super().__init__([Problem(where, key, message)])
-        self.message = message
-        self.status = status
-
-
-def _openai() -> Any:
-    try:
-        import openai
-    except ImportError:
-        raise EndpointError(f"the openai package is not installed; {EXTRA_HINT}") from None
-    return openai
 
 
 def api_key(api_key_env: str | None, where: str = "endpoint", key: str = "api_key_env") -> str:
@@ -89,89 +71,6 @@ def api_key(api_key_env: str | None, where: str = "endpoint", key: str = "api_ke
     if not value:
         raise EndpointError(f"environment variable {api_key_env} is not set (export it first)", where=where, key=key)
     return value
-
-
-def _http() -> Any:
-    """The HTTP package the installed ``openai`` is built on (``httpx``; ``httpx2`` from openai 3)."""
-    import importlib
-
-    base = next(c for c in _openai().DefaultAsyncHttpxClient.__mro__[1:] if c.__name__ == "AsyncClient")
-    return importlib.import_module(base.__module__.partition(".")[0])
-
-
-def check_url(base_url: Any, where: str = "endpoint", key: str = "base_url") -> str:
-    """``base_url`` without its trailing ``/`` if it is an http(s) URL the client can use, else one EndpointError.
-
-    >>> check_url("http://[::1")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    grpo_trl.endpoint.EndpointError: endpoint: base_url: not a valid URL ('http://[::1': ...) (e.g. http://...)
-    """
-    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-        raise EndpointError(
-            f"must be an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}"[:300], where=where, key=key
-        )
-    httpx = _http()
-    try:
-        url = httpx.URL(base_url)
-        if url.port is not None and not 0 < url.port < 65536:  # parsing it refuses ':1' of a broken IPv6 address
-            raise ValueError(f"port {url.port} out of range")
-        if not url.host:
-            raise ValueError("no host")
-    except (ValueError, TypeError, httpx.InvalidURL) as exc:
-        raise EndpointError(
-            f"not a valid URL ({base_url[:200]!r}: {exc}) (e.g. http://127.0.0.1:8000/v1)", where=where, key=key
-        ) from None
-    return base_url.rstrip("/")
-
-
-def _bounded_transport(timeout: float) -> Any:
-    """An ``httpx`` transport that gives each request ``timeout`` seconds in all (connect, send, every byte of the
-    answer) and reads at most ``MAX_RESPONSE_BYTES``; httpx's own timeouts bound each read, not their sum."""
-    httpx = _http()
-
-    class Bounded(httpx.AsyncBaseTransport):
-        def __init__(self) -> None:
-            self.inner = httpx.AsyncHTTPTransport()
-
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            try:
-                return await asyncio.wait_for(self._whole(request), timeout)
-            except TimeoutError:
-                raise httpx.ReadTimeout(f"no complete answer within {timeout:g} s", request=request) from None
-
-        async def _whole(self, request: httpx.Request) -> httpx.Response:
-            response = await self.inner.handle_async_request(request)
-            body, size = [], 0
-            try:
-                async for chunk in response.stream:
-                    size += len(chunk)
-                    if size > MAX_RESPONSE_BYTES:
-                        raise httpx.RemoteProtocolError(
-                            f"the answer is longer than {MAX_RESPONSE_BYTES // 2**20} MiB (stopped reading)",
-                            request=request,
-                        )
-                    body.append(chunk)
-            finally:
-                await response.aclose()
-            return httpx.Response(
-                response.status_code,
-                headers=response.headers,
-                stream=httpx.ByteStream(b"".join(body)),
-                request=request,
-                extensions=response.extensions,
-            )
-
-        async def aclose(self) -> None:
-            await self.inner.aclose()
-
-    return Bounded()
-
-
-def _async_client(base_url: str, key: str, timeout: float, retries: int) -> Any:
-    openai = _openai()
-    http = _http().AsyncClient(transport=_bounded_transport(timeout), timeout=timeout)
-    return openai.AsyncOpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=retries, http_client=http)
 
 
 def describe(exc: BaseException, base_url: str, model: str, timeout: float, retries: int) -> EndpointError:
@@ -336,26 +235,15 @@ def probe(
         finally:
             await client.close()
 
-    box: dict[str, Any] = {}
-
-    def target() -> None:  # its own thread and loop: the wait below holds even if a resolver thread hangs
-        try:
-            box["served"] = asyncio.run(models())
-        except Exception as exc:  # noqa: BLE001 - reported below
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="grpo-trl-probe", daemon=True)
-    thread.start()
-    thread.join(timeout + 1.0)
-    if thread.is_alive():
-        box["error"] = _openai().APITimeoutError(request=None)  # type: ignore[arg-type]
-    if "error" in box:
-        err = describe(box["error"], url, model, timeout, 0)
+    late = _openai().APITimeoutError(request=None)  # type: ignore[arg-type]
+    try:  # its own thread and loop: the wait holds even if a resolver thread hangs
+        served = in_thread(lambda: asyncio.run(models()), timeout + 1.0, late, name="grpo-trl-probe")
+    except Exception as exc:  # noqa: BLE001 - one EndpointError saying what to fix
+        err = describe(exc, url, model, timeout, 0)
         message = err.message
         if err.status == 404 and not url.endswith("/v1"):
             message = f"{url}/models not found (HTTP 404): OpenAI-compatible servers answer under /v1; try {url}/v1"
         raise EndpointError(message, where=where, key=key, status=err.status) from None
-    served = box["served"]
     if model not in served:
         shown = ", ".join(served[:10]) + (" ..." if len(served) > 10 else "") if served else "none"
         raise EndpointError(

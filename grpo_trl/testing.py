@@ -18,15 +18,18 @@ from grpo_trl.models.tiny import (
     tool_conversations,
 )
 from grpo_trl.models.tiny_countdown import build_tiny_countdown_model
+from grpo_trl.models.tiny_vlm import VLM_CHAT_TEMPLATE, build_tiny_vlm_model
 
 __all__ = [
     "BUILDERS",
     "CHAT_TEMPLATE",
     "TAG_TOKENS",
     "TOOL_TOKENS",
+    "VLM_CHAT_TEMPLATE",
     "build_tiny_countdown_model",
     "build_tiny_model",
     "build_tiny_reward_model",
     "build_tiny_tool_model",
+    "build_tiny_vlm_model",
     "tool_conversations",
 ]

@@ -123,7 +123,7 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     from grpo_trl.data import build_dataset
     from grpo_trl.data.render import Rendering
     from grpo_trl.environments import build_environment_factory
-    from grpo_trl.models.load import load_tokenizer, resolve_model
+    from grpo_trl.models.load import load_processing_class, resolve_model
     from grpo_trl.models.quantization import bnb_config, hardware_problems
     from grpo_trl.models.reward_models import is_model_entry, processing_class
     from grpo_trl.run.names import STATE
@@ -157,7 +157,7 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
 
     model_path = resolve_model(recipe.model, config.output_dir, stage=Path(config.output_dir) / STATE)
     model = kw.pop("model", None) or model_path
-    tokenizer = kw.pop("processing_class", None) or load_tokenizer(
+    tokenizer = kw.pop("processing_class", None) or load_processing_class(  # a processor for a vision model
         recipe.model, model_path, recipe.file, recipe.base_dir
     )
 
@@ -220,10 +220,12 @@ def run(
     ``trainer_kwargs``: extra ``GRPOTrainer`` arguments merged with the recipe's (see ``build_trainer``).
     """
     from grpo_trl.data.dynamic_sampling import install as install_sampler
+    from grpo_trl.data.refill_install import install as install_refill
     from grpo_trl.eval.during import install_heldout
     from grpo_trl.generation import preflight
     from grpo_trl.jsonio import read_jsonl
     from grpo_trl.monitor.callbacks import install_monitors
+    from grpo_trl.report.card import publish
     from grpo_trl.run.session import RunSession
 
     config = recipe.to_grpo_config()
@@ -238,10 +240,12 @@ def run(
         trainer = build_trainer(recipe, config=config, **trainer_kwargs)
         alerts = install_monitors(trainer, recipe.logging, output_dir, extra_callbacks, console=not verbose)
         install_sampler(trainer, recipe.dataset)  # data.sampler: zero-variance-aware sampling
+        install_refill(trainer, recipe.dataset)  # data.dynamic_sampling: DAPO refill of zero-variance groups
         install_heldout(trainer, recipe)  # heldout: pass@k on the eval split every N steps (eval/during.py)
         session.attach(trainer)  # manifest entries as checkpoints are saved; logs and alerts continued on resume
         trainer.train(resume_from_checkpoint=str(session.resume_from) if session.resume_from else None)
         session.save_final(trainer)  # save_model + save_state, whole before in place (a kill leaves it unfinished)
+        publish(recipe, trainer, session)  # README.md model card (report/card.py); pushed with trainer.push_to_hub
     return TrainResult(
         output_dir, trainer.state.global_step, list(trainer.state.log_history), alerts.fired if alerts else []
     )

@@ -8,6 +8,10 @@ What grpo-trl reads or wraps, and why:
 - ``trainer._generate(prompts)``: wrapped (not replaced) to time generation.
 - ``trainer._get_train_sampler``: replaced by ``data.sampler``'s zero-variance-aware sampler (``use_train_sampler``),
   which also reads each batch's advantages from ``_logs``.
+- ``trainer._generate_and_score_completions(inputs)`` and ``trainer._calculate_rewards``: wrapped (not replaced)
+  by ``data.dynamic_sampling`` (``wrap_generation``), which calls the first again for fresh prompts when groups have
+  zero reward variance and reads each call's gathered rewards from the second; ``trainer._metrics``: its metrics,
+  appended beside TRL's own for the same step (``add_train_metric``).
 - ``trl.trainer.utils.RepeatSampler``: the order TRL's sampler yields (``repeat_sampler``), which ``data.sampler``
   runs over its own epoch order.
 - ``trl.scripts.vllm_serve`` (``ScriptArguments``, ``build_command``): the command ``trl vllm-serve`` runs
@@ -15,6 +19,9 @@ What grpo-trl reads or wraps, and why:
 - ``trl.chat_template_utils.is_chat_template_prefix_preserving`` / ``get_training_chat_template`` (documented, but not
   exported from ``trl``): whether TRL swaps in its training chat template, and which (``prefix_preserving``,
   ``training_chat_template``).
+- ``Trainer.save_model(..., _internal_call=True)``: the final save without transformers' push (``save_model_only``);
+  with ``push_to_hub`` its push would save again straight into output_dir, write TRL's model card over grpo-trl's and
+  upload the whole folder (logs, ``.grpo-trl/``, a user's files): ``report.card.publish`` pushes instead.
 - transformers' checkpoint names (``trainer_utils._re_checkpoint``, what ``get_last_checkpoint`` resumes from) and
   its rotation (``trainer_utils.sort_checkpoints``, what ``save_total_limit`` deletes): ``checkpoint_step`` and
   ``rotation_candidates``, so grpo-trl's idea of a checkpoint is the trainer's.
@@ -42,6 +49,9 @@ INTERNALS = {
     "_log_metric": ("method", "extra metrics on the next logged step (timing/generation_s)"),
     "_generate": ("method", "timing of generation"),
     "_get_train_sampler": ("method", "data.sampler's zero-variance-aware sampler"),
+    "_generate_and_score_completions": ("method", "data.dynamic_sampling's refill of zero-variance groups"),
+    "_calculate_rewards": ("method", "data.dynamic_sampling's zero-variance test (gathered rewards of a generation)"),
+    "_metrics": ("attribute", "data.dynamic_sampling's metrics (logged with TRL's own)"),
 }
 LOGS_KEYS = ("prompt", "completion", "rewards", "advantages")
 # "module:name" -> what grpo-trl needs it for: names in TRL modules that ``trl`` does not export.
@@ -117,11 +127,21 @@ def check_internals(trainer_class: type) -> list[str]:
             missing.append(f"GRPOTrainer.{name}() is gone (used for {why})")
         if kind == "attribute" and f"self.{name} =" not in init_source:
             missing.append(f"GRPOTrainer.__init__ no longer sets self.{name} (used for {why})")
+    if "_internal_call" not in inspect.signature(trainer_class.save_model).parameters:
+        missing.append("Trainer.save_model() takes no _internal_call (used for the final save without a push)")
     if "_logs" not in " ".join(missing):
         for key in LOGS_KEYS:
             if f'"{key}"' not in init_source:
                 missing.append(f"GRPOTrainer._logs has no {key!r} entry (used for completion samples)")
     return missing
+
+
+def save_model_only(trainer: Any, output_dir: str) -> None:
+    """``trainer.save_model(output_dir)`` without the Hub push transformers adds when ``args.push_to_hub`` is set."""
+    if getattr(trainer.args, "push_to_hub", False):
+        trainer.save_model(output_dir, _internal_call=True)
+    else:
+        trainer.save_model(output_dir)
 
 
 def last_batch(trainer: Any) -> dict[str, list] | None:
@@ -191,3 +211,29 @@ def time_generation(trainer: Any, metric: str = "timing/generation_s") -> bool:
 
     trainer._generate = timed_generate
     return True
+
+
+def wrap_generation(trainer: Any, wrapper: Callable[[Callable, list], dict]) -> None:
+    """Route each generation batch through ``wrapper(generate, inputs)``, where ``generate(inputs)`` runs TRL's
+    ``_generate_and_score_completions`` and returns ``(its output, the gathered rewards per function)``: the
+    ``(completions of all processes, reward functions)`` tensor TRL normalizes advantages from."""
+    original, calculate = trainer._generate_and_score_completions, trainer._calculate_rewards
+    seen: list = []
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        rewards = calculate(*args, **kwargs)
+        seen.append(rewards)
+        return rewards
+
+    def generate(inputs: list) -> tuple[dict, Any]:
+        seen.clear()
+        output = original(inputs)
+        return output, (seen[-1] if seen else None)
+
+    trainer._calculate_rewards = recording
+    trainer._generate_and_score_completions = lambda inputs: wrapper(generate, inputs)
+
+
+def add_train_metric(trainer: Any, name: str, value: float) -> None:
+    """Add ``value`` to the training metric ``name``, averaged and logged by TRL with its own on the next log."""
+    trainer._metrics["train"][name].append(value)

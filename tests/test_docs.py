@@ -20,7 +20,8 @@ checkout). The rules, by the block's language:
     of lines between them must appear, in order. A shown ``error:`` line means exit 1, otherwise exit 0.
   * ``grpo-trl serve`` runs with ``--dry-run`` (it would start a GPU server); ``grpo-trl train`` is checked by
     ``grpo-trl check`` with the same recipe and ``--set`` arguments; ``grpo-trl eval | filter`` (they need a trained
-    model or a server) by ``grpo-trl check`` of the recipe plus every ``--flag`` being in that command's ``--help``.
+    model or a server) by ``grpo-trl check`` of the recipe plus every ``--flag`` being in that command's ``--help``;
+    ``grpo-trl export`` (it needs a trained LoRA run) by its flags being in ``grpo-trl export --help``.
   * ``accelerate launch``: the ``--config_file`` exists, the module is ``grpo_trl.train``, and
     ``grpo-trl check RECIPE --set ... --world-size <num_processes>`` exits 0 (``num_processes`` from the command,
     else from the accelerate config).
@@ -132,6 +133,7 @@ PAGE_OPTIONS = {
         "set": ["generation=null"],
     },
     ("recipes.md", "# broken.yaml"): {"checked_below": True},
+    ("data.md", "# bad-refill.yaml"): {"checked_below": True},
     ("eval.md", "pass_rate:"): {
         "base": "recipes/gsm8k/qwen2.5-1.5b-instruct.yaml",
         "pass_rates": "recipe.pass_rates.json",  # as `grpo-trl filter` writes it, no prompt scored yet
@@ -147,6 +149,7 @@ PAGE_OPTIONS = {
     ("tools-and-environments.md", "factory: countdown"): {
         "base": "recipes/tools/countdown-calculator-qwen2.5-3b.yaml",
     },
+    ("vision.md", "# text-model.yaml"): {"checked_below": True},  # refused by check: the console block below
 }
 
 # Commands that do not work as the docs say, each a grpo-trl issue to fix: the test asserts the failure as it is
@@ -386,6 +389,11 @@ def run_grpo_trl(page: Page, block: Block, argv: list[str], shown: list[str] | N
     elif sub == "train":
         assert shown is None, where
         grpo(page, ["check", *[a for a in argv[1:] if a not in ("--resume", "--overwrite", "--verbose")]])
+    elif sub == "export":  # needs a trained LoRA run: the flags are checked against `grpo-trl export --help`
+        assert shown is None, where
+        _, help_text = grpo(page, [sub, "--help"])
+        for flag in [a.split("=")[0] for a in argv[1:] if a.startswith("--")]:
+            assert re.search(rf"{re.escape(flag)}\b", help_text), f"{where}: {flag} is not a `grpo-trl export` option"
     elif sub in ("eval", "filter"):
         assert shown is None, where
         recipe, sets, flags, i = argv[1], [], [], 2

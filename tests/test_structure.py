@@ -21,7 +21,14 @@ FLOORS: list[list[str]] = [
     ["grpo_trl.tables", "grpo_trl.trl_adapter", "grpo_trl.targets", "grpo_trl.timeouts", "grpo_trl.jsonio"],
     ["grpo_trl._sandbox_boot", "grpo_trl._sandbox_host", "grpo_trl._sandbox_ns"],
     # shared mechanisms: one registry type, field helpers, clients
-    ["grpo_trl.registry", "grpo_trl.fields", "grpo_trl.sandbox", "grpo_trl.endpoint", "grpo_trl.generation"],
+    [
+        "grpo_trl.registry",
+        "grpo_trl.fields",
+        "grpo_trl.sandbox",
+        "grpo_trl.endpoint",
+        "grpo_trl.endpoint_http",
+        "grpo_trl.generation",
+    ],
     ["grpo_trl.vllm_cpu", "grpo_trl.rollout"],
     # capabilities, each one folder, in the order they may use each other
     ["grpo_trl.rewards"],

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grpo_trl.check.plan import make_plan
+from grpo_trl.check.vision import vision_problems
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
 from grpo_trl.recipe import schema
 
@@ -30,6 +31,7 @@ def readiness_problems(recipe: Recipe, world_size: int) -> list[Problem]:
         *eval_problems(recipe, cfg),
         *step_problems(recipe, world_size),
         *template_problems(recipe),
+        *vision_problems(recipe),  # data with images: a vision-language model whose template renders them
     ]
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from grpo_trl.check.rewards import columns_check, reward_problems
 from grpo_trl.data.checks import data_problems
-from grpo_trl.errors import GrpoTrlError, Problem, suggest
+from grpo_trl.errors import GrpoTrlError, Problem, located, suggest
 from grpo_trl.recipe import schema
 from grpo_trl.recipe.trl_schema import BACKENDS, GENERATION_FIELDS
 from grpo_trl.run.directory import output_dir_problems
@@ -61,6 +61,8 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
         problems += columns_check(recipe)
     if not problems:
         problems += trl_problems(recipe, world_size or recipe.world_size)
+    if not problems and recipe.dataset.get("dynamic_sampling") is not None:
+        problems += refill_problems(recipe, world_size or recipe.world_size)
     if not problems:
         from grpo_trl.check.ready import readiness_problems
 
@@ -141,6 +143,10 @@ def model_problems(recipe: Recipe) -> list[Problem]:
             if key not in names
         ]
         out += lora_value_problems(recipe) if all(key in names for key in lora) else []
+    if model.get("init_kwargs"):  # from_pretrained keywords: known to transformers, not owned by another field
+        from grpo_trl.models.init_kwargs import init_kwargs_problems
+
+        out += init_kwargs_problems(model, file)
     if model.get("tiny") and model.get("name") != schema.BUILTIN_TINY:
         out.append(Problem(file, "model.tiny", f"only used with name: {schema.BUILTIN_TINY}", "remove it"))
     return out
@@ -191,6 +197,17 @@ def generation_problems(recipe: Recipe) -> list[Problem]:
     if backend == "transformers" and gen.get("vllm_mode"):
         out.append(Problem(file, "generation.vllm_mode", "only applies with generation.backend: vllm"))
     on_vllm = backend == "vllm" or (not gen.get("backend") and trainer.get("use_vllm") is True)
+    strategy = trainer.get("hub_strategy") or "every_save"
+    if trainer.get("push_to_hub") and strategy != "end" and trainer.get("save_strategy") != "no":
+        import logging  # TRL allows it, so it is allowed here: said, not refused
+
+        logging.getLogger("grpo_trl.recipe").warning(
+            "%s: trainer.hub_strategy: %r makes transformers upload the whole output_dir at each checkpoint "
+            "(grpo-trl's logs, .grpo-trl/ and any file of yours in it); set trainer.hub_strategy: end and grpo-trl "
+            "pushes only the final model with its model card",
+            file,
+            strategy,
+        )
     if trainer.get("top_k") == -1 and not on_vllm:  # vLLM reads -1 as "no top-k", as open-r1/verl configs write it
         why = "-1 disables top-k only in vLLM; transformers' generate() refuses it at the first step"
         out.append(Problem(file, "trainer.top_k", why, "use 0 (no top-k, TRL's default)"))
@@ -212,3 +229,12 @@ def trl_problems(recipe: Recipe, world_size: int) -> list[Problem]:
             )
         return [Problem(recipe.file, "trainer", msg, fix)]
     return []
+
+
+def refill_problems(recipe: Recipe, world_size: int) -> list[Problem]:
+    """``data.dynamic_sampling`` on ``world_size`` processes: each process's slice holds whole groups."""
+    from grpo_trl.data.refill import whole_groups_problems
+
+    cfg = recipe.to_grpo_config(world_size=world_size, planning=True)
+    found = whole_groups_problems(cfg.per_device_train_batch_size, cfg.steps_per_generation, cfg.num_generations)
+    return located(found, recipe.file)

@@ -1,4 +1,4 @@
-"""``grpo-trl``: check, train, rewards, data, eval, filter, report, serve, schema, import.
+"""``grpo-trl``: check, train, rewards, data, eval, filter, report, export, serve, schema, import.
 
 ``parser.py`` declares every subcommand and flag, ``commands.py`` runs them; this module is the program: expected
 failures become ``error:`` lines (exit 1), anything else one line naming a bug (exit 70).

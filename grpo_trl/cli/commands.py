@@ -137,19 +137,20 @@ def cmd_rewards(args: argparse.Namespace) -> int:
 def cmd_data(args: argparse.Namespace) -> int:
     from grpo_trl.check import load_recipe
     from grpo_trl.data import build_dataset
+    from grpo_trl.data.image_tokens import as_trainer_prompt
     from grpo_trl.data.render import recipe_rendering
-    from grpo_trl.models.load import load_tokenizer, resolve_model
+    from grpo_trl.models.load import load_processing_class, resolve_model
 
     recipe = load_recipe(args.recipe, args.overrides)
     model_path = resolve_model(recipe.model)  # builtin:tiny: a cache, not the output_dir
-    tokenizer = load_tokenizer(recipe.model, model_path, recipe.file, recipe.base_dir)
+    tokenizer = load_processing_class(recipe.model, model_path, recipe.file, recipe.base_dir)  # a VLM: its processor
     rendering = recipe_rendering(recipe, tokenizer)  # the prompt as GRPOTrainer renders it, tools included
     result = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=rendering)
     print(f"dataset: {result.summary()}")
     print(f"columns: {', '.join(result.train.column_names)}")
     for i in range(min(args.n, len(result.train))):
         row = result.train[i]
-        prompt = row["prompt"]  # a plain string (TRL's standard format) reaches the model as it is
+        prompt = as_trainer_prompt(tokenizer, row)  # a plain string (TRL's standard format) reaches the model as is
         text = (
             prompt
             if isinstance(prompt, str)
@@ -194,6 +195,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         raise GrpoTrlError(str(exc), file=args.output_dir) from None
     print(f"report written to {path}")
+    from grpo_trl.report.card import refresh_card
+
+    if card := refresh_card(args.output_dir):  # grpo-trl's own README.md: now with the report and eval.json
+        print(f"model card updated: {card}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from grpo_trl.run.export import export_merged
+
+    print(f"merged model written to {export_merged(args.output_dir, args.to)}")
     return 0
 
 

@@ -81,7 +81,8 @@ def add_eval_arguments(
     p.add_argument(
         "--model",
         default=None,
-        help="model path or checkpoint (default: the recipe's output_dir); with --backend endpoint: the served name",
+        help="model path, checkpoint or LoRA adapter folder (default: the recipe's output_dir); with --backend "
+        "endpoint: the served name",
     )
     p.add_argument("--split", default=None, help=split_help)
     p.add_argument("--n", type=int, default=8, help="completions per prompt (default: %(default)s)")
@@ -163,6 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = recipe_cmd("filter", "measure each training prompt's pass rate, for the data.pass_rate band")
     add_filter_arguments(p)
     p.set_defaults(func=commands.cmd_filter)
+
+    help_text = "merge a LoRA run's adapter into its base model (with the tokenizer) for serving"
+    p = sub.add_parser("export", help=help_text, description=help_text)
+    p.add_argument("output_dir", help="the LoRA run's output_dir (or one of its checkpoints)")
+    p.add_argument("--to", default=None, metavar="DIR", help="a new or empty folder (default: OUTPUT_DIR-merged)")
+    p.set_defaults(func=commands.cmd_export)
 
     p = sub.add_parser("schema", help="write the recipe JSON Schema (editor completion and checking)")
     p.add_argument("-o", "--output", default=None, help="file to write (default: print it)")

@@ -20,6 +20,20 @@ from grpo_trl.trl_adapter import last_batch, train_sampler, use_train_sampler
 STATE_FILE = "zero_variance_sampler.json"
 
 
+def write_checkpoint_state(args: Any, state: Any, name: str, payload: dict, create: bool = False) -> None:
+    """Write ``payload`` as ``name`` in the checkpoint of this step (process 0 only), whole or not at all.
+    ``create``: make the folder (called before the trainer writes the checkpoint)."""
+    folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+    if not state.is_world_process_zero:
+        return
+    if create:
+        folder.mkdir(parents=True, exist_ok=True)
+    if folder.is_dir():
+        tmp = folder / f".{name}.tmp"
+        tmp.write_text(json.dumps(payload))
+        os.replace(tmp, folder / name)  # whole or absent, never cut
+
+
 class ZeroVarianceCallback(TrainerCallback):
     """Feeds each generation's group outcomes to the sampler; saves its state in checkpoints, restores it on resume."""
 
@@ -40,15 +54,7 @@ class ZeroVarianceCallback(TrainerCallback):
             self._write(args, state, create=True)
 
     def _write(self, args: Any, state: Any, create: bool = False) -> None:
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        if not state.is_world_process_zero:
-            return
-        if create:
-            folder.mkdir(parents=True, exist_ok=True)
-        if folder.is_dir():
-            tmp = folder / f".{STATE_FILE}.tmp"
-            tmp.write_text(json.dumps(self.sampler.state()))
-            os.replace(tmp, folder / STATE_FILE)  # whole or absent, never cut
+        write_checkpoint_state(args, state, STATE_FILE, self.sampler.state(), create)
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._write(args, state)  # saves decided after the step (save_strategy epoch or best) get it here

@@ -41,6 +41,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from grpo_trl.data.image_tokens import IMAGE_COLUMNS, is_processor, prompt_lengths, row_images, text_tokenizer
 from grpo_trl.data.render import Rendering
 from grpo_trl.data.token_count import byte_bound_mode, max_token_chars, token_lengths
 
@@ -75,7 +76,10 @@ def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col
 
     A conversational prompt is counted as TRL renders it (``rendering``, by the row's environment) and then
     tokenizes it (no special tokens added: the template writes them); a standard (string) prompt as
-    ``processing_class(text=prompts)`` tokenizes it, with the tokenizer's special tokens; a solution without."""
+    ``processing_class(text=prompts)`` tokenizes it, with the tokenizer's special tokens; a solution without. With a
+    processor (a vision-language model) a conversational prompt is counted by the processor, its images included."""
+    processor = tokenizer if is_processor(tokenizer) else None
+    tokenizer = text_tokenizer(tokenizer)
     longest = max_token_chars(tokenizer)
     p_chars = (max_p or 0) * longest * CHAR_SLACK
     s_chars = (max_s or 0) * longest * CHAR_SLACK
@@ -114,12 +118,18 @@ def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col
             for i in chats:
                 groups.setdefault(envs[i] if envs else None, []).append(i)
             for env, rows in groups.items():  # apply_chat_template(tokenize=True) in two steps: short texts skip one
+                if processor is not None:  # as GRPOTrainer tokenizes a VLM's prompts: images expanded to their tokens
+                    pics = [row_images(batch, i) for i in rows]
+                    counts = prompt_lengths(processor, [prompts[i] for i in rows], pics, rendering.kwargs_for(env))
+                    for i, n in zip(rows, counts):
+                        ok_p[i] = n <= max_p
+                    continue
                 rendered = tokenizer.apply_chat_template(
                     [prompts[i] for i in rows], tokenize=False, add_generation_prompt=True, **rendering.kwargs_for(env)
                 )
                 for i, text in zip(rows, rendered):
                     texts[i] = text
-            if chats:
+            if chats and processor is None:
                 lengths_ok(texts, chats, max_p, ok_p)
             if strings:
                 lengths_ok(texts, strings, max_p, ok_p, special=True)
@@ -139,11 +149,13 @@ def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col
 
 def tokenizer_fingerprint(tokenizer: Any) -> str | None:
     """A hash of everything that decides token counts (``None`` for a tokenizer without ``tokenizer.json``)."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
+    backend = getattr(text_tokenizer(tokenizer), "backend_tokenizer", None)
     if backend is None:
         return None
     h = hashlib.sha256(backend.to_str().encode())
     h.update(str(tokenizer.chat_template).encode())
+    if is_processor(tokenizer):  # its image processor's settings decide the image tokens
+        h.update(tokenizer.to_json_string().encode())
     return h.hexdigest()
 
 
@@ -268,6 +280,8 @@ def filter_by_tokens(
     rendering = rendering or Rendering()
     if rendering.per_row and max_p and ENV_COLUMN in ds.column_names and ENV_COLUMN not in columns:
         columns.insert(1, ENV_COLUMN)
+    if max_p and is_processor(tokenizer):
+        columns += [c for c in IMAGE_COLUMNS if c in ds.column_names]
     options = {"max_prompt_tokens": max_p, "max_solution_tokens": max_s, "limit": limit, "columns": columns}
     options["rendering"] = [rendering.common, rendering.by_environment]
     with _once_per_node():

@@ -40,6 +40,7 @@ class DataSection(Section):
     solution_column: str = "solution"
     pass_rate: dict[str, Any] | None = Field(None, description="keep a pass-rate band from `grpo-trl filter`")
     sampler: dict[str, Any] | None = Field(None, description="zero-variance-aware sampling (data/sampler.py)")
+    dynamic_sampling: dict[str, Any] | None = Field(None, description="DAPO refill of zero-variance groups")
     mixture: list[dict[str, Any]] | None = Field(None, min_length=1, description="[{builder, weight, ...}]")
     weight: YamlFloat | None = Field(None, gt=0, description="share of a mixture part")
 
@@ -51,9 +52,9 @@ class MixtureOptions(Section):
     size: int | None = Field(None, gt=0, description="rows of the mixture (default: as many as the shares allow)")
 
 
-MIXTURE_KEYS = ("mixture", "size", "seed", "shuffle", "eval_size", "system_prompt", "sampler")
+MIXTURE_KEYS = ("mixture", "size", "seed", "shuffle", "eval_size", "system_prompt", "sampler", "dynamic_sampling")
 # options of the whole dataset that would do nothing inside one mixture part (set beside data.mixture instead)
-WHOLE_DATASET_KEYS = ("sampler", "eval_size", "eval_split")
+WHOLE_DATASET_KEYS = ("sampler", "eval_size", "eval_split", "dynamic_sampling")
 COMMON_DATA_KEYS = tuple(k for k in DataSection.model_fields if k not in ("mixture", "weight"))
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.data.pass_rate import pass_rate_problems
+from grpo_trl.data.refill import dynamic_sampling_problems
 from grpo_trl.data.sampler import sampler_problems
 from grpo_trl.data.sources import load_file, load_hub_or_file, require_columns
 from grpo_trl.errors import DataError, Problem
@@ -111,8 +112,13 @@ def builder_params(builder: Builder) -> dict[str, Any]:
 
 
 def option_problems(cfg: dict) -> list[Problem]:
-    """Problems of ``data.pass_rate`` and ``data.sampler`` (keys ``data.pass_rate...``, no file named)."""
-    return pass_rate_problems(cfg.get("pass_rate")) + sampler_problems(cfg.get("sampler"))
+    """Problems of ``data.pass_rate``, ``data.sampler`` and ``data.dynamic_sampling`` (keys ``data.pass_rate...``, no
+    file named)."""
+    return (
+        pass_rate_problems(cfg.get("pass_rate"))
+        + sampler_problems(cfg.get("sampler"))
+        + dynamic_sampling_problems(cfg.get("dynamic_sampling"))
+    )
 
 
 def to_conversation(user: str, system_prompt: str | None) -> list[dict[str, str]]:

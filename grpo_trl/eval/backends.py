@@ -81,10 +81,17 @@ def generate_transformers(
     model_path: str, tokenizer: Any, prompts: list, s: Sampling, *, template: dict | None = None, **_: Any
 ) -> Generations:
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    from grpo_trl.data.image_tokens import is_processor
+    from grpo_trl.run.export import is_adapter, load_adapter_model
 
     torch.manual_seed(s.seed)
-    model = AutoModelForCausalLM.from_pretrained(model_path)
+    if is_adapter(model_path):  # a LoRA run (or checkpoint): its base with the adapter, through peft
+        model = load_adapter_model(model_path)
+    else:
+        auto = AutoModelForImageTextToText if is_processor(tokenizer) else AutoModelForCausalLM
+        model = auto.from_pretrained(model_path)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device).eval()
     return generate_with_model(model, tokenizer, prompts, s, template=template)
@@ -102,10 +109,14 @@ def generate_with_model(
 ) -> Generations:
     """The ``transformers`` backend on a model already loaded, on its device and in eval mode (``eval`` loads one;
     ``grpo_trl.eval.during`` passes the model being trained, and the trainer's ``top_k``... as ``sample_kwargs``,
-    used when sampling)."""
+    used when sampling). ``tokenizer``: the recipe's tokenizer, or a vision-language model's processor."""
     import torch
     from tqdm.auto import tqdm
 
+    from grpo_trl.data.image_tokens import is_processor, text_tokenizer
+
+    processor = tokenizer if is_processor(tokenizer) else None  # a VLM: prompts hold image entries
+    tokenizer = text_tokenizer(tokenizer)
     device = model.device
     tokenizer.padding_side = "left"
     greedy = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}  # no sampling knobs left set
@@ -114,12 +125,17 @@ def generate_with_model(
     texts, lengths = [], []
     for start in tqdm(range(0, len(prompts), s.batch_size), desc="generating", unit="batch", disable=not progress):
         batch = prompts[start : start + s.batch_size]
-        enc = tokenizer(  # TRL decides the format by the batch's first prompt too
-            [render(tokenizer, p, template) for p in batch],
-            return_tensors="pt",
-            padding=True,
-            add_special_tokens=is_standard(batch[0]),
-        )
+        if processor is not None:  # as GRPOTrainer tokenizes a VLM's prompts: the images' tokens and pixels
+            enc = processor.apply_chat_template(
+                batch, tokenize=True, add_generation_prompt=True, return_dict=True, return_tensors="pt", padding=True
+            )
+        else:
+            enc = tokenizer(  # TRL decides the format by the batch's first prompt too
+                [render(tokenizer, p, template) for p in batch],
+                return_tensors="pt",
+                padding=True,
+                add_special_tokens=is_standard(batch[0]),
+            )
         with torch.no_grad():
             out = model.generate(
                 **enc.to(device),
@@ -272,6 +288,13 @@ GENERATE = {"transformers": generate_transformers, "vllm": generate_vllm, "endpo
 def generate(backend: str, model_path: str, tokenizer: Any, prompts: list, s: Sampling, **options: Any) -> Generations:
     """``n`` completions for every prompt from ``backend`` (one of :data:`BACKENDS`). Greedy decoding
     (``temperature`` 0) generates once per prompt and repeats it ``n`` times: the samples would be identical."""
+    from grpo_trl.data.image_tokens import is_processor
+
+    if is_processor(tokenizer) and backend != "transformers":
+        from grpo_trl.errors import Problem, RecipeError
+
+        why = f"a vision-language model is evaluated with the transformers backend here, not {backend}"
+        raise RecipeError([Problem("", "--backend", why, "use --backend transformers")])
     if s.temperature == 0 and s.n > 1:
         once = GENERATE[backend](model_path, tokenizer, prompts, replace(s, n=1), **options)
         return Generations([t * s.n for t in once.texts], [n * s.n for n in once.lengths], once.errors)

@@ -24,6 +24,7 @@ from typing import Any
 
 from transformers import Trainer, TrainerCallback
 
+from grpo_trl.data.image_tokens import text_tokenizer
 from grpo_trl.eval.backends import Generations, Sampling, generate_with_model
 from grpo_trl.eval.score import score
 from grpo_trl.monitor.heldout import GREEDY_KEY, PREFIX, TIME_KEY, ks
@@ -91,7 +92,7 @@ class HeldoutEval(TrainerCallback):
         self.done.add(state.global_step)
         start = time.perf_counter()
         model = self.trainer.accelerator.unwrap_model(self.trainer.model)
-        tokenizer = self.trainer.processing_class
+        tokenizer = text_tokenizer(self.trainer.processing_class)  # a VLM's processor: its tokenizer
         was_training, padding = model.training, tokenizer.padding_side
         prompts = list(self.dataset["prompt"])
         seed = self.sampling.seed + state.global_step

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.check.rewards import build_rewards, column_problems
+from grpo_trl.data.image_tokens import as_trainer_prompt, is_processor
 from grpo_trl.eval.backends import BACKENDS, Generations, Sampling, generate, preflight
 from grpo_trl.eval.score import Scored, load_reward_models, score
 from grpo_trl.recipe import Problem, Recipe, RecipeError
@@ -122,16 +123,21 @@ def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | 
 
 def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tuple[str, Any]:
     """The local model path (the served name for an endpoint) and the recipe's tokenizer for rendering prompts."""
-    from grpo_trl.models.load import load_tokenizer, resolve_model
+    from grpo_trl.models.load import load_processing_class as load_tokenizer  # a VLM: its processor
+    from grpo_trl.models.load import resolve_model
+    from grpo_trl.run.export import is_adapter
 
     output_dir = recipe.to_grpo_config().output_dir
-    trained = (Path(output_dir) / "config.json").exists()
+    trained = (Path(output_dir) / "config.json").exists() or is_adapter(output_dir)  # a LoRA run: its adapter
     if backend == "endpoint":
         source = output_dir if trained else resolve_model(recipe.model)  # builtin:*: a cache, not the output_dir
         return str(model), load_tokenizer(recipe.model, source, recipe.file, recipe.base_dir)
     path = model or output_dir
     if model is None and not trained:
         path = resolve_model(recipe.model)  # nothing trained yet: the recipe's own model (builtin:*: from the cache)
+    if backend == "vllm" and is_adapter(path):
+        why = f"{path!r} is a LoRA adapter; the vllm backend loads whole models"
+        raise RecipeError([Problem(WHERE, "--model", why, f"merge it first: grpo-trl export {path}")])
     return path, load_tokenizer(recipe.model, path, recipe.file, recipe.base_dir)
 
 
@@ -205,7 +211,11 @@ def generate_and_score(recipe: Recipe, ds: Any, setup: Setup) -> tuple[Generatio
     if problems:
         raise RecipeError(problems)
     rewards = load_reward_models(recipe, rewards)
-    prompts = list(ds["prompt"])
+    prompts = (
+        list(ds["prompt"])
+        if not is_processor(setup.tokenizer)
+        else [as_trainer_prompt(setup.tokenizer, r) for r in ds]
+    )
     gens = generate(setup.backend, setup.model_path, setup.tokenizer, prompts, setup.sampling, **setup.options)
     return gens, score(recipe, rewards, weights, ds, gens)
 

@@ -57,8 +57,8 @@ class ModelKeys(Translation):
                 continue
             if target in ("revision", "attn_implementation", "trust_remote_code"):
                 self.put(("model", target), value, f"model_init_kwargs.{key}")
-            else:
-                self.out.unmapped.append((f"model_init_kwargs.{key}", "grpo-trl's model section has no such key"))
+            else:  # any other from_pretrained keyword (use_kernels, device_map...): checked by `grpo-trl check`
+                self.put(("model", "init_kwargs", key), value, f"model_init_kwargs.{key}")
         self.lora()
         self.quantization()
 

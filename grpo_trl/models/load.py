@@ -98,3 +98,55 @@ def apply_chat_template(tokenizer: Any, model: dict, base_dir: Path | None = Non
     if template:
         tokenizer.chat_template = resolve_template(template, base_dir or Path.cwd())
     return tokenizer
+
+
+def is_vision_model(name: str, base_dir: Path | None = None, **kwargs: Any) -> bool | None:
+    """Whether model ``name`` is a vision-language model (its config has a ``vision_config``), read without a
+    download: a built-in name, a local folder, or the local Hugging Face cache; ``None`` when unknown offline."""
+    from grpo_trl.models.builtin import VISION_BUILTINS
+
+    if str(name).startswith("builtin:"):
+        return name in VISION_BUILTINS
+    folder = Path(name).expanduser()
+    if not folder.is_absolute() and base_dir is not None and not folder.is_dir() and (base_dir / folder).is_dir():
+        folder = base_dir / folder
+    try:
+        if (folder / "config.json").is_file():
+            return "vision_config" in json.loads((folder / "config.json").read_text())
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(name, local_files_only=True, **kwargs)
+    except (OSError, ValueError):
+        return None
+    return getattr(config, "vision_config", None) is not None
+
+
+def load_processing_class(model: dict, model_path: str, file: str = "", base_dir: Path | None = None):
+    """What ``GRPOTrainer`` takes as ``processing_class``: the tokenizer (``load_tokenizer``) for a text model; for a
+    vision-language model (a ``vision_config`` in its config) its processor, loaded as TRL loads it
+    (``AutoProcessor``, left padding and truncation), with ``model.chat_template`` applied to the processor."""
+    from transformers import AutoConfig, ProcessorMixin
+
+    kwargs = {k: model[k] for k in ("revision", "trust_remote_code") if model.get(k) is not None}
+    try:
+        vision = getattr(AutoConfig.from_pretrained(model_path, **kwargs), "vision_config", None) is not None
+    except Exception:  # noqa: BLE001 - no readable config: a text model's path, as before (load_tokenizer says why)
+        vision = False
+    if not vision:
+        return load_tokenizer(model, model_path, file, base_dir)
+    from transformers import AutoProcessor
+
+    try:
+        processor = AutoProcessor.from_pretrained(model_path, truncation_side="left", padding_side="left", **kwargs)
+    except (OSError, ValueError, TypeError, ImportError, AttributeError, KeyError) as exc:  # e.g. no torchvision
+        why = f"cannot load the processor of vision-language model {str(model_path)!r} ({type(exc).__name__}: "
+        raise RecipeError(
+            [Problem(file, "model", why + f"{str(exc)[:300]})", "give a folder with its processor")]
+        ) from exc
+    if not isinstance(processor, ProcessorMixin):
+        why = f"{str(model_path)!r} has a vision config, but AutoProcessor gives a {type(processor).__name__}"
+        raise RecipeError([Problem(file, "model", why, "give a folder with the model's processor files")])
+    apply_chat_template(processor, model, base_dir)
+    if processor.tokenizer.pad_token is None:
+        processor.tokenizer.pad_token = processor.tokenizer.eos_token
+    return processor

@@ -24,6 +24,13 @@ def _meta_model(config_json: str) -> Any:
     cfg = json.loads(config_json)
     config = AutoConfig.for_model(**cfg)
     with torch.device("meta"):
+        if "vision_config" in cfg:  # a vision-language model: its vision tower counts too
+            from transformers import AutoModelForImageTextToText
+
+            try:
+                return AutoModelForImageTextToText.from_config(config)
+            except ValueError:
+                pass
         try:
             return AutoModelForCausalLM.from_config(config)
         except ValueError:  # a config with no causal-LM class (a multimodal one): its base model
@@ -56,6 +63,7 @@ class Shape:
 
     @classmethod
     def from_config(cls, cfg: dict) -> Shape:
+        full = cfg  # a vision-language model's: the language model's sizes, its whole config for the parameters
         cfg = cfg.get("text_config") or cfg
         hidden, heads = int(cfg["hidden_size"]), int(cfg["num_attention_heads"])
         return cls(
@@ -66,7 +74,7 @@ class Shape:
             intermediate=int(cfg.get("intermediate_size") or 4 * hidden),
             head_dim=int(cfg.get("head_dim") or hidden // heads),
             dtype=cfg.get("dtype") or cfg.get("torch_dtype"),
-            config=dict(cfg),
+            config=dict(full if "vision_config" in full else cfg),
         )
 
     def meta_model(self) -> Any:
@@ -129,6 +137,10 @@ def load_shape(name: str, tiny: dict | None = None, **kwargs: Any) -> Shape:
 
     if name == BUILTIN_TINY:
         return tiny_shape(**(tiny or {}))
+    if name == "builtin:tiny-vlm":
+        from grpo_trl.models.tiny_vlm import TOKENS, tiny_vlm_config
+
+        return Shape.from_config(tiny_vlm_config(TOKENS, TOKENS - 1, 2, 0))
     local = Path(name).expanduser() / "config.json"
     if local.is_file():
         return Shape.from_config(json.loads(local.read_text()))

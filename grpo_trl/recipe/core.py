@@ -122,9 +122,9 @@ class Recipe:
 
     # ------------------------------------------------------------------------------------------------ TRL's configs
     def model_init_kwargs(self) -> dict:
-        """``GRPOConfig.model_init_kwargs`` from the model section."""
+        """``GRPOConfig.model_init_kwargs``: ``model.init_kwargs``, then the model fields that own a key."""
         model = self.model
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, Any] = dict(model.get("init_kwargs") or {})
         if model.get("dtype"):
             kwargs["dtype"] = model["dtype"]
         for key in ("attn_implementation", "trust_remote_code", "revision"):

@@ -94,6 +94,11 @@ class ModelSection(Section):
         None,
         description="transformers.BitsAndBytesConfig fields (QLoRA with model.lora), see grpo_trl.models.quantization",
     )
+    init_kwargs: dict[str, Any] | None = Field(
+        None,
+        description="more from_pretrained keywords (use_kernels, device_map, output_router_logits...), "
+        "passed as GRPOConfig.model_init_kwargs with the fields above",
+    )
 
 
 class RewardSpec(Section):

@@ -34,6 +34,20 @@ PLOTS = {
         "Fraction of groups with zero reward std (no learning signal)",
         lambda k: k == "frac_reward_zero_std",
     ),
+    "dynamic_sampling.png": (
+        "Dynamic sampling: share of groups with zero reward std generated, dropped, left in the optimized batch",
+        lambda k: (
+            k in ("dynamic_sampling/zero_std_generated", "dynamic_sampling/dropped", "dynamic_sampling/zero_std_kept")
+        ),
+    ),
+    "dynamic_sampling_generations.png": (
+        "Dynamic sampling: completions generated per generation batch",
+        lambda k: k == "dynamic_sampling/generations",
+    ),
+    "dynamic_sampling_rounds.png": (
+        "Dynamic sampling: extra generation rounds per generation batch (refill)",
+        lambda k: k == "dynamic_sampling/resample_rounds",
+    ),
     "reward_none.png": ("Share of rows each reward scored None", lambda k: k.startswith("reward_none_frac/")),
     "loss_grad.png": ("Loss and gradient norm", lambda k: k in ("loss", "grad_norm")),
     "learning_rate.png": ("Learning rate", lambda k: k == "learning_rate"),

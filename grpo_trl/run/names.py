@@ -32,6 +32,7 @@ OWN_NAMES = (
     "tiny-tools",
     "tiny-countdown",
     "tiny-reward",
+    "tiny-vlm",
     "report",
 )
 
@@ -48,7 +49,7 @@ def kind_of(name: str) -> str:
         return "log"
     if name.startswith("recipe"):
         return "recipe"
-    caches = ("tiny-model", "tiny-tools", "tiny-countdown", "tiny-reward")
+    caches = ("tiny-model", "tiny-tools", "tiny-countdown", "tiny-reward", "tiny-vlm")
     return "cache" if name in caches else "report" if name == "report" else "model"
 
 

@@ -32,16 +32,16 @@ import yaml
 from grpo_trl.errors import GrpoTrlError
 from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError
 from grpo_trl.run.directory import STATE, Heartbeat, Manifest, RunLock, describe, predictable, write_text
+from grpo_trl.run.overwrite import prepare_fresh, refuse_collisions
 from grpo_trl.run.resume import (
     blocking,
-    checkpoints,
     continue_callbacks,
     newest_complete,
     recipe_differences,
     saved_step,
 )
 from grpo_trl.run.writes import ManifestCallback, no_space, place, stage, stage_from_checkpoint
-from grpo_trl.trl_adapter import checkpoint_step, rotation_candidates
+from grpo_trl.trl_adapter import checkpoint_step, save_model_only
 
 logger = logging.getLogger("grpo_trl")
 STATE_FILES = ("lock", "lock.json", "manifest.json", "heartbeat.json")
@@ -160,7 +160,7 @@ class RunSession:
         if self.resume:
             self._prepare_resume(m)
         elif self.main:
-            self._prepare_fresh(m)
+            prepare_fresh(self.folder, m, self.config, self.overwrite, self._error)
         if self.finished is not None or not self.main:
             return
         cfg = self.config
@@ -180,62 +180,6 @@ class RunSession:
         if not path.is_file() or path.read_text(errors="replace") != text:
             write_text(path, text)
 
-    def _rotated(self, m: Manifest) -> list[str]:
-        """Foreign folders the trainer's checkpoint rotation would delete (``save_total_limit`` with saving on)."""
-        cfg = self.config
-        strategy = getattr(cfg.save_strategy, "value", cfg.save_strategy)
-        if not cfg.save_total_limit or cfg.save_total_limit <= 0 or strategy == "no":
-            return []
-        foreign = set(m.foreign())
-        return [n for n in rotation_candidates(self.folder) if n in foreign and not predictable(n)]
-
-    def _collisions(self, m: Manifest, action: str) -> None:
-        clash = [n for n in m.foreign() if predictable(n)]
-        if clash:
-            raise self._error(
-                f"holds entries grpo-trl did not write, with names the trainer would overwrite or rotate: "
-                f"{describe(clash, self.folder)}; {action} only touches what .grpo-trl/manifest.json records: move "
-                "them away or choose another output_dir"
-            )
-        rotated = self._rotated(m)
-        if rotated:
-            raise self._error(
-                f"holds {describe(rotated, self.folder)}, not written by grpo-trl, which the trainer's checkpoint "
-                f"rotation would delete (trainer.save_total_limit: {self.config.save_total_limit}; transformers "
-                "rotates every checkpoint-* folder): move them out of the output_dir, or unset "
-                "trainer.save_total_limit"
-            )
-
-    def _prepare_fresh(self, m: Manifest) -> None:
-        if self.overwrite:
-            self._collisions(m, "--overwrite")
-            removed, kept = m.remove_own(), m.foreign()
-            if removed:
-                logger.warning("--overwrite: removed the previous run's %s", describe(removed, self.folder))
-            if kept:
-                logger.warning("--overwrite: kept (not written by grpo-trl): %s", describe(kept, self.folder))
-            return
-        foreign = m.foreign()
-        if foreign:
-            beside = not any(predictable(n) for n in foreign) and not self._rotated(m)
-            raise self._error(
-                f"holds entries grpo-trl did not write: {describe(foreign, self.folder)}; move them away, choose "
-                "another output_dir (--set trainer.output_dir=DIR)"
-                + (", or pass --overwrite to train beside them (they are kept)" if beside else "")
-            )
-        trained = m.trained()
-        if trained:
-            found = checkpoints(self.folder)
-            what = (
-                f"{found[0].name} of a previous run"
-                if found
-                else f"a previous run's {describe(trained, self.folder, 4)}"
-            )
-            raise self._error(
-                f"already holds {what}; pass --resume to continue it, --overwrite to start "
-                "again (removes only what grpo-trl wrote), or --set trainer.output_dir=NEW_DIR"
-            )
-
     def _prepare_resume(self, m: Manifest) -> None:
         if self.main:
             if not m.exists and any(predictable(n) for n in m.foreign()):
@@ -245,7 +189,7 @@ class RunSession:
                     "train into a new output_dir (to start from a checkpoint's weights: model.name: "
                     "OUTPUT_DIR/checkpoint-N)"
                 )
-            self._collisions(m, "--resume")
+            refuse_collisions(self.folder, m, self.config, "--resume", self._error)
             blocked = [n for n in m.present() if checkpoint_step(n) is not None and not (self.folder / n).is_dir()]
             if blocked:
                 raise self._error(
@@ -337,7 +281,7 @@ class RunSession:
         staged = self.folder / STATE / "final-save"
         if self.main:
             staged = stage(self.folder)
-        trainer.save_model(str(staged))  # every process: sharded models gather here
+        save_model_only(trainer, str(staged))  # every process: sharded models gather here; no push (report.card)
         trainer.accelerator.wait_for_everyone()
         if self.main:
             trainer.state.save_to_json(str(staged / "trainer_state.json"))

@@ -1,0 +1,70 @@
+"""``model.init_kwargs``: more ``from_pretrained`` keywords for the policy (TRL's ``GRPOConfig.model_init_kwargs``).
+
+What a key may be is read from the installed transformers, never listed here: the parameters of
+``PreTrainedModel.from_pretrained``, the keywords it takes from ``**kwargs`` (``use_kernels``, ``device_map``...),
+and the fields any of its model configs declare (``output_router_logits`` for MoE models, ``rope_scaling``...),
+which ``from_pretrained`` hands on to the config. A key the ``model:`` section already has a field for is refused,
+naming the field, so each value is set in one place.
+
+Example:
+    >>> [p.key for p in init_kwargs_problems({"init_kwargs": {"use_kernel": True, "dtype": "bfloat16"}}, "r.yaml")]
+    ['model.init_kwargs.use_kernel', 'model.init_kwargs.dtype']
+    >>> init_kwargs_problems({"init_kwargs": {"device_map": "auto", "output_router_logits": True}}, "r.yaml")
+    []
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+import re
+from pathlib import Path
+
+from grpo_trl.errors import Problem, suggest
+
+# keys the model: section sets itself (or, for the policy's path and config, grpo-trl does)
+OWNED = {
+    "dtype": "model.dtype",
+    "torch_dtype": "model.dtype",
+    "attn_implementation": "model.attn_implementation",
+    "trust_remote_code": "model.trust_remote_code",
+    "revision": "model.revision",
+    "quantization_config": "model.quantization",
+}
+NOT_KEYWORDS = ("pretrained_model_name_or_path", "model_args", "kwargs", "config", "state_dict")
+_FIELD = re.compile(r"^    ([a-z][a-z0-9_]*)\s*:\s*[^=\n]+=", re.M)  # a config class field with its default
+_POPPED = re.compile(r"kwargs\.pop\(\s*[\"']([a-z]\w*)[\"']")
+
+
+@functools.cache
+def known_keys() -> frozenset[str]:
+    """Every keyword ``from_pretrained`` takes for some model in the installed transformers."""
+    from transformers import PretrainedConfig, PreTrainedModel
+
+    method = PreTrainedModel.from_pretrained
+    names = set(inspect.signature(method).parameters) | set(_POPPED.findall(inspect.getsource(method)))
+    names |= set(PretrainedConfig().to_dict())
+    spec = importlib.util.find_spec("transformers")
+    models = Path(spec.origin).parent / "models" if spec and spec.origin else None
+    for path in sorted(models.glob("*/configuration_*.py")) if models else ():
+        names.update(_FIELD.findall(path.read_text(errors="replace")))
+    return frozenset(n for n in names if not n.startswith("_") and n not in NOT_KEYWORDS)
+
+
+def init_kwargs_problems(model: dict, file: str) -> list[Problem]:
+    """Unknown keys (with a did-you-mean) and keys another ``model:`` field owns, one ``Problem`` each."""
+    extra = model.get("init_kwargs") or {}
+    out = []
+    for key in extra:
+        where = f"model.init_kwargs.{key}"
+        if key in OWNED:
+            field = OWNED[key]
+            set_too = f"; model.{field.split('.')[1]} is set too" if model.get(field.split(".")[1]) is not None else ""
+            out.append(Problem(file, where, f"is set by {field}{set_too}", f"set {field} instead, in one place"))
+        elif key in NOT_KEYWORDS:
+            out.append(Problem(file, where, "is chosen by grpo-trl (model.name)", "remove it"))
+        elif key not in known_keys():
+            why = f"is not a keyword transformers' from_pretrained takes{suggest(key, sorted(known_keys()))}"
+            out.append(Problem(file, where, why))
+    return out

@@ -1,0 +1,122 @@
+"""``builtin:tiny-vlm``: a tiny random vision-language model, built offline in about a second.
+
+A ``LlavaForConditionalGeneration`` from transformers: a CLIP vision tower (28x28 images in 7x7 patches: 16 image
+tokens per image, plus the CLS token the processor counts and drops) and a tiny ``Qwen2`` language model with the
+byte-level BPE tokenizer of ``builtin:tiny``; its ``LlavaProcessor`` (with the PIL image processor, so torchvision is
+not needed) and a chat template that renders ``{"type": "image"}`` entries as ``<image>``, which the processor expands
+to the image's tokens. ``AutoProcessor`` and TRL's ``GRPOTrainer`` load the folder like any Hub VLM.
+
+Why LLaVA and not Qwen2-VL: in transformers 5 the Qwen2-VL / Qwen2.5-VL processors need a video processor, which
+needs torchvision, not installed here; the LLaVA processor has none. Real recipes use Qwen2.5-VL
+(``recipes/vlm/``) the same way.
+
+Example:
+    >>> import tempfile
+    >>> from transformers import AutoProcessor
+    >>> processor = AutoProcessor.from_pretrained(build_tiny_vlm_model(tempfile.mkdtemp()))  # doctest: +SKIP
+    >>> type(processor).__name__, processor.image_token  # doctest: +SKIP
+    ('LlavaProcessor', '<image>')
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, _tokenizer
+
+IMAGE_TOKEN = "<image>"
+TOKENS = 513  # the tokenizer's size: builtin:tiny's 512, then IMAGE_TOKEN (a test checks it against the built model)
+
+# builtin:tiny's template, with list contents (TRL turns a VLM's prompt into text and image entries) rendered
+VLM_CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}{{ '<image>' }}{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}{{ '<|im_end|>' + '\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+_VLM_CORPUS = [
+    "How many red squares are in the image? Answer with a number in <answer> </answer> tags.",
+    "How many blue squares are there? Count the green, yellow and purple ones too: 0 1 2 3 4 5 6 7 8 9.",
+]
+
+
+def tiny_vlm_config(tokenizer_size: int, image_token_id: int, eos: int, pad: int, hidden_size: int = 64) -> dict:
+    """The ``LlavaConfig`` arguments of the tiny VLM (also what ``check`` plans memory from, without building it)."""
+    return {
+        "model_type": "llava",
+        "architectures": ["LlavaForConditionalGeneration"],
+        "text_config": {
+            "model_type": "qwen2",
+            "vocab_size": tokenizer_size,
+            "hidden_size": hidden_size,
+            "intermediate_size": hidden_size * 2,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 1024,
+            "tie_word_embeddings": True,
+            "eos_token_id": eos,
+            "pad_token_id": pad,
+        },
+        "vision_config": {
+            "model_type": "clip_vision_model",
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "image_size": 28,
+            "patch_size": 7,
+        },
+        "image_token_id": image_token_id,
+        "vision_feature_select_strategy": "default",
+        "vision_feature_layer": -1,
+        "tie_word_embeddings": True,
+        "dtype": "float32",
+    }
+
+
+def build_tiny_vlm_model(output_dir: str | Path, *, seed: int = 0, hidden_size: int = 64) -> str:
+    """Write the tiny random LLaVA-style VLM, its processor and chat template to ``output_dir``; return the path.
+
+    Deterministic for a given ``seed``.
+    """
+    import torch
+    from transformers import LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+    from transformers.models.llava.image_processing_pil_llava import LlavaImageProcessorPil
+
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = _tokenizer(_CORPUS * 4 + _VLM_CORPUS * 4, 512, TAG_TOKENS)
+    # special: never in decoded completions (TRL also stops the model from sampling it)
+    tokenizer.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN]})
+    tokenizer.chat_template = VLM_CHAT_TEMPLATE
+    images = LlavaImageProcessorPil(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28})
+    processor = LlavaProcessor(
+        image_processor=images,
+        tokenizer=tokenizer,
+        patch_size=7,
+        vision_feature_select_strategy="default",
+        chat_template=VLM_CHAT_TEMPLATE,
+        image_token=IMAGE_TOKEN,
+        num_additional_image_tokens=1,  # CLIP's CLS token
+    )
+    processor.save_pretrained(out)
+    cfg = tiny_vlm_config(
+        len(tokenizer),
+        tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
+        tokenizer.eos_token_id,
+        tokenizer.pad_token_id,
+        hidden_size,
+    )
+    cfg.pop("model_type"), cfg.pop("architectures"), cfg.pop("dtype")
+    torch.manual_seed(seed)
+    model = LlavaForConditionalGeneration(LlavaConfig(**cfg))
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.save_pretrained(out)
+    (out / "grpo_trl_tiny.json").write_text(json.dumps({"seed": seed, "params": model.num_parameters()}))
+    return str(out)

@@ -1,0 +1,279 @@
+"""The run's model card: ``README.md`` in the output directory, in the Hugging Face format (YAML front matter from
+``huggingface_hub.ModelCardData``), written when a run's final save is in place (``publish``, called by ``train.run``).
+
+One card, grpo-trl's: TRL writes its own ``README.md`` at each checkpoint (``create_model_card``) and peft one with
+each adapter save; both are grpo-trl's entries in the manifest, and this card replaces them at the end. A
+``README.md`` grpo-trl did not write (not in ``.grpo-trl/manifest.json``), or one edited since grpo-trl wrote it
+(its hash is kept in the manifest), is never replaced: the card is skipped with a warning.
+
+It holds the base model, the rewards (names, weights, args), the data, the plan (``grpo-trl check``'s batch
+arithmetic), the last logged metrics, ``eval.json`` when ``grpo-trl eval`` wrote one there, a link to
+``report/report.html``, and the recipe as loaded (values of keys named like secrets, e.g. ``hub_token``, redacted).
+
+With ``trainer.push_to_hub: true`` (best with ``trainer.hub_strategy: end``, which ``check`` suggests), ``publish``
+uploads the final save and the card with ``huggingface_hub``'s ``upload_folder`` to the repo the trainer created, and
+nothing else: not the logs, ``.grpo-trl/``, checkpoints, or files of the user's (``pushed_names``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import re
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
+from grpo_trl.jsonio import read_json_head
+from grpo_trl.recipe import Recipe
+from grpo_trl.run.directory import Manifest, write_text
+
+logger = logging.getLogger("grpo_trl")
+CARD = "README.md"
+TAGS = ["grpo", "trl", "grpo-trl"]
+SECRET = re.compile(r"(^|_)(token|secret|password|api_key|access_key)$", re.I)
+SHOWN = (  # the logged metrics the card lists (TRL's names): rewards, KL, loss, lengths
+    "reward", "kl", "loss", "entropy", "completions/mean_length", "completions/clipped_ratio", "frac_reward_zero_std",
+    "grad_norm", "learning_rate",
+)  # fmt: skip
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: "<redacted>" if SECRET.search(str(k)) and v else _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value
+
+
+def _fenced(text: str, lang: str = "") -> str:
+    """``text`` in a code fence longer than any run of backticks inside it (a recipe may hold some)."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text.rstrip()}\n{fence}"
+
+
+def _cell(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split()).replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _hub_id(value: Any, base_dir: Path) -> bool:
+    return isinstance(value, str) and bool(HUB_ID.match(value)) and not (base_dir / value).exists()
+
+
+def base_model(recipe: Recipe) -> str | None:
+    """The Hub id the run started from (``None`` for ``builtin:`` models and local folders)."""
+    name = str(recipe.model.get("name", ""))
+    return name if not name.startswith("builtin:") and _hub_id(name, recipe.base_dir) else None
+
+
+def datasets(recipe: Recipe) -> list[str]:
+    """The Hub datasets the data came from, where known (a builder's ``name``/``source``, its default included)."""
+    from grpo_trl.data.registry import builder_params, get_builder
+
+    parts = recipe.dataset.get("mixture") or [recipe.dataset]
+    found: list[str] = []
+    for part in parts if isinstance(parts, list) else []:
+        try:
+            options = {**builder_params(get_builder(str(part.get("builder")))), **part}
+        except GrpoTrlError:
+            options = dict(part)
+        for key in ("name", "source"):
+            if _hub_id(options.get(key), recipe.base_dir) and options[key] not in found:
+                found.append(options[key])
+    return found
+
+
+def _metrics(history: list[dict]) -> tuple[int | None, dict[str, float]]:
+    last = next((h for h in reversed(history) if "reward" in h and "loss" in h), None) or {}
+    numbers = {
+        k: v
+        for k, v in last.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        and k.startswith(SHOWN) and not k.endswith("/std")
+    }  # fmt: skip
+    return last.get("step"), numbers
+
+
+def _plan_lines(recipe: Recipe, world_size: int | None) -> list[str]:
+    from grpo_trl.check.plan import format_plan, make_plan
+
+    try:
+        return format_plan(recipe, make_plan(recipe, world_size=world_size), world_size_given=True)
+    except (GrpoTrlError, ValueError, TypeError, OSError) as exc:
+        return [f"  (not available: {type(exc).__name__})"]
+
+
+def _eval(folder: Path) -> dict | None:
+    report = read_json_head(folder / "eval.json", 64 * 2**20)
+    return report if isinstance(report, dict) and {"model", "backend"} <= report.keys() else None
+
+
+def _versions() -> str:
+    names = ("grpo-trl", "trl", "transformers", "peft", "torch", "datasets")
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return ", ".join(found)
+
+
+def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None) -> str:
+    """The whole card (front matter and body) for the run in ``folder``, from what is there now."""
+    from huggingface_hub import ModelCard, ModelCardData
+
+    from grpo_trl.report.page import reward_trend, trend_label
+
+    folder = Path(folder)
+    lora = (folder / "adapter_config.json").is_file()
+    base = base_model(recipe)
+    data = ModelCardData(
+        base_model=base,
+        library_name="peft" if lora else "transformers",
+        tags=TAGS + (["lora"] if lora else []),
+        datasets=datasets(recipe) or None,
+        pipeline_tag="text-generation",
+    )
+    state = read_json_head(folder / "trainer_state.json", 256 * 2**20) or {}
+    history = list(state.get("log_history") or []) if isinstance(state, dict) else []
+    step, metrics = _metrics(history)
+    name = str(recipe.model.get("name"))
+    lines = [
+        f"# {folder.resolve().name}",
+        "",
+        f"Trained with GRPO by grpo-trl (recipes over TRL's `GRPOTrainer`), from "
+        f"`{_cell(name)}`" + (" as a LoRA adapter" if lora else "") + f" ({state.get('global_step', '?')} steps).",
+        "",
+    ]
+    if lora:
+        lines += ["Merge the adapter into its base for serving: `grpo-trl export OUTPUT_DIR --to MERGED_DIR`.", ""]
+    lines += ["## Rewards", "", "| reward | weight | args |", "|---|---|---|"]
+    for spec in recipe.rewards:
+        label = spec.get("alias") or spec.get("name") or spec.get("model")
+        lines.append(f"| {_cell(label)} | {_cell(spec.get('weight', 1.0))} | {_cell(spec.get('args') or {})} |")
+    if not recipe.rewards:
+        lines.append("| the environment's get_reward() | 1.0 | |")
+    lines += ["", "## Data", "", f"`{_cell(recipe.dataset)}`", "", "## Plan (`grpo-trl check`)", ""]
+    lines += [_fenced("\n".join(_plan_lines(recipe, world_size)), "text"), "", "## Final metrics", ""]
+    if metrics:
+        trend = reward_trend(history)
+        if trend:
+            lines += [f"Reward mean, {trend_label(history)}: {trend[0]:.3f} -> {trend[1]:.3f}.", ""]
+        lines += [f"Last logged step ({step}):", "", "| metric | value |", "|---|---|"]
+        lines += [f"| {_cell(k)} | {v:.6g} |" for k, v in sorted(metrics.items()) if k != "step"]
+    else:
+        lines.append("Nothing was logged.")
+    evaluation = _eval(folder)
+    if evaluation:
+        lines += ["", "## Evaluation (`grpo-trl eval`, eval.json)", "", "| metric | value |", "|---|---|"]
+        for key in ("split", "prompts", "n", "pass@1", f"pass@{evaluation.get('n')}", "reward_mean", "rewards"):
+            if key in evaluation:
+                lines.append(f"| {_cell(key)} | {_cell(evaluation[key])} |")
+    report = folder / "report" / "report.html"
+    lines += ["", "## Report", ""]
+    lines.append(
+        "Plots and completion samples: [report/report.html](report/report.html)."
+        if report.is_file()
+        else "`grpo-trl report OUTPUT_DIR` writes plots and completion samples to report/report.html (and this card"
+        " again, with them and eval.json's results)."
+    )
+    text = yaml.safe_dump(_redacted(recipe.data), sort_keys=False)  # as recipe.yaml: escapes what YAML would break
+    lines += ["", "## Recipe", "", _fenced(text, "yaml"), "", "## Framework versions", "", _versions(), ""]
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)).content
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_card(
+    recipe: Recipe, folder: str | Path, manifest: Manifest | None = None, world_size: int | None = None
+) -> Path | None:
+    """Write the card to ``folder/README.md`` (recorded in the manifest first); ``None`` when a ``README.md``
+    grpo-trl did not write, or edited since, is there (kept, with a warning)."""
+    folder = Path(folder)
+    m = manifest or Manifest.load(folder)
+    path = folder / CARD
+    entry = m.entries.get(CARD)
+    if path.exists() or path.is_symlink():
+        theirs = entry is None or not path.is_file() or path.is_symlink()
+        edited = not theirs and "sha256" in entry and _digest(path.read_bytes()) != entry["sha256"]
+        if theirs or edited:
+            why = "was edited since grpo-trl wrote it" if edited else "is not grpo-trl's"
+            logger.warning("%s %s: kept; no model card written", path, why)
+            return None
+    text = card_text(recipe, folder, world_size)
+    m.record(CARD)
+    m.entries[CARD].pop("sha256", None)  # recorded before it is written; its hash once it is whole
+    m.save()
+    write_text(path, text)
+    m.entries[CARD]["sha256"] = _digest(path.read_bytes())
+    m.save()
+    return path
+
+
+def refresh_card(output_dir: str | Path) -> Path | None:
+    """``grpo-trl report``: the card written again (now with ``eval.json`` and the report), when the run's
+    ``README.md`` is grpo-trl's card, unedited (``write_card``); ``None`` for a folder that is not a run's."""
+    folder = Path(output_dir)
+    manifest = Manifest.load(folder)
+    if not manifest.exists or "sha256" not in manifest.entries.get(CARD, {}):
+        return None
+    try:
+        data = yaml.safe_load((folder / "recipe.yaml").read_text(errors="replace"))
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return write_card(Recipe(data=data, path=folder / "recipe.yaml"), folder, manifest)
+
+
+def pushed_names(folder: str | Path, manifest: Manifest) -> list[str]:
+    """What ``publish`` uploads: the final save's files and the card, as the manifest records them (never the logs,
+    ``recipe.yaml``, ``.grpo-trl/``, checkpoints, built models, the report, or a file grpo-trl did not write)."""
+    from grpo_trl.run.names import kind_of
+
+    folder = Path(folder)
+    return sorted(
+        name
+        for name in manifest.present()
+        if name in manifest.entries and kind_of(name) == "model" and (folder / name).is_file()
+    )
+
+
+def publish(recipe: Recipe, trainer: Any, session: Any) -> Path | None:
+    """After the final save (main process): write the card; with ``trainer.push_to_hub``, upload it with the final
+    save to the repo the trainer created (``huggingface_hub.upload_folder``)."""
+    if not session.main:
+        return None
+    args = trainer.args
+    path = write_card(recipe, args.output_dir, session.manifest, world_size=args.world_size)
+    repo = getattr(trainer, "hub_model_id", None)
+    if args.push_to_hub and repo:
+        from huggingface_hub import HfApi
+
+        names = pushed_names(args.output_dir, session.manifest)
+        try:
+            HfApi(token=args.hub_token).upload_folder(
+                repo_id=repo,
+                folder_path=args.output_dir,
+                allow_patterns=names,
+                commit_message="End of training (grpo-trl)",
+                revision=args.hub_revision,
+            )
+        except Exception as exc:  # noqa: BLE001 - the Hub's and the network's errors: the run itself is saved
+            why = f"the push to {repo} failed ({type(exc).__name__}: {one_line(str(exc))[:200]})"
+            fix = f"the model and its card are in {args.output_dir}: `hf upload {repo} {args.output_dir}` sends them"
+            raise RecipeError([Problem(recipe.file, "trainer.push_to_hub", why, fix)]) from exc
+        logger.info("pushed %s to %s", ", ".join(names), repo)
+    return path

@@ -1,0 +1,133 @@
+"""``grpo-trl export OUTPUT_DIR [--to DIR]``: a LoRA run's adapter merged into its base model, for serving.
+
+peft does the work (``PeftModel.from_pretrained`` + ``merge_and_unload``); this finds the base the run trained on
+(``adapter_base``: the run's ``recipe.yaml``, where a ``builtin:`` model is the copy in the output_dir, else the
+adapter's ``base_model_name_or_path``), and writes the merged model with the run's tokenizer and chat template into
+a new or empty folder (default ``<OUTPUT_DIR>-merged``), whole or not at all: into a hidden folder beside it, then
+renamed. A folder holding anything is never written into; neither is the run's own output_dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import yaml
+
+from grpo_trl.errors import Problem, RecipeError
+from grpo_trl.models.builtin import folder_name
+
+WHERE = "grpo-trl export"
+ADAPTER = "adapter_config.json"
+
+
+def _error(key: str, message: str, fix: str = "") -> RecipeError:
+    return RecipeError([Problem(WHERE, key, message, fix)])
+
+
+def is_adapter(path: str | Path) -> bool:
+    """A folder holding a peft adapter (a LoRA run's output_dir or one of its checkpoints)."""
+    return (Path(path) / ADAPTER).is_file()
+
+
+def _run_model(folder: Path) -> dict | None:
+    """The ``model:`` section of the run's ``recipe.yaml`` (beside the adapter, or above a checkpoint)."""
+    for place in (folder, folder.parent):
+        try:
+            data = yaml.safe_load((place / "recipe.yaml").read_text(errors="replace"))
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("model"), dict):
+            return data["model"] | {"_run": str(place)}
+    return None
+
+
+def adapter_base(adapter: str | Path) -> tuple[str, dict]:
+    """The base model an adapter folder was trained on, and the ``from_pretrained`` keywords to load it with."""
+    folder = Path(adapter)
+    model = _run_model(folder) or {}
+    name = str(model.get("name") or "")
+    kwargs = {k: model[k] for k in ("revision", "trust_remote_code") if model.get(k) is not None}
+    kwargs["dtype"] = model.get("dtype") or "auto"
+    if name.startswith("builtin:"):
+        built = Path(model["_run"]) / folder_name(name)
+        if not (built / "config.json").is_file():
+            raise _error("OUTPUT_DIR", f"the base model {name} is not in {built}", "train the run again to rebuild it")
+        return str(built), kwargs
+    try:
+        recorded = json.loads((folder / ADAPTER).read_text()).get("base_model_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if not (name or recorded):
+        raise _error("OUTPUT_DIR", f"{str(folder)!r}: cannot tell the base model (no recipe.yaml, none in {ADAPTER})")
+    return name or str(recorded), kwargs
+
+
+def load_adapter_model(adapter: str | Path):
+    """The base model with the adapter applied (``peft.PeftModel``), in eval mode."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    base, kwargs = adapter_base(adapter)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(base, **kwargs)
+    except (OSError, ValueError) as exc:
+        why = f"cannot load the base model {base!r} ({type(exc).__name__}: {str(exc)[:200]})"
+        raise _error("OUTPUT_DIR", why, "make it reachable (a local folder, or the Hub)") from exc
+    return PeftModel.from_pretrained(model, str(adapter)).eval()
+
+
+def _target(folder: Path, to: str | Path | None) -> Path:
+    """``--to``, checked; by default beside the run: ``<OUTPUT_DIR>-merged`` (``<OUTPUT_DIR>-checkpoint-N-merged``)."""
+    from grpo_trl.run.names import STATE
+
+    root = folder.parent if not (folder / STATE).is_dir() and (folder.parent / STATE).is_dir() else folder
+    name = f"{root.name}-merged" if root == folder else f"{root.name}-{folder.name}-merged"
+    target = Path(to) if to else root.with_name(name)
+    resolved, run = target.resolve(), root.resolve()
+    if resolved == run or run in resolved.parents:
+        raise _error("--to", f"{str(target)!r} is inside the run's output_dir", "choose a folder outside it")
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise _error("--to", f"{str(target)!r} exists and is not a folder", "choose a new or empty folder")
+    nearest = next(p for p in (target, *target.parents) if p.exists() or p.is_symlink())
+    if not nearest.is_dir() or not os.access(nearest, os.W_OK):  # checked before the model loads
+        what = "is not a folder" if not nearest.is_dir() else "cannot be written"
+        raise _error("--to", f"cannot write {str(target)!r}: {str(nearest)!r} {what}", "choose another folder")
+    if target.is_dir() and any(target.iterdir()):
+        raise _error("--to", f"{str(target)!r} is not empty: export never writes among other files",
+                     "choose a new or empty folder")  # fmt: skip
+    return target
+
+
+def export_merged(output_dir: str | Path, to: str | Path | None = None) -> Path:
+    """Merge the LoRA adapter in ``output_dir`` into its base and save it (with the tokenizer) to ``to``."""
+    from transformers import AutoTokenizer
+
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        raise _error("OUTPUT_DIR", f"{str(folder)!r} is not a folder", "give a training run's output_dir")
+    if not is_adapter(folder):
+        raise _error(
+            "OUTPUT_DIR",
+            f"{str(folder)!r} is not a LoRA run (no {ADAPTER})",
+            "a full fine-tune's output_dir is already a model folder: serve or load it as it is",
+        )
+    target = _target(folder, to)
+    merged = load_adapter_model(folder).merge_and_unload()
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))  # the run's, with the chat template it trained with
+    stage = target.with_name(f".{target.name}.export-{os.getpid()}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        merged.save_pretrained(str(stage))
+        tokenizer.save_pretrained(str(stage))
+        if target.is_dir():
+            target.rmdir()  # empty (checked): replaced by the whole export
+        stage.rename(target)
+    except OSError as exc:
+        raise _error("--to", f"cannot write {str(target)!r} ({exc.strerror or exc})") from exc
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+    return target

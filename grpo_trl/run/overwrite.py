@@ -1,0 +1,79 @@
+"""What a fresh run and ``--overwrite`` refuse in an output directory, and what ``--overwrite`` removes.
+
+``RunSession`` (``session.py``) calls these before it loads a model: a fresh run stops when the directory holds
+entries grpo-trl did not write or a previous run's results; ``--overwrite`` removes only what
+``.grpo-trl/manifest.json`` records and stops when a kept entry has a name the trainer would overwrite or rotate.
+``error(message)`` makes the session's error naming the recipe and ``trainer.output_dir``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from grpo_trl.recipe import RecipeError
+from grpo_trl.run.directory import Manifest, describe, predictable
+from grpo_trl.run.resume import checkpoints
+from grpo_trl.trl_adapter import rotation_candidates
+
+logger = logging.getLogger("grpo_trl")
+Error = Callable[[str], RecipeError]
+
+
+def rotated_away(folder: Path, m: Manifest, cfg: Any) -> list[str]:
+    """Foreign folders the trainer's checkpoint rotation would delete (``save_total_limit`` with saving on)."""
+    strategy = getattr(cfg.save_strategy, "value", cfg.save_strategy)
+    if not cfg.save_total_limit or cfg.save_total_limit <= 0 or strategy == "no":
+        return []
+    foreign = set(m.foreign())
+    return [n for n in rotation_candidates(folder) if n in foreign and not predictable(n)]
+
+
+def refuse_collisions(folder: Path, m: Manifest, cfg: Any, action: str, error: Error) -> None:
+    """Stop when an entry grpo-trl did not write has a name the trainer would overwrite or rotate away."""
+    clash = [n for n in m.foreign() if predictable(n)]
+    if clash:
+        raise error(
+            f"holds entries grpo-trl did not write, with names the trainer would overwrite or rotate: "
+            f"{describe(clash, folder)}; {action} only touches what .grpo-trl/manifest.json records: move "
+            "them away or choose another output_dir"
+        )
+    rotated = rotated_away(folder, m, cfg)
+    if rotated:
+        raise error(
+            f"holds {describe(rotated, folder)}, not written by grpo-trl, which the trainer's checkpoint "
+            f"rotation would delete (trainer.save_total_limit: {cfg.save_total_limit}; transformers "
+            "rotates every checkpoint-* folder): move them out of the output_dir, or unset "
+            "trainer.save_total_limit"
+        )
+
+
+def prepare_fresh(folder: Path, m: Manifest, cfg: Any, overwrite: bool, error: Error) -> None:
+    """A run from step 0: with ``overwrite`` remove grpo-trl's entries (keeping the user's); else stop on any
+    entry grpo-trl did not write and on a previous run's results."""
+    if overwrite:
+        refuse_collisions(folder, m, cfg, "--overwrite", error)
+        removed, kept = m.remove_own(), m.foreign()
+        if removed:
+            logger.warning("--overwrite: removed the previous run's %s", describe(removed, folder))
+        if kept:
+            logger.warning("--overwrite: kept (not written by grpo-trl): %s", describe(kept, folder))
+        return
+    foreign = m.foreign()
+    if foreign:
+        beside = not any(predictable(n) for n in foreign) and not rotated_away(folder, m, cfg)
+        raise error(
+            f"holds entries grpo-trl did not write: {describe(foreign, folder)}; move them away, choose "
+            "another output_dir (--set trainer.output_dir=DIR)"
+            + (", or pass --overwrite to train beside them (they are kept)" if beside else "")
+        )
+    trained = m.trained()
+    if trained:
+        found = checkpoints(folder)
+        what = f"{found[0].name} of a previous run" if found else f"a previous run's {describe(trained, folder, 4)}"
+        raise error(
+            f"already holds {what}; pass --resume to continue it, --overwrite to start "
+            "again (removes only what grpo-trl wrote), or --set trainer.output_dir=NEW_DIR"
+        )
