@@ -128,7 +128,7 @@ def export_merged(output_dir: str | Path, to: str | Path | None = None) -> Path:
         tokenizer = AutoTokenizer.from_pretrained(str(folder))  # the run's, with the chat template it trained with
     except (OSError, ValueError) as exc:
         why = f"{str(folder)!r} has no usable tokenizer ({type(exc).__name__}: {one_line(str(exc))[:200]})"
-        raise _error("OUTPUT_DIR", why, "give the run's output_dir or a checkpoint: both hold the run's tokenizer") from exc
+        raise _error("OUTPUT_DIR", why, "give the run's output_dir or a checkpoint: both hold its tokenizer") from exc
     stage = target.with_name(f".{target.name}.export-{os.getpid()}")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
