@@ -288,3 +288,13 @@ def test_front_matter_names_the_hub_base_model_and_datasets_only(tmp_path):
     assert (base_model(local), datasets(local)) == (None, [])
     card = ModelCard(card_text(hub, tmp_path))
     assert card.data.base_model == "Qwen/Qwen2.5-0.5B-Instruct" and card.data.datasets == ["openai/gsm8k"]
+
+
+@pytest.mark.parametrize("section", ["model", "data"])
+@pytest.mark.parametrize("value", [None, 3, "x", [1], {}])
+def test_a_hand_edited_recipe_yaml_still_gives_a_card_not_a_crash(tmp_path, section, value):
+    """``grpo-trl report`` writes the card again from the run's recipe.yaml, which a user may have edited."""
+    recipe = _recipe(tmp_path, {}, "r", "s" * 8)
+    recipe.data[section] = value
+    text = card_text(recipe, tmp_path)
+    assert "## Plan" in text and "not available" in text
