@@ -196,6 +196,12 @@ class RunSession:
                     f"holds {describe(blocked, self.folder)}, not a folder, where the trainer saves a checkpoint: "
                     "move it away"
                 )
+            card = self.folder / "README.md"  # TRL's create_model_card writes it at each checkpoint, through a link
+            if card.is_symlink() or (card.exists() and not card.is_file()):
+                raise self._error(
+                    f"holds {describe(['README.md'], self.folder)}, a link or a folder, where the trainer writes its "
+                    "model card: move it away"
+                )
         ckpt, skipped = newest_complete(self.folder, self.config.world_size)
         for path, why in skipped if self.main else ():
             logger.warning("skipping %s: %s", path.name, why)
