@@ -10,20 +10,23 @@ from grpo_trl.cli import main
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["link to a user's file", "folder"])
-def test_resume_refuses_a_readme_that_trls_checkpoint_card_would_write_through(make_recipe, tmp_path, capsys, kind):
-    """TRL's create_model_card writes OUTPUT_DIR/README.md at every checkpoint save with open(..., "w"): through a
-    link a user put there, onto their own file. --resume refuses, with one error line, and writes nothing there."""
+@pytest.mark.parametrize(
+    ("name", "kind"), [("README.md", "link"), ("README.md", "folder"), ("completions.jsonl", "link")]
+)
+def test_resume_refuses_a_link_where_the_run_writes_in_place(make_recipe, tmp_path, capsys, name, kind):
+    """TRL's create_model_card writes OUTPUT_DIR/README.md at every checkpoint save with open(..., "w"), and
+    completions.jsonl is appended to: through a link a user put there, onto their own file. --resume refuses, with
+    one error line, and writes nothing there."""
     path = make_recipe(trainer={"max_steps": 1, "save_strategy": "steps", "save_steps": 1})
     assert main(["train", str(path)]) == 0
     out = tmp_path / "out"
-    (out / "README.md").unlink()
+    (out / name).unlink()
     mine = tmp_path / "mine.txt"
     mine.write_text("the user's own notes")
     if kind == "folder":
-        (out / "README.md").mkdir()
+        (out / name).mkdir()
     else:
-        (out / "README.md").symlink_to(mine)
+        (out / name).symlink_to(mine)
     data = yaml.safe_load(path.read_text())
     data["trainer"]["max_steps"] = 2
     path.write_text(yaml.safe_dump(data))
@@ -31,5 +34,5 @@ def test_resume_refuses_a_readme_that_trls_checkpoint_card_would_write_through(m
     assert main(["train", str(path), "--resume"]) == 1
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "a link or a folder, where the trainer writes its model card" in errors[0]
+    assert len(errors) == 1 and "a link or a folder, where the run writes its model card and logs" in errors[0]
     assert mine.read_text() == "the user's own notes" and not (out / "checkpoint-2").exists()
