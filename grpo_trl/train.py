@@ -123,6 +123,7 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     from grpo_trl.data import build_dataset
     from grpo_trl.data.render import Rendering
     from grpo_trl.environments import build_environment_factory
+    from grpo_trl.models.init_kwargs import load_failure
     from grpo_trl.models.load import load_processing_class, resolve_model
     from grpo_trl.models.quantization import bnb_config, hardware_problems
     from grpo_trl.models.reward_models import is_model_entry, processing_class
@@ -190,19 +191,25 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
 
         keep_weights_loadable()
 
-    return GRPOTrainer(
-        model=model,
-        reward_funcs=rewards,
-        args=config,
-        train_dataset=train_dataset,
-        eval_dataset=eval_dataset,
-        processing_class=tokenizer,
-        peft_config=kw.pop("peft_config", None) or recipe.lora_config(),
-        reward_processing_classes=classes if any(c is not None for c in classes) else None,
-        tools=tools or None,
-        environment_factory=env,
-        **kw,
-    )
+    try:
+        return GRPOTrainer(
+            model=model,
+            reward_funcs=rewards,
+            args=config,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=tokenizer,
+            peft_config=kw.pop("peft_config", None) or recipe.lora_config(),
+            reward_processing_classes=classes if any(c is not None for c in classes) else None,
+            tools=tools or None,
+            environment_factory=env,
+            **kw,
+        )
+    except Exception as exc:  # from_pretrained with model.init_kwargs: one problem naming them; else as it was
+        failure = load_failure(exc, recipe.model, recipe.file) if isinstance(model, str) else None
+        if failure is None:
+            raise
+        raise failure from exc
 
 
 def run(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -148,7 +149,9 @@ def test_eval_takes_the_adapter_folder_and_report_puts_its_results_in_the_card(l
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "kind", ["missing", "not a LoRA run", "non-empty", "inside", "inside, from a checkpoint", "under a file"]
+    "kind",
+    ["missing", "not a LoRA run", "non-empty", "inside", "inside, from a checkpoint", "under a file"]
+    + ["no weights", "damaged weights", "no tokenizer"],  # a half-written or hand-copied adapter: exit 1, not 70
 )
 def test_export_refuses_with_one_error_line_and_writes_nothing(lora_run, tiny_model, tmp_path, capsys, kind):
     _, out, _ = lora_run
@@ -164,6 +167,19 @@ def test_export_refuses_with_one_error_line_and_writes_nothing(lora_run, tiny_mo
         args, words = [str(out), "--to", str(out / "merged")], "inside the run's output_dir"
     elif kind == "inside, from a checkpoint":
         args, words = [str(out / "checkpoint-1"), "--to", str(out / "m")], "inside the run's output_dir"
+    elif kind in ("no weights", "damaged weights", "no tokenizer"):
+        copy = tmp_path / "adapter"
+        shutil.copytree(out / "checkpoint-1", copy)
+        weights = copy / "adapter_model.safetensors"
+        if kind == "no weights":
+            weights.unlink()
+        elif kind == "damaged weights":
+            weights.write_bytes(weights.read_bytes()[:100])
+        else:
+            for name in ("tokenizer.json", "tokenizer_config.json"):
+                (copy / name).unlink()
+        why = {"no weights": "no adapter weights", "damaged weights": "cannot load the adapter"}
+        args, words = [str(copy), "--to", str(tmp_path / "m")], why.get(kind, "has no usable tokenizer")
     else:
         (tmp_path / "afile").write_text("x")  # read-only as far as a folder goes, even for root
         args, words = [str(out), "--to", str(tmp_path / "afile" / "merged")], "afile' is not a folder"
@@ -273,3 +289,13 @@ def test_front_matter_names_the_hub_base_model_and_datasets_only(tmp_path):
     assert (base_model(local), datasets(local)) == (None, [])
     card = ModelCard(card_text(hub, tmp_path))
     assert card.data.base_model == "Qwen/Qwen2.5-0.5B-Instruct" and card.data.datasets == ["openai/gsm8k"]
+
+
+@pytest.mark.parametrize("section", ["model", "data"])
+@pytest.mark.parametrize("value", [None, 3, "x", [1], {}])
+def test_a_hand_edited_recipe_yaml_still_gives_a_card_not_a_crash(tmp_path, section, value):
+    """``grpo-trl report`` writes the card again from the run's recipe.yaml, which a user may have edited."""
+    recipe = _recipe(tmp_path, {}, "r", "s" * 8)
+    recipe.data[section] = value
+    text = card_text(recipe, tmp_path)
+    assert "## Plan" in text and "not available" in text

@@ -292,3 +292,26 @@ def test_a_resumed_run_logs_the_same_metrics_as_one_never_interrupted(make_recip
     straight = run(load_recipe(path, [f"trainer.output_dir={tmp_path / 'straight'}"]))
     assert _metrics(resumed.log_history)[-2:] == _metrics(straight.log_history)[-2:]
     assert any(h["dynamic_sampling/resample_rounds"] for h in _metrics(straight.log_history)[-2:])
+
+
+def test_check_refuses_dynamic_sampling_on_data_with_images_before_any_model_loads(tmp_path, capsys):
+    """Batches with images cannot be joined (merge_batches): refused by check and at train start, not at the first
+    refill, mid-run, after the model loaded and trained."""
+    from pathlib import Path
+
+    import yaml
+
+    from grpo_trl.cli import main
+
+    recipe = yaml.safe_load((Path(__file__).parents[1] / "recipes/demo/tiny-vlm.yaml").read_text())
+    recipe["data"]["dynamic_sampling"] = {"max_resample": 2}
+    recipe["trainer"]["output_dir"] = str(tmp_path / "out")
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    assert main(["check", str(path)]) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert (
+        len(errors) == 1
+        and "data.dynamic_sampling: cannot join generation batches of prompts with images" in errors[0]
+    )
+    assert not (tmp_path / "out").exists()

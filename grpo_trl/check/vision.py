@@ -59,6 +59,10 @@ def vision_problems(recipe: Recipe) -> list[Problem]:
         return []
     if columns is None or not set(IMAGE_COLUMNS) & set(columns):
         return []
+    if isinstance(recipe.dataset, dict) and recipe.dataset.get("dynamic_sampling") is not None:
+        from grpo_trl.data.refill import IMAGES, IMAGES_FIX
+
+        return [Problem(recipe.file, "data.dynamic_sampling", IMAGES, IMAGES_FIX)]  # refused at train start too
     name = str(recipe.model.get("name"))
     revision = {"revision": recipe.model["revision"]} if recipe.model.get("revision") else {}
     if is_vision_model(name, recipe.base_dir, **revision) is False:

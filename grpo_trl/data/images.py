@@ -21,6 +21,7 @@ Example recipe section::
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,11 @@ def load_image(value: Any, folders: list[Path]) -> dict:
 
 def images_of(value: Any, folders: list[Path]) -> list[dict]:
     """A cell of the image column as a list of opened images (a list cell: several images, none when empty)."""
+    if isinstance(value, str) and value.startswith(("[", "{")):  # a JSON column mixing types is read as text
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass  # a file name that starts with a bracket
     values = list(value) if isinstance(value, (list, tuple)) else [value]
     return [load_image(v, folders) for v in values]
 

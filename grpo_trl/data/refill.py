@@ -41,6 +41,9 @@ COMPLETION_PAD = {
 
 
 JOINED = ("prompt_ids", "prompt_mask", "completion_ids", "advantages")
+# the same refusal as merge_batches', before training: data with images makes multimodal batches
+IMAGES = "cannot join generation batches of prompts with images (multimodal inputs)"
+IMAGES_FIX = "remove data.dynamic_sampling for this model, or use data.sampler"
 
 
 def dynamic_sampling_problems(option: Any) -> list[Problem]:

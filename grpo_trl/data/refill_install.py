@@ -25,6 +25,8 @@ from transformers import TrainerCallback
 
 from grpo_trl.data.dynamic_sampling import write_checkpoint_state
 from grpo_trl.data.refill import (
+    IMAGES,
+    IMAGES_FIX,
     KEYS,
     RefillOrder,
     choose_groups,
@@ -160,6 +162,10 @@ def install(trainer: Any, data_cfg: dict) -> Refill | None:
             key="data.dynamic_sampling",
             fix="use a map-style dataset, or remove data.dynamic_sampling",
         )
+    from grpo_trl.data.image_tokens import IMAGE_COLUMNS
+
+    if set(IMAGE_COLUMNS) & set(getattr(trainer.train_dataset, "column_names", None) or ()):
+        raise GrpoTrlError(IMAGES, key="data.dynamic_sampling", fix=IMAGES_FIX)  # not at the first refill, mid-run
     probe = train_sampler(trainer)
     sampler = probe if isinstance(probe, ZeroVarianceSampler) else None
     order = RefillOrder(len(trainer.train_dataset), seed=args.seed)

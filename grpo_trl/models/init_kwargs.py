@@ -19,9 +19,10 @@ import functools
 import importlib.util
 import inspect
 import re
+import traceback
 from pathlib import Path
 
-from grpo_trl.errors import Problem, suggest
+from grpo_trl.errors import Problem, RecipeError, one_line, suggest
 
 # keys the model: section sets itself (or, for the policy's path and config, grpo-trl does)
 OWNED = {
@@ -68,3 +69,20 @@ def init_kwargs_problems(model: dict, file: str) -> list[Problem]:
             why = f"is not a keyword transformers' from_pretrained takes{suggest(key, sorted(known_keys()))}"
             out.append(Problem(file, where, why))
     return out
+
+
+def load_failure(exc: BaseException, model: dict, file: str) -> RecipeError | None:
+    """``exc``, raised by transformers' ``from_pretrained`` while TRL loads the policy with ``model.init_kwargs`` set
+    (a ``device_map`` this machine lacks, a config field's bad value), as one problem naming those keys; ``None``
+    for any other failure (and for running out of memory), which stays what it was."""
+    init = model.get("init_kwargs") or {}
+    if not init or isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return None
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not any(f.name == "from_pretrained" and "transformers" in Path(f.filename).parts for f in frames):
+        return None
+    keys = ", ".join(map(str, init))
+    why = f"loading the model with {keys} failed ({type(exc).__name__}: {one_line(str(exc))[:200]})"
+    return RecipeError(
+        [Problem(file, "model.init_kwargs", why, "fix or remove them: from_pretrained gets them as given")]
+    )

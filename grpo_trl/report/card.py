@@ -108,7 +108,7 @@ def _plan_lines(recipe: Recipe, world_size: int | None) -> list[str]:
 
     try:
         return format_plan(recipe, make_plan(recipe, world_size=world_size), world_size_given=True)
-    except (GrpoTrlError, ValueError, TypeError, OSError) as exc:
+    except (GrpoTrlError, LookupError, ValueError, TypeError, AttributeError, OSError) as exc:  # an edited recipe.yaml
         return [f"  (not available: {type(exc).__name__})"]
 
 

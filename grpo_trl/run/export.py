@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from grpo_trl.errors import Problem, RecipeError
+from grpo_trl.errors import Problem, RecipeError, one_line
 from grpo_trl.models.builtin import folder_name
 
 WHERE = "grpo-trl export"
@@ -68,15 +68,23 @@ def adapter_base(adapter: str | Path) -> tuple[str, dict]:
 def load_adapter_model(adapter: str | Path):
     """The base model with the adapter applied (``peft.PeftModel``), in eval mode."""
     from peft import PeftModel
+    from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM
 
+    if not any((Path(adapter) / f"adapter_model.{ext}").is_file() for ext in ("safetensors", "bin")):
+        why = f"{str(adapter)!r} has {ADAPTER} but no adapter weights (adapter_model.safetensors)"
+        raise _error("OUTPUT_DIR", why, "give a run whose save finished (its output_dir or a checkpoint)")
     base, kwargs = adapter_base(adapter)
     try:
         model = AutoModelForCausalLM.from_pretrained(base, **kwargs)
     except (OSError, ValueError) as exc:
         why = f"cannot load the base model {base!r} ({type(exc).__name__}: {str(exc)[:200]})"
         raise _error("OUTPUT_DIR", why, "make it reachable (a local folder, or the Hub)") from exc
-    return PeftModel.from_pretrained(model, str(adapter)).eval()
+    try:
+        return PeftModel.from_pretrained(model, str(adapter)).eval()
+    except (OSError, ValueError, RuntimeError, SafetensorError) as exc:  # a half-written or damaged adapter
+        why = f"cannot load the adapter in {str(adapter)!r} ({type(exc).__name__}: {one_line(str(exc))[:200]})"
+        raise _error("OUTPUT_DIR", why, "give a run whose save finished (its output_dir or a checkpoint)") from exc
 
 
 def _target(folder: Path, to: str | Path | None) -> Path:
@@ -116,7 +124,11 @@ def export_merged(output_dir: str | Path, to: str | Path | None = None) -> Path:
         )
     target = _target(folder, to)
     merged = load_adapter_model(folder).merge_and_unload()
-    tokenizer = AutoTokenizer.from_pretrained(str(folder))  # the run's, with the chat template it trained with
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))  # the run's, with the chat template it trained with
+    except (OSError, ValueError) as exc:
+        why = f"{str(folder)!r} has no usable tokenizer ({type(exc).__name__}: {one_line(str(exc))[:200]})"
+        raise _error("OUTPUT_DIR", why, "give the run's output_dir or a checkpoint: both hold its tokenizer") from exc
     stage = target.with_name(f".{target.name}.export-{os.getpid()}")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -59,6 +59,9 @@ def is_main_process() -> bool:
         ) from None
 
 
+IN_PLACE = ("README.md", "completions.jsonl", "alerts.jsonl")
+
+
 class RunSession:
     """The output directory's side of one ``train`` call: see the module docstring."""
 
@@ -195,6 +198,13 @@ class RunSession:
                 raise self._error(
                     f"holds {describe(blocked, self.folder)}, not a folder, where the trainer saves a checkpoint: "
                     "move it away"
+                )
+            # written in place, through a link (TRL's checkpoint card; the logs grpo-trl appends to)
+            odd = [n for n in IN_PLACE if (self.folder / n).is_symlink() or (self.folder / n).is_dir()]
+            if odd:
+                raise self._error(
+                    f"holds {describe(odd, self.folder)}, a link or a folder, where the run writes its model card "
+                    "and logs: move it away"
                 )
         ckpt, skipped = newest_complete(self.folder, self.config.world_size)
         for path, why in skipped if self.main else ():

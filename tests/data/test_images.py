@@ -167,3 +167,14 @@ def test_squares_are_seeded_split_apart_and_count_what_they_draw():
 def test_a_cell_of_the_wrong_type_is_a_value_error_saying_what_it_is(value):
     with pytest.raises(ValueError, match="not an image|not bytes"):  # cells a Parquet file or a Hub dataset may hold
         images_of(value, [])
+
+
+def test_a_column_mixing_one_path_and_lists_of_paths_opens_every_image(tmp_path):
+    """JSON reads such a column as text (data/sources.py): the list cells arrive as their JSON text."""
+    one, two = cell("relative", picture(1), tmp_path, "a.png"), cell("relative", picture(2), tmp_path, "b.png")
+    path = tmp_path / "rows.jsonl"
+    rows = [{"image": one, "question": "q", "answer": "1"}, {"image": [one, two], "question": "q", "answer": "2"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ds = build_dataset({"builder": "images", "path": str(path)}).train
+    assert [len(r["images"]) for r in ds] == [1, 2]
+    assert pixels(ds[1]["images"][1]) == pixels(picture(2))

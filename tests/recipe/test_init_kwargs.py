@@ -86,3 +86,26 @@ def test_import_carries_a_peer_configs_model_init_kwargs_over(tmp_path):
     model = import_config(str(peer), out_dir=tmp_path).recipe["model"]
     assert model["init_kwargs"] == {"use_kernels": True, "device_map": "auto"} and model["dtype"] == "bfloat16"
     assert init_kwargs_problems(model, "r.yaml") == []
+
+
+@pytest.mark.parametrize(
+    ("init_kwargs", "words"),
+    [
+        ({"tie_word_embeddings": "banana"}, "tie_word_embeddings failed (StrictDataclassFieldValidationError"),
+        ({"device_map": "banana"}, "device_map failed (ValueError"),
+        ({"key_mapping": 5}, "key_mapping failed"),
+    ],
+)
+def test_values_check_accepts_but_from_pretrained_refuses_are_one_error_line_at_train(
+    make_recipe, capsys, init_kwargs, words
+):
+    """check reads keys, not values; the values reach from_pretrained inside GRPOTrainer, which refuses them: one
+    error line naming model.init_kwargs, exit 1 (was an internal error, exit 70)."""
+    path = _with(make_recipe, init_kwargs)
+    assert main(["check", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["train", str(path)]) == 1
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "model.init_kwargs: loading the model with " + words in errors[0], err
+    assert "internal error" not in err and "Traceback" not in err
