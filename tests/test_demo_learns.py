@@ -85,7 +85,8 @@ def test_never_seen_is_most_of_the_held_out_problems():
 def test_grpo_lifts_held_out_accuracy(tmp_path, warm_model):
     (before, before_unseen), (after, after_unseen) = _run(tmp_path, warm_model)
     assert 0.1 <= before <= 0.35  # the warm-up solves some problems, leaving room
-    # measured over trainer seeds 0-3: +24.8 to +32.4 points (all), +19.8 to +24.4 (never seen)
+    # measured at 150 steps over trainer seeds 0-3 on an AMD EPYC: +24.8 to +32.4 points (all), +19.8 to +24.4 (never
+    # seen); at 150 steps on an Intel Xeon only +12.8 (the warm-up differs by CPU), at 300 steps there +27.2 and +21.2
     assert after - before >= 0.15, (before, after)
     assert after_unseen - before_unseen >= 0.12, (before_unseen, after_unseen)  # not only problems seen in training
 
