@@ -12,6 +12,10 @@ What grpo-trl reads or wraps, and why:
   by ``data.dynamic_sampling`` (``wrap_generation``), which calls the first again for fresh prompts when groups have
   zero reward variance and reads each call's gathered rewards from the second; ``trainer._metrics``: its metrics,
   appended beside TRL's own for the same step (``add_train_metric``).
+- ``trainer.vllm_generation`` (TRL's ``VLLMGeneration``: ``.llm`` in colocate mode, ``.vllm_client`` in server mode,
+  ``sync_weights()``) and ``trainer._last_loaded_step`` (the step whose weights vLLM holds): held-out evaluation
+  (``eval.during``) generates with the training run's own vLLM after syncing the step's weights as TRL does
+  (``heldout_vllm``, ``sync_vllm``, ``vllm_completions``).
 - ``trl.trainer.utils.RepeatSampler``: the order TRL's sampler yields (``repeat_sampler``), which ``data.sampler``
   runs over its own epoch order.
 - ``trl.scripts.vllm_serve`` (``ScriptArguments``, ``build_command``): the command ``trl vllm-serve`` runs
@@ -52,6 +56,8 @@ INTERNALS = {
     "_generate_and_score_completions": ("method", "data.dynamic_sampling's refill of zero-variance groups"),
     "_calculate_rewards": ("method", "data.dynamic_sampling's zero-variance test (gathered rewards of a generation)"),
     "_metrics": ("attribute", "data.dynamic_sampling's metrics (logged with TRL's own)"),
+    "vllm_generation": ("attribute", "held-out evaluation with the run's vLLM (heldout_vllm)"),
+    "_last_loaded_step": ("attribute", "held-out evaluation: the step whose weights vLLM holds (sync_vllm)"),
 }
 LOGS_KEYS = ("prompt", "completion", "rewards", "advantages")
 # "module:name" -> what grpo-trl needs it for: names in TRL modules that ``trl`` does not export.
@@ -237,3 +243,41 @@ def wrap_generation(trainer: Any, wrapper: Callable[[Callable, list], dict]) -> 
 def add_train_metric(trainer: Any, name: str, value: float) -> None:
     """Add ``value`` to the training metric ``name``, averaged and logged by TRL with its own on the next log."""
     trainer._metrics["train"][name].append(value)
+
+
+def heldout_vllm(trainer: Any) -> Any | None:
+    """The trainer's vLLM (TRL's ``VLLMGeneration``) when held-out evaluation on the main process alone can use it:
+    ``use_vllm``, and in colocate mode neither tensor parallelism (a vLLM spread over several processes) nor sleep
+    mode (its weights are dropped between generations). None: generate with transformers."""
+    generation = getattr(trainer, "vllm_generation", None)
+    if not getattr(trainer.args, "use_vllm", False) or generation is None:
+        return None
+    if generation.mode == "colocate" and (generation.tensor_parallel_size > 1 or generation.enable_sleep_mode):
+        return None
+    return generation
+
+
+def sync_vllm(trainer: Any) -> None:
+    """Load this step's weights into the trainer's vLLM unless it holds them already (TRL's own test and tag)."""
+    if trainer.state.global_step != trainer._last_loaded_step:
+        trainer.vllm_generation.sync_weights()
+        trainer._last_loaded_step = trainer.state.global_step
+
+
+def vllm_completions(generation: Any, prompts: list[list[int]], fixed: dict) -> list[list[list[int]]]:
+    """``fixed["n"]`` completions (token ids) per prompt (token ids) from TRL's ``VLLMGeneration``: its colocated
+    ``vllm.LLM`` or its server's client. ``fixed``: the vLLM sampling parameters the caller sets (``n``,
+    ``temperature``, ``top_p``, ``max_tokens``); the trainer's ``top_k``, ``min_p``, ``repetition_penalty`` and
+    ``generation_kwargs`` are added as TRL adds them to its rollouts, without overriding ``fixed``."""
+    knobs = {"top_k": generation.top_k, "min_p": generation.min_p or 0.0}
+    knobs["repetition_penalty"] = generation.repetition_penalty
+    extra = {k: v for k, v in (generation.generation_kwargs or {}).items() if k not in fixed}
+    n = fixed["n"]
+    if generation.mode == "server":
+        flat = generation.vllm_client.generate(prompts=prompts, generation_kwargs=extra, **knobs, **fixed)
+        return [flat["completion_ids"][i * n : (i + 1) * n] for i in range(len(prompts))]
+    from vllm import SamplingParams
+
+    params = SamplingParams(**{**knobs, **extra, **fixed})
+    outputs = generation.llm.generate([{"prompt_token_ids": ids} for ids in prompts], params, use_tqdm=False)
+    return [[list(o.token_ids) for o in out.outputs] for out in outputs]

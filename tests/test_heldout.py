@@ -311,3 +311,19 @@ def test_resume_continues_the_evaluations_and_the_alerts_history(tmp_path, tiny_
     fired = [a for a in alerts if a["kind"] == KIND]
     reference = [json.loads(line) for line in (rigged_run[0] / "alerts.jsonl").read_text().splitlines()]
     assert fired == [a for a in reference if a["kind"] == KIND] and "best at step 0" in fired[0]["message"]
+
+
+def test_without_vllm_the_live_model_generates_with_transformers(tmp_path, tiny_model, caplog):
+    """``generation.backend: transformers`` (no ``vllm_generation`` on the trainer): held-out evaluation takes the
+    transformers backend, and the line announcing the section says so."""
+    import logging
+
+    from grpo_trl.eval.during import install_heldout
+    from grpo_trl.train import build_trainer
+
+    recipe = load_recipe(rigged(tmp_path, tiny_model))
+    trainer = build_trainer(recipe)
+    with caplog.at_level(logging.INFO, logger="grpo_trl"):
+        callback = install_heldout(trainer, recipe)
+    assert callback.vllm is None and callback.backend == "transformers"
+    assert "every 3 steps (4 samples, greedy) with transformers" in caplog.text

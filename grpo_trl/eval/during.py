@@ -12,8 +12,13 @@ the series from the checkpoint, and ``grpo-trl report`` plots it), every ``repor
 ``GRPOTrainer.log`` is bypassed on purpose: it would fold (and clear) the training metrics gathered since the last
 training log into this entry. ``Alerts`` follows the entries for ``heldout_diverging`` (``monitor/heldout.py``).
 
-Generation is the ``transformers`` backend of ``grpo-trl eval`` on the live (unwrapped) model, in eval mode, under a
-forked RNG so the training run draws the same random numbers with or without it. It runs on the main process only.
+Generation uses the backends of ``grpo-trl eval``: where training generates with vLLM (``generation.backend: vllm``),
+the run's own vLLM (TRL's, colocated or its server), with this step's weights synced into it first as TRL syncs them
+(so the next rollout does not sync again); otherwise (and for a vision-language model, a colocated vLLM spread over
+processes or put to sleep between generations) the ``transformers`` backend on the live (unwrapped) model, in eval
+mode. Both under a forked RNG so the training run draws the same random numbers with or without it; vLLM samples with
+the engine's own seed. It runs on the main process only. ``backend`` says which (``transformers`` or
+``vllm-colocate`` / ``vllm-server``), in the log line that announces the section.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from typing import Any
 
 from transformers import Trainer, TrainerCallback
 
-from grpo_trl.data.image_tokens import text_tokenizer
-from grpo_trl.eval.backends import Generations, Sampling, generate_with_model
+from grpo_trl import trl_adapter
+from grpo_trl.data.image_tokens import is_processor, text_tokenizer
+from grpo_trl.eval.backends import Generations, Sampling, finish, generate_with_model, prompt_ids
 from grpo_trl.eval.score import score
 from grpo_trl.monitor.heldout import GREEDY_KEY, PREFIX, TIME_KEY, ks
 from grpo_trl.recipe import Recipe
@@ -56,6 +62,8 @@ class HeldoutEval(TrainerCallback):
         if not config.use_vllm:  # TRL gives generation_kwargs to transformers' generate only without vLLM
             knobs.update({k: v for k, v in (config.generation_kwargs or {}).items() if k not in fixed})
         self.sample_kwargs = {k: v for k, v in knobs.items() if v is not None}
+        self.vllm = None if is_processor(trainer.processing_class) else trl_adapter.heldout_vllm(trainer)
+        self.backend = "transformers" if self.vllm is None else f"vllm-{self.vllm.mode}"
         self.done: set[int] = set()
 
     def on_train_begin(self, args, state, control, **kwargs):
@@ -75,6 +83,8 @@ class HeldoutEval(TrainerCallback):
         cuda = model.device.type == "cuda"
         with torch.random.fork_rng(devices=[model.device.index or torch.cuda.current_device()] if cuda else []):
             torch.manual_seed(sampling.seed)
+            if self.vllm is not None:
+                return self._generate_vllm(prompts, sampling)
             return generate_with_model(
                 model,
                 self.trainer.processing_class,
@@ -84,6 +94,16 @@ class HeldoutEval(TrainerCallback):
                 progress=False,
                 sample_kwargs=self.sample_kwargs,
             )
+
+    def _generate_vllm(self, prompts: list, sampling: Sampling) -> Generations:
+        """The run's vLLM, holding this step's weights, on the prompts' token ids as the trainer tokenizes them."""
+        trl_adapter.sync_vllm(self.trainer)
+        tokenizer = self.trainer.processing_class
+        ids = [prompt_ids(tokenizer, p, self.template) for p in prompts]
+        fixed = {"n": sampling.n, "temperature": sampling.temperature, "top_p": sampling.top_p}
+        completions = trl_adapter.vllm_completions(self.vllm, ids, {**fixed, "max_tokens": sampling.max_new_tokens})
+        done = [[finish(tokenizer, list(c)) for c in row] for row in completions]
+        return Generations([[t for t, _ in row] for row in done], [[n for _, n in row] for row in done])
 
     def evaluate(self, state: Any) -> dict | None:
         """One evaluation at ``state.global_step`` (main process only), logged; returns the entry."""
@@ -146,11 +166,12 @@ def install_heldout(trainer: Any, recipe: Recipe) -> HeldoutEval | None:
             cb.divergence.min_drop = section["min_drop"]
     trainer.add_callback(callback)
     logger.info(
-        "heldout: %d prompts of the eval split every %d steps (%s)",
+        "heldout: %d prompts of the eval split every %d steps (%s) with %s",
         len(dataset),
         section["every"],
         ", ".join(
             ([f"{section['n']} samples"] if section["sampled"] else []) + (["greedy"] if section["greedy"] else [])
         ),
+        callback.backend,
     )
     return callback
