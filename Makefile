@@ -101,7 +101,8 @@ demo: install
 	OMP_NUM_THREADS=1 $(VENV)/bin/grpo-trl train recipes/demo/tiny-countdown.yaml --overwrite $(SET)
 	$(DEMO_EVAL) --model outputs/tiny-countdown/tiny-countdown --output-dir outputs/tiny-countdown-eval/before > /dev/null
 	$(DEMO_EVAL) --output-dir outputs/tiny-countdown-eval/after > /dev/null
-	$(PY) -m grpo_trl.models.tiny_countdown outputs/tiny-countdown-eval/before outputs/tiny-countdown-eval/after
+	$(PY) -c "from grpo_trl.models.tiny_countdown import accuracy_table as t; print(t(*__import__('sys').argv[1:]))" \
+		outputs/tiny-countdown-eval/before outputs/tiny-countdown-eval/after
 
 check: install
 	$(VENV)/bin/grpo-trl check $(RECIPE) $(SET)
