@@ -193,3 +193,34 @@ def test_gpu_bench_plan_reads_the_saved_config(tmp_path):
     )
     assert full > lora > qlora > 0
     assert planned_bytes(str(tmp_path), "full", False, 128, 40) < full
+
+
+# docs/figures.md, NVIDIA H100 80GB HBM3, bench/gpu.py: (mode, grad ckpt, completion tokens) -> measured peak GiB
+# (torch.cuda.max_memory_allocated; the peak's second digit comes from the table's plan / peak ratio). 8 x 8
+# completions of the tiny chat template's 18-token prompts, bf16, LoRA r 16 all-linear.
+H100_PEAKS = {
+    ("full", False, 128): 5.20,
+    ("full", False, 512): 9.45,
+    ("full", True, 512): 4.06,
+    ("lora", False, 512): 7.27,
+    ("lora", True, 512): 1.64,
+    ("qlora", True, 512): 1.02,
+}
+
+
+@pytest.mark.parametrize(("setting", "peak"), list(H100_PEAKS.items()), ids=["-".join(map(str, s)) for s in H100_PEAKS])
+def test_plan_within_15_percent_of_measured_h100_peaks(setting, peak):
+    mode, ckpt, length = setting
+    plan = plan_memory(
+        Shape.from_config(QWEN25_05B),
+        dtype="bfloat16",
+        lora={"r": 16, "target_modules": "all-linear"} if mode != "full" else None,
+        quant_bits=4 if mode == "qlora" else None,
+        batch=8,
+        generation_batch=8,
+        prompt_tokens=18,
+        completion_tokens=length,
+        gradient_checkpointing=ckpt,
+    )
+    planned = sum(b for name, b, _ in plan.items if not name.startswith("CUDA context")) / GIB
+    assert 0.85 <= planned / peak <= 1.15, f"plan {planned:.2f} GiB vs measured {peak} GiB"

@@ -4,14 +4,14 @@ The model states follow the ZeRO paper's accounting (Rajbhandari et al., 2020): 
 costs 2 bytes (16-bit weight) + 2 (16-bit gradient) + 12 (fp32 master weight, momentum, variance) = 16 bytes; ZeRO-1
 divides the 12 by the number of GPUs N, ZeRO-2 the 2 + 12, ZeRO-3 (and FSDP full sharding) all 16. Without DeepSpeed
 the Trainer keeps weights, gradients and Adam's two states in the model's dtype (2 + 2 + 4 bytes in bf16, 4 + 4 + 8
-in fp32). On top: LoRA (only the adapters train, in fp32), QLoRA (4-bit base), TRL's reference model when
-``beta > 0`` (none with LoRA: the adapters are switched off instead), activations with or without gradient
-checkpointing, the log-prob workspace of TRL's fused LM head (the full batch x sequence x vocabulary logits are
-never materialized in TRL 1.16; shown for reference), the KV cache of transformers generation, and vLLM's colocate
-share (``vllm_gpu_memory_utilization`` of the GPU).
+in fp32). On top: LoRA (only the adapters train: fp32, bf16 under QLoRA as TRL casts them), QLoRA (4-bit base),
+TRL's reference model when ``beta > 0`` (none with LoRA: the adapters are switched off instead), activations (every
+layer's, or with gradient checkpointing each layer's input), the backward workspace (one tile of TRL 1.16's fused LM
+head, or with checkpointing the larger of it and one recomputed layer: they are never live together), the KV cache
+of transformers generation, and vLLM's colocate share (``vllm_gpu_memory_utilization`` of the GPU).
 
-The activation and workspace terms are estimates (``Shape.activation_bytes_per_token``); the model states are exact
-for the formulas above. Nothing here has yet been compared with a measured GPU peak (``bench/gpu.py`` does that).
+Activation terms are estimates (``Shape.activation_bytes_per_token``); the model states are exact for the formulas
+above. Against measured H100 peaks (docs/figures.md, ``bench/gpu.py``) the plan is 0.94-1.03x of the peak.
 
 Example (the ZeRO paper's worked example: 7.5B parameters, 64 GPUs):
     >>> [round(model_state_bytes(7.5e9, n_gpus=64, stage=s) / 1e9, 1) for s in (0, 1, 2, 3)]
@@ -28,7 +28,7 @@ GIB = 2**30
 # bytes per parameter: (weights, gradients, optimizer states) for Adam
 PRECISION = {"mixed": (2, 2, 12), "bf16": (2, 2, 4), "fp32": (4, 4, 8)}
 QUANT_BYTES = {4: 0.5 + 4 / 64, 8: 1.0 + 4 / 4096}  # bitsandbytes: NF4 + fp32 absmax per 64 values; int8 + scales
-LOGPROB_TILE = (4096, 32768)  # TRL 1.16 fused LM head: tokens x vocabulary columns per projection tile
+LOGPROB_TILE = (4096, 32768)  # TRL 1.16 fused LM head (trl/kernels/chunked_logprob.py): tokens x vocab columns
 DEFAULT_PROMPT_TOKENS = 512  # when data.max_prompt_tokens does not bound prompts
 CUDA_OVERHEAD = 0.75 * GIB  # CUDA context, cuBLAS workspaces, allocator slack
 
@@ -139,9 +139,11 @@ def plan_memory(
                 + f", frozen, {where}",
             )
         )
-        states = model_state_bytes(trainable, n_gpus=n, stage=stage, precision="fp32")
+        # peft keeps adapters in fp32; TRL casts them to bf16 under quantization, and keeps the base dtype under ZeRO-3
+        kept = "bf16" if half and (quant_bits or (engine == "zero" and stage >= 3)) else "fp32"
+        states = model_state_bytes(trainable, n_gpus=n, stage=stage, precision=kept)
         plan.items.append(
-            ("LoRA adapters + grads + Adam", states, f"{trainable / 1e6:,.1f}M trainable, fp32, {where}")
+            ("LoRA adapters + grads + Adam", states, f"{trainable / 1e6:,.1f}M trainable, {kept}, {where}")
         )
         if beta > 0:
             plan.notes.append("reference model: the base with adapters disabled, no extra copy")
@@ -161,24 +163,22 @@ def plan_memory(
         plan.notes.append(f"prompts assumed {DEFAULT_PROMPT_TOKENS} tokens (set data.max_prompt_tokens to bound them)")
     seq = prompt + completion_tokens
     act_b = 2 if (half or precision == "mixed") else 4
-    acts = batch * seq * shape.activation_bytes_per_token(gradient_checkpointing, act_b)
+    tokens = batch * seq
+    every_layer = shape.activation_bytes_per_token(False, act_b)
+    layer = every_layer / shape.layers  # one layer's activations: what checkpointing recomputes at a time
+    stored = shape.activation_bytes_per_token(True, act_b) - layer if gradient_checkpointing else every_layer
+    what = "each layer's input (gradient checkpointing)" if gradient_checkpointing else "every layer's activations"
+    plan.items.append(("activations", tokens * stored, f"{batch} x {seq} tokens, {what}"))
+    # TRL's fused LM head: one projection tile at a time (forward's buffer is freed before backward's), plus the
+    # fp32 gradient of the hidden states in backward. With checkpointing the recomputed layer is only live after
+    # the head's backward, so the larger of the two counts; without it the head runs on top of every activation.
+    scored = batch * completion_tokens
+    head = min(scored, LOGPROB_TILE[0]) * min(shape.vocab, LOGPROB_TILE[1]) * act_b + scored * shape.hidden * 4
+    work = max(head, tokens * layer) if gradient_checkpointing else head
+    full = scored * shape.vocab * wbytes
+    note = "max(recomputed layer, LM-head tile)" if gradient_checkpointing else "TRL's fused LM head: one tile"
     plan.items.append(
-        (
-            "activations",
-            acts,
-            f"{batch} x {seq} tokens, gradient checkpointing {'on' if gradient_checkpointing else 'off'}",
-        )
-    )
-    tokens = batch * completion_tokens
-    tile = min(tokens, LOGPROB_TILE[0]) * min(shape.vocab, LOGPROB_TILE[1]) * act_b  # in the compute dtype
-    full = tokens * shape.vocab * wbytes
-    plan.items.append(
-        (
-            "log-prob workspace",
-            2 * tile,
-            f"TRL's fused LM head: 2 tiles; full logits {batch}x{completion_tokens}x{shape.vocab:,} "
-            f"would be {human(full)}",
-        )
+        ("backward workspace", work, f"{note}; full logits {batch}x{completion_tokens}x{shape.vocab:,} = {human(full)}")
     )
     if vllm_colocate_share:
         if gpu_bytes:
