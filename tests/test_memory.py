@@ -208,7 +208,9 @@ H100_PEAKS = {
 }
 
 
-@pytest.mark.parametrize(("setting", "peak"), list(H100_PEAKS.items()), ids=["-".join(map(str, s)) for s in H100_PEAKS])
+@pytest.mark.parametrize(
+    ("setting", "peak"), list(H100_PEAKS.items()), ids=["-".join(map(str, k)) for k in H100_PEAKS]
+)
 def test_plan_within_15_percent_of_measured_h100_peaks(setting, peak):
     mode, ckpt, length = setting
     plan = plan_memory(

@@ -177,9 +177,8 @@ def plan_memory(
     work = max(head, tokens * layer) if gradient_checkpointing else head
     full = scored * shape.vocab * wbytes
     note = "max(recomputed layer, LM-head tile)" if gradient_checkpointing else "TRL's fused LM head: one tile"
-    plan.items.append(
-        ("backward workspace", work, f"{note}; full logits {batch}x{completion_tokens}x{shape.vocab:,} = {human(full)}")
-    )
+    note += f"; full logits {batch}x{completion_tokens}x{shape.vocab:,} = {human(full)}"
+    plan.items.append(("backward workspace", work, note))
     if vllm_colocate_share:
         if gpu_bytes:
             plan.items.append(
