@@ -24,6 +24,8 @@ from typing import Any
 from transformers import TrainerCallback
 
 from grpo_trl import trl_adapter
+from grpo_trl.monitor.entropy import KIND as COLLAPSE
+from grpo_trl.monitor.entropy import Collapse
 from grpo_trl.monitor.heldout import KIND as DIVERGING
 from grpo_trl.monitor.heldout import Divergence, is_heldout
 from grpo_trl.rewards.text import completion_text
@@ -114,6 +116,8 @@ class Alerts(TrainerCallback):
     - ``all_clipped``: ``completions/clipped_ratio`` >= 0.99: every completion hits ``max_completion_length``;
     - ``tools_failing``: ``tools/failure_frequency`` > 0.5: most tool calls come back as ``{"error": ...}`` (a tool
       that cannot run here, arguments the model gets wrong...); the message gives the first error a tool raised;
+    - ``entropy_collapse``: ``entropy`` below 0.2x its early level while the reward stays flat
+      (``grpo_trl.monitor.entropy.Collapse`` has the rule);
     - ``heldout_diverging``: for ``patience`` held-out evaluations in a row (``heldout:``, not logged steps), the
       training reward rose while held-out accuracy fell (``grpo_trl.monitor.heldout.Divergence``).
 
@@ -138,6 +142,7 @@ class Alerts(TrainerCallback):
         self.columns = set(columns)
         self.streak: dict[str, int] = defaultdict(int)
         self.fired: list[dict] = []
+        self.collapse = Collapse()
         self.divergence = Divergence()  # heldout.min_drop is set by grpo_trl.eval.during when it is installed
 
     def _zero_hint(self, name: str) -> str:
@@ -162,6 +167,9 @@ class Alerts(TrainerCallback):
 
     def _check(self, logs: dict) -> dict[str, str]:
         found: dict[str, str] = {}
+        collapse = self.collapse.sign(logs)
+        if collapse is not None:
+            found[COLLAPSE] = collapse
         zero_std = logs.get("frac_reward_zero_std")
         if zero_std is not None and zero_std >= 0.95:
             found["no_signal"] = (

@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
-from grpo_trl.jsonio import read_json_head
+from grpo_trl.jsonio import read_json_head, read_jsonl
 from grpo_trl.recipe import Recipe
 from grpo_trl.run.directory import Manifest, write_text
 
@@ -173,6 +173,11 @@ def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None)
         lines += [f"| {_cell(k)} | {v:.6g} |" for k, v in sorted(metrics.items()) if k != "step"]
     else:
         lines.append("Nothing was logged.")
+    alerts = [a for a in read_jsonl(folder / "alerts.jsonl") if isinstance(a.get("step"), int)]
+    if alerts:  # what monitor/callbacks.py's Alerts wrote during the run
+        lines += ["", "## Alerts", ""] + [
+            f"- step {a['step']}: `{_cell(a.get('kind'))}` {_cell(a.get('message'), 600)}" for a in alerts
+        ]
     evaluation = _eval(folder)
     if evaluation:
         lines += ["", "## Evaluation (`grpo-trl eval`, eval.json)", "", "| metric | value |", "|---|---|"]
