@@ -170,6 +170,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from grpo_trl.check import load_recipe
     from grpo_trl.eval.run import evaluate
 
+    if args.benchmark or not args.recipe:  # a standard benchmark: no recipe
+        from grpo_trl.eval.benchmarks import summary_lines
+        from grpo_trl.eval.benchmarks_run import run_benchmark
+
+        kwargs = {k: v for k, v in eval_kwargs(args).items() if k not in ("model", "split")}
+        report = run_benchmark(args.benchmark or "", args.model, data=args.data, **kwargs)
+        print("\n".join(summary_lines(report)))
+        return 0
     recipe = load_recipe(args.recipe, args.overrides)
     report = evaluate(recipe, **eval_kwargs(args))
     print(json.dumps({k: v for k, v in report.items() if k != "per_prompt"}, indent=2))

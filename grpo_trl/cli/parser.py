@@ -42,9 +42,9 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_recipe_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+def add_recipe_arguments(parser: argparse.ArgumentParser, optional: bool = False) -> argparse.ArgumentParser:
     """The recipe path and ``--set`` overrides, shared by every command that takes a recipe."""
-    parser.add_argument("recipe", help="path to the recipe YAML")
+    parser.add_argument("recipe", nargs="?" if optional else None, help="path to the recipe YAML")
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -156,9 +156,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=positive_int, default=2, help="prompts to show")
     p.set_defaults(func=commands.cmd_data)
 
-    p = recipe_cmd("eval", "generate n completions per prompt, score them with the recipe's rewards, report pass@k")
+    help_text = (
+        "generate n completions per prompt, score them with the recipe's rewards (or --benchmark), report pass@k"
+    )
+    p = add_recipe_arguments(sub.add_parser("eval", help=help_text, description=help_text), optional=True)
     add_eval_arguments(p)
     p.add_argument("--output-dir", default=None, help="where eval.json goes (default: the model folder)")
+    p.add_argument("--benchmark", default=None, help="a standard benchmark instead of the recipe's eval split")
+    p.add_argument("--data", default=None, help="--benchmark: a local copy of its data (default: the Hub)")
+    p.set_defaults(n=None)  # a benchmark's own n unless given; 8 for a recipe
     p.set_defaults(func=commands.cmd_eval)
 
     p = recipe_cmd("filter", "measure each training prompt's pass rate, for the data.pass_rate band")

@@ -70,8 +70,11 @@ def _mean(values: list) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def score(recipe: Recipe, rewards: list, weights: list[float], ds: Any, gens: Generations) -> Scored:
-    """Score ``gens`` (``n`` texts per row of ``ds``) with ``rewards``; pass@k for every k <= n."""
+def score(
+    recipe: Recipe | None, rewards: list, weights: list[float], ds: Any, gens: Generations, rule: tuple | None = None
+) -> Scored:
+    """Score ``gens`` (``n`` texts per row of ``ds``) with ``rewards``; pass@k for every k <= n. ``rule``: the
+    ``(reward name, threshold)`` a completion passes at (default: the recipe's, ``pass_rule``)."""
     prompts = list(ds["prompt"])
     n = len(gens.texts[0]) if gens.texts else 0
     flat_completions = [as_completion(p, t) for p, group in zip(prompts, gens.texts) for t in group]
@@ -98,7 +101,7 @@ def score(recipe: Recipe, rewards: list, weights: list[float], ds: Any, gens: Ge
         )
         for reward in rewards
     }
-    pass_name, threshold = pass_rule(recipe)
+    pass_name, threshold = rule or pass_rule(recipe)
     rows, passed = [], []
     for i, prompt in enumerate(prompts):
         flags = []

