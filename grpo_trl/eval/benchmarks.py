@@ -118,7 +118,9 @@ def answer_of(kind: str, text: str) -> str | None:
 
 def choice(completions: list, solution: list, **kwargs: Any) -> list[float]:
     """1.0 when the letter a completion answers (already extracted) is the gold letter."""
-    return [float(str(c).strip() == str(s)) for c, s in zip(completions, solution, strict=True)]
+    from grpo_trl.rewards.registry import text_of
+
+    return [float(t.strip() == str(s)) for t, s in zip(text_of(completions), solution, strict=True)]
 
 
 @dataclass

