@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -161,7 +162,7 @@ def test_divergence_needs_a_reward_logged_after_an_evaluation():
             {"every": 5},
             {},
             "heldout: needs an eval split to evaluate on, and the recipe has none "
-            "(set data.eval_size: N (rows held out of training) or data.eval_split)",
+            "(set data.eval_size: N (rows held out of training), data.eval_split or heldout.benchmark)",
         ),
         (
             {"n": 2, "k": [1, 4]},
@@ -175,6 +176,16 @@ def test_divergence_needs_a_reward_logged_after_an_evaluation():
             {"sampled": False, "greedy": False},
             {"eval_size": 8},
             "heldout: evaluates nothing: sampled and greedy are both false (turn one on)",
+        ),
+        (
+            {"benchmark": "gsm8k", "data": "missing.jsonl"},
+            {},
+            "heldout.data: 'missing.jsonl' is not a file (relative to the recipe)",
+        ),
+        (
+            {"data": "recipe.yaml"},
+            {"eval_size": 8},
+            "heldout.data: is a benchmark's local copy, and no heldout.benchmark is named",
         ),
     ],
 )
@@ -327,3 +338,32 @@ def test_without_vllm_the_live_model_generates_with_transformers(tmp_path, tiny_
         callback = install_heldout(trainer, recipe)
     assert callback.vllm is None and callback.backend == "transformers"
     assert "every 3 steps (4 samples, greedy) with transformers" in caplog.text
+
+
+# ------------------------------------------------------------------------------------------------ benchmark
+def test_the_section_names_exactly_the_benchmarks_eval_knows():
+    from grpo_trl.eval.benchmark_table import BENCHMARKS as TABLE
+    from grpo_trl.monitor.heldout import BENCHMARKS
+
+    assert BENCHMARKS == tuple(TABLE)
+
+
+def test_check_refuses_an_unknown_benchmark_before_any_model_loads(tmp_path, capsys):
+    path = tiny_recipe(tmp_path, "builtin:tiny", extra={"heldout": {"benchmark": "mmlu"}})
+    assert main(["check", str(path)]) == 1
+    errors = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]
+    assert len(errors) == 1 and "heldout.benchmark" in errors[0] and "gsm8k" in errors[0]
+
+
+def test_a_training_run_evaluates_a_named_benchmark_from_a_local_copy(tmp_path, tiny_model):
+    """``heldout: {benchmark: gsm8k, data: FILE}``: no eval split needed; the benchmark's prompts and verl's '####'
+    scoring, logged as heldout/pass@k like the eval split's."""
+    rows = [{"question": f"What is {i} + {i}?", "answer": f"{i} + {i} = {2 * i}\n#### {2 * i}"} for i in range(3)]
+    (tmp_path / "gsm8k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    heldout = {"benchmark": "gsm8k", "data": "gsm8k.jsonl", "every": 2, "n": 2, "limit": 2, "max_new_tokens": 4}
+    path = tiny_recipe(tmp_path, tiny_model, trainer={"max_steps": 2}, extra={"heldout": heldout})
+    assert main(["check", str(path)]) == 0
+    out = Path(run(load_recipe(path)).output_dir)
+    entries = heldout_entries(out)
+    assert [e["step"] for e in entries] == [0, 2] and all(e["heldout/prompts"] == 2 for e in entries)
+    assert all(0.0 <= e["heldout/pass@1"] <= 1.0 and "heldout/greedy/pass@1" in e for e in entries)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from transformers import Trainer, TrainerCallback
@@ -42,9 +43,20 @@ logger = logging.getLogger("grpo_trl")
 class HeldoutEval(TrainerCallback):
     """Evaluate ``trainer``'s model on ``dataset`` (the eval split's rows) as ``section`` (``heldout:``) says."""
 
-    def __init__(self, trainer: Any, recipe: Recipe, section: dict, dataset: Any, rewards: list, weights: list):
+    def __init__(
+        self,
+        trainer: Any,
+        recipe: Recipe,
+        section: dict,
+        dataset: Any,
+        rewards: list,
+        weights: list,
+        scorer: Callable[[Any, Generations], Any] | None = None,
+    ):
         self.trainer, self.recipe, self.section = trainer, recipe, section
         self.dataset, self.rewards, self.weights = dataset, rewards, weights
+        # how a pass is scored: the recipe's rewards, or a benchmark's own (heldout.benchmark)
+        self.score = scorer or (lambda ds, gens: score(recipe, rewards, weights, ds, gens))
         config = trainer.args
         self.template = config.chat_template_kwargs or {}
         temperature = section["temperature"]
@@ -121,14 +133,14 @@ class HeldoutEval(TrainerCallback):
         try:
             if self.section["sampled"]:
                 gens = self._generate(model, prompts, Sampling(**{**vars(self.sampling), "seed": seed}))
-                summary = score(self.recipe, self.rewards, self.weights, self.dataset, gens).summary
+                summary = self.score(self.dataset, gens).summary
                 table = summary["pass@k"]
                 logs.update({f"{PREFIX}pass@{k}": table[str(k)]["estimate"] for k in ks(self.section)})
                 logs[f"{PREFIX}reward"] = summary["reward_mean"]
             if self.section["greedy"]:
                 greedy = Sampling(**{**vars(self.sampling), "n": 1, "temperature": 0.0, "seed": seed})
                 gens = self._generate(model, prompts, greedy)
-                logs[GREEDY_KEY] = score(self.recipe, self.rewards, self.weights, self.dataset, gens).summary["pass@1"]
+                logs[GREEDY_KEY] = self.score(self.dataset, gens).summary["pass@1"]
         finally:
             model.train(was_training)
             tokenizer.padding_side = padding
@@ -150,24 +162,34 @@ def install_heldout(trainer: Any, recipe: Recipe) -> HeldoutEval | None:
     from grpo_trl.monitor.callbacks import Alerts
 
     section = recipe.section("heldout")
-    require_split(recipe, None, "evaluate on during training (heldout:)")
+    if not section["benchmark"]:
+        require_split(recipe, None, "evaluate on during training (heldout:)")
     plugin = getattr(trainer.accelerator.state, "deepspeed_plugin", None)
     if trainer.is_fsdp_enabled or getattr(plugin, "zero_stage", 0) == 3:  # the main process alone would hang
         why = "evaluates on the main process alone, which cannot generate with sharded parameters (FSDP, ZeRO-3)"
         raise RecipeError([Problem(recipe.file, "heldout", why, "remove heldout: or train with DDP / ZeRO-1/2")])
-    dataset = prompts_for(recipe, None, trainer.processing_class, section["limit"])
-    rewards, weights = build_rewards(recipe, output_dir=trainer.args.output_dir)
-    problems = column_problems(recipe, rewards, dataset.column_names)
-    if problems:
-        raise RecipeError(problems)
-    callback = HeldoutEval(trainer, recipe, section, dataset, load_reward_models(recipe, rewards), weights)
+    if section["benchmark"]:  # a standard benchmark's prompts, scored its own way (eval/benchmarks.py)
+        from grpo_trl.eval.benchmarks import build
+
+        data = section["data"] and str(recipe.base_dir / section["data"])
+        bench = build(section["benchmark"], data, section["limit"], section["seed"])
+        dataset = bench.dataset(text_tokenizer(trainer.processing_class))
+        callback = HeldoutEval(trainer, recipe, section, dataset, [], [], scorer=bench.score)
+    else:
+        dataset = prompts_for(recipe, None, trainer.processing_class, section["limit"])
+        rewards, weights = build_rewards(recipe, output_dir=trainer.args.output_dir)
+        problems = column_problems(recipe, rewards, dataset.column_names)
+        if problems:
+            raise RecipeError(problems)
+        callback = HeldoutEval(trainer, recipe, section, dataset, load_reward_models(recipe, rewards), weights)
     for cb in trainer.callback_handler.callbacks:
         if isinstance(cb, Alerts):
             cb.divergence.min_drop = section["min_drop"]
     trainer.add_callback(callback)
     logger.info(
-        "heldout: %d prompts of the eval split every %d steps (%s) with %s",
+        "heldout: %d prompts of %s every %d steps (%s) with %s",
         len(dataset),
+        f"benchmark {section['benchmark']}" if section["benchmark"] else "the eval split",
         section["every"],
         ", ".join(
             ([f"{section['n']} samples"] if section["sampled"] else []) + (["greedy"] if section["greedy"] else [])

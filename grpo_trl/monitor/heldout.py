@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -31,6 +32,8 @@ TIME_KEY = "heldout/time_s"
 GREEDY_KEY = "heldout/greedy/pass@1"
 ACCURACY_KEYS = ("heldout/pass@1", GREEDY_KEY)  # the held-out accuracy the alert follows: sampled, else greedy
 KIND = "heldout_diverging"
+# grpo_trl/eval/benchmark_table.py's names (a higher layer; tests/test_heldout.py keeps the two equal)
+BENCHMARKS = ("math500", "aime24", "aime25", "gsm8k", "gpqa-diamond", "humaneval")
 
 
 class HeldoutSection(Section):
@@ -49,6 +52,10 @@ class HeldoutSection(Section):
     max_new_tokens: int | None = Field(None, ge=1, description="default: trainer.max_completion_length")
     batch_size: int = Field(16, ge=1, description="prompts per generate() call")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="sampling seed (plus the step)")
+    benchmark: Literal[BENCHMARKS] | None = Field(  # type: ignore[valid-type]
+        None, description="a standard benchmark (as grpo-trl eval --benchmark) instead of the eval split"
+    )
+    data: str | None = Field(None, description="with benchmark: a local copy of its data (default: the Hub)")
     min_drop: YamlFloat = Field(
         0.1, gt=0, le=1, description="a fall of held-out accuracy below its best that is more than noise"
     )
@@ -62,13 +69,18 @@ def ks(section: dict) -> list[int]:
 def heldout_problems(section: dict, data: dict, file: str) -> list[Problem]:
     """What ``check`` says of a (coerced) ``heldout:`` section beyond its types: an eval split, k <= n."""
     out = []
-    if not (data.get("eval_size") or data.get("eval_split")):
+    if section.get("data") and not section.get("benchmark"):
+        out.append(Problem(file, "heldout.data", "is a benchmark's local copy, and no heldout.benchmark is named"))
+    local = section.get("data") and Path(file).parent / section["data"]
+    if local and not local.is_file():
+        out.append(Problem(file, "heldout.data", f"{section['data']!r} is not a file (relative to the recipe)"))
+    if not (section.get("benchmark") or data.get("eval_size") or data.get("eval_split")):
         out.append(
             Problem(
                 file,
                 "heldout",
                 "needs an eval split to evaluate on, and the recipe has none",
-                "set data.eval_size: N (rows held out of training) or data.eval_split",
+                "set data.eval_size: N (rows held out of training), data.eval_split or heldout.benchmark",
             )
         )
     if not (section["sampled"] or section["greedy"]):
