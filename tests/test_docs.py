@@ -405,7 +405,9 @@ def run_grpo_trl(page: Page, block: Block, argv: list[str], shown: list[str] | N
             if argv[i].startswith("--"):
                 flags.append(argv[i].split("=")[0])
             i += 1
-        grpo(page, ["check", recipe, *sets])
+        flags += [recipe] if recipe.startswith("--") else []
+        if not recipe.startswith("--"):  # `eval --benchmark NAME` takes no recipe
+            grpo(page, ["check", recipe, *sets])
         _, help_text = grpo(page, [sub, "--help"])
         for flag in flags:
             assert re.search(rf"{re.escape(flag)}\b", help_text), f"{where}: {flag} is not a `grpo-trl {sub}` option"
