@@ -170,7 +170,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from grpo_trl.check import load_recipe
     from grpo_trl.eval.run import evaluate
 
-    if args.benchmark or not args.recipe:  # a standard benchmark: no recipe
+    if args.benchmark or args.data or not args.recipe:  # a standard benchmark: no recipe
         from grpo_trl.eval.benchmarks import summary_lines
         from grpo_trl.eval.benchmarks_run import run_benchmark
 

@@ -24,6 +24,9 @@ _LETTER = re.compile(r"(?i:answer)(?:\s+is)?\s*[:：]?[\s*_$({\[]*([ABCD])(?![A-
 
 
 def spec_of(name: str, where: str = WHERE, key: str = "--benchmark") -> dict:
+    if not name:  # `grpo-trl eval` without a recipe, or --data without --benchmark
+        why = f"names no benchmark; give a recipe (its eval split) or one of {', '.join(BENCHMARKS)}"
+        raise RecipeError([Problem(where, key, why)])
     if name not in BENCHMARKS:
         raise RecipeError([Problem(where, key, f"unknown benchmark {name!r}; choose {', '.join(BENCHMARKS)}")])
     return BENCHMARKS[name]

@@ -147,6 +147,8 @@ def test_eval_benchmark_runs_the_tiny_model_end_to_end_and_writes_its_report(tmp
         (["--benchmark", "gsm8k"], "--model"),
         (["--benchmark", "gsm8k", "--model", "m", "--data", "/nonexistent.jsonl"], "--data"),
         (["--benchmark", "gsm8k", "--model", "m", "--n", "0"], "--n"),
+        (["--model", "m"], "--benchmark"),  # neither a recipe nor a benchmark
+        (["--model", "m", "--data", "x.jsonl"], "--benchmark"),
     ],
 )
 def test_bad_benchmark_arguments_are_one_error_line(capsys, tmp_path, argv, key):
