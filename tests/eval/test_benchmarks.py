@@ -162,3 +162,24 @@ def test_a_local_file_in_another_format_names_the_missing_columns(capsys, tmp_pa
     assert main(["eval", "--benchmark", "gsm8k", "--model", tiny_model, "--data", data]) == 1
     err = capsys.readouterr().err
     assert "lack question" in err and "openai/gsm8k" in err and "Traceback" not in err
+
+
+def test_an_endpoint_that_only_chats_is_asked_the_benchmark_and_scored(tmp_path, capsys):
+    """``--backend endpoint --api chat``: no local tokenizer needed; the server gets the benchmark's question as one
+    user message and its replies are scored like any backend's (tests/fake_openai.py stands in for the server)."""
+    from tests.fake_openai import FakeOpenAI, _last_text
+
+    def reply(body):  # right on the second problem only
+        return "6 * 7 = 42\n#### 42" if "6 times 7" in _last_text(body) else "#### 7"
+
+    data = _write(tmp_path, "gsm8k", GSM8K)
+    with FakeOpenAI(models=["served"], reply=reply) as server:
+        flags = ["--backend", "endpoint", "--base-url", server.base_url, "--api", "chat", "--n", "2"]
+        argv = ["eval", "--benchmark", "gsm8k", "--model", "served", "--data", data, *flags]
+        assert main([*argv, "--output-dir", str(tmp_path / "out")]) == 0
+    posts = [r["body"] for r in server.requests if r["body"]]
+    assert len(posts) == 2 and all(p["temperature"] == 0.0 for p in posts)  # greedy: one request, repeated n times
+    assert all(p["messages"][0]["role"] == "user" and "####" in _last_text(p) for p in posts)
+    report = json.loads((tmp_path / "out" / "benchmark-gsm8k.json").read_text())
+    assert report["pass@1"] == 0.5 and report["backend"] == "endpoint" and report["generation_errors"] == 0
+    assert "gsm8k: pass@1 50.0% (2 problems x 2 samples), pass@2 50.0%" in capsys.readouterr().out
