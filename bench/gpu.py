@@ -68,8 +68,9 @@ def has_bitsandbytes() -> bool:
     return importlib.util.find_spec("bitsandbytes") is not None
 
 
-def planned_bytes(model_path: str, mode: str, gc_on: bool, length: int, prompt_tokens: int) -> float:
-    """The memory plan for one setting, without the fixed CUDA-context item (``max_memory_allocated`` excludes it)."""
+def planned_items(model_path: str, mode: str, gc_on: bool, length: int, prompt_tokens: int) -> dict[str, float]:
+    """The memory plan's items for one setting in GiB, without the fixed CUDA-context item (``max_memory_allocated``
+    excludes it): beside the measured peak they show which term is off."""
     from grpo_trl.check.memory import load_shape, plan_memory
 
     shape = load_shape(model_path)
@@ -85,7 +86,7 @@ def planned_bytes(model_path: str, mode: str, gc_on: bool, length: int, prompt_t
         completion_tokens=length,
         gradient_checkpointing=gc_on,
     )
-    return sum(b for name, b, _ in plan.items if not name.startswith("CUDA context"))
+    return {name: b / 2**30 for name, b, _ in plan.items if not name.startswith("CUDA context")}
 
 
 def run_setting(model: str, data, tmp: Path, mode: str, gc_on: bool, length: int, steps: int) -> dict:
@@ -134,7 +135,8 @@ def run_setting(model: str, data, tmp: Path, mode: str, gc_on: bool, length: int
     prompt_tokens = int(statistics.median(len(x) for x in trainer.processing_class(
         [trainer.processing_class.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True)
          for r in data.select(range(16))], add_special_tokens=False)["input_ids"]))  # fmt: skip
-    plan = planned_bytes(model, mode, gc_on, length, prompt_tokens)
+    items = planned_items(model, mode, gc_on, length, prompt_tokens)
+    plan = sum(items.values()) * 2**30
     del trainer
     return {
         "mode": mode,
@@ -145,6 +147,8 @@ def run_setting(model: str, data, tmp: Path, mode: str, gc_on: bool, length: int
         "peak_mem_gb": peak / 2**30,
         "plan_gb": plan / 2**30,
         "plan_vs_peak": plan / peak,
+        "plan_items_gb": items,
+        "prompt_tokens": prompt_tokens,
         "device": torch.cuda.get_device_name(),
     }
 

@@ -183,16 +183,18 @@ def test_check_warns_that_fsdp_on_cpu_would_not_shard(make_recipe, capsys):
 
 def test_gpu_bench_plan_reads_the_saved_config(tmp_path):
     from bench.gpu import QWEN25_05B as SHAPE
-    from bench.gpu import VOCAB, planned_bytes
+    from bench.gpu import VOCAB, planned_items
 
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "qwen2", "vocab_size": VOCAB, **SHAPE}))
-    full = planned_bytes(str(tmp_path), "full", False, 512, 40)
-    lora, qlora = (
-        planned_bytes(str(tmp_path), "lora", True, 512, 40),
-        planned_bytes(str(tmp_path), "qlora", True, 512, 40),
-    )
-    assert full > lora > qlora > 0
-    assert planned_bytes(str(tmp_path), "full", False, 128, 40) < full
+
+    def planned(*setting):
+        items = planned_items(str(tmp_path), *setting, 40)
+        assert items and not any(name.startswith("CUDA") for name in items)
+        return sum(items.values())
+
+    full = planned("full", False, 512)
+    assert full > planned("lora", True, 512) > planned("qlora", True, 512) > 0
+    assert planned("full", False, 128) < full
 
 
 # docs/figures.md, NVIDIA H100 80GB HBM3, bench/gpu.py: (mode, grad ckpt, completion tokens) -> measured peak GiB

@@ -11,7 +11,7 @@ head, or with checkpointing the larger of it and one recomputed layer: they are 
 of transformers generation, and vLLM's colocate share (``vllm_gpu_memory_utilization`` of the GPU).
 
 Activation terms are estimates (``Shape.activation_bytes_per_token``); the model states are exact for the formulas
-above. Against measured H100 peaks (docs/figures.md, ``bench/gpu.py``) the plan is 0.94-1.03x of the peak.
+above. Against measured H100 peaks (docs/figures.md, ``bench/gpu.py``) the plan is 0.93-1.02x of the peak.
 
 Example (the ZeRO paper's worked example: 7.5B parameters, 64 GPUs):
     >>> [round(model_state_bytes(7.5e9, n_gpus=64, stage=s) / 1e9, 1) for s in (0, 1, 2, 3)]
