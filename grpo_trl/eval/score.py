@@ -1,11 +1,7 @@
-"""Scoring generated completions with the recipe's rewards, the same way whatever backend produced them.
-
-A completion *passes* when the recipe's correctness reward (the first that declares ``passes_at`` when registered,
-else its first reward function, else its first reward model) reaches that value (1.0 for ``countdown`` and
-``accuracy``; for ``gsm8k`` its ``numeric`` credit, a correct number either way). The rewards are the training ones,
-wrapped the same way (``Recipe.build_rewards``); a reward model (``{model: ...}``) scores as TRL's trainer scores it
-(:class:`grpo_trl.models.reward_models.RewardModel`). Rewards see what TRL gives them: with conversational prompts each
-completion is ``[{"role": "assistant", "content": text}]``, with standard (string) prompts the text itself.
+"""Scoring generated completions with the recipe's rewards (``Recipe.build_rewards``, wrapped as in training), the
+same way whatever backend produced them. A completion *passes* when the correctness reward (the first that declares
+``passes_at``, else the first reward function, else the first reward model) reaches that value; rewards see what TRL
+gives them (a message list after a conversational prompt, the text after a standard one).
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""Trainer callbacks that show what training does: completion samples, time split, alerts for broken runs.
-
-All three are ``transformers.TrainerCallback`` objects added by ``grpo_trl.train.run``; they read what TRL already
-computes (``trainer._logs`` holds the last generation batch with per-reward scores and advantages) and write next to
-the checkpoints in ``output_dir``:
-
-- ``completions.jsonl``: every ``completions_every`` logged steps, ``completions_samples`` rows of
-  ``{step, prompt, completion, rewards: {name: score}, advantage}``;
-- metrics ``timing/generation_s`` (TRL's ``_generate``) and ``timing/reward_s/<name>`` (the safety wrapper), beside
-  TRL's own ``step_time``;
-- ``alerts.jsonl`` and a logged warning when a run shows the signs of not learning.
+"""Trainer callbacks that show what training does, reading what TRL already computes: ``completions.jsonl`` (a few
+prompts with completions, per-reward scores and advantages every ``completions_every`` logs), ``timing/generation_s``,
+and ``alerts.jsonl`` plus a logged warning when a run shows the signs of not learning (:class:`Alerts`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""Held-out accuracy during training: the ``heldout:`` section's options and checks, the names its metrics are
-logged under, and the sign that training reward and held-out accuracy diverge (``Divergence``), which
+"""Held-out accuracy during training: the ``heldout:`` section's options and checks, the names its metrics are logged
+under (``heldout/pass@<k>``, ``heldout/greedy/pass@1``, ``heldout/reward``, ``heldout/time_s``; the evaluation itself
+is ``grpo_trl.eval.during``), and ``Divergence``: training reward up while held-out accuracy falls, which
 :class:`grpo_trl.monitor.callbacks.Alerts` reports as ``heldout_diverging``.
-
-The evaluation itself (generation with the live model, the recipe's rewards, pass@k) is ``grpo_trl.eval.during``:
-it logs one entry per evaluation, ``heldout/pass@1`` ... ``heldout/pass@<k>`` (sampled), ``heldout/greedy/pass@1``,
-``heldout/reward`` and ``heldout/time_s``, through the trainer's log (``log_history``, trackers, the console).
 
 Example:
     >>> d = Divergence(min_drop=0.1)
