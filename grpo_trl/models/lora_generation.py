@@ -1,0 +1,52 @@
+"""LoRA generation with the adapters folded into the weights: ``generate`` at full-model speed.
+
+Unmerged adapters add two small matmuls per adapted layer and token; on an H200 that halves ``generate`` throughput
+(172 vs 385 tokens/s, Qwen2.5-0.5B shapes). peft's ``merge_adapter``/``unmerge_adapter`` closes the gap but leaves the
+frozen base drifting in bf16 (W + d - d != W). Here each adapted weight is swapped for a merged copy and the original
+tensor swapped back afterwards: the base is restored bit for bit, at the cost of one copy of the adapted weights.
+"""
+
+from __future__ import annotations
+
+import functools
+from contextlib import contextmanager
+from typing import Any
+
+
+def _adapted(model: Any) -> list:
+    from peft.tuners.lora import LoraLayer
+
+    return [m for m in model.modules() if isinstance(m, LoraLayer) and hasattr(m.get_base_layer(), "weight")]
+
+
+@contextmanager
+def merged_weights(model: Any):
+    """Inside: ``model`` computes with base + adapters folded into plain weights (adapters disabled); after: the
+    original base tensors, untouched. Quantized bases (QLoRA) are left as they are: a 4-bit weight cannot be merged
+    exactly."""
+    layers = [m for m in _adapted(model) if m.get_base_layer().weight.dtype.is_floating_point]
+    originals = []
+    with model.disable_adapter():
+        try:
+            for layer in layers:
+                base = layer.get_base_layer()
+                delta = sum(layer.get_delta_weight(name) for name in layer.active_adapters if name in layer.lora_A)
+                originals.append((base, base.weight.data))
+                base.weight.data = base.weight.data + delta.to(base.weight.dtype)
+            yield model
+        finally:
+            for base, data in originals:
+                base.weight.data = data
+
+
+def merge_for_generation(model: Any) -> Any:
+    """Make ``model.generate`` (a peft model's) run with the adapters merged; returns ``model``."""
+    generate = model.generate
+
+    @functools.wraps(generate)
+    def merged_generate(*args: Any, **kwargs: Any) -> Any:
+        with merged_weights(model):
+            return generate(*args, **kwargs)
+
+    model.generate = merged_generate
+    return model
