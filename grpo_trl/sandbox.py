@@ -22,10 +22,12 @@ Example:
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import selectors
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -81,6 +83,8 @@ _python: str | None = None
 _python_lock = threading.Lock()
 _mode: str | None = None
 _mode_lock = threading.Lock()
+_server: tuple[subprocess.Popen, socket.socket] | None = None
+_server_lock = threading.Lock()
 
 
 def _can_run(exe: str, uid: int | None) -> bool:
@@ -185,111 +189,157 @@ def run_python(
     return _run(code, stdin, limits, files or {}, isolation())
 
 
+def _fork_server() -> tuple[subprocess.Popen, socket.socket]:
+    """The fork server (``_sandbox_ns._serve``), started on first use and again if it died (it dies with us)."""
+    global _server
+    with _server_lock:
+        if _server is None or _server[0].poll() is not None:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            with theirs:
+                args = [interpreter(), "-I", "-c", _NS, "serve", str(os.getpid()), str(theirs.fileno())]
+                proc = subprocess.Popen(
+                    args, pass_fds=(theirs.fileno(),), env=_env("/"), cwd="/", start_new_session=True,
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )  # fmt: skip
+            _server = proc, ours
+        return _server
+
+
+def _forget_server() -> None:  # in a forked child: its own server on first use (the lock may be held mid-fork)
+    global _server, _server_lock
+    _server, _server_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_server)
+
+
+def _start(argv: list[str], fds: list[int]) -> socket.socket:
+    """Ask the fork server for a launcher running ``argv`` with ``fds`` (stdin, stdout, stderr, [stop]); its
+    control socket (see ``_serve``). A server that died is started again, once."""
+    control, theirs = socket.socketpair()
+    with theirs:
+        for attempt in (0, 1):
+            proc, server = _fork_server()
+            try:
+                socket.send_fds(server, [json.dumps(argv).encode()], [*fds[:3], theirs.fileno(), *fds[3:]])
+                return control
+            except OSError:
+                if attempt:
+                    control.close()
+                    raise
+                proc.kill()
+                proc.wait()
+    raise AssertionError("unreachable")
+
+
 def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str) -> Result:
-    exe = interpreter()
     uid, handle = uids.acquire() if mode in ("namespaces", "uid") else (None, None)
     root = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base_dir()))
     start = time.monotonic()
-    stop = stop_w = None
     try:
         _write_files(root, files)
         (root / "main.py").write_text(code, encoding="utf-8", errors="surrogatepass")
-        with tempfile.TemporaryFile() as stdin_file:
-            stdin_file.write(stdin.encode("utf-8", errors="surrogatepass"))
-            stdin_file.seek(0)
-            bounds = [
-                str(max(1, int(limits.cpu_seconds + 0.999))),
-                str(limits.memory_mb << 20),
-                str(limits.file_size_mb << 20),
-                str(limits.max_processes),
-                str(MAX_OPEN_FILES),
-            ]
-            args = [exe, "-I", "-c", _BOOT, *bounds]
-            kw: dict = {}
-            if mode == "namespaces":  # the launcher (root) copies the inputs, drops to uid and runs _BOOT itself
-                mount = [str(uid), str(root), str(base_dir() / "mnt"), str(limits.disk_mb << 20), str(MAX_INODES)]
-                args = [exe, "-I", "-c", _NS, str(os.getpid()), *mount, _BOOT, *bounds]
-            elif mode == "subreaper":  # the launcher forks the run and kills all it left; closing `stop` stops it
-                stop, stop_w = os.pipe()
-                args = [exe, "-I", "-c", _NS, str(os.getpid()), "-", str(root), str(stop), "0", "0", _BOOT, *bounds]
-                kw = {"pass_fds": (stop,)}
-            elif uid is not None:
-                chown_tree(root, uid)
-                kw = {"user": uid, "group": uid, "extra_groups": []}
-            try:
-                proc = subprocess.Popen(
-                    args,
-                    stdin=stdin_file,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd=root,
-                    env=_env(str(root)),
-                    start_new_session=True,
-                    umask=0o077,
-                    **kw,
+        bounds = [
+            str(max(1, int(limits.cpu_seconds + 0.999))),
+            str(limits.memory_mb << 20),
+            str(limits.file_size_mb << 20),
+            str(limits.max_processes),
+            str(MAX_OPEN_FILES),
+        ]
+        argv = ["-c", "", "", str(root), "-", "0", "0", _BOOT, *bounds]  # "none": the launcher does nothing
+        if mode == "namespaces":  # the launcher (root) copies the inputs, drops to uid and runs _BOOT itself
+            argv[2:7] = [str(uid), str(root), str(base_dir() / "mnt"), str(limits.disk_mb << 20), str(MAX_INODES)]
+        elif mode == "uid":
+            chown_tree(root, uid)
+            argv[2] = str(uid)
+        elif mode == "subreaper":  # the launcher forks the run and kills all it left when fd 3 is written or closed
+            argv[2], argv[4] = "-", "3"
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        stop = os.pipe() if mode == "subreaper" else ()
+        try:
+            with tempfile.TemporaryFile() as stdin_file:
+                stdin_file.write(stdin.encode("utf-8", errors="surrogatepass"))
+                stdin_file.seek(0)
+                try:
+                    control = _start(argv, [stdin_file.fileno(), out_w, err_w, *stop[:1]])
+                finally:
+                    for fd in (out_w, err_w, *stop[:1]):
+                        os.close(fd)  # the run holds them now
+            with control:
+                stdout, stderr, returncode, truncated = _collect(
+                    out_r, err_r, control, start + limits.wall_seconds, limits.max_output_bytes, stop[1:]
                 )
-            finally:
-                if stop is not None:
-                    os.close(stop)
-        stdout, stderr, timed_out, truncated = _collect(
-            proc, start + limits.wall_seconds, limits.max_output_bytes, uid, mode == "uid", stop_w
-        )
+        finally:
+            for fd in (out_r, err_r, *stop[1:]):
+                os.close(fd)
+        kill_all(uid, mode == "uid")
         return Result(
-            returncode=None if timed_out else proc.returncode,
+            returncode=returncode,
             stdout=stdout,
             stderr=stderr,
-            timed_out=timed_out,
+            timed_out=returncode is None,
             truncated=truncated,
             duration_s=time.monotonic() - start,
         )
     finally:
-        if stop_w is not None:
-            os.close(stop_w)
         rmtree(root)
         uids.release(handle)
 
 
 def _collect(
-    proc: subprocess.Popen, deadline: float, bound: int, uid: int | None, strays: bool, stop: int | None
-) -> tuple[str, str, bool, bool]:
-    """Read both pipes until the run exits (or hits the deadline / output bound), then kill what it left behind
-    (``stop``: a subreaper launcher's stop fd, written to so that it kills the run's descendants itself, first)."""
-    bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
-    timed_out = truncated = False
+    out: int, err: int, control: socket.socket, deadline: float, bound: int, stop: tuple[int, ...]
+) -> tuple[str, str, int | None, bool]:
+    """Read both pipes until the run exits (its status comes on ``control``), or hits the deadline or the output
+    bound; then end it: ``stop`` (a subreaper launcher's stop fd) is written to so that it kills the run's
+    descendants itself first, then the fork server kills the launcher's group and reaps it (shutting ``control``)."""
+    bufs = {out: bytearray(), err: bytearray()}
+    said = b""
+    returncode = None
+    truncated = False
     with selectors.DefaultSelector() as sel:
-        for pipe in bufs:
-            sel.register(pipe, selectors.EVENT_READ)
-        while sel.get_map():
+        for fd in (out, err, control):
+            sel.register(fd, selectors.EVENT_READ)
+        while returncode is None or sel.get_map():
             now = time.monotonic()
             if now >= deadline:
-                timed_out = proc.poll() is None
                 break
-            exited = proc.poll() is not None
             ready = sel.select(timeout=min(0.05, deadline - now))
-            if exited and not ready:
+            if returncode is not None and not ready:
                 break  # the run exited and its pipes are drained; a leftover child may still hold them open
             for key, _ in ready:
                 chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    sel.unregister(key.fileobj)
+                if key.fileobj is control:
+                    said += chunk
+                    if not chunk or said.count(b"\n") >= 2:
+                        returncode = int(said.split()[1]) if said.count(b"\n") >= 2 else -9
+                        sel.unregister(control)
                     continue
-                buf = bufs[key.fileobj]
+                if not chunk:
+                    sel.unregister(key.fd)
+                    continue
+                buf = bufs[key.fd]
                 room = bound - len(buf)
                 buf += chunk[:room]
                 truncated = truncated or len(chunk) > room
             if truncated:
                 break
-    if stop is not None and proc.poll() is None:
-        try:
-            os.write(stop, b"x")
-            proc.wait(timeout=1)
-        except (OSError, subprocess.TimeoutExpired):
-            pass  # it is gone already, or did not stop in time: killed below
-    kill_all(proc, uid, strays)
-    proc.wait()
-    for pipe in bufs:
-        pipe.close()
-    return (*(bytes(b).decode("utf-8", errors="replace") for b in bufs.values()), timed_out, truncated)
+    if stop and said.count(b"\n") < 2:
+        try:  # the subreaper launcher kills every descendant, then exits (its status arrives on control)
+            os.write(stop[0], b"x")
+            control.settimeout(1)
+            while said.count(b"\n") < 2 and (chunk := control.recv(64)):
+                said += chunk
+        except OSError:
+            pass  # it is gone already, or did not stop in time: the server kills it below
+    control.shutdown(socket.SHUT_WR)  # the server kills the launcher's process group, reaps it and closes
+    control.settimeout(10)
+    try:
+        while control.recv(64):
+            pass
+    except OSError:
+        pass
+    return (*(bytes(b).decode("utf-8", errors="replace") for b in bufs.values()), returncode, truncated)
 
 
 def run_many(jobs: list[dict], *, max_workers: int) -> list[Result]:
