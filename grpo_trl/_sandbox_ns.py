@@ -183,12 +183,13 @@ def _subreap(libc, check, stop: int) -> None:
     _end_as(libc, status)
 
 
-def _serve(grpo_pid: int, fd: int) -> list[str]:
+def _serve(fd: int) -> list[str]:
     """The fork server: for each request on socket ``fd`` (a launcher's argv and the run's stdin, stdout, stderr,
     its control socket and, not root, its stop fd), fork a launcher; returns that argv in it. Through the control
     socket it sends the launcher's pid, then its exit status (``waitid`` with ``WNOWAIT``: the pid stays the run's,
-    never reused); when grpo-trl closes its end, it kills the launcher's process group and reaps it."""
-    import ctypes
+    never reused); when grpo-trl closes its end, it kills the launcher's process group and reaps it. It exits when
+    grpo-trl closes ``fd`` (or dies: not ``PR_SET_PDEATHSIG``, which fires when the *thread* that started it ends),
+    and every launcher then dies with it (theirs)."""
     import json
     import os
     import selectors
@@ -196,9 +197,6 @@ def _serve(grpo_pid: int, fd: int) -> list[str]:
     import socket
     import typing  # noqa: F401 - what every code_tests harness imports: loaded once here
 
-    ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: die with grpo-trl ...
-    if os.getppid() != grpo_pid:
-        os._exit(125)  # ... which already died
     server, me = socket.socket(fileno=fd), os.getpid()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -269,7 +267,7 @@ if __name__ == "__main__":
 
     try:
         if sys.argv[1] == "serve":
-            sys.argv = _serve(int(sys.argv[2]), int(sys.argv[3]))
+            sys.argv = _serve(int(sys.argv[2]))
         sys.argv = _main(sys.argv)
     except OSError as e:
         os.write(2, f"sandbox launcher: {e}\n".encode())

@@ -194,9 +194,9 @@ def _fork_server() -> tuple[subprocess.Popen, socket.socket]:
     global _server
     with _server_lock:
         if _server is None or _server[0].poll() is not None:
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)  # it sees our end close
             with theirs:
-                args = [interpreter(), "-I", "-c", _NS, "serve", str(os.getpid()), str(theirs.fileno())]
+                args = [interpreter(), "-I", "-c", _NS, "serve", str(theirs.fileno())]
                 proc = subprocess.Popen(
                     args, pass_fds=(theirs.fileno(),), env=_env("/"), cwd="/", start_new_session=True,
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
