@@ -1,6 +1,6 @@
 """The launcher between grpo-trl and a sandboxed run; see grpo_trl/sandbox.py.
 
-It is forked, one per run, from a fork server (``_serve``: ``python -I -c <this> serve``, started once per grpo-trl
+It is forked, one per run, from a fork server (``_serve``: ``python -I -c <this> fd boot``, started once per grpo-trl
 process), so a run costs a ``fork()``, not an interpreter start. As root it gives the run its own PID, mount and
 IPC namespaces, then forks the namespace's init, which forks the run:
 
@@ -16,7 +16,7 @@ Not root (uid ``-``), it is the subreaper of the run instead (``_subreap``).
 
 The run's process, once it is the run's uid, goes on as ``python -I -c <boot> <bounds>`` would (the same interpreter
 and flags, one start fewer). The launcher's exit status is the run's (a signal that killed the run kills it too).
-argv: grpo_pid uid run_dir mount_dir disk_bytes inodes boot bounds... (grpo_pid: the fork server's); "uid" mode (no
+argv: grpo_pid uid run_dir mount_dir disk_bytes inodes bounds... (grpo_pid: the fork server's); "uid" mode (no
 namespaces): grpo_pid uid run_dir - 0 0 ...; not root: grpo_pid - run_dir stop_fd 0 0 ...; "none": grpo_pid "" ...
 Exit 125 (message on stderr) when it cannot.
 """
@@ -190,13 +190,17 @@ def _serve(fd: int) -> list[str]:
     never reused); when grpo-trl closes its end, it kills the launcher's process group and reaps it. It exits when
     grpo-trl closes ``fd`` (or dies: not ``PR_SET_PDEATHSIG``, which fires when the *thread* that started it ends),
     and every launcher then dies with it (theirs)."""
+    import gc
     import json
     import os
     import selectors
     import signal
     import socket
+    import sys
     import typing  # noqa: F401 - what every code_tests harness imports: loaded once here
 
+    gc.freeze()  # a run's collections leave the server's objects alone: fewer pages copied after fork()
+    del sys.modules["gc"]  # as in a fresh interpreter (code_tests refuses a run that imports it)
     server, me = socket.socket(fileno=fd), os.getpid()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -261,16 +265,15 @@ def _serve(fd: int) -> list[str]:
                 os.close(key.fd)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # argv: fd boot
     import os
     import sys
 
+    _boot = compile(sys.argv[2], "<sandbox boot>", "exec")
     try:
-        if sys.argv[1] == "serve":
-            sys.argv = _serve(int(sys.argv[2]))
-        sys.argv = _main(sys.argv)
+        sys.argv = _main(_serve(int(sys.argv[1])))
     except OSError as e:
         os.write(2, f"sandbox launcher: {e}\n".encode())
         os._exit(125)
-    del _main
-    exec(compile(sys.argv.pop(1), "<sandbox boot>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+    del _main, _serve
+    exec(globals().pop("_boot"), {"__name__": "__main__", "__builtins__": __builtins__})

@@ -196,7 +196,7 @@ def _fork_server() -> tuple[subprocess.Popen, socket.socket]:
         if _server is None or _server[0].poll() is not None:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)  # it sees our end close
             with theirs:
-                args = [interpreter(), "-I", "-c", _NS, "serve", str(theirs.fileno())]
+                args = [interpreter(), "-I", "-c", _NS, str(theirs.fileno()), _BOOT]
                 proc = subprocess.Popen(
                     args, pass_fds=(theirs.fileno(),), env=_env("/"), cwd="/", start_new_session=True,
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -246,7 +246,7 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
             str(limits.max_processes),
             str(MAX_OPEN_FILES),
         ]
-        argv = ["-c", "", "", str(root), "-", "0", "0", _BOOT, *bounds]  # "none": the launcher does nothing
+        argv = ["-c", "", "", str(root), "-", "0", "0", *bounds]  # "none": the launcher does nothing
         if mode == "namespaces":  # the launcher (root) copies the inputs, drops to uid and runs _BOOT itself
             argv[2:7] = [str(uid), str(root), str(base_dir() / "mnt"), str(limits.disk_mb << 20), str(MAX_INODES)]
         elif mode == "uid":
@@ -332,13 +332,6 @@ def _collect(
                 said += chunk
         except OSError:
             pass  # it is gone already, or did not stop in time: the server kills it below
-    control.shutdown(socket.SHUT_WR)  # the server kills the launcher's process group, reaps it and closes
-    control.settimeout(10)
-    try:
-        while control.recv(64):
-            pass
-    except OSError:
-        pass
     return (*(bytes(b).decode("utf-8", errors="replace") for b in bufs.values()), returncode, truncated)
 
 
