@@ -267,7 +267,7 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
                     for fd in (out_w, err_w, *stop[:1]):
                         os.close(fd)  # the run holds them now
             with control:
-                stdout, stderr, returncode, truncated = _collect(
+                stdout, stderr, returncode, timed_out, truncated = _collect(
                     out_r, err_r, control, start + limits.wall_seconds, limits.max_output_bytes, stop[1:]
                 )
         finally:
@@ -278,7 +278,7 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
             returncode=returncode,
             stdout=stdout,
             stderr=stderr,
-            timed_out=returncode is None,
+            timed_out=timed_out,
             truncated=truncated,
             duration_s=time.monotonic() - start,
         )
@@ -289,10 +289,10 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
 
 def _collect(
     out: int, err: int, control: socket.socket, deadline: float, bound: int, stop: tuple[int, ...]
-) -> tuple[str, str, int | None, bool]:
+) -> tuple[str, str, int | None, bool, bool]:
     """Read both pipes until the run exits (its status comes on ``control``), or hits the deadline or the output
-    bound; then end it: ``stop`` (a subreaper launcher's stop fd) is written to so that it kills the run's
-    descendants itself first, then the fork server kills the launcher's group and reaps it (shutting ``control``)."""
+    bound (then it is killed: ``stop``, a subreaper launcher's stop fd, is written to so that it kills the run's
+    descendants itself first; the fork server kills the launcher's group when ``control`` closes)."""
     bufs = {out: bytearray(), err: bytearray()}
     said = b""
     returncode = None
@@ -324,15 +324,21 @@ def _collect(
                 truncated = truncated or len(chunk) > room
             if truncated:
                 break
-    if stop and said.count(b"\n") < 2:
+    if stop and returncode is None:
         try:  # the subreaper launcher kills every descendant, then exits (its status arrives on control)
             os.write(stop[0], b"x")
             control.settimeout(1)
             while said.count(b"\n") < 2 and (chunk := control.recv(64)):
                 said += chunk
         except OSError:
-            pass  # it is gone already, or did not stop in time: the server kills it below
-    return (*(bytes(b).decode("utf-8", errors="replace") for b in bufs.values()), returncode, truncated)
+            pass  # it is gone already, or did not stop in time: the server kills it when control closes
+    timed_out = returncode is None and not truncated
+    return (
+        *(bytes(b).decode("utf-8", errors="replace") for b in bufs.values()),
+        None if timed_out else -9 if returncode is None else returncode,
+        timed_out,
+        truncated,
+    )
 
 
 def run_many(jobs: list[dict], *, max_workers: int) -> list[Result]:
