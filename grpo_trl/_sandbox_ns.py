@@ -1,30 +1,18 @@
-"""The launcher between grpo-trl and a sandboxed run; see grpo_trl/sandbox.py.
+"""The fork server and the launcher between grpo-trl and a sandboxed run (docs/safety.md, grpo_trl/sandbox.py).
 
-It is forked, one per run, from a fork server (``_serve``: ``python -I -c <this> fd boot``, started once per grpo-trl
-process), so a run costs a ``fork()``, not an interpreter start. As root it gives the run its own PID, mount and
-IPC namespaces, then forks the namespace's init, which forks the run:
-
-- every mount is read-only for the run, except one private tmpfs of ``disk_bytes`` (and ``inodes``) that holds the
-  run directory, ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` together: what a run writes is capped in
-  total and vanishes with it, and no world-writable directory anywhere keeps a byte;
-- ``/proc`` shows only the run's processes; SysV/POSIX IPC objects die with the namespace;
-- when the run's main process exits (or this launcher or grpo-trl dies), init exits and the kernel kills every
-  process left in the namespace: ``setsid``, double forks and setuid helpers cannot outlive it;
-- ``no_new_privs`` is set before the run starts: a setuid binary (``su``) runs without gaining root.
-
-Not root (uid ``-``), it is the subreaper of the run instead (``_subreap``).
-
-The run's process, once it is the run's uid, goes on as ``python -I -c <boot> <bounds>`` would (the same interpreter
-and flags, one start fewer). The launcher's exit status is the run's (a signal that killed the run kills it too).
-argv: grpo_pid uid run_dir mount_dir disk_bytes inodes bounds... (grpo_pid: the fork server's); "uid" mode (no
-namespaces): grpo_pid uid run_dir - 0 0 ...; not root: grpo_pid - run_dir stop_fd 0 0 ...; "none": grpo_pid "" ...
-Exit 125 (message on stderr) when it cannot.
+``_serve`` (``python -I -c <this> fd boot``, one per grpo-trl process) forks a launcher per run. The launcher
+(``_main``), as root, gives the run its own PID, mount and IPC namespaces: every mount read-only but one private tmpfs
+(``disk_bytes``, ``inodes``) holding the run directory, ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock``; the
+namespace's init ends with the run, and the kernel kills all it left. Else it only drops to the run's uid ("uid"),
+or, not root, is the subreaper of the run (``_subreap``). The run then goes on as ``python -I -c <boot> <bounds>``
+would, and the launcher exits as the run did. argv: grpo_pid uid run_dir mount_dir disk_bytes inodes bounds...
+("uid": uid run_dir - 0 0; not root: - run_dir stop_fd 0 0; "none": ""). Exit 125 (message on stderr) if it cannot.
 """
 
 
 def _main(argv: list[str]) -> list[str]:
     """Returns (the boot argv) only in the run's own process; every other process ends inside."""
-    import ctypes  # the only import: this runs before every sandboxed run
+    import ctypes  # loaded in the fork server already
     import os
 
     libc = ctypes.CDLL(None, use_errno=True)

@@ -1,16 +1,9 @@
 """Run untrusted Python (model-written code) in a separate, limited process: the one sandbox grpo-trl has.
 
-Each run is a fresh ``python -I`` process in an empty temporary directory (removed afterwards) with a stripped
-environment, ``setrlimit`` bounds on CPU time, address space, file size, processes and core dumps, ``no_new_privs``,
-a wall-clock deadline that kills everything the run started, and stdout/stderr read incrementally up to a byte bound.
-Run as root, the child gets its own unprivileged uid (one per concurrent run), because the process-count limit does
-not bind root and a root child could read or kill anything; where root may also mount, each run gets its own PID,
-mount and IPC namespaces, everything read-only but one private tmpfs of ``Limits.disk_mb`` (``isolation()`` says
-which). The child's side is ``_sandbox_boot.py``, the namespaces' ``_sandbox_ns.py``; the host's (uids, the run
-directories, cleanup of what a run left) is ``_sandbox_host.py``.
-
-It is NOT a VM: the network is reachable and the kernel is shared. For code from strangers at scale use a remote
-executor (E2B, Modal, a gVisor/Firecracker service) behind the same ``run_many`` call.
+Each run is a process forked from a fork server (started once; ``_sandbox_ns.py``), in an empty temporary directory,
+with a stripped environment, ``setrlimit`` bounds, ``no_new_privs``, a wall-clock deadline that kills all it started
+and its output read up to a bound; as root, its own uid and, where mounts are allowed, its own PID, mount and IPC
+namespaces (``isolation()``). It is NOT a VM: the network is reachable, the kernel shared (docs/safety.md).
 
 Example:
     >>> r = run_python("print(sum(range(10)))")
@@ -122,18 +115,9 @@ def interpreter() -> str:
 
 
 def isolation() -> str:
-    """How runs are isolated here, decided once per process (README, "Sandbox for model-written code"):
-
-    - ``"namespaces"`` (root, Linux >= 5.12, mounts allowed): own PID/mount/IPC namespaces, everything read-only but
-      one private tmpfs of ``disk_mb``, every process the run started killed with it, a dedicated uid;
-    - ``"uid"`` (root without namespaces, e.g. a container without CAP_SYS_ADMIN): a dedicated uid, whose processes
-      are all killed and whose files in ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` are removed;
-    - ``"subreaper"`` (not root, Linux >= 5.3): the run keeps your uid; a launcher process it descends from kills
-      every process it started, orphans included, when it ends (unless the run killed that launcher first);
-    - ``"none"`` (not root, elsewhere): the run keeps your uid; its process group is killed.
-
-    ``$GRPO_TRL_SANDBOX_NAMESPACES=0`` chooses ``"uid"`` where namespaces would work.
-    """
+    """How runs are isolated here, decided once per process: ``"namespaces"`` (root, Linux >= 5.12, mounts allowed),
+    ``"uid"`` (root without them, or ``$GRPO_TRL_SANDBOX_NAMESPACES=0``), ``"subreaper"`` (not root, Linux >= 5.3) or
+    ``"none"`` (not root, elsewhere); docs/safety.md says what each one isolates."""
     global _mode
     with _mode_lock:
         if _mode is None:
