@@ -94,7 +94,7 @@ def run(quick: bool = False) -> dict:
         f"{result['stdin_stdout']['tests_per_s']:,.0f} stdin/stdout tests/s (one process per test) |"
     ]
     try:
-        he = result["humaneval"] = humaneval(cores, 40 if quick else 164, 2 if quick else 5)
+        he = result["humaneval"] = humaneval(cores, 16 if quick else 164, 1 if quick else 5)
     except ImportError:
         return result
     result["rows"].append(
