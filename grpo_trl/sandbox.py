@@ -38,8 +38,8 @@ ENV_PYTHON = "GRPO_TRL_SANDBOX_PYTHON"  # interpreter override when the sandbox 
 ENV_NAMESPACES = "GRPO_TRL_SANDBOX_NAMESPACES"  # "0": do not use namespaces even where they work ("uid" mode)
 
 logger = logging.getLogger(__name__)
-_BOOT = (Path(__file__).parent / "_sandbox_boot.py").read_text()  # runs in the child, as `python -I -c`
-_NS = (Path(__file__).parent / "_sandbox_ns.py").read_text()  # runs as root between us and the child (namespaces)
+_BOOT = (Path(__file__).parent / "_sandbox_boot.py").read_text()  # compiled in the fork server, run by each run
+_NS = (Path(__file__).parent / "_sandbox_ns.py").read_text()  # the fork server and each run's launcher
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,8 @@ class Limits:
 
 @dataclass
 class Result:
-    """What a run did. ``returncode`` is None when it was killed at the wall-clock deadline (``timed_out``)."""
+    """What a run did. ``returncode`` is None when it was killed at the wall-clock deadline (``timed_out``), -9 when
+    it was killed at the output bound (``truncated``)."""
 
     returncode: int | None
     stdout: str
