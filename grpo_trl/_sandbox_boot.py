@@ -2,7 +2,7 @@
 
 Binds the limits with soft = hard so the code cannot raise them back, asks the kernel to kill the run when the process
 that started it dies and to give no process of the run new privileges (a setuid ``su`` runs as the run's own uid),
-then executes ``main.py`` as ``__main__`` in fresh globals.
+then executes ``main.py`` as ``__main__`` in fresh globals, and at exit leaves without the interpreter's teardown.
 argv: cpu_seconds memory_bytes file_bytes max_processes max_open_files. Importing this module does nothing.
 """
 
@@ -56,7 +56,20 @@ def _own_keyrings(ctypes, os) -> None:
             syscall(keyctl, 7, ring)  # KEYCTL_CLEAR
 
 
+def _exit_after(sys, os, status: list[int]) -> None:
+    """Registered first, so run last at exit (after the code's threads and atexit handlers): flush and leave with
+    ``status``, skipping the interpreter's teardown (which in a forked process copies most of its pages)."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001, S110 - replaced or closed by the code: nothing more to write
+            pass
+    os._exit(status[0])
+
+
 if __name__ == "__main__":
+    import atexit
+    import os
     import sys
 
     _limit(sys.argv)
@@ -64,6 +77,13 @@ if __name__ == "__main__":
     sys.path.insert(0, ".")
     with open("main.py", encoding="utf-8") as _f:
         _code = compile(_f.read(), "main.py", "exec")
-    del sys, _f, _limit, _own_keyrings
-    # popped, not kept in this module (sys.modules["__main__"]), where main.py's code and constants stay reachable
-    exec(globals().pop("_code"), {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__})
+    _status = [1]  # Python's exit status after an uncaught exception
+    atexit.register(_exit_after, sys, os, _status)
+    del atexit, os, _f, _limit, _own_keyrings, _exit_after
+    try:
+        # popped, not kept in this module (sys.modules["__main__"]), where main.py's code and constants stay reachable
+        exec(globals().pop("_code"), {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__})
+        _status[0] = 0
+    except SystemExit as _e:
+        _status[0] = 0 if _e.code is None else _e.code if isinstance(_e.code, int) else 1
+        raise

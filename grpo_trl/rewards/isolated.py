@@ -1,22 +1,7 @@
-"""A reward with a ``timeout:`` runs in a forked child process, so that the bound holds whatever the reward does.
-
-A thread cannot be stopped: a reward stuck in C code (a catastrophic regular expression holds the GIL for its whole
-match) kept the run waiting 13 s past ``timeout: 1`` and its late value was used; an ``async`` reward that blocks
-its event loop (``time.sleep(30)``) kept ``asyncio.wait_for`` from ever firing. A child process can be killed: at
-the deadline the child (and every process it started) gets ``SIGKILL``, the rows score ``None`` as timed out, and
-nothing it computed is used.
-
-What this costs, and what it changes (README, "Rewards: timeout"):
-
-- one ``fork()`` per call (about 1 ms per 100 MB of the trainer's memory: page tables, no copy) and the pickled
-  scores sent back; the inputs are not pickled (the child has them already);
-- the child sees the trainer's memory as it was at the call: what the reward changes there (a counter, a cache) is
-  not kept, threads and pools the reward made earlier are not there (a pool the child waits on times out);
-  ``log_metric`` / ``log_extra`` calls and reported faults (``report_fault``) are sent back and replayed;
-- only where ``os.fork`` exists (Linux, macOS); elsewhere the reward runs in a thread that is abandoned at the
-  deadline, its late value never used.
-
-Rewards without ``timeout:`` run in the trainer's process, as TRL runs them.
+"""A reward with a ``timeout:`` runs in a forked child process, so that the bound holds whatever the reward does (a
+thread cannot be stopped: C code holding the GIL, an ``async`` reward blocking its loop). At the deadline the child
+and all it started get ``SIGKILL`` and the rows score ``None``; its faults and ``log_metric`` / ``log_extra`` calls
+are sent back and replayed; where ``os.fork`` is missing, a thread abandoned at the deadline (docs/rewards.md).
 """
 
 from __future__ import annotations
