@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from grpo_trl.errors import RewardError
 from grpo_trl.rewards import isolated
 from grpo_trl.rewards.inputs import GUARD, private
 from grpo_trl.rewards.isolated import RewardTimeout
@@ -135,6 +136,10 @@ class SafeReward:
     ``timing/reward_s/<name>``. ``cause`` keeps the first reason a row became ``None`` (exception with file:line,
     "returned 3 values for 8 completions", ...). Wrapping an ``async`` reward gives an ``AsyncSafeReward``, itself
     ``async``.
+
+    ``stop_if_broken`` (set by the trainer, ``guarded``): a fault on *every* row of the first call (the first
+    generation batch) raises ``RewardError`` naming the reward and the cause, so the run stops at once instead of
+    training without it; a timeout never does (the bound is the recipe's), nor does a reward's own ``None``.
     """
 
     def __new__(cls, reward: Callable | None = None, *args: Any, **kwargs: Any):
@@ -142,9 +147,10 @@ class SafeReward:
             cls = AsyncSafeReward
         return super().__new__(cls)
 
-    def __init__(self, reward: Callable, timeout: float | None = None):
+    def __init__(self, reward: Callable, timeout: float | None = None, stop_if_broken: bool = False):
         self.reward = reward
         self.timeout = timeout
+        self.stop_if_broken = stop_if_broken
         self.__name__ = getattr(reward, "__name__", type(reward).__name__)
         self.faults = 0  # rows a fault turned into None over this object's lifetime
         self.rows = 0
@@ -198,7 +204,7 @@ class SafeReward:
     def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
         kwargs = _keywords(args, kwargs)
         n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
-        place = Place()
+        place, timed_out = Place(), False
         try:
             with collecting_faults() as reported:
                 try:
@@ -209,6 +215,7 @@ class SafeReward:
             bad, cause = with_reported(out, bad, cause, reported)
         except (RewardTimeout, LengthError) as exc:  # row by row would repeat the hang / the bug n times
             out, bad, cause = [None] * n, n, str(exc)
+            timed_out = isinstance(exc, RewardTimeout)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - a reward must never end a run
@@ -218,15 +225,19 @@ class SafeReward:
         finally:
             place.restore(self._warn)
         note_threads(before, self.__name__)
-        return self._account(out, bad, cause, n, kwargs.get("log_metric"), start)
+        return self._account(out, bad, cause, n, kwargs.get("log_metric"), start, timed_out)
 
     def _warn(self, message: str) -> None:
         if message not in self._warned and len(self._warned) < 20:  # each distinct problem once, not every step
             self._warned.add(message)
             logger.warning("reward %r %s", self.__name__, message)
 
-    def _account(self, out: list, bad: int, cause: str | None, n: int, log_metric: Any, start: float) -> list:
+    def _account(
+        self, out: list, bad: int, cause: str | None, n: int, log_metric: Any, start: float, timed_out: bool
+    ) -> list:
         none = sum(v is None for v in out)
+        if self.stop_if_broken and not self.rows and n and bad == n and not timed_out:
+            raise broken(self.__name__, self.reward, cause, n)
         if bad:
             self.first_cause = self.first_cause or cause
             self._warn(f"{cause}; {bad} of {n} row(s) scored None (counted in reward_faults/{self.__name__})")
@@ -243,6 +254,10 @@ class SafeReward:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.reward!r}, timeout={self.timeout})"
+
+    def mostly_none(self) -> str | None:
+        """The cause, when most rows so far were scored ``None`` (for the end-of-run summary)."""
+        return self.cause if self.rows and self.none_rows * 2 > self.rows else None
 
 
 class AsyncSafeReward(SafeReward):
@@ -263,7 +278,7 @@ class AsyncSafeReward(SafeReward):
     async def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
         kwargs = _keywords(args, kwargs)
         n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
-        place = Place()
+        place, timed_out = Place(), False
         try:
             with collecting_faults() as reported:
                 try:
@@ -274,6 +289,7 @@ class AsyncSafeReward(SafeReward):
             bad, cause = with_reported(out, bad, cause, reported)
         except (RewardTimeout, LengthError) as exc:
             out, bad, cause = [None] * n, n, str(exc)
+            timed_out = isinstance(exc, RewardTimeout)
         except BaseException as exc:  # noqa: BLE001 - a reward must never end a run
             _reraise_own(exc)
             cause = describe(exc)
@@ -298,7 +314,7 @@ class AsyncSafeReward(SafeReward):
         finally:
             place.restore(self._warn)
         note_threads(before, self.__name__)
-        return self._account(out, bad, cause, n, kwargs.get("log_metric"), start)
+        return self._account(out, bad, cause, n, kwargs.get("log_metric"), start, timed_out)
 
 
 def _reraise_own(exc: BaseException) -> None:
@@ -310,6 +326,40 @@ def _reraise_own(exc: BaseException) -> None:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise exc
+
+
+def _defined_at(reward: Callable) -> str:
+    """`` (defined at file:line)`` of the function a reward runs, or ``""``."""
+    func = reward.func if isinstance(reward, NamedReward) else reward
+    while isinstance(func, functools.partial):
+        func = func.func
+    func = func if inspect.isroutine(func) else getattr(type(func), "__call__", func)  # noqa: B004
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    return f" (defined at {code.co_filename}:{code.co_firstlineno})" if code else ""
+
+
+def broken(name: str, reward: Callable, cause: str | None, n: int) -> RewardError:
+    """The error that stops a run whose reward failed on every row of its first batch."""
+    cause = cause or "failed"
+    where = "" if " at " in cause else _defined_at(reward)  # an exception names its own file:line
+    return RewardError(
+        f"reward {name!r} failed on all {n} rows of the first batch, so training would learn nothing from it: "
+        f"{cause}{where}",
+        key="rewards",
+        fix="fix the reward and run again; a reward failing on some rows only costs those rows",
+    )
+
+
+def guarded(reward: Any) -> Any:
+    """A reward as the trainer runs it: in ``SafeReward``, stopping the run when broken on the whole first batch.
+    The recipe's rewards and those given to ``train``/``build_trainer`` (``reward_funcs=``) alike; a reward model
+    (a path, a ``PreTrainedModel``) is TRL's to run and is returned as it is."""
+    if isinstance(reward, SafeReward):
+        reward.stop_if_broken = True
+        return reward
+    if isinstance(reward, str) or not callable(reward) or hasattr(reward, "config"):  # a model: TRL scores it
+        return reward
+    return SafeReward(reward, stop_if_broken=True)
 
 
 def call_sync(reward: Callable, *args: Any, **kwargs: Any) -> Any:
