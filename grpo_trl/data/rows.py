@@ -24,7 +24,8 @@ from grpo_trl.errors import DataError
 logger = logging.getLogger(__name__)
 _WARNED: set[str] = set()  # check builds a section more than once: each warning once
 PROMPT_COLUMNS = ("user", "prompt")  # what a builder makes the prompt from: one of them is always needed
-_NEEDED: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("grpo_trl_needed_columns", default=())
+# set by the commands (train, data, check), which then also log what was dropped; unset: a one-row peek, quiet
+_NEEDED: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar("grpo_trl_needed", default=None)
 
 
 @contextlib.contextmanager
@@ -70,7 +71,8 @@ def drop_bad_rows(
     A ``Dataset`` is checked at once (the count and first line are known); an ``IterableDataset`` lazily, the first
     bad row logged (``error``: raised) when training reaches it.
     """
-    needed = _NEEDED.get() if needed is None else needed
+    told = needed if needed is not None else _NEEDED.get()
+    needed, quiet = told or (), told is None
     columns = [c for c in (*PROMPT_COLUMNS, *needed) if c in (ds.column_names or ())]
     columns = list(dict.fromkeys(c for c in columns if c != "prompt" or "user" not in columns))
     if not columns:
@@ -92,7 +94,7 @@ def drop_bad_rows(
                 return True
             if how == "error":
                 raise refuse(index, "a row")
-            if not seen:
+            if not seen and not quiet:
                 seen.append(index)
                 _warn(f"dropping rows with {what} (first: {_place(index, where)})")
             return False
@@ -104,7 +106,9 @@ def drop_bad_rows(
         return ds, {}
     if how == "error":
         raise refuse(bad[0], f"{len(bad)} row(s)")
-    _warn(f"dropped {len(bad)} row(s) with {what} (first: {_place(bad[0], where)}); data.bad_rows: error refuses them")
+    quiet or _warn(
+        f"dropped {len(bad)} row(s) with {what} (first: {_place(bad[0], where)}); data.bad_rows: error refuses them"
+    )
     drop = set(bad)
     kept = ds.select([i for i in range(len(ds)) if i not in drop])
     return kept, {f"{what} (first: {_place(bad[0], where)})": len(bad)}
