@@ -46,12 +46,16 @@ def reward_columns(rewards: Iterable[Any]) -> list[str]:
 
 
 def missing(value: Any) -> bool:
-    """No value: None, blank text, an empty list or mapping, or a chat prompt with an empty turn."""
+    """No value: None, blank text, an empty list or mapping."""
     if isinstance(value, str):
         return not value.strip()
-    if isinstance(value, (list, tuple)) and value and all(isinstance(m, dict) for m in value):
-        return any(missing(m.get("content")) for m in value if "content" in m)
     return value is None or (isinstance(value, (list, tuple, dict)) and not value)
+
+
+def _bad(column: str, value: Any) -> bool:
+    """A builder's prompt is missing when None (it says so for an empty question; the ``environment`` builder's
+    empty turn is a placeholder ``reset()`` fills); a reward's column when ``missing``."""
+    return value is None if column in PROMPT_COLUMNS else missing(value)
 
 
 def _place(index: int, where: str) -> str:
@@ -90,7 +94,7 @@ def drop_bad_rows(
         seen: list[int] = []
 
         def keep(row: dict, index: int) -> bool:
-            if not any(missing(row[c]) for c in columns):
+            if not any(_bad(c, row[c]) for c in columns):
                 return True
             if how == "error":
                 raise refuse(index, "a row")
@@ -101,7 +105,7 @@ def drop_bad_rows(
 
         return ds.filter(keep, with_indices=True), {}
     values = [ds[c] for c in columns]
-    bad = [i for i, row in enumerate(zip(*values)) if any(map(missing, row))]
+    bad = [i for i, row in enumerate(zip(*values)) if any(_bad(c, v) for c, v in zip(columns, row))]
     if not bad:
         return ds, {}
     if how == "error":

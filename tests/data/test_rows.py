@@ -99,12 +99,14 @@ def test_chat_prompts_and_lists():
     ds = Dataset.from_list(
         [
             {"prompt": [{"role": "user", "content": "hi"}], "tests": ["assert 1"]},
-            {"prompt": [{"role": "user", "content": ""}], "tests": ["assert 1"]},
+            {"prompt": None, "tests": ["assert 1"]},
+            {"prompt": [{"role": "user", "content": ""}], "tests": ["assert 1"]},  # environment's placeholder
             {"prompt": [{"role": "user", "content": "hi"}], "tests": []},
         ]
     )
     kept, dropped = drop_bad_rows(ds, ["tests"], where="hub/name")
-    assert len(kept) == 1 and dropped == {"a missing or empty prompt/tests (first: row 2 of hub/name)": 2}
+    assert len(kept) == 2 and dropped == {"a missing or empty prompt/tests (first: row 2 of hub/name)": 2}
+    assert len(drop_bad_rows(Dataset.from_list([{"user": ""}, {"user": None}]))[0]) == 1  # environment's rows
 
 
 # ------------------------------------------------------------------------------------------------ the three commands
