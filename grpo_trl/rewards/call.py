@@ -357,7 +357,9 @@ def guarded(reward: Any) -> Any:
     if isinstance(reward, SafeReward):
         reward.stop_if_broken = True
         return reward
-    if isinstance(reward, str) or not callable(reward) or hasattr(reward, "config"):  # a model: TRL scores it
+    import torch
+
+    if isinstance(reward, (str, torch.nn.Module)) or not callable(reward):  # a model: TRL scores it
         return reward
     return SafeReward(reward, stop_if_broken=True)
 
