@@ -178,54 +178,56 @@ class SafeReward:
             if changed:
                 self._warn(f"changed its inputs in place ({', '.join(changed)}); put back for other rewards and logs")
 
+    async def _invoke(self, kwargs: dict, first: bool) -> Any:
+        """One call of the reward: the batch (``first``) or one row (its own copy)."""
+        if first:
+            return self._first_call(kwargs)
+        return isolated.call(self.reward, kwargs, self.timeout) if self.timeout else self.reward(**kwargs)
+
     def _rows(self, kwargs: dict, n: int):
         for i in range(n):
             yield private({k: v[i : i + 1] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()})
 
-    def _row_by_row(self, kwargs: dict, n: int, place: Place) -> tuple[list[float | None], int]:
-        out, bad = [], 0
-        for row in self._rows(kwargs, n):
+    async def _one(self, kwargs: dict, n: int, place: Place, first: bool) -> tuple[list, int, str | None]:
+        """Scores of one call (the batch, or a row): ``(values, rows turned None, cause)``; raises what it raised."""
+        with collecting_faults() as reported:
             try:
-                with collecting_faults() as reported:
-                    try:
-                        raw = isolated.call(self.reward, row, self.timeout) if self.timeout else self.reward(**row)
-                    finally:
-                        place.restore(self._warn)
-                    value, row_bad, _ = scores(raw, 1)
-                row_bad = with_reported(value, row_bad, None, reported)[0]
-            except KeyboardInterrupt:
-                raise
-            except BaseException:  # noqa: BLE001 - this row is the faulty one
-                value, row_bad = [None], 1
-            out.append(value[0])
-            bad += row_bad
-        return out, bad
+                raw = await self._invoke(kwargs, first)
+            finally:  # before grpo-trl's own code runs again (a deleted builtins.len would break scores())
+                place.restore(self._warn)
+            out, bad, cause = scores(raw, n)
+        return (out, *with_reported(out, bad, cause, reported))
 
-    def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
-        kwargs = _keywords(args, kwargs)
+    async def _score(self, kwargs: dict) -> list[float | None]:
+        """The wrapper's whole logic, for both flavours: a sync reward's coroutine never suspends (``_drive``)."""
         n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
         place, timed_out = Place(), False
         try:
-            with collecting_faults() as reported:
-                try:
-                    raw = self._first_call(kwargs)
-                finally:  # before grpo-trl's own code runs again (a deleted builtins.len would break scores())
-                    place.restore(self._warn)
-                out, bad, cause = scores(raw, n)
-            bad, cause = with_reported(out, bad, cause, reported)
+            out, bad, cause = await self._one(kwargs, n, place, first=True)
         except (RewardTimeout, LengthError) as exc:  # row by row would repeat the hang / the bug n times
             out, bad, cause = [None] * n, n, str(exc)
             timed_out = isinstance(exc, RewardTimeout)
-        except KeyboardInterrupt:
-            raise
         except BaseException as exc:  # noqa: BLE001 - a reward must never end a run
-            cause = describe(exc)
+            _reraise_own(exc)
+            cause, out, bad = describe(exc), [], 0
             place.restore(self._warn)
-            out, bad = self._row_by_row(kwargs, n, place) if n > 1 else ([None] * n, n)
+            for row in self._rows(kwargs, n) if n > 1 else ():  # only the failing rows become None
+                try:
+                    value, row_bad, _ = await self._one(row, 1, place, first=False)
+                except BaseException as row_exc:  # noqa: BLE001 - this row is the faulty one
+                    _reraise_own(row_exc)
+                    value, row_bad = [None], 1
+                out.append(value[0])
+                bad += row_bad
+            if n <= 1:
+                out, bad = [None] * n, n
         finally:
             place.restore(self._warn)
         note_threads(before, self.__name__)
         return self._account(out, bad, cause, n, kwargs.get("log_metric"), start, timed_out)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
+        return _drive(self._score(_keywords(args, kwargs)))
 
     def _warn(self, message: str) -> None:
         if message not in self._warned and len(self._warned) < 20:  # each distinct problem once, not every step
@@ -263,7 +265,8 @@ class SafeReward:
 class AsyncSafeReward(SafeReward):
     """``SafeReward`` of an ``async`` reward; ``async`` itself, so TRL awaits it with the other async rewards."""
 
-    async def _invoke(self, kwargs: dict) -> Any:
+    async def _invoke(self, kwargs: dict, first: bool) -> Any:
+        kwargs = private(kwargs) if first else kwargs  # runs beside others: its own copy
         if self.timeout is not None and isolated.CAN_FORK:  # a child process; this loop waits without blocking
             child = isolated.start(self.reward, kwargs, self.timeout)
             result = await asyncio.get_running_loop().run_in_executor(None, isolated.finish, child)
@@ -276,45 +279,17 @@ class AsyncSafeReward(SafeReward):
         return await result
 
     async def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
-        kwargs = _keywords(args, kwargs)
-        n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
-        place, timed_out = Place(), False
-        try:
-            with collecting_faults() as reported:
-                try:
-                    raw = await self._invoke(private(kwargs))  # runs beside others: its own copy
-                finally:
-                    place.restore(self._warn)
-                out, bad, cause = scores(raw, n)
-            bad, cause = with_reported(out, bad, cause, reported)
-        except (RewardTimeout, LengthError) as exc:
-            out, bad, cause = [None] * n, n, str(exc)
-            timed_out = isinstance(exc, RewardTimeout)
-        except BaseException as exc:  # noqa: BLE001 - a reward must never end a run
-            _reraise_own(exc)
-            cause = describe(exc)
-            place.restore(self._warn)
-            out, bad = [], 0
-            for row in self._rows(kwargs, n) if n > 1 else ():
-                try:
-                    with collecting_faults() as reported:
-                        try:
-                            raw = await self._invoke(row)
-                        finally:
-                            place.restore(self._warn)
-                        value, row_bad, _ = scores(raw, 1)
-                    row_bad = with_reported(value, row_bad, None, reported)[0]
-                except BaseException as row_exc:  # noqa: BLE001 - this row is the faulty one
-                    _reraise_own(row_exc)
-                    value, row_bad = [None], 1
-                out.append(value[0])
-                bad += row_bad
-            if n <= 1:
-                out, bad = [None] * n, n
-        finally:
-            place.restore(self._warn)
-        note_threads(before, self.__name__)
-        return self._account(out, bad, cause, n, kwargs.get("log_metric"), start, timed_out)
+        return await self._score(_keywords(args, kwargs))
+
+
+def _drive(coroutine: Any) -> Any:
+    """Run a coroutine that never suspends (a sync reward's ``_score``) to its result, without an event loop."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()  # pragma: no cover - only an async reward awaits, and it has its own __call__
+    raise RuntimeError("a synchronous reward's call suspended")
 
 
 def _reraise_own(exc: BaseException) -> None:
@@ -323,7 +298,10 @@ def _reraise_own(exc: BaseException) -> None:
     if isinstance(exc, KeyboardInterrupt):
         raise exc
     if isinstance(exc, asyncio.CancelledError):
-        task = asyncio.current_task()
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # no event loop: a sync reward's own CancelledError
+            return
         if task is not None and task.cancelling():
             raise exc
 
