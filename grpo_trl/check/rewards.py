@@ -116,8 +116,8 @@ def planned_rewards(recipe: Recipe) -> list:
 
 def columns_check(recipe: Recipe) -> list[Problem]:
     """Local data files exist and have their columns; every reward's columns are in the dataset."""
-    from grpo_trl.data.rows import check_rows, reward_columns
-    from grpo_trl.data.shape import dataset_columns
+    from grpo_trl.data.rows import reward_columns
+    from grpo_trl.data.shape import check_rows, dataset_columns
 
     try:
         columns = dataset_columns(recipe.dataset, recipe.base_dir)

@@ -122,20 +122,3 @@ def _warn(message: str) -> None:
     if message not in _WARNED:
         _WARNED.add(message)
         logger.warning(message)
-
-
-def check_rows(cfg: dict, base_dir: Any, needed: Iterable[str]) -> None:
-    """``check``: each local file of a ``data:`` section built and scanned as ``train`` will (nothing downloaded, no
-    plugin's builder run): bad rows are a warning, or with ``data.bad_rows: error`` a ``DataError``."""
-    from pathlib import Path
-
-    from grpo_trl.data.build import build_one
-    from grpo_trl.data.registry import from_plugin, get_builder
-
-    for part in cfg.get("mixture") or [cfg]:
-        if not part.get("path") or from_plugin(get_builder(part.get("builder"))):
-            continue
-        unfiltered = {"limit": None, "max_prompt_tokens": None, "max_solution_tokens": None, "pass_rate": None}
-        with needing(needed):
-            one = {k: v for k, v in {**part, **unfiltered}.items() if k != "weight"}
-            build_one(one, None, Path(base_dir) if base_dir else None)
