@@ -110,12 +110,12 @@ def drop_bad_rows(
         return ds, {}
     if how == "error":
         raise refuse(bad[0], f"{len(bad)} row(s)")
-    quiet or _warn(
-        f"dropped {len(bad)} row(s) with {what} (first: {_place(bad[0], where)}); data.bad_rows: error refuses them"
-    )
+    first = _place(bad[0], where)
+    if not quiet:
+        _warn(f"dropped {len(bad)} row(s) with {what} (first: {first}); data.bad_rows: error refuses them")
     drop = set(bad)
     kept = ds.select([i for i in range(len(ds)) if i not in drop])
-    return kept, {f"{what} (first: {_place(bad[0], where)})": len(bad)}
+    return kept, {f"{what} (first: {first})": len(bad)}
 
 
 def _warn(message: str) -> None:
