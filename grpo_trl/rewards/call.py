@@ -33,7 +33,7 @@ from typing import Any
 
 from grpo_trl.errors import RewardError
 from grpo_trl.rewards import isolated
-from grpo_trl.rewards.inputs import GUARD, private
+from grpo_trl.rewards.inputs import private
 from grpo_trl.rewards.isolated import RewardTimeout
 from grpo_trl.rewards.results import LengthError, collecting_faults, describe, scores, with_reported
 from grpo_trl.rewards.stray_threads import Place, note_threads, snapshot
@@ -158,7 +158,7 @@ class SafeReward:
         self.first_cause: str | None = None  # the first fault
         self._none_cause: str | None = None  # the reward's own None, when no fault came first
         self._warned: set[str] = set()
-        self.read_only = _is_builtin(reward)  # a built-in never edits its inputs (tested): no guard needed
+        self.read_only = _is_builtin(reward)  # a built-in never edits its inputs (tested): no copy needed
 
     @property
     def cause(self) -> str | None:
@@ -168,15 +168,7 @@ class SafeReward:
     def _first_call(self, kwargs: dict) -> Any:
         if self.timeout is not None:  # a child process: its memory is its own copy
             return isolated.call(self.reward, kwargs, self.timeout)
-        if self.read_only:
-            return self.reward(**kwargs)
-        snap = GUARD.snapshot(kwargs, reuse=kwargs.get("trainer_state") is not None)
-        try:
-            return self.reward(**kwargs)
-        finally:
-            changed = GUARD.restore(kwargs, snap)
-            if changed:
-                self._warn(f"changed its inputs in place ({', '.join(changed)}); put back for other rewards and logs")
+        return self.reward(**(kwargs if self.read_only else private(kwargs)))  # edits in place reach no one else
 
     async def _invoke(self, kwargs: dict, first: bool) -> Any:
         """One call of the reward: the batch (``first``) or one row (its own copy)."""
