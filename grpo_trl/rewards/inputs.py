@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import gc
 from typing import Any
 
 # What TRL passes that is not data: shared on purpose (state, callbacks, live environment instances).
@@ -75,4 +76,10 @@ def fresh(value: Any) -> Any:
 
 def private(kwargs: dict[str, Any]) -> dict[str, Any]:
     """``kwargs`` with every data input copied: what a user's reward is called with."""
-    return {k: v if k in NOT_DATA or type(v) in _ATOMS else fresh(v) for k, v in kwargs.items()}
+    collecting = gc.isenabled()
+    gc.disable()  # only new acyclic containers: a collection pass over a training process's heap costs more
+    try:
+        return {k: v if k in NOT_DATA or type(v) in _ATOMS else fresh(v) for k, v in kwargs.items()}
+    finally:
+        if collecting:
+            gc.enable()
