@@ -1,24 +1,9 @@
-"""How every reward is called: exactly as TRL's ``GRPOTrainer`` calls it, inside a wrapper that keeps faults to rows.
+"""How every reward is called: as TRL's ``GRPOTrainer._calculate_rewards`` calls it (by keyword, ``async`` ones
+awaited), inside ``SafeReward``, which keeps faults to their rows and stops a run whose reward is broken on every row
+of its first batch (``guarded``). ``NamedReward`` binds a recipe's ``args``; both stay ``async`` for ``async`` rewards.
 
-TRL 1.16 (``GRPOTrainer._calculate_rewards``) calls each reward by keyword only::
-
-    reward(prompts=..., completions=..., completion_ids=..., trainer_state=..., log_extra=..., log_metric=...,
-           [environments=...], **dataset_columns)
-
-and, when ``trl.trainer.utils.is_async_callable(reward)``, awaits it on its event loop together with the other
-``async`` rewards. ``NamedReward`` (a reward with its recipe ``args`` bound) and ``SafeReward`` (the safety wrapper)
-keep that contract: they pass everything on by keyword, and wrapping an ``async`` reward gives an object whose
-``__call__`` is ``async`` too, so TRL still runs it concurrently.
-
-Example:
-    >>> def first_is_prompts(prompts, completions, **kwargs):
-    ...     return [float(len(c) > len(p)) for p, c in zip(prompts, completions)]
-    >>> SafeReward(NamedReward("longer", first_is_prompts))(prompts=["ab", "abc"], completions=["abc", "a"])
+    >>> SafeReward(NamedReward("two", lambda completions, **kw: [1.0, 0.0]))(completions=["b"] * 2)
     [1.0, 0.0]
-    >>> async def judge(completions, **kwargs):
-    ...     return [1.0 for _ in completions]
-    >>> import inspect; inspect.iscoroutinefunction(SafeReward(NamedReward("judge", judge)).__call__)
-    True
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
-"""The inputs TRL hands every reward stay what they were, whatever a reward does to them.
+"""The inputs TRL hands every reward stay what they were: TRL passes the *same* lists to each reward and logs them
+after, so a user's reward is called with its own copy (``private``: containers copied, strings and numbers shared)
+and its in-place edits reach no other reward and no log. The built-ins, tested read-only, read the originals.
 
-TRL's ``GRPOTrainer`` passes the *same* ``prompts``, ``completions``, ``completion_ids`` and dataset-column lists to
-each reward of a batch, and logs them (the completion table, ``completions.jsonl``) after the rewards ran. A reward
-that edits them in place (``completions.pop()``, ``messages[0]["content"] = ...``) would change what every later
-reward and the logs see, so each user reward gets a private copy (``private``; containers copied, immutable strings
-and numbers shared). grpo-trl's built-ins, which never edit their inputs (``tests/rewards/test_call_contract.py``
-checks each), read the originals.
-
-Example:
-    >>> batch = {"completions": [[{"role": "assistant", "content": "hi"}]], "solution": ["1"]}
-    >>> mine = private(batch)
-    >>> mine["completions"][0][0]["content"] = "edited"; mine["solution"].append("2")
-    >>> batch
-    {'completions': [[{'role': 'assistant', 'content': 'hi'}]], 'solution': ['1']}
+    >>> batch = {"completions": [[{"role": "assistant", "content": "hi"}]]}
+    >>> private(batch)["completions"][0][0]["content"] = "edited"; batch
+    {'completions': [[{'role': 'assistant', 'content': 'hi'}]]}
 """
 
 from __future__ import annotations
