@@ -1,20 +1,15 @@
-"""What isolating the reward inputs costs, on one realistic TRL batch, interleaved:
-
-- the built-ins through ``SafeReward`` with the input guard in place vs a no-op stand-in (built-ins are verified
-  read-only and skip it, so this is the cost of deciding that);
-- for a user reward (which does get the guard): one snapshot per batch plus one comparison per user reward, against
-  the time the built-ins take on the same batch (all of them, and the demo recipe's three). Best of repeats: other
-  processes on the CPU only ever add time.
+"""What isolating the reward inputs costs, on one realistic TRL batch: each user reward is called with its own copy
+(``grpo_trl.rewards.inputs.private``), against the time the built-ins take on the same batch (all of them, and the
+demo recipe's three); the built-ins, verified read-only, read the originals. Best of repeats: other processes on the
+CPU only ever add time.
 
 The batch is what ``GRPOTrainer._calculate_rewards`` hands each reward: conversational prompts (system + user turn,
-the same prompt G=8 times as separate objects), conversational completions, completion ids, the dataset columns and
-a ``trainer_state`` (so the guard's one snapshot per batch is shared by the rewards, as in training).
+the same prompt G=8 times as separate objects), conversational completions, completion ids and the dataset columns.
 """
 
 from __future__ import annotations
 
 import time
-from unittest import mock
 
 BUILTIN_ARGS = {
     "cosine": {"max_len": 256},
@@ -22,14 +17,6 @@ BUILTIN_ARGS = {
     "xml_format": {"tags": ["think", "answer"], "per_tag": 0.25},
 }
 DEMO = ("xml_format", "countdown", "soft_overlong")  # recipes/demo/tiny-cpu.yaml
-
-
-class _NoGuard:
-    def snapshot(self, kwargs, *, reuse=False):
-        return {}
-
-    def restore(self, kwargs, snap):
-        return []
 
 
 def trl_batch(n: int) -> dict:
@@ -59,8 +46,7 @@ def trl_batch(n: int) -> dict:
 def bench_isolation(n: int, repeats: int) -> dict:
     from grpo_trl.errors import GrpoTrlError
     from grpo_trl.rewards import SafeReward, get_reward
-    from grpo_trl.rewards import call as call_module
-    from grpo_trl.rewards.inputs import InputGuard
+    from grpo_trl.rewards.inputs import private
     from grpo_trl.rewards.registry import list_rewards
 
     rewards = {}
@@ -73,48 +59,28 @@ def bench_isolation(n: int, repeats: int) -> dict:
     for r in rewards.values():  # start math-verify's process, as a run's first step does
         r(["<answer>1</answer>"], solution=["1"], nums=[[1]], target=[1])
     kwargs = trl_batch(n)
-
-    def reward_times(guard) -> dict[str, float]:
-        times = {}
-        with mock.patch.object(call_module, "GUARD", guard):
-            for name, reward in rewards.items():
-                verifier = getattr(reward.reward.func, "verifier", None)
-                if verifier is not None:
-                    verifier.clear_cache()  # no cached scores across repeats
-                start = time.perf_counter()
-                reward(**kwargs)
-                times[name] = time.perf_counter() - start
-        return times
-
-    guard = InputGuard()
-    snap = guard.snapshot(kwargs)
-    samples: dict[str, list[float]] = {k: [] for k in ["guarded", "unguarded", "snapshot", "compare", *names]}
-    for i in range(repeats):  # interleaved, alternating, so load changes hit every part alike
-        for guarded in (True, False) if i % 2 == 0 else (False, True):
-            times = reward_times(InputGuard() if guarded else _NoGuard())
-            in_process = [t for k, t in times.items() if getattr(rewards[k].reward.func, "verifier", None) is None]
-            samples["guarded" if guarded else "unguarded"].append(sum(in_process))  # math-verify's child: noise
-            if not guarded:
-                for name, t in times.items():
-                    samples[name].append(t)
+    samples: dict[str, list[float]] = {k: [] for k in ["copy", *names]}
+    for _ in range(repeats):
+        for name, reward in rewards.items():
+            verifier = getattr(reward.reward.func, "verifier", None)
+            if verifier is not None:
+                verifier.clear_cache()  # no cached scores across repeats
+            start = time.perf_counter()
+            reward(**kwargs)
+            samples[name].append(time.perf_counter() - start)
         start = time.perf_counter()
-        InputGuard().snapshot(kwargs)
-        samples["snapshot"].append(time.perf_counter() - start)
-        start = time.perf_counter()
-        assert guard.restore(kwargs, snap) == []
-        samples["compare"].append(time.perf_counter() - start)
-    med = {k: min(v) for k, v in samples.items()}  # best of repeats: on a shared CPU, interference only adds time
+        private(kwargs)
+        samples["copy"].append(time.perf_counter() - start)
+    best = {k: min(v) for k, v in samples.items()}  # on a shared CPU, interference only adds time
 
     def user_share(keys) -> float:
-        return (med["snapshot"] + med["compare"]) / sum(med[k] for k in keys)
+        return best["copy"] / sum(best[k] for k in keys)
 
     return {
         "completions": n,
         "repeats": repeats,
-        "builtins_guard_overhead": med["guarded"] / med["unguarded"] - 1,
-        "snapshot_us_per_completion": med["snapshot"] / n * 1e6,
-        "compare_us_per_completion": med["compare"] / n * 1e6,
-        "reward_us_per_completion": {k: med[k] / n * 1e6 for k in names},
+        "copy_us_per_completion": best["copy"] / n * 1e6,
+        "reward_us_per_completion": {k: best[k] / n * 1e6 for k in names},
         "user_reward_vs_all_builtins": user_share(names),
         "user_reward_vs_demo_rewards": user_share(DEMO),
     }
@@ -124,10 +90,8 @@ def rows(result: dict) -> list[str]:
     r = result
     per = r["reward_us_per_completion"]
     return [
-        f"| input isolation on the built-ins (read-only, they skip the guard; the {len(per) - 3} in-process ones, "
-        f"TRL batch of {r['completions']} completions) | {r['builtins_guard_overhead']:+.1%} of their reward time |",
-        f"| input isolation for one user reward: a snapshot per batch ({r['snapshot_us_per_completion']:.2f} "
-        f"µs/completion) + a comparison ({r['compare_us_per_completion']:.2f} µs) | "
+        f"| input isolation for one user reward: its own copy of the TRL batch ({r['completions']} completions, "
+        f"{r['copy_us_per_completion']:.2f} µs/completion); the built-ins, tested read-only, read the originals | "
         f"{r['user_reward_vs_all_builtins']:.1%} of all built-ins' reward time; "
         f"{r['user_reward_vs_demo_rewards']:.1%} of the demo's ({', '.join(DEMO)}: "
         f"{sum(per[k] for k in DEMO):.1f} µs/completion) |",

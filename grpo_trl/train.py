@@ -70,6 +70,7 @@ class TrainResult:
     global_step: int
     log_history: list[dict] = field(default_factory=list)
     alerts: list[dict] = field(default_factory=list)
+    none_causes: dict[str, str] = field(default_factory=dict)  # reward -> why, for rewards None on most rows
 
     def reward_trend(self, window: int = 20, key: str = "reward") -> tuple[float, float] | None:
         """Mean of ``key`` over the first and last ``window`` logged steps (``None`` if nothing was logged)."""
@@ -122,11 +123,13 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     from grpo_trl.check.rewards import build_rewards, column_problems
     from grpo_trl.data import build_dataset
     from grpo_trl.data.render import Rendering
+    from grpo_trl.data.rows import needing, reward_columns
     from grpo_trl.environments import build_environment_factory
     from grpo_trl.models.init_kwargs import load_failure
     from grpo_trl.models.load import load_processing_class, resolve_model
     from grpo_trl.models.quantization import bnb_config, hardware_problems
     from grpo_trl.models.reward_models import is_model_entry, processing_class
+    from grpo_trl.rewards.call import guarded
     from grpo_trl.run.names import STATE
     from grpo_trl.tools import build_tools
 
@@ -150,6 +153,7 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     rm_classes = [processing_class(s, recipe.base_dir) if is_model_entry(s) else None for s in recipe.rewards]
     extra = kw.pop("reward_funcs", None) or []
     extra = extra if isinstance(extra, list) else [extra]
+    rewards, extra = [guarded(r) for r in rewards], [guarded(r) for r in extra]  # one wrapper, recipe's and API's
     extra_classes = kw.pop("reward_processing_classes", None) or [None] * len(extra)
     if extra:
         rewards = rewards + extra
@@ -175,7 +179,8 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     train_dataset, eval_dataset = kw.pop("train_dataset", None), kw.pop("eval_dataset", None)
     if train_dataset is None:
         rendering = Rendering.of(tokenizer, tools, config.chat_template_kwargs, env)  # as GRPOTrainer renders prompts
-        data = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=rendering)
+        with needing(reward_columns(rewards)):  # a row without a value a reward reads is dropped (data/rows.py)
+            data = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=rendering)
         logger.info("dataset: %s", data.summary())
         train_dataset = data.train
         eval_dataset = eval_dataset or (data.eval if config.eval_strategy != "no" else None)
@@ -253,8 +258,13 @@ def run(
         trainer.train(resume_from_checkpoint=str(session.resume_from) if session.resume_from else None)
         session.save_final(trainer)  # save_model + save_state, whole before in place (a kill leaves it unfinished)
         publish(recipe, trainer, session)  # README.md model card (report/card.py); pushed with trainer.push_to_hub
+    causes = {r.__name__: r.mostly_none() for r in trainer.reward_funcs if getattr(r, "mostly_none", None)}
     return TrainResult(
-        output_dir, trainer.state.global_step, list(trainer.state.log_history), alerts.fired if alerts else []
+        output_dir,
+        trainer.state.global_step,
+        list(trainer.state.log_history),
+        alerts.fired if alerts else [],
+        {name: cause for name, cause in causes.items() if cause},
     )
 
 

@@ -36,6 +36,10 @@ checkout). The rules, by the block's language:
   * ``vllm``: a program of another project (``EXTERNAL``), named for the reader; nothing here can run it.
   * ``RECIPE`` as an argument stands for the Makefile's default recipe.
 - ``text``: output or diagrams; nothing to run.
+- A fence with ``file=NAME`` (```` ```jsonl file=questions.jsonl ````, ```` ```python file=my_rewards.py ````): the
+  block is a file the reader writes, written under that name in the working folder for the blocks after it.
+- On ``RUN_PAGES`` (the quickstart), ``grpo-trl train`` and ``grpo-trl eval`` run for real (a tiny CPU run), so the
+  page's ``report`` reads a real run.
 
 Every ``grpo-trl`` command runs as the CLI's ``main(argv)`` in one worker process per page (TRL is imported once
 per page rather than once per command; the page's environment and working folder; stdout and stderr captured).
@@ -69,7 +73,8 @@ DEFAULT_BASE = "recipes/demo/tiny-cpu.yaml"
 LINKED = ("recipes", "examples", "bench")
 EXTERNAL = {"vllm": "vLLM's own CLI (the `vllm serve` of an OpenAI-compatible server); not installed with the tests"}
 BUILT = {"wheelhouse/": "gpu-wheels"}  # paths that a make target writes (ignored by git)
-SLOW_PAGES = {"python-api.md"}  # trains the tiny model twice
+SLOW_PAGES = {"python-api.md", "quickstart.md"}  # train the tiny model
+RUN_PAGES = {"quickstart.md"}  # `grpo-trl train` and `eval` run for real (tiny, CPU), so `report` has a run to read
 
 FIXTURES = {
     "my_rewards.py": """
@@ -104,6 +109,7 @@ class Block:
     line: int  # of the opening fence
     lang: str
     text: str
+    file: str | None = None  # ```LANG file=NAME: written to the working folder as NAME (a data file, a plugin)
 
     @property
     def where(self) -> str:
@@ -160,14 +166,14 @@ KNOWN_BUGS: dict[tuple[str, str], tuple[int, str]] = {}
 def parse_blocks(path: Path) -> list[Block]:
     blocks, lines, i = [], path.read_text().splitlines(), 0
     while i < len(lines):
-        m = re.match(r"^```(\S*)\s*$", lines[i])
+        m = re.match(r"^```(\S*)(?:\s+file=(\S+))?\s*$", lines[i])
         if m:
             start, body = i + 1, []
             i += 1
             while not lines[i].startswith("```"):
                 body.append(lines[i])
                 i += 1
-            blocks.append(Block(path, start, m.group(1), "\n".join(body)))
+            blocks.append(Block(path, start, m.group(1), "\n".join(body), m.group(2)))
         i += 1
     return blocks
 
@@ -386,6 +392,9 @@ def run_grpo_trl(page: Page, block: Block, argv: list[str], shown: list[str] | N
         _, out = grpo(page, argv, check_rc=expect)
         if shown is not None:
             compare_output(where, shown, out)
+    elif sub in ("train", "eval") and page.path.name in RUN_PAGES:  # a tiny CPU run: done for real
+        assert shown is None, where
+        grpo(page, argv)
     elif sub == "train":
         assert shown is None, where
         grpo(page, ["check", *[a for a in argv[1:] if a not in ("--resume", "--overwrite", "--verbose")]])
@@ -539,7 +548,7 @@ KNOWN = {"python", "pycon", "yaml", "bash", "sh", "console", "text"}
 
 def test_every_block_has_a_rule():
     """A fence in another language (or none) fails here rather than being skipped."""
-    bad = [f"{b.where}: ```{b.lang}" for p in PAGES for b in parse_blocks(p) if b.lang not in KNOWN]
+    bad = [f"{b.where}: ```{b.lang}" for p in PAGES for b in parse_blocks(p) if b.lang not in KNOWN and not b.file]
     assert not bad, "blocks this test has no rule for (use ```text for output):\n" + "\n".join(bad)
 
 
@@ -578,10 +587,12 @@ def test_page_blocks(path: Path, tmp_path: Path):
         "OMP_NUM_THREADS": "1",
     }
     page = Page(path, work, env)
-    python = [b for b in blocks if b.lang in ("python", "pycon")]
+    python = [b for b in blocks if b.lang in ("python", "pycon") and not b.file]
     try:
         for i, block in enumerate(blocks):
-            if block.lang == "yaml":
+            if block.file:  # a file the reader writes (data, a plugin): written, used by the blocks after it
+                (work / block.file).write_text(block.text + "\n")
+            elif block.lang == "yaml":
                 run_yaml(page, block, i)
             elif block.lang in ("bash", "sh", "console"):
                 run_shell(page, block)

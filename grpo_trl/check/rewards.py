@@ -106,15 +106,23 @@ def reward_args(recipe: Recipe, spec: dict) -> dict:
     return args
 
 
+def planned_rewards(recipe: Recipe) -> list:
+    """The recipe's named rewards as ``check`` knows them (``plan_reward``: no factory called)."""
+    from grpo_trl.rewards.registry import plan_reward
+
+    named = [s for s in recipe.rewards if "name" in s]
+    return [plan_reward(s["name"], alias=s.get("alias"), **reward_args(recipe, s)) for s in named]
+
+
 def columns_check(recipe: Recipe) -> list[Problem]:
     """Local data files exist and have their columns; every reward's columns are in the dataset."""
-    from grpo_trl.data.shape import dataset_columns
-    from grpo_trl.rewards.registry import plan_reward
+    from grpo_trl.data.rows import reward_columns
+    from grpo_trl.data.shape import check_rows, dataset_columns
 
     try:
         columns = dataset_columns(recipe.dataset, recipe.base_dir)
-        named = [s for s in recipe.rewards if "name" in s]  # reward models read no columns
-        rewards = [plan_reward(s["name"], alias=s.get("alias"), **reward_args(recipe, s)) for s in named]
+        rewards = planned_rewards(recipe)
+        check_rows(recipe.dataset, recipe.base_dir, reward_columns(rewards))  # rows train would drop (or refuse)
     except GrpoTrlError as exc:
         return exc.located(recipe.file, "data")
     if columns is None:  # a plugin's builder declares its columns with its own code: not called by check

@@ -89,6 +89,8 @@ def print_summary(result: TrainResult) -> None:
     if shares:
         listed = ", ".join(f"{name} {share:.1%}" for name, share in shares.items())
         print(f"grpo-trl: rows scored None (skipped by TRL) per reward: {listed}")
+    for name, cause in getattr(result, "none_causes", {}).items():  # the why, not only the share
+        print(f"grpo-trl: reward {name!r} scored None on most rows; first cause: {cause}")
     for alert in result.alerts:
         print(f"grpo-trl: ALERT ({alert['kind']}) at step {alert['step']}: {alert['message']}")
     print(f"grpo-trl: plots and samples: grpo-trl report {result.output_dir}")
@@ -145,7 +147,11 @@ def cmd_data(args: argparse.Namespace) -> int:
     model_path = resolve_model(recipe.model)  # builtin:tiny: a cache, not the output_dir
     tokenizer = load_processing_class(recipe.model, model_path, recipe.file, recipe.base_dir)  # a VLM: its processor
     rendering = recipe_rendering(recipe, tokenizer)  # the prompt as GRPOTrainer renders it, tools included
-    result = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=rendering)
+    from grpo_trl.check.rewards import planned_rewards
+    from grpo_trl.data.rows import needing, reward_columns
+
+    with needing(reward_columns(planned_rewards(recipe))):  # rows without what a reward reads: counted, dropped
+        result = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=rendering)
     print(f"dataset: {result.summary()}")
     print(f"columns: {', '.join(result.train.column_names)}")
     for i in range(min(args.n, len(result.train))):

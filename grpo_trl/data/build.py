@@ -25,6 +25,7 @@ from grpo_trl.data.pass_rate import keep_band
 from grpo_trl.data.prompts import resolve_system_prompt
 from grpo_trl.data.registry import get_builder, to_conversation
 from grpo_trl.data.render import Rendering
+from grpo_trl.data.rows import drop_bad_rows
 from grpo_trl.errors import DataError
 
 
@@ -64,6 +65,7 @@ def build_one(
     if "user" not in ds.column_names and "prompt" not in ds.column_names:  # pragma: no cover - a builder bug
         raise DataError(f"builder {builder.name!r} returned no 'user' (or 'prompt') column")
     loaded = len(ds)
+    ds, bad = drop_bad_rows(ds, how=cfg.get("bad_rows", "drop"), where=str(cfg.get("path") or cfg.get("source") or ""))
     seed = cfg.get("seed", 42)
     if cfg.get("shuffle"):
         ds = ds.shuffle(seed=seed)
@@ -71,6 +73,7 @@ def build_one(
         ds = ds.map(lambda row: {"prompt": to_conversation(row["user"], system)}, remove_columns=["user"])
     pass_rate = cfg.get("pass_rate")  # the band sits between the token filters and limit
     ds, dropped = filter_by_tokens(ds, {**cfg, "limit": None} if pass_rate else cfg, tokenizer, rendering)
+    dropped = {**bad, **dropped}  # rows without a value the prompt or a reward needs (data/rows.py)
     if pass_rate:
         ds = keep_band(ds, pass_rate, base_dir, dropped)
         if cfg.get("limit") is not None:

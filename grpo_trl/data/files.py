@@ -16,6 +16,7 @@ from pathlib import Path
 from string import Formatter
 
 from grpo_trl.data.registry import DataError, load_file, register_builder, require_columns
+from grpo_trl.data.rows import missing
 
 
 def _columns(options: dict, base_dir: Path | None) -> set[str]:
@@ -49,16 +50,17 @@ def files(
                 f"{{{question_column}}} (columns: {', '.join(ds.column_names)})"
             )
         fields = [f.split(".")[0].split("[")[0] for f in fields]
-        missing = [f for f in fields if f not in ds.column_names]
-        if missing:
+        absent = [f for f in fields if f not in ds.column_names]
+        if absent:
             raise DataError(
-                f"data.user_template names column(s) {', '.join(missing)} that {path!r} lacks; "
+                f"data.user_template names column(s) {', '.join(absent)} that {path!r} lacks; "
                 f"columns: {', '.join(ds.column_names)}"
             )
 
-    def to_row(row: dict) -> dict:
-        user = user_template.format(**row) if user_template else str(row[question_column])
-        return {"user": user}
+    def to_row(row: dict) -> dict:  # a null or empty field gives no prompt: dropped or refused (data/rows.py)
+        if any(missing(row[f]) for f in (fields if user_template else [question_column])):
+            return {"user": None}
+        return {"user": user_template.format(**row) if user_template else str(row[question_column])}
 
     drop = [c for c in ds.column_names if c not in keep]
     return ds.map(to_row, remove_columns=drop)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -38,6 +38,9 @@ class DataSection(Section):
     max_prompt_tokens: int | None = Field(None, gt=0, description="drop rows whose prompt is longer")
     max_solution_tokens: int | None = Field(None, gt=0, description="drop rows whose solution is longer")
     solution_column: str = "solution"
+    bad_rows: Literal["drop", "error"] = Field(
+        "drop", description="a row without a value the prompt or a reward needs: drop it (counted) or stop"
+    )
     pass_rate: dict[str, Any] | None = Field(None, description="keep a pass-rate band from `grpo-trl filter`")
     sampler: dict[str, Any] | None = Field(None, description="zero-variance-aware sampling (data/sampler.py)")
     dynamic_sampling: dict[str, Any] | None = Field(None, description="DAPO refill of zero-variance groups")

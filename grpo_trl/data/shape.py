@@ -14,6 +14,7 @@ from pathlib import Path
 
 from grpo_trl.data.build import build_one
 from grpo_trl.data.registry import builder_params, from_plugin, get_builder
+from grpo_trl.data.rows import needing
 from grpo_trl.data.sources import load_file
 
 
@@ -84,3 +85,15 @@ def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str] |
     if cfg.get("path"):  # a local copy in the Hub schema: check it has what the builder needs
         build_one({**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None}, None, base)
     return columns
+
+
+def check_rows(cfg: dict, base_dir: str | Path | None, needed: list[str]) -> None:
+    """``check``: each local file of a ``data:`` section built and scanned as ``train`` will (nothing downloaded, no
+    plugin's builder run): bad rows are a warning, or with ``data.bad_rows: error`` a ``DataError``."""
+    for part in cfg.get("mixture") or [cfg]:
+        if not part.get("path") or from_plugin(get_builder(part.get("builder"))):
+            continue
+        unfiltered = {"limit": None, "max_prompt_tokens": None, "max_solution_tokens": None, "pass_rate": None}
+        with needing(needed):
+            one = {k: v for k, v in {**part, **unfiltered}.items() if k != "weight"}
+            build_one(one, None, Path(base_dir) if base_dir else None)

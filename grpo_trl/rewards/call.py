@@ -1,24 +1,9 @@
-"""How every reward is called: exactly as TRL's ``GRPOTrainer`` calls it, inside a wrapper that keeps faults to rows.
+"""How every reward is called: as TRL's ``GRPOTrainer._calculate_rewards`` calls it (by keyword, ``async`` ones
+awaited), inside ``SafeReward``, which keeps faults to their rows and stops a run whose reward is broken on every row
+of its first batch (``guarded``). ``NamedReward`` binds a recipe's ``args``; both stay ``async`` for ``async`` rewards.
 
-TRL 1.16 (``GRPOTrainer._calculate_rewards``) calls each reward by keyword only::
-
-    reward(prompts=..., completions=..., completion_ids=..., trainer_state=..., log_extra=..., log_metric=...,
-           [environments=...], **dataset_columns)
-
-and, when ``trl.trainer.utils.is_async_callable(reward)``, awaits it on its event loop together with the other
-``async`` rewards. ``NamedReward`` (a reward with its recipe ``args`` bound) and ``SafeReward`` (the safety wrapper)
-keep that contract: they pass everything on by keyword, and wrapping an ``async`` reward gives an object whose
-``__call__`` is ``async`` too, so TRL still runs it concurrently.
-
-Example:
-    >>> def first_is_prompts(prompts, completions, **kwargs):
-    ...     return [float(len(c) > len(p)) for p, c in zip(prompts, completions)]
-    >>> SafeReward(NamedReward("longer", first_is_prompts))(prompts=["ab", "abc"], completions=["abc", "a"])
+    >>> SafeReward(NamedReward("two", lambda completions, **kw: [1.0, 0.0]))(completions=["b"] * 2)
     [1.0, 0.0]
-    >>> async def judge(completions, **kwargs):
-    ...     return [1.0 for _ in completions]
-    >>> import inspect; inspect.iscoroutinefunction(SafeReward(NamedReward("judge", judge)).__call__)
-    True
 """
 
 from __future__ import annotations
@@ -31,8 +16,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from grpo_trl.errors import RewardError
 from grpo_trl.rewards import isolated
-from grpo_trl.rewards.inputs import GUARD, private
+from grpo_trl.rewards.inputs import private
 from grpo_trl.rewards.isolated import RewardTimeout
 from grpo_trl.rewards.results import LengthError, collecting_faults, describe, scores, with_reported
 from grpo_trl.rewards.stray_threads import Place, note_threads, snapshot
@@ -135,6 +121,10 @@ class SafeReward:
     ``timing/reward_s/<name>``. ``cause`` keeps the first reason a row became ``None`` (exception with file:line,
     "returned 3 values for 8 completions", ...). Wrapping an ``async`` reward gives an ``AsyncSafeReward``, itself
     ``async``.
+
+    ``stop_if_broken`` (set by the trainer, ``guarded``): a fault on *every* row of the first call (the first
+    generation batch) raises ``RewardError`` naming the reward and the cause, so the run stops at once instead of
+    training without it; a timeout never does (the bound is the recipe's), nor does a reward's own ``None``.
     """
 
     def __new__(cls, reward: Callable | None = None, *args: Any, **kwargs: Any):
@@ -142,9 +132,10 @@ class SafeReward:
             cls = AsyncSafeReward
         return super().__new__(cls)
 
-    def __init__(self, reward: Callable, timeout: float | None = None):
+    def __init__(self, reward: Callable, timeout: float | None = None, stop_if_broken: bool = False):
         self.reward = reward
         self.timeout = timeout
+        self.stop_if_broken = stop_if_broken
         self.__name__ = getattr(reward, "__name__", type(reward).__name__)
         self.faults = 0  # rows a fault turned into None over this object's lifetime
         self.rows = 0
@@ -152,7 +143,7 @@ class SafeReward:
         self.first_cause: str | None = None  # the first fault
         self._none_cause: str | None = None  # the reward's own None, when no fault came first
         self._warned: set[str] = set()
-        self.read_only = _is_builtin(reward)  # a built-in never edits its inputs (tested): no guard needed
+        self.read_only = _is_builtin(reward)  # a built-in never edits its inputs (tested): no copy needed
 
     @property
     def cause(self) -> str | None:
@@ -162,71 +153,70 @@ class SafeReward:
     def _first_call(self, kwargs: dict) -> Any:
         if self.timeout is not None:  # a child process: its memory is its own copy
             return isolated.call(self.reward, kwargs, self.timeout)
-        if self.read_only:
-            return self.reward(**kwargs)
-        snap = GUARD.snapshot(kwargs, reuse=kwargs.get("trainer_state") is not None)
-        try:
-            return self.reward(**kwargs)
-        finally:
-            changed = GUARD.restore(kwargs, snap)
-            if changed:
-                self._warn(f"changed its inputs in place ({', '.join(changed)}); put back for other rewards and logs")
+        return self.reward(**(kwargs if self.read_only else private(kwargs)))  # edits in place reach no one else
+
+    async def _invoke(self, kwargs: dict, first: bool) -> Any:
+        """One call of the reward: the batch (``first``) or one row (its own copy)."""
+        if first:
+            return self._first_call(kwargs)
+        return isolated.call(self.reward, kwargs, self.timeout) if self.timeout else self.reward(**kwargs)
 
     def _rows(self, kwargs: dict, n: int):
         for i in range(n):
             yield private({k: v[i : i + 1] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()})
 
-    def _row_by_row(self, kwargs: dict, n: int, place: Place) -> tuple[list[float | None], int]:
-        out, bad = [], 0
-        for row in self._rows(kwargs, n):
+    async def _one(self, kwargs: dict, n: int, place: Place, first: bool) -> tuple[list, int, str | None]:
+        """Scores of one call (the batch, or a row): ``(values, rows turned None, cause)``; raises what it raised."""
+        with collecting_faults() as reported:
             try:
-                with collecting_faults() as reported:
-                    try:
-                        raw = isolated.call(self.reward, row, self.timeout) if self.timeout else self.reward(**row)
-                    finally:
-                        place.restore(self._warn)
-                    value, row_bad, _ = scores(raw, 1)
-                row_bad = with_reported(value, row_bad, None, reported)[0]
-            except KeyboardInterrupt:
-                raise
-            except BaseException:  # noqa: BLE001 - this row is the faulty one
-                value, row_bad = [None], 1
-            out.append(value[0])
-            bad += row_bad
-        return out, bad
+                raw = await self._invoke(kwargs, first)
+            finally:  # before grpo-trl's own code runs again (a deleted builtins.len would break scores())
+                place.restore(self._warn)
+            out, bad, cause = scores(raw, n)
+        return (out, *with_reported(out, bad, cause, reported))
 
-    def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
-        kwargs = _keywords(args, kwargs)
+    async def _score(self, kwargs: dict) -> list[float | None]:
+        """The wrapper's whole logic, for both flavours: a sync reward's coroutine never suspends (``_drive``)."""
         n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
-        place = Place()
+        place, timed_out = Place(), False
         try:
-            with collecting_faults() as reported:
-                try:
-                    raw = self._first_call(kwargs)
-                finally:  # before grpo-trl's own code runs again (a deleted builtins.len would break scores())
-                    place.restore(self._warn)
-                out, bad, cause = scores(raw, n)
-            bad, cause = with_reported(out, bad, cause, reported)
+            out, bad, cause = await self._one(kwargs, n, place, first=True)
         except (RewardTimeout, LengthError) as exc:  # row by row would repeat the hang / the bug n times
             out, bad, cause = [None] * n, n, str(exc)
-        except KeyboardInterrupt:
-            raise
+            timed_out = isinstance(exc, RewardTimeout)
         except BaseException as exc:  # noqa: BLE001 - a reward must never end a run
-            cause = describe(exc)
+            _reraise_own(exc)
+            cause, out, bad = describe(exc), [], 0
             place.restore(self._warn)
-            out, bad = self._row_by_row(kwargs, n, place) if n > 1 else ([None] * n, n)
+            for row in self._rows(kwargs, n) if n > 1 else ():  # only the failing rows become None
+                try:
+                    value, row_bad, _ = await self._one(row, 1, place, first=False)
+                except BaseException as row_exc:  # noqa: BLE001 - this row is the faulty one
+                    _reraise_own(row_exc)
+                    value, row_bad = [None], 1
+                out.append(value[0])
+                bad += row_bad
+            if n <= 1:
+                out, bad = [None] * n, n
         finally:
             place.restore(self._warn)
         note_threads(before, self.__name__)
-        return self._account(out, bad, cause, n, kwargs.get("log_metric"), start)
+        return self._account(out, bad, cause, n, kwargs.get("log_metric"), start, timed_out)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
+        return _drive(self._score(_keywords(args, kwargs)))
 
     def _warn(self, message: str) -> None:
         if message not in self._warned and len(self._warned) < 20:  # each distinct problem once, not every step
             self._warned.add(message)
             logger.warning("reward %r %s", self.__name__, message)
 
-    def _account(self, out: list, bad: int, cause: str | None, n: int, log_metric: Any, start: float) -> list:
+    def _account(
+        self, out: list, bad: int, cause: str | None, n: int, log_metric: Any, start: float, timed_out: bool
+    ) -> list:
         none = sum(v is None for v in out)
+        if self.stop_if_broken and not self.rows and n and bad == n and not timed_out:
+            raise broken(self.__name__, self.reward, cause, n)
         if bad:
             self.first_cause = self.first_cause or cause
             self._warn(f"{cause}; {bad} of {n} row(s) scored None (counted in reward_faults/{self.__name__})")
@@ -244,11 +234,16 @@ class SafeReward:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.reward!r}, timeout={self.timeout})"
 
+    def mostly_none(self) -> str | None:
+        """The cause, when most rows so far were scored ``None`` (for the end-of-run summary)."""
+        return self.cause if self.rows and self.none_rows * 2 > self.rows else None
+
 
 class AsyncSafeReward(SafeReward):
     """``SafeReward`` of an ``async`` reward; ``async`` itself, so TRL awaits it with the other async rewards."""
 
-    async def _invoke(self, kwargs: dict) -> Any:
+    async def _invoke(self, kwargs: dict, first: bool) -> Any:
+        kwargs = private(kwargs) if first else kwargs  # runs beside others: its own copy
         if self.timeout is not None and isolated.CAN_FORK:  # a child process; this loop waits without blocking
             child = isolated.start(self.reward, kwargs, self.timeout)
             result = await asyncio.get_running_loop().run_in_executor(None, isolated.finish, child)
@@ -261,44 +256,17 @@ class AsyncSafeReward(SafeReward):
         return await result
 
     async def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
-        kwargs = _keywords(args, kwargs)
-        n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
-        place = Place()
-        try:
-            with collecting_faults() as reported:
-                try:
-                    raw = await self._invoke(private(kwargs))  # runs beside others: its own copy
-                finally:
-                    place.restore(self._warn)
-                out, bad, cause = scores(raw, n)
-            bad, cause = with_reported(out, bad, cause, reported)
-        except (RewardTimeout, LengthError) as exc:
-            out, bad, cause = [None] * n, n, str(exc)
-        except BaseException as exc:  # noqa: BLE001 - a reward must never end a run
-            _reraise_own(exc)
-            cause = describe(exc)
-            place.restore(self._warn)
-            out, bad = [], 0
-            for row in self._rows(kwargs, n) if n > 1 else ():
-                try:
-                    with collecting_faults() as reported:
-                        try:
-                            raw = await self._invoke(row)
-                        finally:
-                            place.restore(self._warn)
-                        value, row_bad, _ = scores(raw, 1)
-                    row_bad = with_reported(value, row_bad, None, reported)[0]
-                except BaseException as row_exc:  # noqa: BLE001 - this row is the faulty one
-                    _reraise_own(row_exc)
-                    value, row_bad = [None], 1
-                out.append(value[0])
-                bad += row_bad
-            if n <= 1:
-                out, bad = [None] * n, n
-        finally:
-            place.restore(self._warn)
-        note_threads(before, self.__name__)
-        return self._account(out, bad, cause, n, kwargs.get("log_metric"), start)
+        return await self._score(_keywords(args, kwargs))
+
+
+def _drive(coroutine: Any) -> Any:
+    """Run a coroutine that never suspends (a sync reward's ``_score``) to its result, without an event loop."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()  # pragma: no cover - only an async reward awaits, and it has its own __call__
+    raise RuntimeError("a synchronous reward's call suspended")
 
 
 def _reraise_own(exc: BaseException) -> None:
@@ -307,9 +275,48 @@ def _reraise_own(exc: BaseException) -> None:
     if isinstance(exc, KeyboardInterrupt):
         raise exc
     if isinstance(exc, asyncio.CancelledError):
-        task = asyncio.current_task()
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # no event loop: a sync reward's own CancelledError
+            return
         if task is not None and task.cancelling():
             raise exc
+
+
+def _defined_at(reward: Callable) -> str:
+    """`` (defined at file:line)`` of the function a reward runs, or ``""``."""
+    func = reward.func if isinstance(reward, NamedReward) else reward
+    while isinstance(func, functools.partial):
+        func = func.func
+    func = func if inspect.isroutine(func) else getattr(type(func), "__call__", func)  # noqa: B004
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    return f" (defined at {code.co_filename}:{code.co_firstlineno})" if code else ""
+
+
+def broken(name: str, reward: Callable, cause: str | None, n: int) -> RewardError:
+    """The error that stops a run whose reward failed on every row of its first batch."""
+    cause = cause or "failed"
+    where = "" if " at " in cause else _defined_at(reward)  # an exception names its own file:line
+    return RewardError(
+        f"reward {name!r} failed on all {n} rows of the first batch, so training would learn nothing from it: "
+        f"{cause}{where}",
+        key="rewards",
+        fix="fix the reward and run again; a reward failing on some rows only costs those rows",
+    )
+
+
+def guarded(reward: Any) -> Any:
+    """A reward as the trainer runs it: in ``SafeReward``, stopping the run when broken on the whole first batch.
+    The recipe's rewards and those given to ``train``/``build_trainer`` (``reward_funcs=``) alike; a reward model
+    (a path, a ``PreTrainedModel``) is TRL's to run and is returned as it is."""
+    if isinstance(reward, SafeReward):
+        reward.stop_if_broken = True
+        return reward
+    import torch
+
+    if isinstance(reward, (str, torch.nn.Module)) or not callable(reward):  # a model: TRL scores it
+        return reward
+    return SafeReward(reward, stop_if_broken=True)
 
 
 def call_sync(reward: Callable, *args: Any, **kwargs: Any) -> Any:

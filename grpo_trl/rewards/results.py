@@ -1,14 +1,8 @@
-"""What a reward may return, and how a fault is described: TRL-storable scores or ``None``, one per completion.
+"""What a reward may return, and how a fault is described: one TRL-storable score or ``None`` per completion.
 
-TRL (``GRPOTrainer._calculate_rewards``) iterates over whatever a reward returns, turns ``None`` into NaN and
-stores the values in a float32 tensor. ``scores`` accepts the same results (list, tuple, generator, any other
-iterable such as ``dict.values()``, 1-D numpy array or torch tensor; numpy scalars and 0-d tensors as items) and
-turns what TRL would store wrongly or reject into ``None`` with a reason: NaN, inf, a finite value beyond float32
-(1e308 would become inf), a non-number.
-
-A reward that scores a row ``None`` because something failed for that row (the ``judge``'s request, an unreadable
-answer) says so with :func:`report_fault`: the safety wrapper then counts the row in ``reward_faults/<name>`` and
-logs and alerts on it as on any other fault; a ``None`` not reported is the reward's own verdict (TRL skips the row).
+``scores`` accepts what TRL accepts (any iterable, 1-D arrays and tensors, numpy scalars) and turns what TRL would
+store wrongly (NaN, inf, beyond float32, non-numbers) into ``None`` with a reason. A reward scoring a row ``None``
+because something failed says so with ``report_fault``; an unreported ``None`` is its own verdict.
 """
 
 from __future__ import annotations

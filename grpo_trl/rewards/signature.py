@@ -87,11 +87,6 @@ def unaccepted_columns(reward: Any, columns: Iterable[str]) -> list[str]:
     return sorted(set(columns) - takes - TRL_KWARGS - set(bound_args(reward)) - NOT_PASSED)
 
 
-def _error(message: str, key: str) -> Exception:
-    """A ``RewardError`` located at ``rewards.N.<key>`` (``name`` or ``args``)."""
-    return RewardError(message, key=key)
-
-
 def product_signature(cls: type) -> inspect.Signature | None:
     """The signature of ``cls``'s instances' ``__call__`` (without ``self``); None when it defines none."""
     for klass in cls.__mro__:
@@ -130,19 +125,19 @@ def check_call(
     """
     qualname = getattr(obj, "__qualname__", type(obj).__name__)
     if inspect.isclass(obj) and not registered:
-        raise _error(
+        raise RewardError(
             f"reward {name!r} names the class {qualname}, which is not a registered reward (building it would run "
             "its constructor); name a function, or register the class with @register_reward in a plugin: it is then "
             "a factory, called with 'args' when training starts",
-            "name",
+            key="name",
         )
     try:
         signature = inspect.signature(obj)
     except Exception as exc:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
-        raise _error(
+        raise RewardError(
             f"reward {name!r}: the parameters of {qualname} cannot be read ({exc}), so nothing says it takes "
             "completions; wrap it in a Python function `def my_reward(completions, **kwargs)`",
-            "name",
+            key="name",
         ) from exc
     if is_factory:
         params = signature.parameters
@@ -154,11 +149,13 @@ def check_call(
             try:
                 signature.bind(**args)
             except TypeError as exc:
-                raise _error(f"reward {name!r}: args do not fit {qualname}{signature} ({exc})", "args") from exc
+                raise RewardError(
+                    f"reward {name!r}: args do not fit {qualname}{signature} ({exc})", key="args"
+                ) from exc
         signature = product_signature(obj) if inspect.isclass(obj) else None
         if signature is None and inspect.isclass(obj):
-            raise _error(
-                f"reward {name!r}: class {qualname} defines no __call__, so its instances cannot score", "name"
+            raise RewardError(
+                f"reward {name!r}: class {qualname} defines no __call__, so its instances cannot score", key="name"
             )
         args = {}
     problem = signature and _trl_call_problem(signature, args)
@@ -169,12 +166,12 @@ def check_call(
             if (builtin in reward_names)
             else ""
         )
-        raise _error(
+        raise RewardError(
             f"reward {name!r} cannot be called the way TRL calls rewards ({problem}): TRL passes prompts, "
             "completions, completion_ids, trainer_state, log_extra, log_metric and every dataset column by keyword; "
             "give it a **kwargs parameter (a factory that returns the reward? register it with "
             f"@register_reward(factory=True)){same}",
-            "name",
+            key="name",
         )
 
 

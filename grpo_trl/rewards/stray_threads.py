@@ -32,17 +32,12 @@ def _children() -> set:
     return set(mp.active_children()) if mp is not None else set()
 
 
-def note_threads(before: tuple[set, set] | set, name: str) -> None:
-    """Remember the non-daemon threads (and ``multiprocessing`` processes) started since ``before``
-    (``snapshot()``, or a set of threads) as left by reward ``name``."""
-    threads, children = before if isinstance(before, tuple) else (before, None)
-    for t in threading.enumerate():
-        if t not in threads and not t.daemon and t.is_alive():
-            _STRAYS[t] = name
-    if children is not None:
-        for child in _children() - children:
-            if not child.daemon:
-                _PROCESSES[child] = name
+def note_threads(before: tuple[set, set], name: str) -> None:
+    """Remember the non-daemon threads (and ``multiprocessing`` processes) started since ``before`` (``snapshot()``)
+    as left by reward ``name``."""
+    threads, children = before
+    _STRAYS.update((t, name) for t in threading.enumerate() if t not in threads and not t.daemon and t.is_alive())
+    _PROCESSES.update((child, name) for child in _children() - children if not child.daemon)
 
 
 def exit_if_stray_threads(code: int, grace: float = GRACE, everything: bool = False) -> None:

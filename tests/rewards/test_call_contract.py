@@ -299,24 +299,21 @@ def reader(prompts, completions, completion_ids, solution, **kwargs):
 
 
 @pytest.mark.parametrize("timeout", [None, 5.0])
-def test_in_place_mutation_is_invisible_to_other_rewards_and_to_trl(timeout, caplog):
+def test_in_place_mutation_is_invisible_to_other_rewards_and_to_trl(timeout):
     kwargs, _ = trl_kwargs(n=4)
-    kwargs["trainer_state"] = object()  # one batch: the snapshot is shared across rewards
+    kwargs["trainer_state"] = object()
     before = copy.deepcopy({k: kwargs[k] for k in ("prompts", "completions", "completion_ids", "solution")})
     held = kwargs["completions"][0][0]  # TRL's logs hold the same message dicts
-    with caplog.at_level(logging.WARNING):
-        for _ in range(2):
-            assert SafeReward(NamedReward("vandal", vandal), timeout=timeout)(**kwargs) == [0.0] * 4
-            assert SafeReward(NamedReward("reader", reader), timeout=timeout)(**kwargs) == [1.0] * 4
-            assert reader.seen == tuple(before[k] for k in ("prompts", "completions", "completion_ids", "solution"))
+    for _ in range(2):
+        assert SafeReward(NamedReward("vandal", vandal), timeout=timeout)(**kwargs) == [0.0] * 4
+        assert SafeReward(NamedReward("reader", reader), timeout=timeout)(**kwargs) == [1.0] * 4
+        assert reader.seen == tuple(before[k] for k in ("prompts", "completions", "completion_ids", "solution"))
     assert {k: kwargs[k] for k in before} == before
-    if timeout is None:
-        assert "changed its inputs in place" in caplog.text
-    else:  # its own copy: the originals were never touched
-        assert held == {"role": "assistant", "content": "<answer>0</answer>"} and kwargs["completions"][0][0] is held
+    # its own copy: the originals were never touched
+    assert held == {"role": "assistant", "content": "<answer>0</answer>"} and kwargs["completions"][0][0] is held
 
 
-def test_an_edited_message_is_put_back_in_the_same_dict():
+def test_an_edited_message_stays_the_same_dict():
     def editor(completions, **kwargs):
         completions[1][0]["content"] = "EDITED"
         del completions[2][0]["role"]

@@ -1,0 +1,124 @@
+"""Rows without a value where the prompt or a reward needs one (a missing key, null, "" or []): dropped with a count
+and the first offending line, or refused (``data.bad_rows: error``). One function, ``drop_bad_rows``, used by
+``build_dataset`` for ``train``, ``grpo-trl data`` and ``check`` (which say what the rewards read: ``needing``);
+lazily (``IterableDataset.filter``) when streaming.
+
+Example:
+    >>> from datasets import Dataset
+    >>> ds = Dataset.from_list([{"user": "1+1?", "solution": "2"}, {"user": None, "solution": "3"}])
+    >>> kept, dropped = drop_bad_rows(ds, ["solution"], where="data.jsonl")
+    >>> len(kept), dropped
+    (1, {'a missing or empty user/solution (first: line 2 of data.jsonl)': 1})
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from grpo_trl.errors import DataError
+
+logger = logging.getLogger(__name__)
+_WARNED: set[str] = set()  # check builds a section more than once: each warning once
+PROMPT_COLUMNS = ("user", "prompt")  # what a builder makes the prompt from: one of them is always needed
+# set by the commands (train, data, check), which then also log what was dropped; unset: a one-row peek, quiet
+_NEEDED: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar("grpo_trl_needed", default=None)
+
+
+@contextlib.contextmanager
+def needing(columns: Iterable[str]) -> Iterator[None]:
+    """Datasets built in this block also need a value in ``columns`` (the columns the recipe's rewards read)."""
+    token = _NEEDED.set(tuple(columns))
+    try:
+        yield
+    finally:
+        _NEEDED.reset(token)
+
+
+def reward_columns(rewards: Iterable[Any]) -> list[str]:
+    """The dataset columns ``rewards`` read (parameters without a default), each once."""
+    from grpo_trl.rewards.signature import required_columns
+
+    return list(dict.fromkeys(c for r in rewards for c in required_columns(r)))
+
+
+def missing(value: Any) -> bool:
+    """No value: None, blank text, an empty list or mapping."""
+    if isinstance(value, str):
+        return not value.strip()
+    return value is None or (isinstance(value, (list, tuple, dict)) and not value)
+
+
+def _bad(column: str, value: Any) -> bool:
+    """A builder's prompt is missing when None (it says so for an empty question; the ``environment`` builder's
+    empty turn is a placeholder ``reset()`` fills); a reward's column when ``missing``."""
+    return value is None if column in PROMPT_COLUMNS else missing(value)
+
+
+def _place(index: int, where: str) -> str:
+    """``line N of FILE`` for a JSONL / CSV file (a header line first), else ``row N``."""
+    lower = where.lower()
+    if lower.endswith((".jsonl", ".jsonl.gz", ".csv")):
+        return f"line {index + 1 + lower.endswith('.csv')} of {where}"
+    return f"row {index + 1}" + (f" of {where}" if where else "")
+
+
+def drop_bad_rows(
+    ds: Any, needed: Iterable[str] | None = None, how: str = "drop", where: str = ""
+) -> tuple[Any, dict]:
+    """``ds`` without the rows that lack a value in the prompt column or a ``needed`` column it has (default: those
+    of ``needing``), and ``{reason: count}`` for ``DataResult.dropped``. ``how="error"``: raise ``DataError``.
+
+    A ``Dataset`` is checked at once (the count and first line are known); an ``IterableDataset`` lazily, the first
+    bad row logged (``error``: raised) when training reaches it.
+    """
+    told = needed if needed is not None else _NEEDED.get()
+    needed, quiet = told or (), told is None
+    columns = [c for c in (*PROMPT_COLUMNS, *needed) if c in (ds.column_names or ())]
+    columns = list(dict.fromkeys(c for c in columns if c != "prompt" or "user" not in columns))
+    if not columns:
+        return ds, {}
+    what = f"a missing or empty {'/'.join(columns)}"
+
+    def refuse(index: int, count: str) -> DataError:
+        return DataError(
+            f"{count} with {what}, the first at {_place(index, where)}",
+            key="data.bad_rows",
+            fix="fill in or remove such rows, or set data.bad_rows: drop to train without them",
+        )
+
+    if not hasattr(ds, "__len__"):  # streaming: a lazy filter
+        seen: list[int] = []
+
+        def keep(row: dict, index: int) -> bool:
+            if not any(_bad(c, row[c]) for c in columns):
+                return True
+            if how == "error":
+                raise refuse(index, "a row")
+            if not seen and not quiet:
+                seen.append(index)
+                _warn(f"dropping rows with {what} (first: {_place(index, where)})")
+            return False
+
+        return ds.filter(keep, with_indices=True), {}
+    values = [ds[c] for c in columns]
+    bad = [i for i, row in enumerate(zip(*values)) if any(_bad(c, v) for c, v in zip(columns, row))]
+    if not bad:
+        return ds, {}
+    if how == "error":
+        raise refuse(bad[0], f"{len(bad)} row(s)")
+    first = _place(bad[0], where)
+    if not quiet:
+        _warn(f"dropped {len(bad)} row(s) with {what} (first: {first}); data.bad_rows: error refuses them")
+    drop = set(bad)
+    kept = ds.select([i for i in range(len(ds)) if i not in drop])
+    return kept, {f"{what} (first: {first})": len(bad)}
+
+
+def _warn(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        logger.warning(message)
