@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import math
@@ -26,12 +27,18 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
 # Plain integers (no leading zeros) compare exactly like math-verify compares them; tested against math-verify.
 _PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,14})\Z")
+# A plain number, as math-verify reads it: an integer, a short decimal (a sympy Float), or \frac{a}{b} (a Rational)
+_NUMBER = re.compile(r"(-?)(?:(0|[1-9]\d{0,14})(?:\.(\d{1,6}))?|\\[dt]?frac\{(0|[1-9]\d{0,5})\}\{([1-9]\d{0,5})\})")
+_WRAPPED = re.compile(r"\$\s*(.*?)\s*\$|\\boxed\{\s*(.*?)\s*\}", re.DOTALL)
+# A worked gold ("So the answer is $\boxed{72}$."): one \boxed number, prose without digits or commands around it
+_GOLD_BOX = re.compile(r"[A-Za-z ,.:;!?'$]*\\boxed\{([^{}]*)\}[A-Za-z ,.:;!?'$]*\Z")
 MAX_ANSWER_CHARS = 2_000  # a located answer longer than this is wrong without asking math-verify
 CHUNK = 256  # most items written to a child at once (their results always fit the pipe: no deadlock)
 MIN_CHUNK = 8  # fewer items than this per child are not worth a second child
@@ -62,6 +69,36 @@ def is_prose(text: str) -> bool:
         return False
     bare = _MATH_WORDS.sub(" ", _COMMAND.sub(" ", _TEXT_ARG.sub(" ", text)))
     return bool(_WORD.search(bare)) or not _MATH_CHARS.fullmatch(text)
+
+
+def number(text: str, gold: bool = False) -> tuple[Fraction, bool] | None:
+    """The exact value of ``text`` and whether it is a decimal, when it is a plain number as math-verify reads it
+    (``72``, ``-0.25``, ``$\\boxed{\\frac{7}{12}}$``; a ``gold`` may be one boxed number in digit-free prose)."""
+    text = text.strip()
+    box = _GOLD_BOX.match(text) if gold else None
+    text = box[1].strip() if box else text
+    for _ in range(3):
+        wrapped = _WRAPPED.fullmatch(text)
+        text = (wrapped[1] if wrapped[1] is not None else wrapped[2]) if wrapped else text
+    match = _NUMBER.fullmatch(text)
+    if match is None or (match[3] and len(match[2]) > 9):  # at most 15 digits: exact in a sympy Float
+        return None
+    sign, whole, decimals, num, den = match.groups()
+    value = Fraction(int(num), int(den)) if num else Fraction(f"{whole}.{decimals or 0}")
+    return (-value if sign else value), decimals is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _gold_number(gold: str) -> tuple[Fraction, bool] | None:
+    return number(gold, gold=True) if len(gold) < 2_000 else None
+
+
+def same_number(gold: tuple[Fraction, bool], answer: tuple[Fraction, bool]) -> float | None:
+    """math-verify's verdict on two plain numbers where it is certain: exact values compare exactly, a decimal
+    (a sympy Float) to 6 places, so values 1e-5 apart differ; None: ask math-verify (1/3 and 0.333333 are equal)."""
+    if gold[0] == answer[0]:
+        return 1.0
+    return 0.0 if not (gold[1] or answer[1]) or abs(gold[0] - answer[0]) > 1e-5 else None
 
 
 def _request(gold: str, answer: str) -> tuple[str, str, bool]:
@@ -162,7 +199,7 @@ class _Pool:
 
     def __init__(self) -> None:
         self.children: list[_Child] = []
-        self.idle: queue.SimpleQueue[_Child] = queue.SimpleQueue()
+        self.idle: queue.LifoQueue[_Child] = queue.LifoQueue()  # the child used last: its caches are warm
         self.lock = threading.Lock()
         self.executor: ThreadPoolExecutor | None = None
         self.executor_size = 0
@@ -178,6 +215,14 @@ class _Pool:
                     self.executor.shutdown(wait=False)  # running calls finish on it; new ones use the larger one
                 self.executor = ThreadPoolExecutor(max_workers=n, thread_name_prefix="math-verify")
                 self.executor_size = n
+
+    def start(self, n: int) -> None:
+        """Start ``n`` children now, without waiting for their imports (they overlap with the caller's work)."""
+        self.grow(n)
+        with self.lock:
+            for child in self.children:
+                if child.proc is None:
+                    child._start()
 
     def close(self) -> None:
         for child in list(self.children):
@@ -267,6 +312,10 @@ class MathVerifier:
         with self._lock:
             self._cache.clear()
 
+    def start(self) -> None:
+        """Start the worker processes in the background, so that the first call does not wait for their imports."""
+        _POOL.start(self.workers)
+
     def close(self) -> None:
         """Stop the worker processes (they restart on the next call)."""
         _POOL.close()
@@ -281,9 +330,11 @@ class MathVerifier:
                 if key in self._cache:
                     out[i] = self._cache[key]
                     continue
-                g, a = gold.strip(), answer.strip()
-                if _PLAIN_INT.match(g) and _PLAIN_INT.match(a):
-                    out[i] = self._remember(key, 1.0 if int(g) == int(a) else 0.0)
+                gold_value = _gold_number(gold)
+                answer_value = number(answer) if gold_value and len(answer) < 200 else None
+                verdict = same_number(gold_value, answer_value) if answer_value else None
+                if verdict is not None:
+                    out[i] = self._remember(key, verdict)
                 elif len(answer) > MAX_ANSWER_CHARS:
                     out[i] = self._remember(key, 0.0)
                 else:
