@@ -38,7 +38,7 @@ _PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,14})\Z")
 _NUMBER = re.compile(r"(-?)(?:(0|[1-9]\d{0,14})(?:\.(\d{1,6}))?|\\[dt]?frac\{(0|[1-9]\d{0,5})\}\{([1-9]\d{0,5})\})")
 _WRAPPED = re.compile(r"\$\s*(.*?)\s*\$|\\boxed\{\s*(.*?)\s*\}", re.DOTALL)
 # A worked gold ("So the answer is $\boxed{72}$."): one \boxed number, prose without digits or commands around it
-_GOLD_BOX = re.compile(r"[A-Za-z ,.:;!?'$]*\\boxed\{([^{}]*)\}[A-Za-z ,.:;!?'$]*\Z")
+_GOLD_BOX = re.compile(r"[A-Za-z ,.:;!?'$]*\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}[A-Za-z ,.:;!?'$]*\Z")
 MAX_ANSWER_CHARS = 2_000  # a located answer longer than this is wrong without asking math-verify
 CHUNK = 256  # most items written to a child at once (their results always fit the pipe: no deadlock)
 MIN_CHUNK = 8  # fewer items than this per child are not worth a second child
