@@ -12,6 +12,16 @@ import logging
 import sys
 
 _GOLDS: dict[str, list] = {}
+# One of each common answer form (roots, fractions, intervals, sets, polynomials, prose), compared as in a run
+_WARM = [
+    ("$1$", "1"),
+    ("$2\\sqrt{3}$", "\\sqrt{12}"),
+    ("$\\frac{7}{12}$", "0.5"),
+    ("The answer is $(-\\infty, 3]$.", "[3, \\infty)"),
+    ("$\\{1, 2\\}$", "\\{2,1\\}"),
+    ("$x^2 + 2x + 1$", "(x-1)^2"),
+    ("$3\\pi$", "\\pi \\cdot 3"),
+]
 
 
 def verdict(gold: str, answer: str, latex: bool) -> float | None:
@@ -39,7 +49,8 @@ def verdict(gold: str, answer: str, latex: bool) -> float | None:
 
 def main() -> None:
     logging.disable(logging.WARNING)  # math-verify warns that its own timeout is disabled: the parent has one
-    verdict("$1$", "1", True)  # imports and first-use caches, before "ready": the parent bounds each item apart
+    for gold, answer in _WARM:  # imports and sympy's first-use work, before "ready": the parent bounds each item apart
+        verdict(gold, f"\\boxed{{{answer}}}", True)
     sys.stdout.buffer.write(b'"ready"\n')
     sys.stdout.buffer.flush()
     for line in sys.stdin.buffer:
