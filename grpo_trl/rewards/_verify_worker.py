@@ -15,12 +15,12 @@ _GOLDS: dict[str, list] = {}
 # One of each common answer form (roots, fractions, intervals, sets, polynomials, prose), compared as in a run
 _WARM = [
     ("$1$", "1"),
-    ("$2\\sqrt{3}$", "\\sqrt{12}"),
-    ("$\\frac{7}{12}$", "0.5"),
-    ("The answer is $(-\\infty, 3]$.", "[3, \\infty)"),
-    ("$\\{1, 2\\}$", "\\{2,1\\}"),
-    ("$x^2 + 2x + 1$", "(x-1)^2"),
-    ("$3\\pi$", "\\pi \\cdot 3"),
+    ("$3\\sqrt{2}$", "\\sqrt{18}"),
+    ("$\\frac{5}{8}$", "0.625"),
+    ("The answer is $(-\\infty, 2]$.", "[2, \\infty)"),
+    ("$\\{4, 5\\}$", "\\{5,4\\}"),
+    ("$y^2 - 1$", "(y-1)(y+1)"),
+    ("$2\\pi$", "\\pi \\cdot 2"),
 ]
 
 
