@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpo_trl.rewards import get_reward
+from grpo_trl.rewards._verify_worker import number, request, same_number
 from grpo_trl.rewards.math import MathVerifier, math_form
-from grpo_trl.rewards.math_verifier import _request, number, same_number
 
 
 def test_hanging_item_is_cut_off_off_the_main_thread_and_the_rest_still_scored():
@@ -136,7 +136,7 @@ def test_fast_path_scores_plain_numbers_exactly_as_math_verify(data, prose, boxe
     gold_value, answer_value = number(gold, gold=True), number(answer)
     fast = same_number(gold_value, answer_value) if gold_value and answer_value else None
     if fast is not None:
-        assert fast == verdict(*_request(gold, answer)), (gold, answer)
+        assert fast == verdict(*request(gold, answer)), (gold, answer)
 
 
 def test_fast_path_takes_the_common_forms_and_leaves_the_rest_to_math_verify():
