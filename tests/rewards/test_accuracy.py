@@ -147,3 +147,12 @@ def test_fast_path_takes_the_common_forms_and_leaves_the_rest_to_math_verify():
     assert same_number((Fraction(1, 3), False), (Fraction(333333, 10**6), True)) is None  # math-verify: equal
     assert same_number((Fraction(72), False), (Fraction(72), True)) == 1.0
     assert same_number((Fraction(10**15 - 1), False), (Fraction(10**15 - 2), False)) == 0.0
+
+
+def test_workers_start_when_the_reward_is_built_not_at_its_first_call():
+    """A trainer builds its rewards, then loads the model: math-verify's imports overlap with that."""
+    from grpo_trl.rewards.math_verifier import _POOL
+
+    _POOL.close()
+    get_reward("accuracy", workers=1)
+    assert any(child.proc is not None and child.proc.poll() is None for child in _POOL.children)
