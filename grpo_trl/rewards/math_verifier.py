@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import math
@@ -115,9 +116,14 @@ class _Pool:
             while len(self.children) < n:
                 self.children.append(_Child())
                 self.idle.put(self.children[-1])
-            for child in self.children:
+            idle = []  # only idle children are started here: one in use is the caller's to restart
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    idle.append(self.idle.get_nowait())
+            for child in reversed(idle):  # back in the same order: the one used last stays first
                 if child.proc is None:
                     child.start()
+                self.idle.put(child)
 
     def close(self) -> None:
         for child in list(self.children):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from fractions import Fraction
@@ -156,3 +157,48 @@ def test_workers_start_when_the_reward_is_built_not_at_its_first_call():
     _POOL.close()
     get_reward("accuracy", workers=1)
     assert any(child.proc is not None and child.proc.poll() is None for child in _POOL.children)
+
+
+def _worker_processes() -> int:
+    """Live ``_verify_worker.py`` children of this process (Linux ``/proc``)."""
+    from pathlib import Path
+
+    count = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        count += ppid == os.getpid() and b"_verify_worker" in cmd
+    return count
+
+
+def test_threads_scoring_and_building_at_once_get_their_scores_and_leave_no_stray_worker():
+    """Callers on several threads (one with a hostile answer) while rewards are built: every caller gets its own
+    scores, the hostile item costs its timeout, and no worker process is started twice."""
+    reward = get_reward("accuracy", timeout=1.0, workers=2)
+    texts = ["<answer>\\sqrt{12}</answer>", "<answer>0.5</answer>", "<answer>x+2</answer>", "<answer>7</answer>"]
+    golds = ["2\\sqrt{3}", "\\frac{1}{2}", "x+1", "7"]
+    hostile = ["<answer>9^{9^{9^{9}}}</answer>"] + texts
+    results: list = []
+
+    def score(i: int) -> None:
+        batch, sols = (hostile, ["1", *golds]) if i == 0 else (texts, golds)
+        results.append((i, reward(batch, solution=sols)))
+
+    def build() -> None:
+        for _ in range(20):
+            get_reward("accuracy", workers=2)
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=score, args=(i,)) for i in range(4)] + [threading.Thread(target=build)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results) == [(0, [0.0, 1.0, 1.0, 0.0, 1.0])] + [(i, [1.0, 1.0, 0.0, 1.0]) for i in (1, 2, 3)]
+    assert time.perf_counter() - start < 1.0 + 30.0  # one item's budget plus fresh children's start-up when busy
+    from grpo_trl.rewards.math_verifier import _POOL
+
+    assert _worker_processes() == sum(child.proc is not None for child in _POOL.children)
