@@ -1,8 +1,8 @@
-"""``accuracy`` beside TRL's own ``accuracy_reward`` on the same completions, in one run, with identical scores.
+"""``accuracy`` beside TRL's ``accuracy_reward`` on the same completions, with identical scores, at the call shapes a
+GRPO run makes: batches of 8 to 256 fresh completions per call (a new seed each call), and the cold first call.
 
 MATH- and GSM8K-style completions that end in ``\\boxed{}`` (where the two agree by design: ``require_answer_tag:
-false``), golds written as worked solutions like open-r1's. TRL verifies in the calling process, one completion after
-the other; grpo-trl spreads math-verify over worker processes (reused across calls) and caches parsed golds.
+false``), golds written as worked solutions like open-r1's.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ def realistic_math(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     """``n`` completions, 8 per question: right (in several forms), wrong, or without a boxed answer."""
     rng = random.Random(seed)
     texts, golds = [], []
-    for q in range(max(1, n // 8)):
-        if q % 2 == 0:
+    for _ in range(max(1, n // 8)):
+        if rng.random() < 0.5:
             gold, right, wrong = rng.choice(ANSWERS)
         else:
             value = rng.randint(2, 5000)
@@ -50,65 +50,83 @@ def realistic_math(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     return texts, golds
 
 
+SHAPES = (8, 16, 64, 256)
+COLD = """
+import json, logging, sys, time
+logging.getLogger("math_verify").setLevel(logging.ERROR)
+from bench.accuracy_trl import realistic_math
+from trl.rewards import accuracy_reward
+from grpo_trl.rewards.math import Accuracy
+texts, golds = realistic_math(64, seed=10_000)
+reward = Accuracy(require_answer_tag=False)
+time.sleep(float(sys.argv[1]))  # what a trainer does between building its rewards and its first step
+start = time.perf_counter()
+ours = reward(texts, solution=golds)
+ours_s = time.perf_counter() - start
+start = time.perf_counter()
+theirs = accuracy_reward([[{"role": "assistant", "content": t}] for t in texts], golds)
+print(json.dumps({"ours_s": ours_s, "trl_s": time.perf_counter() - start, "same": ours == theirs}))
+"""
+
+
+def cold(delay: float = 0.0) -> dict:
+    """The first call of a fresh process (64 completions), ``delay`` seconds after the reward is built (it starts its
+    worker processes then; a trainer loads its model and generates in between)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-c", COLD, str(delay)]
+    out = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def run(quick: bool = False) -> dict:
     import logging
 
     from trl.rewards import accuracy_reward
 
-    from bench.timing import median_time
     from grpo_trl.rewards.math import Accuracy
-    from grpo_trl.rewards.math_verifier import _POOL, default_workers
 
     logging.getLogger("math_verify").setLevel(logging.ERROR)
-    n, repeats = (128, 1) if quick else (1024, 3)
-    texts, golds = realistic_math(n)
-    messages = [[{"role": "assistant", "content": t}] for t in texts]
-    pooled = Accuracy(require_answer_tag=False)
-    single = Accuracy(require_answer_tag=False, workers=1)
-    ours = pooled(texts, solution=golds)  # also the warm-up: starts the worker processes, as a run's first step does
-    theirs = accuracy_reward(messages, golds)
-    differ = [i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
-    assert not differ, f"accuracy and TRL's accuracy_reward differ on {len(differ)} of {n}: {texts[differ[0]][-80:]!r}"
-    assert single(texts, solution=golds) == ours
-
-    def timed(reward):
-        def call():
-            reward.verifier.clear_cache()  # no cached scores across repeats (workers keep parsed golds)
-            reward(texts, solution=golds)
-
-        return call
-
-    trl_s = median_time(lambda: accuracy_reward(messages, golds), repeats)
-    pooled_s = median_time(timed(pooled), repeats)
-    single_s = median_time(timed(single), repeats)
-    # CPU seconds for the same work, independent of how busy the machine is (ours: this process and its workers)
-    start = time.process_time()
-    accuracy_reward(messages, golds)
-    trl_cpu = time.process_time() - start
-    start, start_workers = time.process_time(), _POOL.cpu_seconds()
-    timed(pooled)()
-    ours_cpu = time.process_time() - start + _POOL.cpu_seconds() - start_workers
-    result = {
-        "completions": n,
-        "workers": default_workers(),
-        "right": sum(1 for s in ours if s == 1.0),
-        "trl_per_s": n / trl_s,
-        "ours_per_s": n / pooled_s,
-        "ours_one_worker_per_s": n / single_s,
-        "ratio": trl_s / pooled_s,
-        "ratio_one_worker": trl_s / single_s,
-        "trl_cpu_ms_per_completion": trl_cpu / n * 1e3,
-        "ours_cpu_ms_per_completion": ours_cpu / n * 1e3,
-        "cpu_ratio": trl_cpu / ours_cpu if ours_cpu else None,
-        "scaling": single_s / pooled_s,  # workers-fold speed-up of the pool over one worker (linear: = workers)
-    }
+    first = cold()
+    later = first if quick else cold(5.0)
+    assert first["same"] and later["same"], "accuracy and TRL's accuracy_reward differ on the cold call"
+    reward = Accuracy(require_answer_tag=False)
+    reward(*realistic_math(64, seed=-1)[:1], solution=realistic_math(64, seed=-1)[1])  # workers started (warm)
+    seed, shapes = 0, {}
+    for size in SHAPES:
+        ours_s = trl_s = 0.0
+        calls = max(2, (128 if quick else 1024) // size)
+        for _ in range(calls):
+            seed += 1
+            texts, golds = realistic_math(size, seed)
+            messages = [[{"role": "assistant", "content": t}] for t in texts]
+            start = time.perf_counter()
+            ours = reward(messages, solution=golds)
+            ours_s += time.perf_counter() - start
+            start = time.perf_counter()
+            theirs = accuracy_reward(messages, golds)
+            trl_s += time.perf_counter() - start
+            differ = [i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+            assert not differ, f"accuracy and TRL's accuracy_reward differ: {texts[differ[0]][-80:]!r}"
+        shapes[size] = {
+            "calls": calls,
+            "ours_ms": ours_s / calls * 1e3,
+            "trl_ms": trl_s / calls * 1e3,
+            "ratio": trl_s / ours_s,
+        }
+    result = {"shapes": shapes, "cold": first, "cold_after_5s": later, "cold_ratio": first["trl_s"] / first["ours_s"]}
+    cells = " / ".join(f"{v['ratio']:.1f}x" for v in shapes.values())
+    ms = "; ".join(f"{k}: {v['ours_ms']:.0f} vs {v['trl_ms']:.0f} ms" for k, v in shapes.items())
     result["rows"] = [
-        f"| `accuracy` vs TRL's `accuracy_reward`, {n} MATH/GSM8K-style boxed completions, identical scores | "
-        f"**{result['ratio']:.1f}x** with {result['workers']} worker processes ({result['ours_per_s']:,.0f} vs "
-        f"{result['trl_per_s']:,.0f} /s); {result['ratio_one_worker']:.1f}x with one, so "
-        f"{result['workers']} workers are {result['scaling']:.2f}x one (linear: {result['workers']}x); "
-        f"CPU per completion "
-        f"{result['ours_cpu_ms_per_completion']:.1f} vs {result['trl_cpu_ms_per_completion']:.1f} ms |"
+        f"| `accuracy` vs TRL's `accuracy_reward`, fresh MATH/GSM8K-style boxed completions per call, batches of "
+        f"{' / '.join(map(str, SHAPES))}, identical scores | **{cells}** ({ms} per call); cold first call (64): "
+        f"{first['ours_s']:.2f} vs {first['trl_s']:.2f} s right after construction, {later['ours_s']:.2f} vs "
+        f"{later['trl_s']:.2f} s 5 s after it (a trainer's model load) |"
     ]
     return result
 

@@ -99,6 +99,7 @@ class Accuracy:
         workers: int | None = None,
     ):
         self.verifier = MathVerifier(timeout=timeout, workers=workers)
+        self.verifier.start()  # math-verify's imports (seconds) overlap with the model's loading, not the first step
         self.require_answer_tag = require_answer_tag
         self.answer_tag = answer_tag
 

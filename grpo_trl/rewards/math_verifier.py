@@ -1,10 +1,7 @@
-"""math-verify behind a pool of worker processes: per-item deadlines from any thread, parallel across cores.
+"""math-verify behind worker processes (``python -I``, shared, reused): a deadline per item from any thread.
 
-``MathVerifier.score`` takes ``(gold, answer)`` pairs. Bare LaTeX is given to math-verify between ``$...$`` (it reads
-``2\\sqrt{3}`` as 2 otherwise), prose is given as written (so "The answer is 72." still reads 72), see ``math_form``.
-Work is split over up to ``workers`` child processes (``python -I``, started on first need and reused across calls and
-steps, shared by every verifier in the process); a child that overruns an item's ``timeout`` is killed and restarted,
-and that item scores 0.0, like a math-verify timeout.
+Plain numbers are decided in-process as math-verify would; the rest goes to a child, which is killed and restarted
+when an item overruns its ``timeout`` (that item scores 0.0). Bare LaTeX is read between ``$...$``, prose as written.
 
 Example:
     >>> math_form("2\\\\sqrt{3}"), math_form("The answer is 72."), math_form("$x$")
@@ -14,12 +11,12 @@ Example:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import math
 import os
 import queue
-import re
 import select
 import subprocess
 import sys
@@ -28,67 +25,30 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from grpo_trl.rewards._verify_worker import _PLAIN_INT, gold_number, is_prose, math_form, number, request, same_number
+
 logger = logging.getLogger(__name__)
 
-# Plain integers (no leading zeros) compare exactly like math-verify compares them; tested against math-verify.
-_PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,14})\Z")
 MAX_ANSWER_CHARS = 2_000  # a located answer longer than this is wrong without asking math-verify
 CHUNK = 256  # most items written to a child at once (their results always fit the pipe: no deadlock)
 MIN_CHUNK = 8  # fewer items than this per child are not worth a second child
 STARTUP_S = 30.0  # a fresh child's imports (sympy), before it says it is ready
 _WORKER = Path(__file__).with_name("_verify_worker.py")
-_DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed|\\fbox")
-_TEXT_ARG = re.compile(r"\\(?:text|textbf|mathrm|mbox|operatorname)\s*\{[^{}]*\}")
-_COMMAND = re.compile(r"\\[A-Za-z]+")
-_MATH_WORDS = re.compile(r"sqrt|pi|sin|cos|tan|log|ln|exp|infty|inf|deg", re.IGNORECASE)
-_WORD = re.compile(r"[A-Za-z]{2,}")
-_MATH_CHARS = re.compile(r"[\w\s\\{}^_+\-*/=().,\[\]|<>!:;'%&~]*")
-
-
-def math_form(text: str) -> str:
-    """``text`` as math-verify should read it: LaTeX and bare expressions go between ``$...$``; text that already
-    has delimiters (``$``, ``\\(``, ``\\[``, ``\\boxed``) or reads as prose (words outside ``\\text{}``, or characters
-    that are not math, like ``####``) is left as is.
-    """
-    if _DELIMITED.search(text) or is_prose(text):
-        return text
-    return f"${text}$"
-
-
-def is_prose(text: str) -> bool:
-    """``text`` has no math delimiters and reads as prose: words outside ``\\text{}``, or characters that are not
-    math (``####``)."""
-    if _DELIMITED.search(text):
-        return False
-    bare = _MATH_WORDS.sub(" ", _COMMAND.sub(" ", _TEXT_ARG.sub(" ", text)))
-    return bool(_WORD.search(bare)) or not _MATH_CHARS.fullmatch(text)
-
-
-def _request(gold: str, answer: str) -> tuple[str, str, bool]:
-    """What a worker is sent: both in math form, and whether the answer is one LaTeX expression (see the worker)."""
-    form = math_form(answer)
-    return math_form(gold), form, form != answer or answer.startswith("\\boxed{")
 
 
 class _Child:
     """One ``_verify_worker.py`` process, its pipes and its own read buffer (select-safe)."""
 
-    def __init__(self) -> None:
-        self.proc: subprocess.Popen | None = None
-        self.buf = b""
-        self.fresh = True
+    proc: subprocess.Popen | None = None
+    buf = b""
+    fresh = True
 
-    def _start(self) -> None:
-        self.buf = b""
-        self.fresh = True
-        self.proc = subprocess.Popen(
-            # -I: isolated mode, so a math_verify.py (or sympy.py) in the working directory cannot hijack the child
-            [sys.executable, "-I", str(_WORKER)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+    def start(self) -> None:
+        self.buf, self.fresh = b"", True
+        self.proc = subprocess.Popen(  # -I: a math_verify.py (or sympy.py) in the cwd cannot hijack the child
+            [sys.executable, "-I", str(_WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
 
     def kill(self) -> None:
         if self.proc is not None:
@@ -96,9 +56,8 @@ class _Child:
             self.proc.wait()
             self.proc = None
 
-    def _readline(self, timeout: float) -> bytes | None:
-        deadline = time.monotonic() + timeout
-        fd = self.proc.stdout.fileno()
+    def readline(self, timeout: float) -> bytes | None:
+        deadline, fd = time.monotonic() + timeout, self.proc.stdout.fileno()
         while b"\n" not in self.buf:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
@@ -110,122 +69,86 @@ class _Child:
         line, _, self.buf = self.buf.partition(b"\n")
         return line
 
-    def _ready(self) -> bool:
-        """Wait up to ``STARTUP_S`` for a fresh child's imports (it says ``"ready"``); a hostile first item used to
-        get that allowance too, so each one a timeout restarted the child for cost ``timeout`` + 30 s."""
-        self.fresh = self._readline(STARTUP_S) != b'"ready"'
-        return not self.fresh
-
     def run(self, items: list[tuple[str, str, bool]], timeout: float) -> tuple[list[float | None], int]:
-        """Pipeline ``items`` through the child; each result must arrive within ``timeout`` of the previous one."""
+        """Pipeline ``items`` through the child; each result must arrive within ``timeout`` of the previous one.
+        A fresh child's imports are bounded apart (``STARTUP_S``): an item gets only its own ``timeout``."""
         results: list[float | None] = []
         timeouts = 0
-        pending = list(items)
-        while pending:
-            chunk = pending[:CHUNK]
+        while len(results) < len(items):
+            chunk = items[len(results) : len(results) + CHUNK]
             if self.proc is None or self.proc.poll() is not None:
-                self._start()
-            if self.fresh and not self._ready():  # its imports are bounded apart: an item gets only its timeout
-                self.kill()
-                timeouts += 1
-                results.append(0.0)
-                pending = pending[1:]
-                continue
+                self.start()
             try:
+                if self.fresh and self.readline(STARTUP_S) != b'"ready"':
+                    raise TimeoutError
+                self.fresh = False
                 self.proc.stdin.write(b"".join(json.dumps(item).encode() + b"\n" for item in chunk))
                 self.proc.stdin.flush()
-            except (BrokenPipeError, OSError):
-                self.kill()
+                for _, answer, _ in chunk:
+                    line = self.readline(timeout)
+                    if line is None:
+                        logger.warning(
+                            "math-verify exceeded %.1f s on a %d-char answer; scored 0.0", timeout, len(answer)
+                        )
+                        raise TimeoutError
+                    results.append(json.loads(line))
+            except (TimeoutError, OSError):  # the item in hand scores 0.0; the rest go to a fresh child, started now
+                timeouts += 1
                 results.append(0.0)
-                pending = pending[1:]
-                continue
-            for i, (_, answer, _) in enumerate(chunk):
-                line = self._readline(timeout)
-                if line is None:
-                    timeouts += 1
-                    logger.warning(
-                        "math-verify exceeded %.1f s on an answer of %d chars; scored 0.0", timeout, len(answer)
-                    )
-                    self.kill()  # the rest of the chunk is sent again to a fresh child,
-                    self._start()  # started now, so its imports overlap with what the caller does next
-                    results.append(0.0)
-                    pending = pending[i + 1 :]
-                    break
-                results.append(json.loads(line))
-            else:
-                pending = pending[len(chunk) :]
+                self.kill()
+                self.start()
         return results, timeouts
 
 
 class _Pool:
-    """Children shared by every verifier in the process; a caller holds one child at a time (no deadlock)."""
+    """Children shared by every verifier in the process; a caller holds one child at a time (no deadlock), the one
+    used last first (its caches are warm)."""
 
     def __init__(self) -> None:
         self.children: list[_Child] = []
-        self.idle: queue.SimpleQueue[_Child] = queue.SimpleQueue()
+        self.idle: queue.LifoQueue[_Child] = queue.LifoQueue()
         self.lock = threading.Lock()
-        self.executor: ThreadPoolExecutor | None = None
-        self.executor_size = 0
+        self.threads = ThreadPoolExecutor(max_workers=32, thread_name_prefix="math-verify")  # threads made on need
 
-    def grow(self, n: int) -> None:
+    def start(self, n: int) -> None:
+        """At least ``n`` children, started now without waiting for their imports (they overlap the caller's work)."""
         with self.lock:
             while len(self.children) < n:
-                child = _Child()
-                self.children.append(child)
+                self.children.append(_Child())
+                self.idle.put(self.children[-1])
+            idle = []  # only idle children are started here: one in use is the caller's to restart
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    idle.append(self.idle.get_nowait())
+            for child in reversed(idle):  # back in the same order: the one used last stays first
+                if child.proc is None:
+                    child.start()
                 self.idle.put(child)
-            if self.executor_size < n:
-                if self.executor is not None:
-                    self.executor.shutdown(wait=False)  # running calls finish on it; new ones use the larger one
-                self.executor = ThreadPoolExecutor(max_workers=n, thread_name_prefix="math-verify")
-                self.executor_size = n
 
     def close(self) -> None:
         for child in list(self.children):
             child.kill()
 
-    def cpu_seconds(self) -> float:
-        """CPU time used so far by the live workers (Linux ``/proc``; 0.0 elsewhere), for benchmarks."""
-        total = 0
-        for child in list(self.children):
-            try:
-                fields = Path(f"/proc/{child.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
-            except (AttributeError, OSError, IndexError, ValueError):
-                continue
-        return total / os.sysconf("SC_CLK_TCK")
-
     def run(self, items: list[tuple[str, str, bool]], timeout: float, workers: int) -> tuple[list[float | None], int]:
-        self.grow(workers)
+        self.start(workers)
         size = min(CHUNK, max(MIN_CHUNK, math.ceil(len(items) / (2 * workers))))
-        chunks = [(start, items[start : start + size]) for start in range(0, len(items), size)]
+        todo = iter(range(0, len(items), size))
         results: list[float | None] = [None] * len(items)
-        timeouts = 0
-        todo = iter(chunks)
-        todo_lock = threading.Lock()
 
-        def drain() -> int:
-            child = self.idle.get()
-            lost = 0
+        def drain() -> int:  # one child takes chunks until none are left
+            child, lost = self.idle.get(), 0
             try:
-                while True:
-                    with todo_lock:
-                        nxt = next(todo, None)
-                    if nxt is None:
-                        return lost
-                    start, chunk = nxt
-                    out, t = child.run(chunk, timeout)
-                    results[start : start + len(chunk)] = out
+                for start in todo:  # a shared iterator: each chunk is taken once
+                    results[start : start + size], t = child.run(items[start : start + size], timeout)
                     lost += t
+                return lost
             finally:
                 self.idle.put(child)
 
-        tasks = min(workers, len(chunks))
+        tasks = min(workers, math.ceil(len(items) / size))
         if tasks <= 1:
-            timeouts = drain()
-        else:
-            for future in [self.executor.submit(drain) for _ in range(tasks)]:
-                timeouts += future.result()
-        return results, timeouts
+            return results, drain()
+        return results, sum(f.result() for f in [self.threads.submit(drain) for _ in range(tasks)])
 
 
 _POOL = _Pool()
@@ -234,18 +157,14 @@ atexit.register(_POOL.close)
 
 def default_workers() -> int:
     """Worker processes per machine process: the usable cores, at most 4."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(4, cores))
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
 class MathVerifier:
     """math-verify ``verify(parse(gold), parse(answer))`` with a hard deadline per item, usable from any thread.
 
-    Results are cached per (gold, answer) pair, and plain integer pairs are compared in-process (identical results,
-    no round trip). ``workers`` bounds the child processes (default: usable cores, at most 4).
+    Results are cached per (gold, answer) pair; plain numbers are compared in-process (``number``, ``same_number``:
+    math-verify's verdict, no round trip). ``workers`` bounds the child processes (default: usable cores, at most 4).
     """
 
     def __init__(self, timeout: float = 5.0, cache_size: int = 100_000, workers: int | None = None):
@@ -262,6 +181,10 @@ class MathVerifier:
     def __setstate__(self, state: dict) -> None:
         self.__init__(**state)
 
+    def start(self) -> None:
+        """Start the worker processes in the background, so that the first call does not wait for their imports."""
+        _POOL.start(self.workers)
+
     def clear_cache(self) -> None:
         """Forget cached scores (the child processes keep their parsed golds)."""
         with self._lock:
@@ -276,34 +199,30 @@ class MathVerifier:
         out: list[float | None] = [None] * len(pairs)
         ask: dict[tuple[str, str], list[int]] = {}
         with self._lock:
-            for i, (gold, answer) in enumerate(pairs):
-                key = (gold, answer)
-                if key in self._cache:
-                    out[i] = self._cache[key]
-                    continue
-                g, a = gold.strip(), answer.strip()
-                if _PLAIN_INT.match(g) and _PLAIN_INT.match(a):
-                    out[i] = self._remember(key, 1.0 if int(g) == int(a) else 0.0)
-                elif len(answer) > MAX_ANSWER_CHARS:
-                    out[i] = self._remember(key, 0.0)
-                else:
-                    ask.setdefault(key, []).append(i)
+            for i, key in enumerate(pairs):
+                if key not in self._cache:
+                    gold_value = gold_number(key[0])
+                    answer_value = number(key[1]) if gold_value and len(key[1]) < 200 else None
+                    verdict = same_number(gold_value, answer_value) if answer_value else None
+                    if verdict is None and len(key[1]) <= MAX_ANSWER_CHARS:
+                        ask.setdefault(key, []).append(i)
+                        continue
+                    self._remember(key, verdict or 0.0)  # a longer answer is wrong without asking math-verify
+                out[i] = self._cache[key]
         if ask:
-            keys = list(ask)
-            results, timeouts = _POOL.run([_request(g, a) for g, a in keys], self.timeout, self.workers)
+            results, timeouts = _POOL.run([request(g, a) for g, a in ask], self.timeout, self.workers)
             with self._lock:
                 self.timeouts += timeouts
-                for key, result in zip(keys, results):
+                for (key, rows), result in zip(ask.items(), results):
                     self._remember(key, result)
-                    for i in ask[key]:
+                    for i in rows:
                         out[i] = result
         return out
 
-    def _remember(self, key: tuple[str, str], result: float | None) -> float | None:
+    def _remember(self, key: tuple[str, str], result: float | None) -> None:
         if len(self._cache) >= self.cache_size:
             self._cache.clear()
         self._cache[key] = result
-        return result
 
 
-__all__ = ["MAX_ANSWER_CHARS", "MathVerifier", "default_workers", "is_prose", "math_form"]
+__all__ = ["MAX_ANSWER_CHARS", "MathVerifier", "_PLAIN_INT", "default_workers", "is_prose", "math_form", "number"]
