@@ -122,6 +122,7 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     from grpo_trl.check.rewards import build_rewards, column_problems
     from grpo_trl.data import build_dataset
     from grpo_trl.data.render import Rendering
+    from grpo_trl.data.sources import column_names
     from grpo_trl.environments import build_environment_factory
     from grpo_trl.models.init_kwargs import load_failure
     from grpo_trl.models.load import load_processing_class, resolve_model
@@ -179,9 +180,10 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
         logger.info("dataset: %s", data.summary())
         train_dataset = data.train
         eval_dataset = eval_dataset or (data.eval if config.eval_strategy != "no" else None)
-    fail(recipe, column_problems(recipe, rewards, train_dataset.column_names))
+    columns = column_names(train_dataset)  # a streamed dataset: read up to its first row
+    fail(recipe, column_problems(recipe, rewards, columns))
     if env is not None and recipe.data.get("environment") is not None:
-        check_environment_column(recipe, train_dataset.column_names, train_dataset)
+        check_environment_column(recipe, columns, train_dataset)
     if "rollout_func" not in kw and recipe.data.get("rollout_func") is not None:
         from grpo_trl.rollout import load_rollout
 

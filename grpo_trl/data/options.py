@@ -38,6 +38,7 @@ class DataSection(Section):
     max_prompt_tokens: int | None = Field(None, gt=0, description="drop rows whose prompt is longer")
     max_solution_tokens: int | None = Field(None, gt=0, description="drop rows whose solution is longer")
     solution_column: str = "solution"
+    streaming: bool = Field(False, description="read the data as training consumes it (needs trainer.max_steps)")
     pass_rate: dict[str, Any] | None = Field(None, description="keep a pass-rate band from `grpo-trl filter`")
     sampler: dict[str, Any] | None = Field(None, description="zero-variance-aware sampling (data/sampler.py)")
     dynamic_sampling: dict[str, Any] | None = Field(None, description="DAPO refill of zero-variance groups")
