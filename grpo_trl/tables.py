@@ -69,6 +69,17 @@ REWARD_SETTINGS: dict[str, tuple[str, str, object]] = {
     "soft_punish_cache": ("soft_overlong_punishment", "soft_punish_cache", 4096),
     "code_language": ("code_format", "language", "python"),
 }
+# Reward settings a grpo-trl reward does not take: setting -> why (named among the keys `import` does not map).
+SETTINGS_NOT_CARRIED = {
+    "code_language": "grpo-trl's code rewards read and run Python; a plugin reward can check another language",
+}
+# Peer keys whose value the recipe carries by grpo-trl's own default, so nothing is written: key -> (value, note).
+CARRIED_BY_DEFAULT = {"dataset_train_split": ("train", "data.split defaults to train")}
+# Why a key read but not written is left out: key -> why (a key with no entry: "read, but no rule carries it").
+LEFT_OUT = {
+    "dataset_test_split": "evaluation is off (eval_strategy: no), so TRL never reads it; with evaluation on it "
+    "becomes data.eval_split",
+}
 # TRL's script hard-codes these for get_soft_overlong_punishment.
 TRL_FIXED_ARGS = {"get_soft_overlong_punishment": {"max_completion_len": 1280, "soft_punish_cache": 256}}
 # open-r1's reward_funcs when the config names none.
