@@ -226,3 +226,52 @@ def test_the_memory_plan_of_a_qwen2_5_vl_config_counts_the_parameters_transforme
         want = Qwen2_5_VLForConditionalGeneration(config).num_parameters()
     shape = load_shape(str(tmp_path))
     assert shape.params()[0] == want and shape.hidden == 64 and shape.layers == 2  # sizes: the language model's
+
+
+@pytest.mark.parametrize("layout", [["image", "text"], ["text", "image", "text", "image"]], ids=["single", "multi"])
+def test_trl_vlm_cases_train_as_trl_trains_them(tiny_vlm, tmp_path, layout):
+    """TRL's ``test_train_vlm`` and ``test_train_vlm_multi_image``: images interleaved with the text (TRL's
+    multi-image format) train identically from the ``images`` builder, every logged metric, step by step."""
+    from datasets import Dataset, Image, List
+    from PIL import Image as PILImage
+    from trl import GRPOConfig, GRPOTrainer
+
+    import grpo_trl
+    from tests.trl_cases.rewards import length
+    from tests.trl_cases.test_grpo_trainer_cases import _same
+
+    rows, trl_rows = [], []
+    for i in range(8):
+        parts, files = [], []
+        for j, kind in enumerate(layout):
+            if kind == "text":
+                parts.append({"type": "text", "text": f"Count the squares {i} {j}."})
+                continue
+            name = tmp_path / f"{i}-{j}.png"
+            PILImage.new("RGB", (12 + 4 * j, 12), ((40 * i) % 256, 90 * j % 256, 7)).save(name)
+            parts.append({"type": "image"})
+            files.append(str(name))
+        prompt = [{"role": "user", "content": parts}]
+        rows.append({"image": files, "question": prompt, "answer": str(i)})
+        trl_rows.append({"prompt": prompt, "images": files})
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    trainer = {"learning_rate": 0.1, "per_device_train_batch_size": 2, "num_generations": 2}
+    trainer |= {"max_completion_length": 8, "max_steps": 4, "logging_steps": 1, "seed": 42, "use_cpu": True}
+    trainer |= {"bf16": False, "report_to": "none", "save_strategy": "no"}
+    data = Dataset.from_list(trl_rows).cast_column("images", List(Image()))
+    theirs = GRPOTrainer(
+        model=tiny_vlm,
+        reward_funcs=length,
+        args=GRPOConfig(output_dir=str(tmp_path / "trl"), **trainer),
+        train_dataset=data,
+    )
+    theirs.train()
+    recipe = {
+        "model": {"name": tiny_vlm},
+        "data": {"builder": "images", "path": str(tmp_path / "rows.jsonl")},
+        "rewards": [{"name": "tests.trl_cases.rewards:length"}],
+        "trainer": {**trainer, "output_dir": str(tmp_path / "ours")},
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
+    ours = grpo_trl.train(grpo_trl.load_recipe(str(tmp_path / "r.yaml")))
+    _same(theirs.state.log_history, ours.log_history)
