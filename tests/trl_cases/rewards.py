@@ -52,3 +52,13 @@ def logs_extra(completions, log_extra=None, **kwargs) -> list[float]:
 def logs_metric(completions, log_metric=None, **kwargs) -> list[float]:
     log_metric("custom_accuracy", 0.75)
     return length(completions)
+
+
+def records_rows(completions, n, **kwargs) -> list[float]:
+    """Appends the ``n`` column of the rows it scores to the file ``$GRPO_TRL_SEEN`` names (one line per call)."""
+    import json
+    import os
+
+    with open(os.environ["GRPO_TRL_SEEN"], "a") as fh:
+        fh.write(json.dumps(list(n)) + "\n")
+    return length(completions)
