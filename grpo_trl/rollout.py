@@ -77,6 +77,19 @@ def load_rollout(value: Any) -> Callable:
     return func
 
 
+def for_trainer(rollout: Any, fields: list[str] | None, read: set[str]) -> tuple[Callable, set[str]]:
+    """The function TRL gets for ``rollout`` (a callable from the API, with its ``fields``, or a recipe section) and
+    the keys it gives the rewards: the declared ones, else all ``read`` (the rewards' columns the data lacks), which
+    the returned function checks at its first batch."""
+    if callable(rollout):
+        declared = None if fields is None else set(fields)
+    else:
+        rollout, (declared, complete) = load_rollout(rollout), rollout_fields(rollout)
+        declared = declared if complete else None
+    given = read if declared is None else declared
+    return checked_rollout(rollout, read & given), given
+
+
 def checked_rollout(func: Callable, fields: set[str], key: str = "rollout_func") -> Callable:
     """``func`` checked once, at its first batch: its output must hold every one of ``fields`` (what the rewards
     read beside the dataset's columns); else one ``RecipeError`` naming them and ``key``. Later batches pass as is."""

@@ -195,17 +195,11 @@ def build_trainer(
     rollout = kw.get("rollout_func") or recipe.data.get("rollout_func")
     if rollout is not None:  # TRL forwards its extra output keys to the rewards: declared, or checked at batch one
         from grpo_trl.rewards.registry import required_columns
-        from grpo_trl.rollout import checked_rollout, load_rollout, rollout_fields
+        from grpo_trl.rollout import for_trainer
 
-        if callable(rollout):
-            declared = None if fields is None else set(fields)
-        else:
-            rollout, (declared, complete) = load_rollout(rollout), rollout_fields(rollout)
-            declared = declared if complete else None
         read = {c for r in rewards for c in required_columns(r)} - set(columns)
-        expected = read if declared is None else declared & read
-        columns = [*columns, *sorted(read if declared is None else declared)]
-        kw["rollout_func"] = checked_rollout(rollout, expected)
+        kw["rollout_func"], given = for_trainer(rollout, fields, read)
+        columns = [*columns, *sorted(given)]
     fail(recipe, column_problems(recipe, rewards, columns))
     if env is not None and recipe.data.get("environment") is not None:
         check_environment_column(recipe, columns, train_dataset)
