@@ -127,7 +127,6 @@ def build_trainer(
     """The real ``trl.GRPOTrainer`` for ``recipe`` (a ``Recipe`` or a path), merged with ``trainer_kwargs``.
     ``rollout_fields``: the extra keys a ``rollout_func=`` returns that rewards read (as the recipe's
     ``rollout_func: {func, fields}``); without it, the rewards' other parameters are checked at the first batch."""
-    fields = rollout_fields
     from trl import GRPOTrainer
 
     from grpo_trl.check.extras import check_env_scores, check_environment_column, check_template, fail
@@ -143,7 +142,7 @@ def build_trainer(
     from grpo_trl.run.names import STATE
     from grpo_trl.tools import build_tools
 
-    recipe = with_rollout(recipe, overrides, trainer_kwargs.get("rollout_func"), fields)
+    recipe = with_rollout(recipe, overrides, trainer_kwargs.get("rollout_func"), rollout_fields)
     accepted = set(inspect.signature(GRPOTrainer.__init__).parameters) - {"self"}
     unknown = sorted(set(trainer_kwargs) - accepted)
     if unknown:
@@ -198,9 +197,8 @@ def build_trainer(
         from grpo_trl.rollout import for_trainer
 
         read = {c for r in rewards for c in required_columns(r)} - set(columns)
-        kw["rollout_func"], given = for_trainer(rollout, fields, read)
-        columns = [*columns, *sorted(given)]
-    fail(recipe, column_problems(recipe, rewards, columns))
+        kw["rollout_func"], given = for_trainer(rollout, rollout_fields, read)
+    fail(recipe, column_problems(recipe, rewards, [*columns, *sorted(given)] if rollout is not None else columns))
     if env is not None and recipe.data.get("environment") is not None:
         check_environment_column(recipe, columns, train_dataset)
     if config.use_vllm and config.vllm_mode == "colocate":
