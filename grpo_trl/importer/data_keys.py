@@ -44,6 +44,8 @@ class DataKeys(Translation):
                 self.put(("data", "split"), split, "dataset_train_split")
             if prompt_column != "prompt" or flavour == "open-r1":
                 self.put(("data", "prompt_column"), prompt_column, "dataset_prompt_column")
+            if self.data.get("dataset_streaming"):  # TRL's ScriptArguments: an IterableDataset
+                self.put(("data", "streaming"), bool(self.take("dataset_streaming")), "dataset_streaming")
             eval_strategy = self.data.get("eval_strategy", self.data.get("evaluation_strategy", "no"))
             if eval_strategy not in ("no", None, False):
                 self.put(("data", "eval_split"), test_split, "dataset_test_split (eval_strategy is on)")

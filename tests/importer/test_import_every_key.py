@@ -139,3 +139,10 @@ def test_every_key_of_any_such_config_is_carried_or_named(keys, unknown, source)
     result = import_text(yaml.safe_dump(config))
     missing = [key for key in config if not _named(result.text, key)]
     assert not missing, missing
+
+
+def test_trl_dataset_streaming_becomes_data_streaming():
+    for value in (True, False):
+        config = {"model_name_or_path": "m/m", "dataset_name": "o/d", "reward_funcs": ["accuracy_reward"]}
+        result = import_text(yaml.safe_dump({**config, "dataset_streaming": value, "max_steps": 5}))
+        assert result.recipe["data"].get("streaming", False) is value and "dataset_streaming" in result.text
