@@ -158,9 +158,7 @@ NOT_MAPPED = {
     "wandb_entity": "set the WANDB_ENTITY environment variable instead",
     "wandb_project": "set the WANDB_PROJECT environment variable instead",
     "wandb_run_group": "set the WANDB_RUN_GROUP environment variable instead",
-    "dataset_streaming": "grpo-trl builds the dataset in memory (no streaming)",
-    "streaming": "TRL's dataset-mixture streaming: grpo-trl streams one dataset (dataset_streaming -> data.streaming), "
-    "not a mixture",
+    "streaming": "TRL's dataset-mixture streaming: grpo-trl streams one dataset (data.streaming), not a mixture",
     "test_split_size": "TRL's dataset-mixture eval fraction: grpo-trl holds out a count, set data.eval_size",
     "ignore_bias_buffers": "DDP setting TRL's GRPO script ignores",
     "use_liger_loss": "Liger's GRPO loss was removed from TRL (0.28): TRL now always computes log-probs in chunks "
