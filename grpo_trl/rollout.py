@@ -8,6 +8,10 @@ tell a reward that reads one of them from a reward that reads a column the data 
     rollout_func: my_pkg.rollouts:remote_agent
     rollout_func: {func: my_pkg.rollouts:remote_agent, fields: [env_reward]}
 
+The Python API does the same: ``train(recipe, rollout_func=f, rollout_fields=["env_reward"])``. Fields not listed
+(a bare name, or no ``rollout_fields``) are checked at the first batch: ``checked_rollout`` raises one error naming
+those the rewards read and the function did not return.
+
 Example:
     >>> rollout_fields({"func": "m:f", "fields": ["env_reward"]}), rollout_fields("m:f"), rollout_fields(None)
     (({'env_reward'}, True), (set(), False), (set(), True))
@@ -15,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -70,3 +75,70 @@ def load_rollout(value: Any) -> Callable:
     if not callable(func):
         raise RecipeError(f"rollout_func {name!r} is not callable")
     return func
+
+
+def for_trainer(rollout: Any, fields: list[str] | None, read: set[str]) -> tuple[Callable, set[str]]:
+    """The function TRL gets for ``rollout`` (a callable from the API, with its ``fields``, or a recipe section) and
+    the keys it gives the rewards: the declared ones, else all ``read`` (the rewards' columns the data lacks), which
+    the returned function checks at its first batch."""
+    if callable(rollout):
+        declared = None if fields is None else set(fields)
+    else:
+        rollout, (declared, complete) = load_rollout(rollout), rollout_fields(rollout)
+        declared = declared if complete else None
+    given = read if declared is None else declared
+    return checked_rollout(rollout, read & given), given
+
+
+def checked_rollout(func: Callable, fields: set[str], key: str = "rollout_func") -> Callable:
+    """``func`` checked once, at its first batch: its output must hold every one of ``fields`` (what the rewards
+    read beside the dataset's columns); else one ``RecipeError`` naming them and ``key``. Later batches pass as is."""
+    if not fields:
+        return func
+    checked = False
+
+    @functools.wraps(func)
+    def rollout(prompts: Any, trainer: Any) -> Any:
+        nonlocal checked
+        out = func(prompts, trainer)
+        if not checked:
+            missing = sorted(set(fields) - set(out if isinstance(out, dict) else ()))
+            if missing:
+                got = ", ".join(sorted(out)) if isinstance(out, dict) else type(out).__name__
+                raise RecipeError(
+                    [
+                        Problem(
+                            "",
+                            key,
+                            f"{getattr(func, '__name__', 'rollout_func')} returned no {', '.join(missing)}, which "
+                            f"the rewards read (it returned: {got})",
+                            f"return {', '.join(missing)} from it (one value per completion), or read it in no reward",
+                        )
+                    ]
+                )
+            checked = True
+        return out
+
+    return rollout
+
+
+def passed_to_python_api(prompts: Any, trainer: Any) -> Any:
+    """Stands for a ``rollout_func=`` that cannot be imported by name (a lambda, a closure) in the recipe a run
+    records; the function itself is what TRL calls."""
+    raise RuntimeError("the rollout_func given to grpo_trl.train/build_trainer is called instead")
+
+
+def recipe_entry(func: Callable, fields: list[str] | None) -> str | dict:
+    """The ``rollout_func:`` entry a recipe would hold for ``func``: its ``module:qualname`` when importable by that
+    name, and ``{func, fields}`` when the fields are declared.
+
+    >>> recipe_entry(load_rollout, None).endswith(":load_rollout"), recipe_entry(lambda p, t: p, ["x"])["func"]
+    (True, 'grpo_trl.rollout:passed_to_python_api')
+    """
+    name = f"{getattr(func, '__module__', '')}:{getattr(func, '__qualname__', '')}"
+    try:
+        if import_target(name, "rollout_func", RecipeError) is not func:
+            raise RecipeError("not the same function")
+    except RecipeError:
+        name = "grpo_trl.rollout:passed_to_python_api"
+    return name if fields is None else {"func": name, "fields": list(fields)}

@@ -69,6 +69,21 @@ REWARD_SETTINGS: dict[str, tuple[str, str, object]] = {
     "soft_punish_cache": ("soft_overlong_punishment", "soft_punish_cache", 4096),
     "code_language": ("code_format", "language", "python"),
 }
+# Reward settings a grpo-trl reward does not take: setting -> why (named among the keys `import` does not map).
+SETTINGS_NOT_CARRIED = {
+    "code_language": "grpo-trl's code rewards read and run Python; a plugin reward can check another language",
+}
+# Peer keys whose value the recipe carries by grpo-trl's own default, so nothing is written: key -> (value, note).
+CARRIED_BY_DEFAULT = {
+    "dataset_train_split": ("train", "data.split defaults to train"),
+    "datasets": ([], "no dataset mixture"),
+    "dataset_streaming": (False, "data.streaming defaults to false"),
+}
+# Why a key read but not written is left out: key -> why (a key with no entry: "read, but no rule carries it").
+LEFT_OUT = {
+    "dataset_test_split": "evaluation is off (eval_strategy: no), so TRL never reads it; with evaluation on it "
+    "becomes data.eval_split",
+}
 # TRL's script hard-codes these for get_soft_overlong_punishment.
 TRL_FIXED_ARGS = {"get_soft_overlong_punishment": {"max_completion_len": 1280, "soft_punish_cache": 256}}
 # open-r1's reward_funcs when the config names none.
@@ -94,19 +109,6 @@ LENGTH_UNITS = {
 }
 
 # ------------------------------------------------------------------------------------------------- config keys
-SCRIPT_KEYS = (  # trl.ScriptArguments + open-r1's GRPOScriptArguments (dataset side)
-    "dataset_name",
-    "dataset_config",
-    "dataset_train_split",
-    "dataset_test_split",
-    "dataset_streaming",
-    "dataset_prompt_column",
-    "dataset_mixture",
-    "datasets",
-    "reward_funcs",
-    "reward_model_name_or_path",
-    "ignore_bias_buffers",
-)
 MODEL_KEYS = {  # trl.ModelConfig field -> model: key (lora_* go to model.lora)
     "model_name_or_path": "name",
     "model_revision": "revision",
@@ -156,8 +158,7 @@ NOT_MAPPED = {
     "wandb_entity": "set the WANDB_ENTITY environment variable instead",
     "wandb_project": "set the WANDB_PROJECT environment variable instead",
     "wandb_run_group": "set the WANDB_RUN_GROUP environment variable instead",
-    "dataset_streaming": "grpo-trl builds the dataset in memory (no streaming)",
-    "streaming": "TRL's dataset-mixture streaming: grpo-trl builds the dataset in memory",
+    "streaming": "TRL's dataset-mixture streaming: grpo-trl streams one dataset (data.streaming), not a mixture",
     "test_split_size": "TRL's dataset-mixture eval fraction: grpo-trl holds out a count, set data.eval_size",
     "ignore_bias_buffers": "DDP setting TRL's GRPO script ignores",
     "use_liger_loss": "Liger's GRPO loss was removed from TRL (0.28): TRL now always computes log-probs in chunks "
@@ -198,7 +199,6 @@ DEFAULT_NOTES = {
 MAX_PROMPT_LENGTH_HISTORY = [("0.14", 512), ("0.26", None)]
 BASELINE_OPEN_R1 = "0.18"  # the TRL version open-r1 pins
 BASELINE_TRL = "1.0"
-KNOWN_VERSIONS = ("0.14", "0.29")  # the range the history covers, besides 1.x
 
 
 def _vkey(version: str) -> tuple[int, ...]:

@@ -7,7 +7,9 @@ environments, dataset -> ``GRPOConfig`` -> ``trl.GRPOTrainer(...).train()`` -> t
   ``reward_processing_classes`` list may come with them), ``callbacks``, ``tools``;
 - single values replace the recipe's: ``model`` (a preloaded model), ``processing_class``, ``peft_config``,
   ``quantization_config``, ``environment_factory``, ``train_dataset``, ``eval_dataset``, ``args`` (a GRPOConfig);
-- the rest (``rollout_func``, replacing the recipe's ``rollout_func:``, ``optimizers``...) pass straight through.
+- ``rollout_func`` replaces the recipe's ``rollout_func:``; ``rollout_fields=[...]`` declares the extra keys it
+  returns for the rewards (as ``rollout_func: {func, fields}``), else they are checked at its first batch;
+- the rest (``optimizers``...) pass straight through.
 
 ``run`` trains inside a ``run.session.RunSession`` (lock, manifest, resume, staged final save). Run it as
 ``grpo-trl train RECIPE`` or, under accelerate (one process per GPU, any engine accelerate knows)::
@@ -115,8 +117,17 @@ def check_output_dir(path: str | Path, min_free_mb: int | None = None, file: str
         )
 
 
-def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, config=None, **trainer_kwargs: Any):
-    """The real ``trl.GRPOTrainer`` for ``recipe`` (a ``Recipe`` or a path), merged with ``trainer_kwargs``."""
+def build_trainer(
+    recipe: Recipe | str,
+    overrides: list[str] | tuple = (),
+    *,
+    config=None,
+    rollout_fields: list[str] | None = None,
+    **trainer_kwargs: Any,
+):
+    """The real ``trl.GRPOTrainer`` for ``recipe`` (a ``Recipe`` or a path), merged with ``trainer_kwargs``.
+    ``rollout_fields``: the extra keys a ``rollout_func=`` returns that rewards read (as the recipe's
+    ``rollout_func: {func, fields}``); without it, the rewards' other parameters are checked at the first batch."""
     from trl import GRPOTrainer
 
     from grpo_trl.check.extras import check_env_scores, check_environment_column, check_template, fail
@@ -124,6 +135,7 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     from grpo_trl.data import build_dataset
     from grpo_trl.data.render import Rendering
     from grpo_trl.data.rows import needing, reward_columns
+    from grpo_trl.data.sources import column_names
     from grpo_trl.environments import build_environment_factory
     from grpo_trl.models.init_kwargs import load_failure
     from grpo_trl.models.load import load_processing_class, resolve_model
@@ -133,8 +145,7 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     from grpo_trl.run.names import STATE
     from grpo_trl.tools import build_tools
 
-    if not isinstance(recipe, Recipe):
-        recipe = load_recipe(recipe, overrides)
+    recipe = with_rollout(recipe, overrides, trainer_kwargs.get("rollout_func"), rollout_fields)
     accepted = set(inspect.signature(GRPOTrainer.__init__).parameters) - {"self"}
     unknown = sorted(set(trainer_kwargs) - accepted)
     if unknown:
@@ -184,13 +195,17 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
         logger.info("dataset: %s", data.summary())
         train_dataset = data.train
         eval_dataset = eval_dataset or (data.eval if config.eval_strategy != "no" else None)
-    fail(recipe, column_problems(recipe, rewards, train_dataset.column_names))
-    if env is not None and recipe.data.get("environment") is not None:
-        check_environment_column(recipe, train_dataset.column_names, train_dataset)
-    if "rollout_func" not in kw and recipe.data.get("rollout_func") is not None:
-        from grpo_trl.rollout import load_rollout
+    columns = column_names(train_dataset)  # a streamed dataset: read up to its first row
+    rollout = kw.get("rollout_func") or recipe.data.get("rollout_func")
+    if rollout is not None:  # TRL forwards its extra output keys to the rewards: declared, or checked at batch one
+        from grpo_trl.rewards.registry import required_columns
+        from grpo_trl.rollout import for_trainer
 
-        kw["rollout_func"] = load_rollout(recipe.data["rollout_func"])
+        read = {c for r in rewards for c in required_columns(r)} - set(columns)
+        kw["rollout_func"], given = for_trainer(rollout, rollout_fields, read)
+    fail(recipe, column_problems(recipe, rewards, [*columns, *sorted(given)] if rollout is not None else columns))
+    if env is not None and recipe.data.get("environment") is not None:
+        check_environment_column(recipe, columns, train_dataset)
     if config.use_vllm and config.vllm_mode == "colocate":
         from grpo_trl.vllm_cpu import keep_weights_loadable
 
@@ -270,9 +285,29 @@ def run(
 
 def train(recipe: Recipe | str, overrides: list[str] | tuple = (), **kwargs: Any) -> TrainResult:
     """Python API: train from a ``Recipe`` or a recipe path (with ``--set``-style overrides)."""
-    if not isinstance(recipe, Recipe):
-        recipe = load_recipe(recipe, overrides)
+    recipe = with_rollout(recipe, overrides, kwargs.get("rollout_func"), kwargs.get("rollout_fields"))
     return run(recipe, **kwargs)
+
+
+def with_rollout(recipe: Recipe | str, overrides: list[str] | tuple, func: Any, fields: list[str] | None) -> Recipe:
+    """The checked recipe; with a ``rollout_func=`` callable, the recipe as if it held ``rollout_func:`` for it
+    (``rollout_fields`` as its ``fields``), so that ``check`` judges the columns the rewards read as the recipe key
+    does. A ``Recipe`` given already checked has passed ``load_recipe``: load it with ``validate=False`` instead."""
+    from grpo_trl.check.validate import validate
+    from grpo_trl.recipe.core import open_recipe
+    from grpo_trl.rollout import recipe_entry
+
+    if not callable(func):
+        return recipe if isinstance(recipe, Recipe) else load_recipe(recipe, overrides)
+    base = recipe if isinstance(recipe, Recipe) else open_recipe(recipe, overrides)
+    entry = recipe_entry(func, fields)
+    if base.data.get("rollout_func") == entry and isinstance(recipe, Recipe):
+        return recipe  # made here already (train, then build_trainer)
+    recipe = Recipe(data={**base.data, "rollout_func": entry}, path=base.path)
+    problems = validate(recipe)
+    if problems:
+        raise RecipeError(problems)
+    return recipe
 
 
 if __name__ == "__main__":  # python -m grpo_trl.train (accelerate launch): the CLI's train command, the entry point

@@ -226,3 +226,71 @@ def test_the_memory_plan_of_a_qwen2_5_vl_config_counts_the_parameters_transforme
         want = Qwen2_5_VLForConditionalGeneration(config).num_parameters()
     shape = load_shape(str(tmp_path))
     assert shape.params()[0] == want and shape.hidden == 64 and shape.layers == 2  # sizes: the language model's
+
+
+ONE, MULTI = ["image", "text"], ["text", "image", "text", "image"]
+VLM_CASES = {  # TestGRPOTrainerVLM's CPU cases (liger and vLLM ones need a GPU): (layout, GRPOConfig values, lora)
+    "test_train_vlm": (ONE, {}, None),
+    "test_train_vlm_multi_image": (MULTI, {"max_steps": 4}, None),  # the images' places mattered from step 4
+    "test_train_vlm_with_pad_to_multiple_of": (ONE, {"pad_to_multiple_of": 7}, None),
+    "test_train_vlm_beta_non_zero": (ONE, {"beta": 0.1}, None),
+    "test_train_vlm_peft": (ONE, {}, {"target_modules": ["q_proj", "v_proj"]}),
+    "test_train_vlm_and_importance_sampling": (ONE, {"steps_per_generation": 2}, None),
+    "test_train_vlm_log_multimodal_false": (ONE, {"log_completions": True, "log_multimodal": False}, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VLM_CASES))
+def test_trl_vlm_cases_train_as_trl_trains_them(tiny_vlm, tmp_path, case):
+    """TRL's VLM cases: images interleaved with the text (TRL's multi-image format) or one image first train
+    identically from the ``images`` builder, every logged metric, step by step."""
+    layout, config, lora = VLM_CASES[case]
+    from datasets import Dataset, Image, List
+    from PIL import Image as PILImage
+    from trl import GRPOConfig, GRPOTrainer
+
+    import grpo_trl
+    from tests.trl_cases.rewards import length
+    from tests.trl_cases.test_grpo_trainer_cases import _same
+
+    rows, trl_rows = [], []
+    for i in range(8):
+        parts, files = [], []
+        for j, kind in enumerate(layout):
+            if kind == "text":
+                parts.append({"type": "text", "text": f"Count the squares {i} {j}."})
+                continue
+            name = tmp_path / f"{i}-{j}.png"
+            PILImage.new("RGB", (12 + 4 * j, 12), ((40 * i) % 256, 90 * j % 256, 7)).save(name)
+            parts.append({"type": "image"})
+            files.append(str(name))
+        prompt = [{"role": "user", "content": parts}]
+        rows.append({"image": files, "question": prompt, "answer": str(i)})
+        trl_rows.append({"prompt": prompt, "images": files})
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    trainer = {"learning_rate": 0.1, "per_device_train_batch_size": 2, "num_generations": 2}
+    trainer |= {"max_completion_length": 8, "max_steps": 2, "logging_steps": 1, "seed": 42, "use_cpu": True}
+    trainer |= {"bf16": False, "report_to": "none", "save_strategy": "no", **config}
+    data = Dataset.from_list(trl_rows).cast_column("images", List(Image()))
+    peft = {}
+    if lora is not None:
+        from peft import LoraConfig
+
+        peft["peft_config"] = LoraConfig(**lora)
+    theirs = GRPOTrainer(
+        model=tiny_vlm,
+        reward_funcs=length,
+        args=GRPOConfig(output_dir=str(tmp_path / "trl"), **trainer),
+        train_dataset=data,
+        **peft,
+    )
+    theirs.train()
+    recipe = {
+        "model": {"name": tiny_vlm, **({"lora": lora} if lora is not None else {})},
+        "data": {"builder": "images", "path": str(tmp_path / "rows.jsonl")},
+        "rewards": [{"name": "tests.trl_cases.rewards:length"}],
+        "trainer": {**trainer, "output_dir": str(tmp_path / "ours")},
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
+    ours = grpo_trl.train(grpo_trl.load_recipe(str(tmp_path / "r.yaml")))
+    _same(theirs.state.log_history, ours.log_history)

@@ -169,7 +169,9 @@ def first_prompt(recipe: Recipe) -> list[dict] | None:
     finally:
         if shown:
             enable_progress_bar()
-    return ds[0]["prompt"] if len(ds) else None
+    from grpo_trl.data.sources import first_row
+
+    return (first_row(ds) or {}).get("prompt")  # a streamed dataset (data.streaming) is read up to its first row
 
 
 def template_problems(recipe: Recipe) -> list[Problem]:

@@ -36,7 +36,11 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     if "model" not in bad:
         problems += model_problems(recipe)
     if "data" not in bad:
-        problems += data_problems(recipe.dataset, file, "data")
+        from grpo_trl.data.build import streaming_problems
+
+        problems += data_problems(recipe.dataset, file, "data") + streaming_problems(
+            recipe.dataset, recipe.trainer, file
+        )
     if "rewards" not in bad:
         problems += reward_problems(recipe)
     if not bad & {"generation", "trainer"}:

@@ -153,9 +153,12 @@ def cmd_data(args: argparse.Namespace) -> int:
     with needing(reward_columns(planned_rewards(recipe))):  # rows without what a reward reads: counted, dropped
         result = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=rendering)
     print(f"dataset: {result.summary()}")
-    print(f"columns: {', '.join(result.train.column_names)}")
-    for i in range(min(args.n, len(result.train))):
-        row = result.train[i]
+    from itertools import islice
+
+    from grpo_trl.data.sources import column_names
+
+    print(f"columns: {', '.join(column_names(result.train))}")
+    for i, row in enumerate(islice(result.train, args.n)):  # a streamed dataset (data.streaming) too
         prompt = as_trainer_prompt(tokenizer, row)  # a plain string (TRL's standard format) reaches the model as is
         text = (
             prompt

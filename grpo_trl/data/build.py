@@ -26,7 +26,11 @@ from grpo_trl.data.prompts import resolve_system_prompt
 from grpo_trl.data.registry import get_builder, to_conversation
 from grpo_trl.data.render import Rendering
 from grpo_trl.data.rows import drop_bad_rows
-from grpo_trl.errors import DataError
+from grpo_trl.data.sources import column_names
+from grpo_trl.errors import DataError, Problem
+
+STREAM_REFUSES = ("mixture", "eval_size", "pass_rate", "sampler", "dynamic_sampling")  # they need every row at once
+SHUFFLE_BUFFER = 1000  # a streamed dataset shuffles within a buffer of this many rows (datasets' default)
 
 
 @dataclass
@@ -39,9 +43,34 @@ class DataResult:
     dropped: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
+        if not hasattr(self.train, "__len__"):
+            return "streamed: rows are read, mapped and filtered as training consumes them"
         drops = ", ".join(f"{v} by {k}" for k, v in self.dropped.items() if v) or "none"
         held = f", eval {len(self.eval)}" if self.eval is not None else ""
         return f"{self.loaded} rows loaded, dropped: {drops}; train {len(self.train)}{held}"
+
+
+def streaming_problems(cfg: dict, trainer: dict, file: str) -> list[Problem]:
+    """``data.streaming``: an ``IterableDataset`` has no length, so training needs ``trainer.max_steps``, and the
+    options that need every row at once do not apply."""
+    if not cfg.get("streaming"):
+        return []
+    found = [
+        Problem(file, f"data.{key}", "needs every row at once; a streamed dataset has none", "drop it or streaming")
+        for key in STREAM_REFUSES
+        if cfg.get(key) is not None
+    ]
+    if not isinstance(trainer.get("max_steps"), int) or trainer["max_steps"] <= 0:
+        found.append(
+            Problem(
+                file,
+                "trainer.max_steps",
+                "data.streaming: a streamed dataset has no length, so the number of steps cannot be derived from "
+                "num_train_epochs",
+                "set trainer.max_steps to the steps to train",
+            )
+        )
+    return found
 
 
 def build_one(
@@ -58,18 +87,24 @@ def build_one(
     system = resolve_system_prompt(cfg.get("system_prompt", builder.default_system_prompt))
     # common options a builder asks for by name (one that makes the prompt itself takes the system prompt)
     solution_default = DataSection.model_fields["solution_column"].default
+    stream = bool(cfg.get("streaming")) and split_key == "split"  # the eval split stays in memory (it is small)
     for key, value in (("base_dir", base_dir), ("system_prompt", system), ("solution_column", None)):
         if key in params:
             options[key] = value if key != "solution_column" else cfg.get(key, solution_default)
+    if stream and "streaming" in params:  # the builder reads its source as a stream itself
+        options["streaming"] = True
     ds = builder.func(split=cfg.get(split_key) or "train", **options)
-    if "user" not in ds.column_names and "prompt" not in ds.column_names:  # pragma: no cover - a builder bug
+    if stream and hasattr(ds, "to_iterable_dataset"):  # built in memory: streamed from there, mapped lazily
+        ds = ds.to_iterable_dataset()
+    columns = column_names(ds)
+    if "user" not in columns and "prompt" not in columns:  # pragma: no cover - a builder bug
         raise DataError(f"builder {builder.name!r} returned no 'user' (or 'prompt') column")
-    loaded = len(ds)
+    loaded = len(ds) if hasattr(ds, "__len__") else 0
     ds, bad = drop_bad_rows(ds, how=cfg.get("bad_rows", "drop"), where=str(cfg.get("path") or cfg.get("source") or ""))
     seed = cfg.get("seed", 42)
     if cfg.get("shuffle"):
-        ds = ds.shuffle(seed=seed)
-    if "user" in ds.column_names:  # a builder that makes the prompt itself has none
+        ds = ds.shuffle(seed=seed, **({"buffer_size": SHUFFLE_BUFFER} if stream else {}))
+    if "user" in columns:  # a builder that makes the prompt itself has none
         ds = ds.map(lambda row: {"prompt": to_conversation(row["user"], system)}, remove_columns=["user"])
     pass_rate = cfg.get("pass_rate")  # the band sits between the token filters and limit
     ds, dropped = filter_by_tokens(ds, {**cfg, "limit": None} if pass_rate else cfg, tokenizer, rendering)
@@ -147,7 +182,7 @@ def build_dataset(
             raise DataError(f"data.eval_size ({n}) must be smaller than the dataset ({len(result.train)} rows)")
         split = result.train.train_test_split(test_size=n, seed=cfg.get("seed", 42), shuffle=True)
         result.train, result.eval = split["train"], split["test"]
-    if len(result.train) == 0:
+    if hasattr(result.train, "__len__") and len(result.train) == 0:
         raise DataError(
             f"the dataset is empty after filtering ({result.summary()}); raise data.max_prompt_tokens / "
             "max_solution_tokens or check the source"

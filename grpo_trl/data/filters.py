@@ -19,7 +19,8 @@ then the first ``limit`` rows), but:
   ``~/.cache/grpo-trl``) ``/token-filter/``; a second ``check``/``train`` on the same data and tokenizer reads the
   data and one small file;
 - once per launch: under a multi-process launch the local main process builds and the others then read its cache
-  (``accelerate``'s ``local_main_process_first``).
+  (``accelerate``'s ``local_main_process_first``);
+- streamed (``data.streaming``): the same counter runs batch by batch as training reads the rows, nothing cached.
 
 ``dropped`` counts what the filters removed among the rows examined (all rows without ``limit``).
 
@@ -43,6 +44,7 @@ from typing import Any
 
 from grpo_trl.data.image_tokens import IMAGE_COLUMNS, is_processor, prompt_lengths, row_images, text_tokenizer
 from grpo_trl.data.render import Rendering
+from grpo_trl.data.sources import column_names
 from grpo_trl.data.token_count import byte_bound_mode, max_token_chars, token_lengths
 
 logger = logging.getLogger(__name__)
@@ -269,19 +271,28 @@ def filter_by_tokens(
     from grpo_trl.errors import DataError
 
     max_p, max_s, limit = cfg.get("max_prompt_tokens"), cfg.get("max_solution_tokens"), cfg.get("limit")
+    streamed = not hasattr(ds, "__len__")
     if not (max_p or max_s):
-        return (ds.select(range(min(limit, len(ds)))) if limit is not None else ds), {}
+        if limit is None:
+            return ds, {}
+        return (ds.take(limit) if streamed else ds.select(range(min(limit, len(ds))))), {}
     if tokenizer is None:
         raise DataError("data.max_prompt_tokens / max_solution_tokens need the recipe's tokenizer")
     sol_col = cfg.get("solution_column", "solution")
-    if max_s and sol_col not in ds.column_names:
-        raise DataError(f"data.max_solution_tokens: no column {sol_col!r}; columns: {', '.join(ds.column_names)}")
+    names = column_names(ds)
+    if max_s and sol_col not in names:
+        raise DataError(f"data.max_solution_tokens: no column {sol_col!r}; columns: {', '.join(names)}")
     columns = (["prompt"] if max_p else []) + ([sol_col] if max_s else [])
     rendering = rendering or Rendering()
-    if rendering.per_row and max_p and ENV_COLUMN in ds.column_names and ENV_COLUMN not in columns:
+    if rendering.per_row and max_p and ENV_COLUMN in names and ENV_COLUMN not in columns:
         columns.insert(1, ENV_COLUMN)
     if max_p and is_processor(tokenizer):
-        columns += [c for c in IMAGE_COLUMNS if c in ds.column_names]
+        columns += [c for c in IMAGE_COLUMNS if c in names]
+    if streamed:  # lazily: each batch counted as training reads it
+        counter = _token_counter(tokenizer, max_p, max_s, sol_col, rendering)
+        kept = ds.map(counter, batched=True, batch_size=BATCH_SIZE).filter(lambda row: row["_ok_p"] and row["_ok_s"])
+        kept = kept.remove_columns(["_ok_p", "_ok_s"])
+        return (kept.take(limit) if limit is not None else kept), {}
     options = {"max_prompt_tokens": max_p, "max_solution_tokens": max_s, "limit": limit, "columns": columns}
     options["rendering"] = [rendering.common, rendering.by_environment]
     with _once_per_node():

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.data.registry import DataError, load_file, load_hub_or_file, register_builder
+from grpo_trl.data.sources import column_names, first_row
 
 logger = logging.getLogger(__name__)
 
@@ -65,10 +66,10 @@ def to_prompt(value: Any, prompt_format: str, system: str | None) -> str | list[
     raise ValueError(f"holds {type(value).__name__} {str(value)[:60]!r}: a prompt is a string or a list of messages")
 
 
-def _load(name: str | None, path: str | None, config: str | None, split: str, base_dir: Path | None) -> Any:
+def _load(name: str | None, path: str | None, config: str | None, split: str, base_dir: Path | None, stream: bool):
     if (name is None) == (path is None):
         raise DataError("data: builder hub needs exactly one of name (a Hub id or dataset folder) or path (a file)")
-    return load_hub_or_file(name, config, split, path, base_dir)
+    return load_hub_or_file(name, config, split, path, base_dir, stream)
 
 
 @register_builder(
@@ -86,8 +87,10 @@ def hub(
     system_prompt: str | None = None,
     solution_column: str = "solution",
     base_dir: Path | None = None,
+    streaming: bool = False,
 ):
-    """Any Hub or local dataset: ``prompt`` from ``prompt_column`` (text or messages), ``solution``, other columns."""
+    """Any Hub or local dataset: ``prompt`` from ``prompt_column`` (text or messages), ``solution``, other columns.
+    ``streaming`` (``data.streaming``): read as training consumes it, every row mapped lazily."""
     if prompt_format not in PROMPT_FORMATS:
         raise DataError(f"data.prompt_format: {prompt_format!r} is not one of {', '.join(PROMPT_FORMATS)}")
     if prompt_format == "standard" and system_prompt:
@@ -95,25 +98,26 @@ def hub(
             "data.system_prompt: a standard-format (plain text) prompt has no system turn; set prompt_format: "
             "conversational, or system_prompt: none"
         )
-    ds = _load(name, path, config, split, base_dir)
+    ds = _load(name, path, config, split, base_dir, streaming)
     where = f"dataset {path or name!r}"
-    if prompt_column == "prompt" and "prompt" not in ds.column_names and ROUTE in ds.column_names:
+    names = column_names(ds)
+    if prompt_column == "prompt" and "prompt" not in names and ROUTE in names:
         return _routing_only(ds, system_prompt)
-    if prompt_column not in ds.column_names:
+    if prompt_column not in names:
         raise DataError(
-            f"data.prompt_column: {where} has no column {prompt_column!r}; its columns: {', '.join(ds.column_names)}"
+            f"data.prompt_column: {where} has no column {prompt_column!r}; its columns: {', '.join(names)}"
         )
-    keep = [c for c in ds.column_names if c != prompt_column] if columns is None else list(columns)
-    missing = [c for c in keep if c not in ds.column_names]
+    keep = [c for c in names if c != prompt_column] if columns is None else list(columns)
+    missing = [c for c in keep if c not in names]
     if missing:
         raise DataError(
-            f"data.columns: {where} has no column(s) {', '.join(missing)}; its columns: {', '.join(ds.column_names)}"
+            f"data.columns: {where} has no column(s) {', '.join(missing)}; its columns: {', '.join(names)}"
         )
-    if solution_column != "solution" and solution_column not in ds.column_names:
+    if solution_column != "solution" and solution_column not in names:
         raise DataError(f"data.solution_column: {where} has no column {solution_column!r}")
-    if solution_column in ds.column_names and solution_column not in keep:
+    if solution_column in names and solution_column not in keep:
         keep.append(solution_column)
-    first = ds[0][prompt_column] if len(ds) else None
+    first = (first_row(ds) or {}).get(prompt_column)
     if system_prompt and _is_messages(first) and first[0].get("role") == "system":
         logger.warning("data.system_prompt: %s already has system turns; they are kept", where)
 
@@ -127,7 +131,7 @@ def hub(
             out["solution"] = row[solution_column]
         return out
 
-    drop = [c for c in ds.column_names if c not in keep and c != prompt_column]
+    drop = [c for c in names if c not in keep and c != prompt_column]
     if prompt_column != "prompt":
         drop.append(prompt_column)
     if "prompt" in keep and prompt_column != "prompt":

@@ -7,6 +7,10 @@ may be a path (relative to the data file's folder, else to the recipe's), a ``{"
 image is opened when the data is built (``check`` too, for a local file), so a missing, empty or unreadable image is
 one ``error:`` line naming its row, not a crash mid-run.
 
+The question is a string (the images go before it, as TRL places them), or TRL's multi-image form that keeps where
+each image sits among the text: a list of ``{"type": "image"}`` / ``{"type": "text", "text": ...}`` parts, or a list
+of messages whose ``content`` is such a list; its image parts are filled, in order, from the row's images.
+
 Example recipe section::
 
     data:
@@ -105,6 +109,54 @@ def images_of(value: Any, folders: list[Path]) -> list[dict]:
     return [load_image(v, folders) for v in values]
 
 
+def _json(value: Any) -> Any:
+    """A cell read as text by a JSON column that mixes types: the list it holds, else the value."""
+    if isinstance(value, str) and value.startswith("["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _parts(content: Any, images: int | None) -> list[dict]:
+    """``content`` as TRL's structured parts: a string is one text part (after ``images`` image parts, if given)."""
+    if isinstance(content, str):
+        return [{"type": "image", "text": None}] * (images or 0) + [{"type": "text", "text": content}]
+    if not isinstance(content, list) or not all(isinstance(p, dict) and p.get("type") in PARTS for p in content):
+        raise ValueError(f"holds {str(content)[:60]!r}: content is text or a list of {{type: image|text}} parts")
+    for part in content:
+        if part["type"] == "text" and not isinstance(part.get("text"), str):
+            raise ValueError(f"has a text part without text: {part!r}")
+    return [{"type": p["type"], "text": p.get("text") if p["type"] == "text" else None} for p in content]
+
+
+def interleave(question: Any, images: int, system: str | None = None) -> list[dict]:
+    """TRL's multi-image prompt from a question: parts (one user turn) or messages, images kept where they are
+    (a string user turn gets them first, as TRL does). ``ValueError`` when the image parts and images differ.
+
+    >>> [p["type"] for p in interleave([{"type": "text", "text": "a"}, {"type": "image"}], 1)[0]["content"]]
+    ['text', 'image']
+    """
+    if isinstance(question, list) and question and all(isinstance(m, dict) and "role" in m for m in question):
+        messages, placed = [], False
+        for m in question:
+            first_user = m["role"] == "user" and isinstance(m.get("content"), str) and not placed
+            placed = placed or first_user
+            messages.append({"role": str(m["role"]), "content": _parts(m.get("content"), images if first_user else 0)})
+    else:
+        messages = [{"role": "user", "content": _parts(question, images)}]
+    if system:
+        messages.insert(0, {"role": "system", "content": _parts(system, 0)})
+    slots = sum(p["type"] == "image" for m in messages for p in m["content"])
+    if slots != images:
+        raise ValueError(f"has {slots} image part(s) for the row's {images} image(s)")
+    return messages
+
+
+PARTS = ("image", "text")
+
+
 @register_builder("images", system_prompt=None, columns=_columns, local_copy=True)
 def images(
     split: str = "train",
@@ -115,6 +167,7 @@ def images(
     image_column: str = "image",
     question_column: str = "question",
     answer_column: str = "answer",
+    system_prompt: str | None = None,
     base_dir: Path | None = None,
 ):
     """Image + question + answer rows: ``user``, ``images`` (a list per row) and ``solution``; other columns kept."""
@@ -142,13 +195,23 @@ def images(
         folders = [(base_dir / local).resolve().parent]
     folders += [base_dir] if base_dir is not None else []
 
+    interleaved = any(not isinstance(_json(q), str) for q in ds[question_column])
+
     def to_row(row: dict, idx: int) -> dict:
         try:
             pictures = images_of(row[image_column], folders)
         except ValueError as exc:
             raise DataError(f"{where} row {idx}: {image_column!r} {exc}", key=KEY) from None
-        return {"user": str(row[question_column]), IMAGES: pictures, "solution": str(row[answer_column])}
+        out = {IMAGES: pictures, "solution": str(row[answer_column])}
+        if not interleaved:
+            return {"user": str(row[question_column]), **out}
+        try:
+            return {"prompt": interleave(_json(row[question_column]), len(pictures), system_prompt), **out}
+        except ValueError as exc:
+            raise DataError(f"{where} row {idx}: {question_column!r} {exc}", key="data.question_column") from None
 
-    drop = [c for c in (image_column, question_column, answer_column) if c not in ("user", IMAGES, "solution")]
+    drop = [
+        c for c in (image_column, question_column, answer_column) if c not in ("user", IMAGES, "solution", "prompt")
+    ]
     out = ds.map(to_row, with_indices=True, remove_columns=drop, desc="opening images")
     return out.cast_column(IMAGES, List(Image()))

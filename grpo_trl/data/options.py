@@ -41,6 +41,7 @@ class DataSection(Section):
     bad_rows: Literal["drop", "error"] = Field(
         "drop", description="a row without a value the prompt or a reward needs: drop it (counted) or stop"
     )
+    streaming: bool = Field(False, description="read the data as training consumes it (needs trainer.max_steps)")
     pass_rate: dict[str, Any] | None = Field(None, description="keep a pass-rate band from `grpo-trl filter`")
     sampler: dict[str, Any] | None = Field(None, description="zero-variance-aware sampling (data/sampler.py)")
     dynamic_sampling: dict[str, Any] | None = Field(None, description="DAPO refill of zero-variance groups")

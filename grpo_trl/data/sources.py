@@ -36,9 +36,11 @@ def without_cache() -> Iterator[None]:
         _IN_MEMORY.reset(token)
 
 
-def _read(kind: str, p: Path) -> Any:
+def _read(kind: str, p: Path, streaming: bool = False) -> Any:
     from datasets import Dataset, load_dataset
 
+    if streaming:
+        return load_dataset(kind, data_files=str(p), split="train", streaming=True)
     if not _IN_MEMORY.get():
         return load_dataset(kind, data_files=str(p), split="train")
     import tempfile
@@ -54,14 +56,17 @@ def _read(kind: str, p: Path) -> Any:
     return Dataset(InMemoryTable(pa.concat_tables(tables, promote_options="default")))
 
 
-def load_hub_or_file(source: str, config: str | None, split: str, path: str | None, base_dir: Path | None) -> Any:
-    """``load_dataset(source, config, split=split)``, or a local file at ``path``; clear error when unreachable."""
+def load_hub_or_file(
+    source: str, config: str | None, split: str, path: str | None, base_dir: Path | None, streaming: bool = False
+) -> Any:
+    """``load_dataset(source, config, split=split)``, or a local file at ``path``; clear error when unreachable.
+    ``streaming``: a ``datasets.IterableDataset`` read as it is consumed (``data.streaming``)."""
     from datasets import load_dataset
 
     if path is not None:
-        return load_file(path, base_dir)
+        return load_file(path, base_dir, streaming)
     try:
-        return load_dataset(source, config, split=split)
+        return load_dataset(source, config, split=split, streaming=streaming)
     except Exception as exc:  # noqa: BLE001 - offline, missing split, gated...
         raise DataError(
             f"cannot load dataset {source!r} (config {config!r}, split {split!r}): {type(exc).__name__}: "
@@ -70,8 +75,9 @@ def load_hub_or_file(source: str, config: str | None, split: str, path: str | No
         ) from exc
 
 
-def load_file(path: str | Path, base_dir: Path | None = None) -> Any:
-    """A local JSONL, JSON, Parquet or CSV file as a ``Dataset`` (``path`` relative to the recipe's folder)."""
+def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = False) -> Any:
+    """A local JSONL, JSON, Parquet or CSV file as a ``Dataset`` (``path`` relative to the recipe's folder), or
+    ``streaming``: as an ``IterableDataset`` read as training consumes it."""
     p = Path(path).expanduser()
     if "\0" in str(p):
         raise DataError(f"data file {str(path)!r}: a path cannot hold a NUL byte")
@@ -93,7 +99,7 @@ def load_file(path: str | Path, base_dir: Path | None = None) -> Any:
     level = datasets_logging.get_verbosity()
     datasets_logging.set_verbosity(datasets_logging.CRITICAL)  # its "Failed to load JSON" line repeats ours
     try:
-        ds = _read(kind, p)
+        ds = _read(kind, p, streaming)
     except Exception as exc:  # noqa: BLE001 - malformed JSON/CSV/Parquet: the user's file, not a bug
         cause = exc  # datasets wraps the parser's error ("An error occurred while generating the dataset")
         while cause.__cause__ is not None and cause.__cause__ is not cause:
@@ -111,7 +117,7 @@ def load_file(path: str | Path, base_dir: Path | None = None) -> Any:
         raise DataError(f"data file {str(path)!r} cannot be read: {why}", fix=fix) from None
     finally:
         datasets_logging.set_verbosity(level)
-    return _keep_mixed_columns(ds, p) if kind == "json" else ds
+    return _keep_mixed_columns(ds, p) if kind == "json" and not streaming else ds
 
 
 def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:
@@ -181,3 +187,17 @@ def require_columns(ds: Any, columns: list[str], what: str) -> None:
     missing = [c for c in columns if c not in ds.column_names]
     if missing:
         raise DataError(f"{what}: missing column(s) {', '.join(missing)}; the data has: {', '.join(ds.column_names)}")
+
+
+def column_names(ds: Any) -> list[str]:
+    """A dataset's columns; a streamed one whose features are not known yet is read up to its first row."""
+    if ds.column_names is not None:
+        return list(ds.column_names)
+    return list(first_row(ds) or ())
+
+
+def first_row(ds: Any) -> dict | None:
+    """The first row (None for an empty dataset), in memory or streamed (reading only that far)."""
+    if hasattr(ds, "__len__"):
+        return ds[0] if len(ds) else None
+    return next(iter(ds), None)

@@ -8,6 +8,7 @@ import numbers
 from pathlib import Path
 from typing import Any
 
+from grpo_trl import tables as T
 from grpo_trl.importer.state import Translation
 
 
@@ -19,11 +20,14 @@ class DataKeys(Translation):
         prompt_column = self.string("dataset_prompt_column", "prompt")
         split = self.string("dataset_train_split", "train")
         test_split = self.string("dataset_test_split", "test")
+        stream = self.take("dataset_streaming")  # TRL's ScriptArguments: an IterableDataset
         part: dict[str, Any] = {"builder": "hub"}
         if self.data.get("datasets") == []:  # TRL's DatasetMixtureConfig default, written out: no mixture
             self.take("datasets")
         elif self.has("dataset_mixture") or self.has("datasets"):
             self.mixture(prompt_column, flavour)
+            if stream:
+                self.unmapped("dataset_streaming", T.NOT_MAPPED["streaming"])
             if self.has("dataset_name"):
                 self.unmapped("dataset_name", "a dataset mixture is given too, and TRL uses the mixture")
             self.prompt_format(flavour)
@@ -44,6 +48,8 @@ class DataKeys(Translation):
                 self.put(("data", "split"), split, "dataset_train_split")
             if prompt_column != "prompt" or flavour == "open-r1":
                 self.put(("data", "prompt_column"), prompt_column, "dataset_prompt_column")
+            if stream:
+                self.put(("data", "streaming"), True, "dataset_streaming")
             eval_strategy = self.data.get("eval_strategy", self.data.get("evaluation_strategy", "no"))
             if eval_strategy not in ("no", None, False):
                 self.put(("data", "eval_split"), test_split, "dataset_test_split (eval_strategy is on)")

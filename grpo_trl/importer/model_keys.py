@@ -80,6 +80,7 @@ class ModelKeys(Translation):
                 continue
             note = f"{key} (use_peft)" if key in self.data else f"TRL ModelConfig's default {key}"
             self.put(("model", "lora", target), value, note)
+        self.carried.add("use_peft")  # model.lora is there
 
     def quantization(self) -> None:
         """``load_in_4bit`` / ``load_in_8bit`` -> ``model.quantization``, as TRL's ``get_quantization_config`` builds

@@ -72,6 +72,7 @@ class RewardKeys(Translation):
             self.out.comments[("rewards", 0)] = "reward_model_name_or_path (a sequence classifier, as TRL loads it)"
         if entries:
             self.out.recipe["rewards"] = entries
+            self.carried |= {"reward_funcs", "reward_weights", "reward_model_name_or_path"} & set(self.data)
         for key in T.REWARD_SETTINGS:
             if key in self.data and key not in used_settings:
                 self.unmapped(key, f"open-r1's {T.REWARD_SETTINGS[key][0]!r} setting, and reward_funcs do not use it")
@@ -115,6 +116,7 @@ class RewardKeys(Translation):
                 used_settings.add(key)
                 value = self.data.get(key, default)
                 self.done.add(key)
+                self.carried.add(key)
                 args[arg] = value
                 if key not in self.data:
                     note += f"; {arg}={value!r} is open-r1's default"
@@ -139,6 +141,12 @@ class RewardKeys(Translation):
                 if a == "require_answer_tag"
                 else "it has no such argument"
             )
+            setting = next((k for k, (o, arg, _) in T.REWARD_SETTINGS.items() if (o, arg) == (peer, a)), None)
+            if setting in self.data:  # the config set it: named among the keys not mapped, with the reason
+                self.carried.discard(setting)
+                reason = T.SETTINGS_NOT_CARRIED.get(setting, why)
+                self.unmapped(setting, f"{peer}'s {a}={value!r}: grpo-trl's {target!r} does not take it ({reason})")
+                continue
             self.out.warnings.append(
                 f"reward {peer!r}: grpo-trl's {target!r} does not take {a}={value!r} yet, so {why}"
             )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ class Translation:
         self.out = Imported(recipe={}, flavour=flavour, baseline=baseline)
         self.problems: list[Problem] = []
         self.done: set[str] = set()
+        self.carried: set[str] = set()  # peer keys whose value reached the recipe (``put``'s comment names them)
         self.grpo = installed_fields(GRPOConfig)
         self.model_defaults = installed_fields(ModelConfig)
         self.out_dir = out_dir
@@ -81,6 +83,15 @@ class Translation:
         node[path[-1]] = value
         if comment:
             self.out.comments[path] = comment
+            self.carried.add(re.split(r"[^\w.]", comment, maxsplit=1)[0])
+        if path[-1] in self.data:  # a field under its own name
+            self.carried.add(path[-1])
+
+    def silent_keys(self) -> list[str]:
+        """Peer keys that reached neither the recipe nor the ``unmapped`` list (each is named by ``translate``)."""
+        named = {k.split(".")[0] for k, _ in self.out.unmapped}
+        named |= {line.split(":")[0] for line in self.out.changed_defaults}
+        return [k for k in self.data if k not in self.carried and k not in named]
 
     def take(self, key: str, default: Any = None) -> Any:
         self.done.add(key)

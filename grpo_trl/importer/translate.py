@@ -83,6 +83,12 @@ def translate(
     t.rewards()
     t.old_defaults()
     t.rest()
+    for key in t.silent_keys():  # every key is carried or named: none dropped without a word
+        default, note = T.CARRIED_BY_DEFAULT.get(key, (t.model_defaults.get(key, t.grpo.get(key, t)), "the default"))
+        if t.data[key] == default:
+            t.out.changed_defaults.append(f"{key}: {t.data[key]!r} - nothing to write ({note})")
+            continue
+        t.unmapped(key, T.LEFT_OUT.get(key, "read, but no rule of grpo-trl import carries it (please report it)"))
     if t.problems:
         raise RecipeError(t.problems)
     recipe = t.out.recipe

@@ -178,3 +178,56 @@ def test_a_column_mixing_one_path_and_lists_of_paths_opens_every_image(tmp_path)
     ds = build_dataset({"builder": "images", "path": str(path)}).train
     assert [len(r["images"]) for r in ds] == [1, 2]
     assert pixels(ds[1]["images"][1]) == pixels(picture(2))
+
+
+PART = st.sampled_from(["image", "text"])
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(layouts=st.lists(st.lists(PART, min_size=1, max_size=5), min_size=1, max_size=3), messages=st.booleans())
+def test_interleaved_questions_keep_each_image_where_it_sits_among_the_text(tmp_path_factory, layouts, messages):
+    """TRL's multi-image form: content parts (or messages holding them) with the row's images filled in order."""
+    from trl.data_utils import prepare_multimodal_messages
+
+    folder = tmp_path_factory.mktemp("interleaved")
+    rows, want = [], []
+    for i, layout in enumerate(layouts):
+        parts = [
+            {"type": "image"} if p == "image" else {"type": "text", "text": f"t{i}.{j}"} for j, p in enumerate(layout)
+        ]
+        originals = [picture(i * 10 + j) for j, p in enumerate(layout) if p == "image"]
+        question = [{"role": "user", "content": parts}] if messages else parts
+        cells = [cell("relative", im, folder, f"{i}-{j}.png") for j, im in enumerate(originals)]
+        rows.append({"image": cells, "question": question, "answer": str(i)})
+        want.append((layout, originals))
+    (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    built = build_dataset(
+        {"builder": "images", "path": str(folder / "rows.jsonl"), "system_prompt": "Be brief."}
+    ).train
+    for row, (layout, originals) in zip(built, want):
+        system, user = row["prompt"]
+        assert system["role"] == "system" and user["role"] == "user"
+        assert [p["type"] for p in user["content"]] == layout  # positions kept
+        filled = prepare_multimodal_messages(row["prompt"], images=row["images"])  # as GRPOTrainer fills them
+        got = [p["image"] for p in filled[1]["content"] if p["type"] == "image"]
+        assert [pixels(g) for g in got] == [pixels(o) for o in originals]
+
+
+def test_a_string_question_stays_the_single_question_form_with_every_image_first(tmp_path):
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "a.png").write_bytes(png(picture(1)))
+    (tmp_path / "rows.jsonl").write_text(json.dumps({"image": ["img/a.png"], "question": "How many?", "answer": 1}))
+    row = build_dataset({"builder": "images", "path": str(tmp_path / "rows.jsonl")}).train[0]
+    assert row["prompt"] == [{"role": "user", "content": "How many?"}] and len(row["images"]) == 1
+
+
+@pytest.mark.parametrize("slots", [0, 2])
+def test_image_parts_that_do_not_match_the_images_are_one_error_naming_the_question_column(tmp_path, slots):
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "a.png").write_bytes(png(picture(1)))
+    question = [{"type": "image"}] * slots + [{"type": "text", "text": "How many?"}]
+    (tmp_path / "rows.jsonl").write_text(json.dumps({"image": ["img/a.png"], "question": question, "answer": 1}))
+    with pytest.raises(DataError) as err:
+        build_dataset({"builder": "images", "path": str(tmp_path / "rows.jsonl")})
+    assert err.value.problems[0].key == "data.question_column"
+    assert f"{slots} image part(s) for the row's 1 image(s)" in str(err.value)
