@@ -127,6 +127,7 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
     from grpo_trl.models.load import load_processing_class, resolve_model
     from grpo_trl.models.quantization import bnb_config, hardware_problems
     from grpo_trl.models.reward_models import is_model_entry, processing_class
+    from grpo_trl.recipe.async_grpo import async_config, trainer_class
     from grpo_trl.run.names import STATE
     from grpo_trl.tools import build_tools
 
@@ -140,7 +141,7 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
             f"it takes: {', '.join(sorted(accepted))}"
         )
     kw = dict(trainer_kwargs)
-    config = kw.pop("args", None) or config or recipe.to_grpo_config()
+    config = async_config(recipe, kw.pop("args", None) or config or recipe.to_grpo_config())
     quant = recipe.model.get("quantization")
     if quant and "quantization_config" not in kw:
         fail(recipe, hardware_problems(quant))
@@ -186,13 +187,13 @@ def build_trainer(recipe: Recipe | str, overrides: list[str] | tuple = (), *, co
         from grpo_trl.rollout import load_rollout
 
         kw["rollout_func"] = load_rollout(recipe.data["rollout_func"])
-    if config.use_vllm and config.vllm_mode == "colocate":
+    if getattr(config, "use_vllm", False) and config.vllm_mode == "colocate":
         from grpo_trl.vllm_cpu import keep_weights_loadable
 
         keep_weights_loadable()
 
     try:
-        return GRPOTrainer(
+        return trainer_class(recipe)(  # AsyncGRPOTrainer with an async_grpo: section (recipe/async_grpo.py)
             model=model,
             reward_funcs=rewards,
             args=config,
