@@ -11,7 +11,8 @@ import inspect
 import math
 import os
 import typing
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import Field, create_model
 
