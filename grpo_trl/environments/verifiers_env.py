@@ -90,8 +90,14 @@ def reward(
     its weight is the ``@vf.reward`` weight (``reward_specs`` writes these entries)."""
     if not taskset or not rubric:
         raise ValueError("a verifiers reward needs args: {taskset: ID, rubric: REWARD_NAME}")
-    found = tasks(taskset, taskset_args)
-    return [score(found[i], c).get(rubric) for c, i in zip(completions, vf_task)]
+    args_json = json.dumps(taskset_args or {}, sort_keys=True)
+    return [_scores(taskset, args_json, i, _text(c)).get(rubric) for c, i in zip(completions, vf_task)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _scores(taskset: str, args_json: str, index: int, text: str) -> dict[str, float | None]:
+    """All rewards of one task for one reply, once: the other rubric functions of the same step reuse them."""
+    return score(_tasks(taskset, args_json)[index], text)
 
 
 def reward_specs(taskset: str, args: dict | None = None) -> list[dict[str, Any]]:
