@@ -142,6 +142,7 @@ def build_trainer(
     from grpo_trl.models.quantization import bnb_config, hardware_problems
     from grpo_trl.models.reward_models import is_model_entry, processing_class
     from grpo_trl.rewards.call import guarded
+    from grpo_trl.recipe.async_grpo import async_config, trainer_class
     from grpo_trl.run.names import STATE
     from grpo_trl.tools import build_tools
 
@@ -154,7 +155,7 @@ def build_trainer(
             f"it takes: {', '.join(sorted(accepted))}"
         )
     kw = dict(trainer_kwargs)
-    config = kw.pop("args", None) or config or recipe.to_grpo_config()
+    config = async_config(recipe, kw.pop("args", None) or config or recipe.to_grpo_config())
     quant = recipe.model.get("quantization")
     if quant and "quantization_config" not in kw:
         fail(recipe, hardware_problems(quant))
@@ -206,13 +207,13 @@ def build_trainer(
     fail(recipe, column_problems(recipe, rewards, [*columns, *sorted(given)] if rollout is not None else columns))
     if env is not None and recipe.data.get("environment") is not None:
         check_environment_column(recipe, columns, train_dataset)
-    if config.use_vllm and config.vllm_mode == "colocate":
+    if getattr(config, "use_vllm", False) and config.vllm_mode == "colocate":
         from grpo_trl.vllm_cpu import keep_weights_loadable
 
         keep_weights_loadable()
 
     try:
-        return GRPOTrainer(
+        return trainer_class(recipe)(  # AsyncGRPOTrainer with an async_grpo: section (recipe/async_grpo.py)
             model=model,
             reward_funcs=rewards,
             args=config,

@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from grpo_trl.recipe.async_grpo import plan_lines as async_plan_lines
+
 if TYPE_CHECKING:
     from grpo_trl.recipe.core import Recipe
 
@@ -131,7 +133,7 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
     rewards = ", ".join(f"{label} x{spec.get('weight', 1.0)}" for label, spec in zip(labels, recipe.rewards))
     if not rewards:  # an environment scores the rollouts (checked): TRL adds its get_reward(), named after the class
         rewards = "the environment's get_reward() x1.0 (TRL logs it as rewards/<class>/mean)"
-    return [
+    lines = [
         f"  model               {recipe.model['name']}" + (" + LoRA" if recipe.model.get("lora") else ""),
         f"  data                {recipe.dataset.get('builder') or 'mixture'}: {rows_s} rows",
         f"  rewards             {rewards}",
@@ -150,6 +152,7 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
         f"  output_dir          {plan.output_dir}",
         *heldout_lines(recipe, total),
     ]
+    return async_plan_lines(recipe, plan.world_size, rows, lines)  # async_grpo: its own arithmetic replaces TRL's
 
 
 def heldout_lines(recipe: Recipe, total: int | None) -> list[str]:

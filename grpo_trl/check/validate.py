@@ -65,6 +65,10 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
         problems += columns_check(recipe)
     if not problems:
         problems += trl_problems(recipe, world_size or recipe.world_size)
+    if not problems and "async_grpo" in recipe.data:  # AsyncGRPOTrainer's own config and limits
+        from grpo_trl.recipe.async_grpo import async_problems
+
+        problems += async_problems(recipe, world_size or recipe.world_size)
     if not problems and recipe.dataset.get("dynamic_sampling") is not None:
         problems += refill_problems(recipe, world_size or recipe.world_size)
     if not problems:

@@ -231,7 +231,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from grpo_trl.generation import format_command, serve_command, vllm_installed
 
     recipe = load_recipe(args.recipe, args.overrides)
-    argv, env = serve_command(recipe, args.extra)
+    from grpo_trl.recipe.async_grpo import serve_extras  # async_grpo: with LoRA adds vLLM's adapter flags
+
+    extra, more_env = serve_extras(recipe, args.extra)
+    argv, env = serve_command(recipe, extra)
+    env.update(more_env)
     print(format_command(argv, env), flush=True)
     if args.dry_run:
         return 0

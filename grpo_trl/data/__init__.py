@@ -27,4 +27,4 @@ __all__ = [
 ]
 
 # The built-in builders register themselves when imported; the package imports them (the registry never imports them).
-from grpo_trl.data import code, countdown, environment_owned, files, gsm8k, hub, images, math, squares  # noqa: E402, F401, I001
+from grpo_trl.data import code, countdown, environment_owned, files, gsm8k, hub, images, math, squares, verifiers_tasks  # noqa: E402, F401, I001

@@ -37,6 +37,7 @@ from grpo_trl.data.options import (  # noqa: F401 (the data section is the data 
 from grpo_trl.fields import Section, YamlFloat, signature_model
 from grpo_trl.models.builtin import BUILTIN_TINY  # noqa: F401 (re-exported: the one name of the built-in model)
 from grpo_trl.monitor.heldout import HeldoutSection
+from grpo_trl.recipe.async_grpo import async_model
 from grpo_trl.recipe.trl_schema import generation_model, trainer_model
 
 DTYPES = ("auto", "bfloat16", "float16", "float32")
@@ -188,7 +189,10 @@ register_section(
 )
 register_section("logging", LoggingSection)
 register_section("launch", LaunchSection)
-register_section("heldout", HeldoutSection)  # the monitor capability's own section (monitor/heldout.py)
+register_section("heldout", HeldoutSection)
+register_section(
+    "async_grpo", async_model, "AsyncGRPOConfig fields GRPOConfig lacks ({} for defaults)", lazy=True
+)  # the monitor capability's own section (monitor/heldout.py)
 REQUIRED_SECTIONS = {
     "model": "a Hugging Face model id, a local path, or builtin:tiny, e.g. model: {name: builtin:tiny}",
     "data": DATA_REQUIRED,
