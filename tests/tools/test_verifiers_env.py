@@ -11,7 +11,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("verifiers.v1", reason="the verifiers extra: pip install 'grpo-trl[verifiers]'")
+from tests.vllm_runs import VERIFIERS_SKIP  # noqa: E402
+
+pytest.importorskip("verifiers.v1", reason=VERIFIERS_SKIP)
 
 from grpo_trl.environments.verifiers_env import reward, reward_specs, rows, score, tasks  # noqa: E402
 from grpo_trl.errors import GrpoTrlError  # noqa: E402
