@@ -16,6 +16,7 @@ import base64
 import html
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from grpo_trl.errors import GrpoTrlError
@@ -177,13 +178,22 @@ def _samples_table(samples: list[dict]) -> str:
     )
 
 
-def write_report(output_dir: str | Path) -> str:
-    """Write ``<output_dir>/report/`` (PNGs, report.json, report.html); return the HTML path. A folder that cannot be
-    written (read-only, full, ``report`` a file) is one error naming what could not be written."""
+def _names(dirs: list[Path]) -> list[str]:
+    """Each run's folder name, or its whole path where two runs share a name."""
+    names = [d.name or str(d) for d in dirs]
+    return [str(d) if names.count(n) > 1 else n for d, n in zip(dirs, names)]
+
+
+def write_report(output_dir: str | Path, others: Sequence[str | Path] = ()) -> str:
+    """Write ``<output_dir>/report/`` (PNGs, report.json, report.html), the runs in ``others`` drawn over it; return
+    the HTML path. A folder that cannot be written (read-only, full, ``report`` a file) is one error naming what could
+    not be written."""
     output_dir = Path(output_dir)
     history = load_history(output_dir)
+    names = _names([output_dir, *map(Path, others)])
+    overlaid = [(n, load_history(o), load_eval_history(o)) for n, o in zip(names[1:], others)]
     try:
-        return _write_report(output_dir, history)
+        return _write_report(output_dir, history, names[0], overlaid)
     except OSError as exc:
         where = exc.filename or output_dir / "report"
         raise GrpoTrlError(
@@ -193,7 +203,50 @@ def write_report(output_dir: str | Path) -> str:
         ) from None
 
 
-def _write_report(output_dir: Path, history: list[dict]) -> str:
+def _figure(out: Path, filename: str) -> str:
+    data = base64.b64encode((out / filename).read_bytes()).decode()
+    title = html.escape(plot_title(filename))
+    img = f'<img alt="{filename}" src="data:image/png;base64,{data}"/>'
+    return f"<figure><figcaption>{title}</figcaption>{img}</figure>"
+
+
+def _curves_html(out: Path, drawn: dict, zero: set[str]) -> str:
+    """The plots in a grid; those whose every value is 0 folded into one line that opens onto them."""
+    shown = "".join(_figure(out, f) for f in drawn if f not in zero)
+    folded = [f for f in drawn if f in zero]
+    if not folded:
+        return f"<div class='grid'>{shown}</div>"
+    names = ", ".join(html.escape(plot_title(f)) for f in folded)
+    inner = "".join(_figure(out, f) for f in folded)
+    return (
+        f"<div class='grid'>{shown}</div><details class='zero'><summary>Always 0 ({len(folded)}): {names}"
+        f"</summary><div class='grid'>{inner}</div></details>"
+    )
+
+
+def _runs_html(name: str, history: list[dict], overlaid: list) -> str:
+    """With runs overlaid: one row per run (its line style, steps logged, reward trend)."""
+    if not overlaid:
+        return ""
+    rows = []
+    for i, (run, h) in enumerate([(name, history), *((n, oh) for n, oh, _ in overlaid)]):
+        trend = reward_trend(h)
+        change = f"{trend[0]:.3f} &rarr; {trend[1]:.3f}" if trend else "no reward logged"
+        style = ("solid", "dashed", "dotted", "dash-dot")[i % 4]
+        rows.append(f"<tr><td>{html.escape(run)}</td><td>{style}</td><td>{len(h)}</td><td>{change}</td></tr>")
+    head = "<tr><th>run</th><th>line</th><th>logged steps</th><th>reward mean, first vs last logged steps</th></tr>"
+    return f"<h2>Runs overlaid</h2><table>{head}{''.join(rows)}</table>"
+
+
+CSS = """body{font-family:sans-serif;margin:12px 24px}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:10px}
+figure{margin:0} figcaption{font-weight:bold;font-size:13px} figure img{width:100%;height:auto}
+details.zero summary{cursor:pointer;color:#555;margin:8px 0}
+pre{white-space:pre-wrap;max-width:520px;font-size:11px}
+table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:4px;vertical-align:top}"""
+
+
+def _write_report(output_dir: Path, history: list[dict], name: str = "", overlaid: list = ()) -> str:
     out = output_dir / "report"
     manifest = Manifest.load(output_dir)
     if out.exists() and manifest.exists and "report" not in manifest.entries:
@@ -208,7 +261,8 @@ def _write_report(output_dir: Path, history: list[dict]) -> str:
     alerts = _read_jsonl(output_dir / "alerts.jsonl")
     diverged = [a["step"] for a in alerts if a.get("kind") == DIVERGING]
     drawn = {**plot_heldout(history, load_heldout_history(output_dir), out, diverged)}  # first: the sanity check
-    drawn.update(plot_history(history, out, load_eval_history(output_dir)))
+    zero: set[str] = set()
+    drawn.update(plot_history(history, out, load_eval_history(output_dir), name=name, others=overlaid, zero=zero))
     first, last = (history[0], history[-1]) if history else ({}, {})
     trend = reward_trend(history)  # the same numbers as the end-of-run summary of `grpo-trl train`
     window = trend_window(history)
@@ -223,13 +277,10 @@ def _write_report(output_dir: Path, history: list[dict]) -> str:
         "plots": drawn,
         "alerts": alerts,
         "reward_none_share": none_shares(history),
+        "always_zero": sorted(zero),
+        "overlaid": [n for n, _, _ in overlaid],
     }
     (out / "report.json").write_text(json.dumps(summary, indent=2))
-    images = "".join(
-        f'<h3>{html.escape(plot_title(f))}</h3><img alt="{f}" src="data:image/png;base64,'
-        f'{base64.b64encode((out / f).read_bytes()).decode()}"/>'
-        for f in drawn
-    )
     alert_html = "".join(
         f"<li>step {a['step']}: <b>{html.escape(str(a.get('kind')))}</b> {html.escape(str(a.get('message')))}</li>"
         for a in alerts
@@ -239,14 +290,14 @@ def _write_report(output_dir: Path, history: list[dict]) -> str:
         f"reward mean, {trend_label(history)}: {trend[0]:.3f} &rarr; {trend[1]:.3f}" if trend else "no reward logged"
     )
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>grpo-trl report: {title}</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}}
-pre{{white-space:pre-wrap;max-width:420px;font-size:11px}}
-table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:4px;vertical-align:top}}</style></head><body>
+<style>{CSS}</style></head><body>
 <h1>GRPO run: {html.escape(str(output_dir))}</h1>
 <p>{len(history)} logged steps (steps {summary["first_step"]} to {summary["last_step"]}); {trend_html}.</p>
 <h2>Alerts</h2><ul>{alert_html or "<li>none</li>"}</ul>
 <h2>Rows scored None per reward (skipped by TRL: faults, or the reward's own None)</h2>{_none_table(history)}
-<h2>Curves</h2>{images}
+{_runs_html(name, history, overlaid)}
+<h2>Curves</h2><p>Lines are trailing means of the logged values (drawn faint) once a run has 12 or more points;
+<b>reward</b> (the weighted total) is the black line.</p>{_curves_html(out, drawn, zero)}
 <h2>Sample completions (first, middle, last logged steps)</h2>{_samples_table(samples)}
 </body></html>"""
     path = out / "report.html"

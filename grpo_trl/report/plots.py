@@ -81,33 +81,83 @@ def _other_groups(keys: list[str], drawn: set[str]) -> dict[str, list[str]]:
     return groups
 
 
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _plottable(value: object) -> bool:
     """A number matplotlib can scale an axis to: finite and below 1e300 (a user's ``log_metric`` of 1.7e308 made
     matplotlib raise while laying out the ticks; TRL's own metrics are float32)."""
     return isinstance(value, (int, float)) and math.isfinite(value) and abs(value) <= MAX_PLOTTED
 
 
-def _draw(plt, title: str, series: list[str], history: list[dict], path: Path) -> bool:
+REWARD = "reward"  # the total: black and on top in every panel that has it
+RUN_STYLES = ("-", "--", ":", "-.")  # one line style per run when runs are overlaid
+Runs = list[tuple[str, list[dict]]]  # (name, log history); the first is the run the report belongs to
+
+
+def smooth(values: list[float], window: int) -> list[float]:
+    """Trailing mean over up to ``window`` values (fewer at the start).
+
+    >>> smooth([0.0, 2.0, 4.0, 6.0], 2)
+    [0.0, 1.0, 3.0, 5.0]
+    """
+    out, total = [], 0.0
+    for i, value in enumerate(values):
+        total += value - (values[i - window] if i >= window else 0.0)
+        out.append(total / min(i + 1, window))
+    return out
+
+
+def smoothing_window(points: int) -> int:
+    """How many logged values each smoothed point averages: none under 12 points, then about a 15th of them."""
+    return 1 if points < 12 else max(2, points // 15)
+
+
+def _points(history: list[dict], key: str) -> list[tuple[int, float]]:
+    return [(h["step"], h[key]) for h in history if _plottable(h.get(key))]
+
+
+def _line(ax, runs: Runs, key: str, colour: str) -> None:
+    """``key`` of every run: smoothed, the raw values faint; runs told apart by line style."""
+    total = key == REWARD
+    for r, (name, history) in enumerate(runs):
+        points = _points(history, key)
+        if not points:
+            continue
+        xs, ys = zip(*points)
+        style = {"color": "black" if total else colour, "linestyle": RUN_STYLES[r % len(RUN_STYLES)]}
+        style["zorder"] = 5 if total else 2
+        window = smoothing_window(len(ys))
+        if window > 1:
+            ax.plot(xs, ys, linewidth=0.8, alpha=0.22, **style)
+            ys = smooth(list(ys), window)
+        label = f"{name}: {key}" if len(runs) > 1 else key
+        marker = "o" if len(xs) < 12 else None
+        ax.plot(xs, ys, label=label, linewidth=2.0 if total else 1.3, marker=marker, markersize=3, **style)
+
+
+def _draw(plt, title: str, series: list[str], runs: Runs, path: Path, zero: set[str] | None = None) -> bool:
+    """Draw ``series`` of every run into ``path``; ``path.name`` goes into ``zero`` when every value drawn is 0."""
     from matplotlib.ticker import MaxNLocator
 
+    drawn = [k for k in series if any(_points(h, k) for _, h in runs)]
+    if not drawn:
+        return False
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=100)
-    drew = False
-    for key in series:
-        points = [(h["step"], h[key]) for h in history if _plottable(h.get(key))]
-        if points:
-            xs, ys = zip(*points)
-            ax.plot(xs, ys, label=key, linewidth=1.2, marker="o" if len(xs) < 12 else None, markersize=3)
-            drew = True
-    ax.set_title(title)
+    for i, key in enumerate(sorted(drawn, key=lambda k: k == REWARD)):  # the total last: on top
+        _line(ax, runs, key, f"C{i}")
+    ax.set_title(title, fontsize=10)
     ax.set_xlabel("step")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     ax.grid(alpha=0.3)
-    if drew:
-        ax.legend(fontsize=7, loc="best")
-        fig.tight_layout()
-        fig.savefig(path)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path)
     plt.close(fig)
-    return drew
+    if zero is not None and all(v == 0 for k in drawn for _, h in runs for _, v in _points(h, k)):
+        zero.add(path.name)
+    return True
 
 
 HELDOUT_PLOT = "heldout.png"
@@ -139,7 +189,11 @@ def plot_heldout(
     reward = [(h["step"], h["reward"]) for h in history if _plottable(h.get("reward"))]
     if reward:
         right = ax.twinx()
-        right.plot(*zip(*reward), label="reward (training)", color="grey", linewidth=1.0, alpha=0.8)
+        xs, ys = zip(*reward)
+        window = smoothing_window(len(ys))
+        if window > 1:
+            right.plot(xs, ys, color="black", linewidth=0.8, alpha=0.22)
+        right.plot(xs, smooth(list(ys), window), label="reward (training)", color="black", linewidth=1.6)
         right.set_ylabel("training reward")
         right.legend(fontsize=7, loc="lower right")
         series.append("reward")
@@ -177,30 +231,39 @@ def _group_file(prefix: str, group: str) -> str:
     return prefix + "".join(c if c.isalnum() or c in "-_" else "_" for c in group)[:60] + ".png"
 
 
-def plot_history(history: list[dict], out_dir: Path, eval_history: list[dict] | None = None) -> dict[str, list[str]]:
+def plot_history(
+    history: list[dict],
+    out_dir: Path,
+    eval_history: list[dict] | None = None,
+    *,
+    name: str = "",
+    others: list[tuple[str, list[dict], list[dict]]] = (),
+    zero: set[str] | None = None,
+) -> dict[str, list[str]]:
     """Write the PNGs; return ``{file: [series plotted]}`` (plots with no data are skipped). Every numeric metric
     is drawn somewhere: the fixed plots, then one ``metric_<group>.png`` per remaining group (``log_metric`` values
-    from rewards...), then ``eval.png`` for the evaluation metrics."""
+    from rewards...), then ``eval.png`` for the evaluation metrics. ``others``: ``(name, history, eval_history)`` of
+    runs drawn over this one (``name``); ``zero`` collects the plots whose every value is 0."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keys = sorted(
-        {k for h in history for k, v in h.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    )
+    runs = [(name, history), *((n, h) for n, h, _ in others)]
+    eval_runs = [(name, eval_history or []), *((n, e) for n, _, e in others)]
+    keys = sorted({k for _, h in runs for e in h for k, v in e.items() if _number(v)})
     drawn: dict[str, list[str]] = {}
     for filename, (title, choose) in PLOTS.items():
         series = [k for k in keys if choose(k)]
-        if series and _draw(plt, title, series, history, out_dir / filename):
+        if series and _draw(plt, title, series, runs, out_dir / filename, zero):
             drawn[filename] = series
     taken = {k for series in drawn.values() for k in series}
     for group, series in _other_groups(keys, taken).items():
         filename = _group_file("metric_", group)
-        if _draw(plt, f"Logged metric: {group}", series, history, out_dir / filename):
+        if _draw(plt, f"Logged metric: {group}", series, runs, out_dir / filename, zero):
             drawn[filename] = series
-    if eval_history:
-        eval_keys = sorted({k for h in eval_history for k, v in h.items() if isinstance(v, (int, float))})
+    if any(e for _, e in eval_runs):
+        eval_keys = sorted({k for _, h in eval_runs for e in h for k, v in e.items() if isinstance(v, (int, float))})
         main = [k for k in eval_keys if EVAL_MAIN(k)]
         rest = [
             k
@@ -218,6 +281,6 @@ def plot_history(history: list[dict], out_dir: Path, eval_history: list[dict] | 
             taken.update(series)
         panels += [(_group_file("eval_metric_", g), ks) for g, ks in _other_groups(rest, taken).items()]
         for filename, series in panels:
-            if series and _draw(plt, plot_title(filename), series, eval_history, out_dir / filename):
+            if series and _draw(plt, plot_title(filename), series, eval_runs, out_dir / filename, zero):
                 drawn[filename] = ["eval_" + k for k in series]
     return drawn
