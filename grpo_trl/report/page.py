@@ -193,7 +193,7 @@ def write_report(output_dir: str | Path, others: Sequence[str | Path] = ()) -> s
     names = _names([output_dir, *map(Path, others)])
     overlaid = [(n, load_history(o), load_eval_history(o)) for n, o in zip(names[1:], others)]
     try:
-        return _write_report(output_dir, history, names[0], overlaid)
+        return _write_report(output_dir, history, names[0], overlaid, others)
     except OSError as exc:
         where = exc.filename or output_dir / "report"
         raise GrpoTrlError(
@@ -205,9 +205,8 @@ def write_report(output_dir: str | Path, others: Sequence[str | Path] = ()) -> s
 
 def _figure(out: Path, filename: str) -> str:
     data = base64.b64encode((out / filename).read_bytes()).decode()
-    title = html.escape(plot_title(filename))
-    img = f'<img alt="{filename}" src="data:image/png;base64,{data}"/>'
-    return f"<figure><figcaption>{title}</figcaption>{img}</figure>"
+    title = html.escape(plot_title(filename))  # the plot's own title is drawn in the image
+    return f'<figure><img alt="{filename}" title="{title}" src="data:image/png;base64,{data}"/></figure>'
 
 
 def _curves_html(out: Path, drawn: dict, zero: set[str]) -> str:
@@ -246,7 +245,7 @@ pre{white-space:pre-wrap;max-width:520px;font-size:11px}
 table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:4px;vertical-align:top}"""
 
 
-def _write_report(output_dir: Path, history: list[dict], name: str = "", overlaid: list = ()) -> str:
+def _write_report(output_dir: Path, history: list[dict], name: str = "", overlaid: list = (), others=()) -> str:
     out = output_dir / "report"
     manifest = Manifest.load(output_dir)
     if out.exists() and manifest.exists and "report" not in manifest.entries:
@@ -260,7 +259,8 @@ def _write_report(output_dir: Path, history: list[dict], name: str = "", overlai
     samples = _read_jsonl(output_dir / "completions.jsonl")
     alerts = _read_jsonl(output_dir / "alerts.jsonl")
     diverged = [a["step"] for a in alerts if a.get("kind") == DIVERGING]
-    drawn = {**plot_heldout(history, load_heldout_history(output_dir), out, diverged)}  # first: the sanity check
+    heldout = [(n, h, load_heldout_history(o)) for (n, h, _), o in zip(overlaid, others)]
+    drawn = {**plot_heldout(history, load_heldout_history(output_dir), out, diverged, name=name, others=heldout)}
     zero: set[str] = set()
     drawn.update(plot_history(history, out, load_eval_history(output_dir), name=name, others=overlaid, zero=zero))
     first, last = (history[0], history[-1]) if history else ({}, {})
@@ -296,7 +296,7 @@ def _write_report(output_dir: Path, history: list[dict], name: str = "", overlai
 <h2>Alerts</h2><ul>{alert_html or "<li>none</li>"}</ul>
 <h2>Rows scored None per reward (skipped by TRL: faults, or the reward's own None)</h2>{_none_table(history)}
 {_runs_html(name, history, overlaid)}
-<h2>Curves</h2><p>Lines are trailing means of the logged values (drawn faint) once a run has 12 or more points;
+<h2>Curves</h2><p>Lines are centred means of the logged values (drawn faint) once a run has 12 or more points;
 <b>reward</b> (the weighted total) is the black line.</p>{_curves_html(out, drawn, zero)}
 <h2>Sample completions (first, middle, last logged steps)</h2>{_samples_table(samples)}
 </body></html>"""

@@ -97,16 +97,17 @@ Runs = list[tuple[str, list[dict]]]  # (name, log history); the first is the run
 
 
 def smooth(values: list[float], window: int) -> list[float]:
-    """Trailing mean over up to ``window`` values (fewer at the start).
+    """Centred mean over ``window`` values (fewer at the ends), so a curve is not shifted right as a trailing mean is.
 
-    >>> smooth([0.0, 2.0, 4.0, 6.0], 2)
-    [0.0, 1.0, 3.0, 5.0]
+    >>> smooth([0.0, 2.0, 4.0, 6.0, 8.0], 3)
+    [1.0, 2.0, 4.0, 6.0, 7.0]
     """
-    out, total = [], 0.0
-    for i, value in enumerate(values):
-        total += value - (values[i - window] if i >= window else 0.0)
-        out.append(total / min(i + 1, window))
-    return out
+    sums = [0.0]
+    for value in values:
+        sums.append(sums[-1] + value)
+    half = window // 2
+    spans = ((max(0, i - half), min(len(values), i + window - half)) for i in range(len(values)))
+    return [(sums[b] - sums[a]) / (b - a) for a, b in spans]
 
 
 def smoothing_window(points: int) -> int:
@@ -148,6 +149,7 @@ def _draw(plt, title: str, series: list[str], runs: Runs, path: Path, zero: set[
     for i, key in enumerate(sorted(drawn, key=lambda k: k == REWARD)):  # the total last: on top
         _line(ax, runs, key, f"C{i}")
     ax.set_title(title, fontsize=10)
+    ax.ticklabel_format(axis="y", useOffset=False)  # a constant 0.3 as 0.3, not 1e-13 + 3e-1
     ax.set_xlabel("step")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     ax.grid(alpha=0.3)
@@ -164,39 +166,40 @@ HELDOUT_PLOT = "heldout.png"
 
 
 def plot_heldout(
-    history: list[dict], heldout: list[dict], out_dir: Path, alert_steps: list[int] = ()
+    history: list[dict],
+    heldout: list[dict],
+    out_dir: Path,
+    alert_steps: list[int] = (),
+    *,
+    name: str = "",
+    others: list[tuple[str, list[dict], list[dict]]] = (),
 ) -> dict[str, list[str]]:
     """``heldout.png``: held-out pass@k (``heldout:``, one point per evaluation) on the left axis, the training
     reward on the right, over steps, so a reward that rises while held-out accuracy falls shows at a glance; a dashed
-    line at each step in ``alert_steps`` (the ``heldout_diverging`` alert). Returns ``{file: [series]}`` like
-    ``plot_history`` (nothing without a held-out point)."""
+    line at each step in ``alert_steps`` (the ``heldout_diverging`` alert). ``others``: ``(name, history, heldout)``
+    of runs drawn over it. Returns ``{file: [series]}`` like ``plot_history`` (nothing without a held-out point)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    keys = sorted({k for h in heldout for k in h if "pass@" in k and _plottable(h[k])}, key=lambda k: (len(k), k))
+    runs = [(name, history, heldout), *others]
+    keys = {k for *_, hs in runs for h in hs for k in h if "pass@" in k and _plottable(h[k])}
+    keys = sorted(keys, key=lambda k: (len(k), k))
     if not keys:
         return {}
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=100)
-    for key in keys:
-        xs, ys = zip(*[(h["step"], h[key]) for h in heldout if _plottable(h.get(key))])
-        ax.plot(xs, ys, label=key, linewidth=1.4, marker="o", markersize=3)
-    ax.set_ylabel("held-out pass@k")
-    ax.set_ylim(-0.02, 1.02)
-    series = list(keys)
-    reward = [(h["step"], h["reward"]) for h in history if _plottable(h.get("reward"))]
-    if reward:
-        right = ax.twinx()
-        xs, ys = zip(*reward)
-        window = smoothing_window(len(ys))
-        if window > 1:
-            right.plot(xs, ys, color="black", linewidth=0.8, alpha=0.22)
-        right.plot(xs, smooth(list(ys), window), label="reward (training)", color="black", linewidth=1.6)
+    right = ax.twinx() if any(_points(h, REWARD) for _, h, _ in runs) else None
+    for i, key in enumerate(keys):
+        _line(ax, [(n, hs) for n, _, hs in runs], key, f"C{i}")
+    series = [*keys, REWARD] if right is not None else list(keys)
+    if right is not None:
+        _line(right, [(n, h) for n, h, _ in runs], REWARD, "black")
         right.set_ylabel("training reward")
         right.legend(fontsize=7, loc="lower right")
-        series.append("reward")
+    ax.set_ylabel("held-out pass@k")
+    ax.set_ylim(-0.02, 1.02)
     for step in alert_steps:
         ax.axvline(step, color="red", linestyle="--", linewidth=1.0, label=f"alert (step {step})")
     ax.set_title(plot_title(HELDOUT_PLOT))
