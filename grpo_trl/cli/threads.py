@@ -43,6 +43,7 @@ def set_cpu_threads(model: dict, on_gpu: bool) -> str | None:
     import torch
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = max(1, cores // max(1, int(os.environ.get("LOCAL_WORLD_SIZE") or 1)))  # processes on this machine share
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     params = model_params(model)
     threads = choose_threads(cores, load, params)

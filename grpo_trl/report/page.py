@@ -12,7 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import math
@@ -23,7 +22,8 @@ from grpo_trl.errors import GrpoTrlError
 from grpo_trl.jsonio import read_jsonl
 from grpo_trl.monitor.heldout import KIND as DIVERGING
 from grpo_trl.monitor.heldout import is_heldout
-from grpo_trl.report.plots import plot_heldout, plot_history, plot_title
+from grpo_trl.report.html_parts import CSS, curves_html, none_table, runs_html, samples_table
+from grpo_trl.report.plots import plot_heldout, plot_history
 from grpo_trl.run.directory import Manifest, record_entries
 from grpo_trl.run.resume import checkpoints as checkpoints_in
 
@@ -82,16 +82,6 @@ def none_shares(history: list[dict]) -> dict[str, float]:
     return {name: sum(v) / len(v) for name, v in values.items()}
 
 
-def _none_table(history: list[dict]) -> str:
-    shares = none_shares(history)
-    if not shares:
-        return "<p>No per-reward None shares were logged.</p>"
-    rows = "".join(
-        f"<tr><td>{html.escape(name)}</td><td>{share:.1%}</td></tr>" for name, share in sorted(shares.items())
-    )
-    return f"<table><tr><th>reward</th><th>rows scored None</th></tr>{rows}</table>"
-
-
 def _state_file(output_dir: Path) -> Path:
     direct = output_dir / "trainer_state.json"
     if direct.exists():
@@ -144,40 +134,6 @@ def _read_jsonl(path: Path) -> list[dict]:
     return [row for row in read_jsonl(path) if isinstance(row.get("step"), int)]
 
 
-def _completion_html(sample: dict) -> str:
-    """The completion, or with tools its turns one per block: [assistant], [tool_call], [tool]."""
-    if not sample.get("turns"):
-        return f"<pre>{html.escape(str(sample.get('completion', '')))}</pre>"
-    turns = [t for t in sample["turns"] if isinstance(t, dict)] if isinstance(sample["turns"], list) else []
-    return "".join(
-        f"<div class='turn {html.escape(str(t.get('role')))}'><b>[{html.escape(str(t.get('role')))}]</b>"
-        f"<pre>{html.escape(str(t.get('content')))}</pre></div>"
-        for t in turns
-    )
-
-
-def _samples_table(samples: list[dict]) -> str:
-    if not samples:
-        return "<p>No completion samples were logged (completions.jsonl is missing).</p>"
-    steps = sorted({s["step"] for s in samples})
-    chosen = sorted({steps[0], steps[len(steps) // 2], steps[-1]})
-    rows = []
-    for step in chosen:
-        for s in [x for x in samples if x["step"] == step][:3]:
-            scores = s.get("rewards") if isinstance(s.get("rewards"), dict) else {}
-            rewards = ", ".join(f"{k}={v}" for k, v in scores.items())
-            rows.append(
-                f"<tr><td>{step}</td><td><pre>{html.escape(str(s.get('prompt', ''))[-400:])}</pre></td>"
-                f"<td>{_completion_html(s)}</td><td>{html.escape(rewards)}</td>"
-                f"<td>{html.escape(str(s.get('advantage')))}</td></tr>"
-            )
-    return (
-        "<table><tr><th>step</th><th>prompt (end)</th><th>completion</th><th>rewards</th><th>advantage</th></tr>"
-        + "".join(rows)
-        + "</table>"
-    )
-
-
 def _names(dirs: list[Path]) -> list[str]:
     """Each run's folder name, or its whole path where two runs share a name."""
     names = [d.name or str(d) for d in dirs]
@@ -201,48 +157,6 @@ def write_report(output_dir: str | Path, others: Sequence[str | Path] = ()) -> s
             file=str(output_dir),
             fix="make the folder writable, or copy the output_dir somewhere writable and run grpo-trl report there",
         ) from None
-
-
-def _figure(out: Path, filename: str) -> str:
-    data = base64.b64encode((out / filename).read_bytes()).decode()
-    title = html.escape(plot_title(filename))  # the plot's own title is drawn in the image
-    return f'<figure><img alt="{filename}" title="{title}" src="data:image/png;base64,{data}"/></figure>'
-
-
-def _curves_html(out: Path, drawn: dict, zero: set[str]) -> str:
-    """The plots in a grid; those whose every value is 0 folded into one line that opens onto them."""
-    shown = "".join(_figure(out, f) for f in drawn if f not in zero)
-    folded = [f for f in drawn if f in zero]
-    if not folded:
-        return f"<div class='grid'>{shown}</div>"
-    names = ", ".join(html.escape(plot_title(f)) for f in folded)
-    inner = "".join(_figure(out, f) for f in folded)
-    return (
-        f"<div class='grid'>{shown}</div><details class='zero'><summary>Always 0 ({len(folded)}): {names}"
-        f"</summary><div class='grid'>{inner}</div></details>"
-    )
-
-
-def _runs_html(name: str, history: list[dict], overlaid: list) -> str:
-    """With runs overlaid: one row per run (its line style, steps logged, reward trend)."""
-    if not overlaid:
-        return ""
-    rows = []
-    for i, (run, h) in enumerate([(name, history), *((n, oh) for n, oh, _ in overlaid)]):
-        trend = reward_trend(h)
-        change = f"{trend[0]:.3f} &rarr; {trend[1]:.3f}" if trend else "no reward logged"
-        style = ("solid", "dashed", "dotted", "dash-dot")[i % 4]
-        rows.append(f"<tr><td>{html.escape(run)}</td><td>{style}</td><td>{len(h)}</td><td>{change}</td></tr>")
-    head = "<tr><th>run</th><th>line</th><th>logged steps</th><th>reward mean, first vs last logged steps</th></tr>"
-    return f"<h2>Runs overlaid</h2><table>{head}{''.join(rows)}</table>"
-
-
-CSS = """body{font-family:sans-serif;margin:12px 24px}
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:10px}
-figure{margin:0} figcaption{font-weight:bold;font-size:13px} figure img{width:100%;height:auto}
-details.zero summary{cursor:pointer;color:#555;margin:8px 0}
-pre{white-space:pre-wrap;max-width:520px;font-size:11px}
-table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:4px;vertical-align:top}"""
 
 
 def _write_report(output_dir: Path, history: list[dict], name: str = "", overlaid: list = (), others=()) -> str:
@@ -285,7 +199,7 @@ def _write_report(output_dir: Path, history: list[dict], name: str = "", overlai
         f"<li>step {a['step']}: <b>{html.escape(str(a.get('kind')))}</b> {html.escape(str(a.get('message')))}</li>"
         for a in alerts
     )
-    title = html.escape(str(output_dir))
+    title, none_html = html.escape(str(output_dir)), none_table(summary["reward_none_share"])
     trend_html = (
         f"reward mean, {trend_label(history)}: {trend[0]:.3f} &rarr; {trend[1]:.3f}" if trend else "no reward logged"
     )
@@ -294,11 +208,11 @@ def _write_report(output_dir: Path, history: list[dict], name: str = "", overlai
 <h1>GRPO run: {html.escape(str(output_dir))}</h1>
 <p>{len(history)} logged steps (steps {summary["first_step"]} to {summary["last_step"]}); {trend_html}.</p>
 <h2>Alerts</h2><ul>{alert_html or "<li>none</li>"}</ul>
-<h2>Rows scored None per reward (skipped by TRL: faults, or the reward's own None)</h2>{_none_table(history)}
-{_runs_html(name, history, overlaid)}
+<h2>Rows scored None per reward (skipped by TRL: faults, or the reward's own None)</h2>{none_html}
+{runs_html([(n, len(h), reward_trend(h)) for n, h, _ in [(name, history, None), *overlaid]])}
 <h2>Curves</h2><p>Lines are centred means of the logged values (drawn faint) once a run has 12 or more points;
-<b>reward</b> (the weighted total) is the black line.</p>{_curves_html(out, drawn, zero)}
-<h2>Sample completions (first, middle, last logged steps)</h2>{_samples_table(samples)}
+<b>reward</b> (the weighted total) is the black line.</p>{curves_html(out, drawn, zero)}
+<h2>Sample completions (first, middle, last logged steps)</h2>{samples_table(samples)}
 </body></html>"""
     path = out / "report.html"
     path.write_text(page)
