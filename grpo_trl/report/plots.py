@@ -7,6 +7,7 @@ group of keys; the evaluation metrics likewise: ``eval.png`` (rewards), ``eval_d
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -102,10 +103,7 @@ def smooth(values: list[float], window: int) -> list[float]:
     >>> smooth([0.0, 2.0, 4.0, 6.0, 8.0], 3)
     [1.0, 2.0, 4.0, 6.0, 7.0]
     """
-    sums = [0.0]
-    for value in values:
-        sums.append(sums[-1] + value)
-    half = window // 2
+    sums, half = [0.0, *itertools.accumulate(values)], window // 2
     spans = ((max(0, i - half), min(len(values), i + window - half)) for i in range(len(values)))
     return [(sums[b] - sums[a]) / (b - a) for a, b in spans]
 
