@@ -27,13 +27,13 @@ def choose_threads(cores: int, load: float, params: int | None) -> int:
 
 
 def model_params(model: dict) -> int | None:
-    """The recipe model's parameter count from its config alone (builtin models: small), or None when unknown."""
+    """The recipe model's parameter count from its config alone, or None when unknown."""
     from grpo_trl.models.shape import load_shape
 
     try:
         return load_shape(model["name"], model.get("tiny")).params()[0]
     except Exception:  # noqa: BLE001 - not in the local cache, an unusual config: no size cap
-        return SMALL_MODEL - 1 if str(model.get("name", "")).startswith("builtin:") else None
+        return None
 
 
 def set_cpu_threads(model: dict, on_gpu: bool) -> str | None:
@@ -46,10 +46,11 @@ def set_cpu_threads(model: dict, on_gpu: bool) -> str | None:
     cores = max(1, cores // max(1, int(os.environ.get("LOCAL_WORLD_SIZE") or 1)))  # processes on this machine share
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     params = model_params(model)
-    threads = choose_threads(cores, load, params)
+    builtin = params is None and str(model.get("name", "")).startswith("builtin:")  # every built-in model is tiny
+    threads = choose_threads(cores, load, SMALL_MODEL - 1 if builtin else params)
     torch.set_num_threads(threads)
     os.environ["OMP_NUM_THREADS"] = str(threads)  # the processes it starts (reward pools, sandboxes) alike
-    size = f"{params / 1e6:.1f}M-parameter model, " if params else ""
+    size = f"{params / 1e6:.1f}M-parameter model, " if params else "a built-in tiny model, " if builtin else ""
     return (
         f"grpo-trl: CPU: {threads} torch thread{'s' * (threads > 1)} ({size}{cores} cores, load {load:.1f}); "
         "set OMP_NUM_THREADS to choose"
