@@ -3,7 +3,8 @@
 Settings: torch's default (one thread per core), one thread, one per core with ``OMP_WAIT_POLICY=passive``, and
 grpo-trl's own choice (nothing set). "busy" adds ``2 x cores`` processes spinning on the CPU for the whole run; "idle"
 adds nothing (the load average beside each figure says how idle the machine really was). Each setting runs in a fresh
-process, settings alternating, the median of each run's ``step_time`` after its first two steps.
+process, settings alternating; the console's s/step at the end of each run (a run past 240 s: "no step").
+``bench/threads_scaling.py`` times one GRPO-shaped step without TRL at 1..cores threads, for many-core machines.
 """
 
 from __future__ import annotations
