@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # Benchmarks in their own bench/<name>.py, each with run(quick: bool) -> {..., "rows": [markdown table rows]}.
-EXTRA = ("isolation", "accuracy_trl", "code_tests", "eval_backends", "dynamic_sampling", "data_filter")
+EXTRA = ("isolation", "accuracy_trl", "code_tests", "eval_backends", "dynamic_sampling", "data_filter", "threads")
 sys.path.insert(0, str(ROOT))
 
 from bench.rewards import bench_rewards, realistic_countdown, realistic_gsm8k  # noqa: E402

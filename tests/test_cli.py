@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from grpo_trl.cli import main as cli_main
 
@@ -69,3 +77,137 @@ def test_tiny_model_builds_fast_and_is_deterministic(tmp_path):
     assert time.perf_counter() - start < 3
     b = build_tiny_model(tmp_path / "b", seed=1)
     assert (Path(a) / "model.safetensors").read_bytes() == (Path(b) / "model.safetensors").read_bytes()
+
+
+# ------------------------------------------------------------------------------------------------ CPU threads
+@given(
+    cores=st.integers(1, 512),
+    load=st.floats(0, 1000, allow_nan=False),
+    params=st.one_of(st.none(), st.integers(0, 10**12)),
+)
+def test_the_thread_choice_leaves_busy_cores_alone_and_small_models_few(cores, load, params):
+    from grpo_trl.cli.threads import SMALL_MODEL, SMALL_MODEL_THREADS, choose_threads
+
+    threads = choose_threads(cores, load, params)
+    assert 1 <= threads <= cores
+    assert threads <= max(1, round(cores - load + 1e-9))  # never more than the cores other work leaves free
+    assert choose_threads(cores, load + 1, params) <= threads  # more load: never more threads
+    if load >= cores - 0.5:  # a busy machine: one thread (bench/threads.py: default threads ran 10x slower)
+        assert threads == 1
+    if params is not None and params < SMALL_MODEL:
+        assert threads <= SMALL_MODEL_THREADS
+    elif load < 0.5:  # an idle machine and a model that is not small: every core
+        assert threads == cores
+
+
+@pytest.mark.parametrize("user_setting", [None, "OMP_NUM_THREADS", "MKL_NUM_THREADS"])
+def test_cpu_threads_are_chosen_and_said_once_only_when_the_user_set_none(monkeypatch, user_setting):
+    import torch
+
+    from grpo_trl.cli.threads import choose_threads, set_cpu_threads
+
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    if user_setting:
+        monkeypatch.setenv(user_setting, "3")
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(7)
+        line = set_cpu_threads({"name": "builtin:tiny"}, on_gpu=False)
+        if user_setting:
+            assert line is None and torch.get_num_threads() == 7  # the user's choice stands
+        else:
+            expected = choose_threads(len(os.sched_getaffinity(0)), 0.0, 99_000)
+            assert torch.get_num_threads() == expected and os.environ["OMP_NUM_THREADS"] == str(expected)
+            assert line.startswith(f"grpo-trl: CPU: {expected} torch thread") and "OMP_NUM_THREADS" in line
+            assert "\n" not in line
+        assert set_cpu_threads({"name": "builtin:tiny"}, on_gpu=True) is None  # GPU runs: torch's default
+    finally:
+        torch.set_num_threads(before)
+
+
+# ------------------------------------------------------------------------------------------------ what users read
+WORD = r"( [a-z0-9]{1,8}| e\.g\. [a-z]{1,5}| ``[a-z_]{1,8}``| \(App\. C\.1\))"
+sentence = st.from_regex(rf"[A-Z][a-z]{{1,8}}{WORD}{{0,8}}[.!?]", fullmatch=True)
+
+
+@given(first=sentence, rest=st.lists(sentence, max_size=3), wrap=st.integers(10, 40))
+def test_first_sentence_is_whole_and_plain(first, rest, wrap):
+    import textwrap
+
+    from grpo_trl.cli.commands import first_sentence
+
+    doc = "\n".join(textwrap.wrap(" ".join([first, *rest]), wrap))  # a docstring wrapped mid-sentence
+    assert first_sentence(doc) == first.replace("`", "")
+
+
+def test_rewards_shows_the_first_sentence_whole_without_markup(tmp_path, capsys):
+    plugin = tmp_path / "p.py"
+    plugin.write_text(
+        "from grpo_trl.rewards import register_reward\n"
+        "@register_reward('t_cli_sentence')\n"
+        "def r(completions, **kw):\n"
+        "    '''Scores ``<answer>`` blocks (App. C.1) against the\n"
+        "    row's ``solution``, e.g. 1.0 for equal ones. Second sentence.'''\n"
+        "    return [1.0] * len(completions)\n"
+    )
+    from grpo_trl.rewards import unregister_reward
+
+    try:
+        assert cli_main(["rewards", "--plugin", str(plugin)]) == 0
+    finally:
+        unregister_reward("t_cli_sentence")
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("t_cli_sentence"))
+    assert line.split(None, 1)[1] == (
+        "Scores <answer> blocks (App. C.1) against the row's solution, e.g. 1.0 for equal ones."
+    )
+    descriptions = [x[21:] for x in out.splitlines() if x and not x[0].isspace()]
+    assert "`" not in out and all(d.rstrip().endswith((".", "!", "?", ")")) for d in descriptions), descriptions
+
+
+def test_eval_ends_with_a_short_table_not_json(make_recipe, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    flags = ["--split", "train", "--n", "2", "--limit", "2", "--max-new-tokens", "4", "--output-dir", str(tmp_path)]
+    assert cli_main(["eval", str(make_recipe()), *flags]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    table = lines[lines.index(next(x for x in lines if x.startswith("grpo-trl eval: "))) :]
+    assert len(table) <= 10 and not re.search(r"\d\.\d{5}", "\n".join(table))  # no 16-digit floats
+    assert "{" not in "\n".join(table)
+    rows = {x.split()[0]: x.split(None, 1)[1] for x in table[1:]}
+    assert {"pass@1", "pass@2", "rows", "time", "results"} <= set(rows)
+    report = json.loads((tmp_path / "eval.json").read_text())
+    assert rows["pass@1"].startswith(f"{report['pass@1']:.3f}") and "2 prompts x 2 completions = 4" in rows["rows"]
+    assert str(tmp_path / "eval.json") in rows["results"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_train_names_the_last_checkpoint_and_the_resume_command(tmp_path, make_recipe, capsys):
+    (tmp_path / "stop.py").write_text(
+        "from grpo_trl.rewards import register_reward\n"
+        "calls = []\n"
+        "@register_reward('t_ctrl_c')\n"
+        "def r(completions, **kw):\n"
+        "    calls.append(1)\n"
+        "    if len(calls) == 3:\n"
+        "        raise KeyboardInterrupt\n"
+        "    return [0.0] * len(completions)\n"
+    )
+    path = make_recipe(
+        rewards=["t_ctrl_c"], trainer={"max_steps": 4, "save_strategy": "steps", "save_steps": 2},
+        extra={"plugins": ["stop.py"]},
+    )  # fmt: skip
+    from grpo_trl.rewards import unregister_reward
+
+    try:
+        assert cli_main(["train", str(path), "--set", "trainer.seed=1"]) == 130
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        checkpoint = tmp_path / "out" / "checkpoint-2"
+        assert f"last checkpoint: {checkpoint}" in err
+        command = err.split("continue with: ", 1)[1]
+        assert command == f"grpo-trl train {path} --set trainer.seed=1 --resume"
+        assert cli_main(shlex.split(command)[1:]) == 0  # the command printed resumes the run
+    finally:
+        unregister_reward("t_ctrl_c")
+    assert json.loads((tmp_path / "out" / "trainer_state.json").read_text())["global_step"] == 4

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,103 @@ def test_a_one_step_window_is_named_in_the_singular(tmp_path, capsys):
     print_summary(TrainResult(str(out), 2, history))
     assert "reward mean, first vs last logged step: 0.100 -> 0.300" in capsys.readouterr().out
     assert "first vs last logged step: 0.100 &rarr; 0.300" in Path(write_report(out)).read_text()
+
+
+# ------------------------------------------------------------------------------------------------ report.html's page
+class _Page(HTMLParser):
+    """The report's grids (the figures in each), its folded list and its table rows, as parsed from the HTML."""
+
+    def __init__(self):
+        super().__init__()
+        self.grids, self.folded, self.rows, self._stack, self._summary = [], "", [], [], False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "div" and attrs.get("class") == "grid":
+            self.grids.append({"images": [], "folded": "details" in self._stack})
+        if tag == "img" and self.grids:
+            self.grids[-1]["images"].append(attrs["alt"])
+        if tag == "tr":
+            self.rows.append([])
+        self._summary = self._summary or tag == "summary"
+        self._stack.append(tag)
+
+    def handle_endtag(self, tag):
+        self._summary = self._summary and tag != "summary"
+        if tag in self._stack:
+            self._stack.remove(tag)
+
+    def handle_data(self, data):
+        if self._summary:
+            self.folded += data
+        elif self._stack and self._stack[-1] == "td":
+            self.rows[-1].append(data)
+
+
+def _run(tmp_path: Path, name: str, rewards: list[float]) -> Path:
+    history = [
+        {"loss": 0.1, "step": i + 1, "reward": r, "rewards/acc/mean": r, "kl": 0.0, "clip_ratio/low_mean": 0.0}
+        for i, r in enumerate(rewards)
+    ]
+    history += [{"step": 10, "heldout/pass@1": 0.25, "heldout/prompts": 8, "heldout/time_s": 1.0}]
+    out = tmp_path / name
+    out.mkdir()
+    (out / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    return out
+
+
+def test_the_report_is_a_grid_folds_always_zero_panels_and_overlays_runs(tmp_path, capsys):
+    from grpo_trl.cli import main
+
+    a = _run(tmp_path, "run-a", [i / 30 for i in range(30)])
+    b = _run(tmp_path, "run-b", [0.5] * 20)
+    assert main(["report", str(a), str(b)]) == 0
+    assert "(2 runs overlaid)" in capsys.readouterr().out
+    page = _Page()
+    page.feed((a / "report" / "report.html").read_text())
+    shown = [g for g in page.grids if not g["folded"]]
+    folded = [g for g in page.grids if g["folded"]]
+    assert shown and "display:grid" in (a / "report" / "report.html").read_text()
+    assert shown[0]["images"][:2] == ["heldout.png", "rewards.png"]  # held-out accuracy first, then the reward
+    assert folded and set(folded[0]["images"]) == {"kl.png", "clip_ratio.png"}  # every value 0: folded, one line
+    assert page.folded.startswith("Always 0 (2): ") and "KL to the reference model" in page.folded
+    assert [r[0] for r in page.rows if r and r[0].startswith("run-")] == ["run-a", "run-b"]
+    summary = json.loads((a / "report" / "report.json").read_text())
+    assert summary["overlaid"] == ["run-b"] and summary["always_zero"] == ["clip_ratio.png", "kl.png"]
+
+    assert main(["report", str(a)]) == 0  # one run: no overlay table
+    page = _Page()
+    page.feed((a / "report" / "report.html").read_text())
+    assert not [r for r in page.rows if r and r[0] == "run-b"]
+
+
+@given(values=st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=200), window=st.integers(1, 50))
+def test_smoothing_keeps_length_bounds_and_constants(values, window):
+    from grpo_trl.report.plots import smooth
+
+    out = smooth(values, window)
+    assert len(out) == len(values)
+    assert all(min(values) - 1e-6 <= v <= max(values) + 1e-6 for v in out)
+    assert smooth([values[0]] * len(values), window) == pytest.approx([values[0]] * len(values))
+    if window == 1:
+        assert out == pytest.approx(values)
+
+
+def test_the_warm_up_prints_one_line_not_trls_dicts(tmp_path, capsys):
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig
+
+    from grpo_trl.models.tiny import build_tiny_model, sft_warm_up
+
+    path = build_tiny_model(tmp_path / "m")
+    tokenizer, model = AutoTokenizer.from_pretrained(path), AutoModelForCausalLM.from_pretrained(path)
+    data = Dataset.from_dict({"prompt": ["1+1="] * 8, "completion": ["2"] * 8})
+    args = SFTConfig(
+        output_dir=str(tmp_path / "sft"), max_steps=2, per_device_train_batch_size=4, logging_steps=1,
+        save_strategy="no", report_to="none", use_cpu=True, disable_tqdm=True, max_length=32,
+    )  # fmt: skip
+    sft_warm_up(model, tokenizer, args, data, tmp_path / "out", {})
+    out = capsys.readouterr().out
+    assert "{'loss'" not in out and "'train_runtime'" not in out
+    assert re.search(r"^warm-up \(SFT, 2 steps\): loss [\d.]+ -> [\d.]+$", out, re.M)

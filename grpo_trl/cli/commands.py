@@ -7,10 +7,13 @@ import argparse
 import json
 import logging
 import os
+import re
+import shlex
 import sys
+import time
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from grpo_trl.errors import GrpoTrlError, format_error_lines
 
@@ -102,16 +105,23 @@ def run_cli(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("grpo_trl").setLevel(logging.INFO)  # our progress notes (dataset size, resuming from...)
     from grpo_trl.check import load_recipe
+    from grpo_trl.cli.threads import cpu_threads_line
     from grpo_trl.run.session import is_main_process
     from grpo_trl.train import run
 
+    recipe = None
     try:
         recipe = load_recipe(args.recipe, args.overrides)
+        if is_main_process() and (line := cpu_threads_line(recipe, gpu_allowed=not recipe.trainer.get("use_cpu"))):
+            print(line)
         result = run(recipe, resume=args.resume, overwrite=args.overwrite, verbose=args.verbose)
     except GrpoTrlError as exc:
         for line in format_error_lines(exc, file=args.recipe):
             print(line, file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(interrupted_line(recipe, args), file=sys.stderr)
+        return 130
     if is_main_process():  # RANK was read (and checked) by the run
         print_summary(result)
     from grpo_trl.rewards.stray_threads import exit_if_stray_threads
@@ -120,17 +130,45 @@ def run_cli(args: argparse.Namespace) -> int:
     return 0
 
 
+def interrupted_line(recipe: Any, args: argparse.Namespace) -> str:
+    """What Ctrl-C during ``train`` prints: the last checkpoint saved and the command that resumes from it."""
+    from grpo_trl.run.resume import checkpoints
+
+    if recipe is None:
+        return "interrupted"
+    saved = checkpoints(recipe.to_grpo_config().output_dir)
+    if not saved:
+        return "interrupted before the first checkpoint was saved: nothing to resume (trainer.save_steps sets when)"
+    sets = "".join(f" --set {shlex.quote(o)}" for o in args.overrides)
+    return f"interrupted; last checkpoint: {saved[0]}; continue with: grpo-trl train {args.recipe}{sets} --resume"
+
+
+ABBREVIATIONS = "".join(rf"(?<!\b{a})" for a in ("App", "Eq", "Fig", "Sec", "vs", r"e\.g", r"i\.e", "cf"))
+
+
+def first_sentence(text: str) -> str:
+    """A reward description's first sentence, RST markup removed, never cut mid-sentence.
+
+    >>> first_sentence("Scores ``<answer>`` tags (App. C.1), e.g. 1.0. More text.")
+    'Scores <answer> tags (App. C.1), e.g. 1.0.'
+    """
+    text = " ".join(text.split())
+    match = re.search(rf"{ABBREVIATIONS}(?<!\.)[.!?](?=\s+[A-Z(`]|$)", text)  # a code name may start one
+    return (text[: match.end()] if match else text).replace("`", "")
+
+
 def cmd_rewards(args: argparse.Namespace) -> int:
     import inspect
 
     from grpo_trl.registry import load_plugin
-    from grpo_trl.rewards.registry import list_rewards
+    from grpo_trl.rewards.registry import REWARDS, list_rewards
 
     for plugin in args.plugins:
         load_plugin(plugin)
     for info in list_rewards():
         params = ", ".join(k if v is inspect.Parameter.empty else f"{k}={v!r}" for k, v in info.params.items())
-        print(f"{info.name:20s} {info.description}")
+        doc = (inspect.getdoc(REWARDS.get(info.name).obj) or info.description).split("\n\n")[0]
+        print(f"{info.name:20s} {first_sentence(doc)}")
         if params:
             print(f"{'':20s} args: {params}")
     return 0
@@ -177,7 +215,9 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from grpo_trl.check import load_recipe
+    from grpo_trl.cli.threads import cpu_threads_line
     from grpo_trl.eval.run import evaluate
+    from grpo_trl.eval.summary import format_summary
 
     if args.benchmark or args.data or not args.recipe:  # a standard benchmark: no recipe
         from grpo_trl.eval.benchmarks import summary_lines
@@ -188,8 +228,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("\n".join(summary_lines(report)))
         return 0
     recipe = load_recipe(args.recipe, args.overrides)
+    if args.backend == "transformers" and (line := cpu_threads_line(recipe, gpu_allowed=True)):
+        print(line)
+    start = time.perf_counter()
     report = evaluate(recipe, **eval_kwargs(args))
-    print(json.dumps({k: v for k, v in report.items() if k != "per_prompt"}, indent=2))
+    print(format_summary(report, time.perf_counter() - start))
     return 0
 
 
@@ -208,10 +251,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     from grpo_trl.report.page import write_report
 
     try:
-        path = write_report(args.output_dir)
+        path = write_report(args.output_dir, args.others)
     except FileNotFoundError as exc:
         raise GrpoTrlError(str(exc), file=args.output_dir) from None
-    print(f"report written to {path}")
+    print(f"report written to {path}" + (f" ({len(args.others) + 1} runs overlaid)" if args.others else ""))
     from grpo_trl.report.card import refresh_card
 
     if card := refresh_card(args.output_dir):  # grpo-trl's own README.md: now with the report and eval.json

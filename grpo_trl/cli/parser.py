@@ -181,8 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, help="file to write (default: print it)")
     p.set_defaults(func=commands.cmd_schema)
 
-    p = sub.add_parser("report", help="plots + report.html from a training output_dir")
+    p = sub.add_parser("report", help="plots + report.html from a training output_dir (more: drawn over it)")
     p.add_argument("output_dir")
+    p.add_argument("others", nargs="*", metavar="OTHER_RUN", help="output_dirs of runs to overlay on the same plots")
     p.set_defaults(func=commands.cmd_report)
 
     p = recipe_cmd("serve", "start TRL's vLLM server for the recipe's model (server mode); prints the command")

@@ -259,9 +259,11 @@ def sft_warm_up(model, tokenizer, args, data, out: Path, meta: dict) -> str:
     """Train ``model`` with TRL's ``SFTTrainer`` on ``data`` (one thread), save it with ``tokenizer`` into ``out``
     with the SFT losses in ``grpo_trl_tiny.json`` beside ``meta``."""
     import torch
+    from transformers.trainer_callback import PrinterCallback
     from trl import SFTTrainer
 
     trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
+    trainer.remove_callback(PrinterCallback)  # its dicts: the loss is summed up in one line below
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a model this small trains faster on one thread than on contended cores
     try:
@@ -274,6 +276,8 @@ def sft_warm_up(model, tokenizer, args, data, out: Path, meta: dict) -> str:
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    if losses:
+        print(f"warm-up (SFT, {args.max_steps} steps): loss {losses[0]:.3f} -> {losses[-1]:.3f}")
     (out / "grpo_trl_tiny.json").write_text(json.dumps({**meta, "sft_loss": losses}))
     return str(out)
 

@@ -12,17 +12,18 @@ Example:
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from grpo_trl.errors import GrpoTrlError
 from grpo_trl.jsonio import read_jsonl
 from grpo_trl.monitor.heldout import KIND as DIVERGING
 from grpo_trl.monitor.heldout import is_heldout
-from grpo_trl.report.plots import plot_heldout, plot_history, plot_title
+from grpo_trl.report.html_parts import CSS, curves_html, none_table, runs_html, samples_table
+from grpo_trl.report.plots import plot_heldout, plot_history
 from grpo_trl.run.directory import Manifest, record_entries
 from grpo_trl.run.resume import checkpoints as checkpoints_in
 
@@ -81,16 +82,6 @@ def none_shares(history: list[dict]) -> dict[str, float]:
     return {name: sum(v) / len(v) for name, v in values.items()}
 
 
-def _none_table(history: list[dict]) -> str:
-    shares = none_shares(history)
-    if not shares:
-        return "<p>No per-reward None shares were logged.</p>"
-    rows = "".join(
-        f"<tr><td>{html.escape(name)}</td><td>{share:.1%}</td></tr>" for name, share in sorted(shares.items())
-    )
-    return f"<table><tr><th>reward</th><th>rows scored None</th></tr>{rows}</table>"
-
-
 def _state_file(output_dir: Path) -> Path:
     direct = output_dir / "trainer_state.json"
     if direct.exists():
@@ -143,47 +134,22 @@ def _read_jsonl(path: Path) -> list[dict]:
     return [row for row in read_jsonl(path) if isinstance(row.get("step"), int)]
 
 
-def _completion_html(sample: dict) -> str:
-    """The completion, or with tools its turns one per block: [assistant], [tool_call], [tool]."""
-    if not sample.get("turns"):
-        return f"<pre>{html.escape(str(sample.get('completion', '')))}</pre>"
-    turns = [t for t in sample["turns"] if isinstance(t, dict)] if isinstance(sample["turns"], list) else []
-    return "".join(
-        f"<div class='turn {html.escape(str(t.get('role')))}'><b>[{html.escape(str(t.get('role')))}]</b>"
-        f"<pre>{html.escape(str(t.get('content')))}</pre></div>"
-        for t in turns
-    )
+def _names(dirs: list[Path]) -> list[str]:
+    """Each run's folder name, or its whole path where two runs share a name."""
+    names = [d.name or str(d) for d in dirs]
+    return [str(d) if names.count(n) > 1 else n for d, n in zip(dirs, names)]
 
 
-def _samples_table(samples: list[dict]) -> str:
-    if not samples:
-        return "<p>No completion samples were logged (completions.jsonl is missing).</p>"
-    steps = sorted({s["step"] for s in samples})
-    chosen = sorted({steps[0], steps[len(steps) // 2], steps[-1]})
-    rows = []
-    for step in chosen:
-        for s in [x for x in samples if x["step"] == step][:3]:
-            scores = s.get("rewards") if isinstance(s.get("rewards"), dict) else {}
-            rewards = ", ".join(f"{k}={v}" for k, v in scores.items())
-            rows.append(
-                f"<tr><td>{step}</td><td><pre>{html.escape(str(s.get('prompt', ''))[-400:])}</pre></td>"
-                f"<td>{_completion_html(s)}</td><td>{html.escape(rewards)}</td>"
-                f"<td>{html.escape(str(s.get('advantage')))}</td></tr>"
-            )
-    return (
-        "<table><tr><th>step</th><th>prompt (end)</th><th>completion</th><th>rewards</th><th>advantage</th></tr>"
-        + "".join(rows)
-        + "</table>"
-    )
-
-
-def write_report(output_dir: str | Path) -> str:
-    """Write ``<output_dir>/report/`` (PNGs, report.json, report.html); return the HTML path. A folder that cannot be
-    written (read-only, full, ``report`` a file) is one error naming what could not be written."""
+def write_report(output_dir: str | Path, others: Sequence[str | Path] = ()) -> str:
+    """Write ``<output_dir>/report/`` (PNGs, report.json, report.html), the runs in ``others`` drawn over it; return
+    the HTML path. A folder that cannot be written (read-only, full, ``report`` a file) is one error naming what could
+    not be written."""
     output_dir = Path(output_dir)
     history = load_history(output_dir)
+    names = _names([output_dir, *map(Path, others)])
+    overlaid = [(n, load_history(o), load_eval_history(o)) for n, o in zip(names[1:], others)]
     try:
-        return _write_report(output_dir, history)
+        return _write_report(output_dir, history, names[0], overlaid, others)
     except OSError as exc:
         where = exc.filename or output_dir / "report"
         raise GrpoTrlError(
@@ -193,7 +159,7 @@ def write_report(output_dir: str | Path) -> str:
         ) from None
 
 
-def _write_report(output_dir: Path, history: list[dict]) -> str:
+def _write_report(output_dir: Path, history: list[dict], name: str = "", overlaid: list = (), others=()) -> str:
     out = output_dir / "report"
     manifest = Manifest.load(output_dir)
     if out.exists() and manifest.exists and "report" not in manifest.entries:
@@ -207,8 +173,10 @@ def _write_report(output_dir: Path, history: list[dict]) -> str:
     samples = _read_jsonl(output_dir / "completions.jsonl")
     alerts = _read_jsonl(output_dir / "alerts.jsonl")
     diverged = [a["step"] for a in alerts if a.get("kind") == DIVERGING]
-    drawn = {**plot_heldout(history, load_heldout_history(output_dir), out, diverged)}  # first: the sanity check
-    drawn.update(plot_history(history, out, load_eval_history(output_dir)))
+    heldout = [(n, h, load_heldout_history(o)) for (n, h, _), o in zip(overlaid, others)]
+    drawn = {**plot_heldout(history, load_heldout_history(output_dir), out, diverged, name=name, others=heldout)}
+    zero: set[str] = set()
+    drawn.update(plot_history(history, out, load_eval_history(output_dir), name=name, others=overlaid, zero=zero))
     first, last = (history[0], history[-1]) if history else ({}, {})
     trend = reward_trend(history)  # the same numbers as the end-of-run summary of `grpo-trl train`
     window = trend_window(history)
@@ -223,31 +191,28 @@ def _write_report(output_dir: Path, history: list[dict]) -> str:
         "plots": drawn,
         "alerts": alerts,
         "reward_none_share": none_shares(history),
+        "always_zero": sorted(zero),
+        "overlaid": [n for n, _, _ in overlaid],
     }
     (out / "report.json").write_text(json.dumps(summary, indent=2))
-    images = "".join(
-        f'<h3>{html.escape(plot_title(f))}</h3><img alt="{f}" src="data:image/png;base64,'
-        f'{base64.b64encode((out / f).read_bytes()).decode()}"/>'
-        for f in drawn
-    )
     alert_html = "".join(
         f"<li>step {a['step']}: <b>{html.escape(str(a.get('kind')))}</b> {html.escape(str(a.get('message')))}</li>"
         for a in alerts
     )
-    title = html.escape(str(output_dir))
+    title, none_html = html.escape(str(output_dir)), none_table(summary["reward_none_share"])
     trend_html = (
         f"reward mean, {trend_label(history)}: {trend[0]:.3f} &rarr; {trend[1]:.3f}" if trend else "no reward logged"
     )
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>grpo-trl report: {title}</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}}
-pre{{white-space:pre-wrap;max-width:420px;font-size:11px}}
-table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:4px;vertical-align:top}}</style></head><body>
+<style>{CSS}</style></head><body>
 <h1>GRPO run: {html.escape(str(output_dir))}</h1>
 <p>{len(history)} logged steps (steps {summary["first_step"]} to {summary["last_step"]}); {trend_html}.</p>
 <h2>Alerts</h2><ul>{alert_html or "<li>none</li>"}</ul>
-<h2>Rows scored None per reward (skipped by TRL: faults, or the reward's own None)</h2>{_none_table(history)}
-<h2>Curves</h2>{images}
-<h2>Sample completions (first, middle, last logged steps)</h2>{_samples_table(samples)}
+<h2>Rows scored None per reward (skipped by TRL: faults, or the reward's own None)</h2>{none_html}
+{runs_html([(n, len(h), reward_trend(h)) for n, h, _ in [(name, history, None), *overlaid]])}
+<h2>Curves</h2><p>Lines are centred means of the logged values (drawn faint) once a run has 12 or more points;
+<b>reward</b> (the weighted total) is the black line.</p>{curves_html(out, drawn, zero)}
+<h2>Sample completions (first, middle, last logged steps)</h2>{samples_table(samples)}
 </body></html>"""
     path = out / "report.html"
     path.write_text(page)

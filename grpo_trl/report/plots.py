@@ -7,6 +7,7 @@ group of keys; the evaluation metrics likewise: ``eval.png`` (rewards), ``eval_d
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -81,68 +82,122 @@ def _other_groups(keys: list[str], drawn: set[str]) -> dict[str, list[str]]:
     return groups
 
 
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _plottable(value: object) -> bool:
     """A number matplotlib can scale an axis to: finite and below 1e300 (a user's ``log_metric`` of 1.7e308 made
     matplotlib raise while laying out the ticks; TRL's own metrics are float32)."""
     return isinstance(value, (int, float)) and math.isfinite(value) and abs(value) <= MAX_PLOTTED
 
 
-def _draw(plt, title: str, series: list[str], history: list[dict], path: Path) -> bool:
+REWARD = "reward"  # the total: black and on top in every panel that has it
+RUN_STYLES = ("-", "--", ":", "-.")  # one line style per run when runs are overlaid
+Runs = list[tuple[str, list[dict]]]  # (name, log history); the first is the run the report belongs to
+
+
+def smooth(values: list[float], window: int) -> list[float]:
+    """Centred mean over ``window`` values (fewer at the ends), so a curve is not shifted right as a trailing mean is.
+
+    >>> smooth([0.0, 2.0, 4.0, 6.0, 8.0], 3)
+    [1.0, 2.0, 4.0, 6.0, 7.0]
+    """
+    sums, half = [0.0, *itertools.accumulate(values)], window // 2
+    spans = ((max(0, i - half), min(len(values), i + window - half)) for i in range(len(values)))
+    return [(sums[b] - sums[a]) / (b - a) for a, b in spans]
+
+
+def smoothing_window(points: int) -> int:
+    """How many logged values each smoothed point averages: none under 12 points, then about a 15th of them."""
+    return 1 if points < 12 else max(2, points // 15)
+
+
+def _points(history: list[dict], key: str) -> list[tuple[int, float]]:
+    return [(h["step"], h[key]) for h in history if _plottable(h.get(key))]
+
+
+def _line(ax, runs: Runs, key: str, colour: str) -> None:
+    """``key`` of every run: smoothed, the raw values faint; runs told apart by line style."""
+    total = key == REWARD
+    for r, (name, history) in enumerate(runs):
+        points = _points(history, key)
+        if not points:
+            continue
+        xs, ys = zip(*points)
+        style = {"color": "black" if total else colour, "linestyle": RUN_STYLES[r % len(RUN_STYLES)]}
+        style["zorder"] = 5 if total else 2
+        window = smoothing_window(len(ys))
+        if window > 1:
+            ax.plot(xs, ys, linewidth=0.8, alpha=0.22, **style)
+            ys = smooth(list(ys), window)
+        label = f"{name}: {key}" if len(runs) > 1 else key
+        marker = "o" if len(xs) < 12 else None
+        ax.plot(xs, ys, label=label, linewidth=2.0 if total else 1.3, marker=marker, markersize=3, **style)
+
+
+def _draw(plt, title: str, series: list[str], runs: Runs, path: Path, zero: set[str] | None = None) -> bool:
+    """Draw ``series`` of every run into ``path``; ``path.name`` goes into ``zero`` when every value drawn is 0."""
     from matplotlib.ticker import MaxNLocator
 
+    drawn = [k for k in series if any(_points(h, k) for _, h in runs)]
+    if not drawn:
+        return False
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=100)
-    drew = False
-    for key in series:
-        points = [(h["step"], h[key]) for h in history if _plottable(h.get(key))]
-        if points:
-            xs, ys = zip(*points)
-            ax.plot(xs, ys, label=key, linewidth=1.2, marker="o" if len(xs) < 12 else None, markersize=3)
-            drew = True
-    ax.set_title(title)
+    for i, key in enumerate(sorted(drawn, key=lambda k: k == REWARD)):  # the total last: on top
+        _line(ax, runs, key, f"C{i}")
+    ax.set_title(title, fontsize=10)
+    ax.ticklabel_format(axis="y", useOffset=False)  # a constant 0.3 as 0.3, not 1e-13 + 3e-1
     ax.set_xlabel("step")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     ax.grid(alpha=0.3)
-    if drew:
-        ax.legend(fontsize=7, loc="best")
-        fig.tight_layout()
-        fig.savefig(path)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path)
     plt.close(fig)
-    return drew
+    if zero is not None and all(v == 0 for k in drawn for _, h in runs for _, v in _points(h, k)):
+        zero.add(path.name)
+    return True
 
 
 HELDOUT_PLOT = "heldout.png"
 
 
 def plot_heldout(
-    history: list[dict], heldout: list[dict], out_dir: Path, alert_steps: list[int] = ()
+    history: list[dict],
+    heldout: list[dict],
+    out_dir: Path,
+    alert_steps: list[int] = (),
+    *,
+    name: str = "",
+    others: list[tuple[str, list[dict], list[dict]]] = (),
 ) -> dict[str, list[str]]:
     """``heldout.png``: held-out pass@k (``heldout:``, one point per evaluation) on the left axis, the training
     reward on the right, over steps, so a reward that rises while held-out accuracy falls shows at a glance; a dashed
-    line at each step in ``alert_steps`` (the ``heldout_diverging`` alert). Returns ``{file: [series]}`` like
-    ``plot_history`` (nothing without a held-out point)."""
+    line at each step in ``alert_steps`` (the ``heldout_diverging`` alert). ``others``: ``(name, history, heldout)``
+    of runs drawn over it. Returns ``{file: [series]}`` like ``plot_history`` (nothing without a held-out point)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    keys = sorted({k for h in heldout for k in h if "pass@" in k and _plottable(h[k])}, key=lambda k: (len(k), k))
+    runs = [(name, history, heldout), *others]
+    keys = {k for *_, hs in runs for h in hs for k in h if "pass@" in k and _plottable(h[k])}
+    keys = sorted(keys, key=lambda k: (len(k), k))
     if not keys:
         return {}
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=100)
-    for key in keys:
-        xs, ys = zip(*[(h["step"], h[key]) for h in heldout if _plottable(h.get(key))])
-        ax.plot(xs, ys, label=key, linewidth=1.4, marker="o", markersize=3)
-    ax.set_ylabel("held-out pass@k")
-    ax.set_ylim(-0.02, 1.02)
-    series = list(keys)
-    reward = [(h["step"], h["reward"]) for h in history if _plottable(h.get("reward"))]
-    if reward:
-        right = ax.twinx()
-        right.plot(*zip(*reward), label="reward (training)", color="grey", linewidth=1.0, alpha=0.8)
+    right = ax.twinx() if any(_points(h, REWARD) for _, h, _ in runs) else None
+    for i, key in enumerate(keys):
+        _line(ax, [(n, hs) for n, _, hs in runs], key, f"C{i}")
+    series = [*keys, REWARD] if right is not None else list(keys)
+    if right is not None:
+        _line(right, [(n, h) for n, h, _ in runs], REWARD, "black")
         right.set_ylabel("training reward")
         right.legend(fontsize=7, loc="lower right")
-        series.append("reward")
+    ax.set_ylabel("held-out pass@k")
+    ax.set_ylim(-0.02, 1.02)
     for step in alert_steps:
         ax.axvline(step, color="red", linestyle="--", linewidth=1.0, label=f"alert (step {step})")
     ax.set_title(plot_title(HELDOUT_PLOT))
@@ -177,30 +232,39 @@ def _group_file(prefix: str, group: str) -> str:
     return prefix + "".join(c if c.isalnum() or c in "-_" else "_" for c in group)[:60] + ".png"
 
 
-def plot_history(history: list[dict], out_dir: Path, eval_history: list[dict] | None = None) -> dict[str, list[str]]:
+def plot_history(
+    history: list[dict],
+    out_dir: Path,
+    eval_history: list[dict] | None = None,
+    *,
+    name: str = "",
+    others: list[tuple[str, list[dict], list[dict]]] = (),
+    zero: set[str] | None = None,
+) -> dict[str, list[str]]:
     """Write the PNGs; return ``{file: [series plotted]}`` (plots with no data are skipped). Every numeric metric
     is drawn somewhere: the fixed plots, then one ``metric_<group>.png`` per remaining group (``log_metric`` values
-    from rewards...), then ``eval.png`` for the evaluation metrics."""
+    from rewards...), then ``eval.png`` for the evaluation metrics. ``others``: ``(name, history, eval_history)`` of
+    runs drawn over this one (``name``); ``zero`` collects the plots whose every value is 0."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keys = sorted(
-        {k for h in history for k, v in h.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    )
+    runs = [(name, history), *((n, h) for n, h, _ in others)]
+    eval_runs = [(name, eval_history or []), *((n, e) for n, _, e in others)]
+    keys = sorted({k for _, h in runs for e in h for k, v in e.items() if _number(v)})
     drawn: dict[str, list[str]] = {}
     for filename, (title, choose) in PLOTS.items():
         series = [k for k in keys if choose(k)]
-        if series and _draw(plt, title, series, history, out_dir / filename):
+        if series and _draw(plt, title, series, runs, out_dir / filename, zero):
             drawn[filename] = series
     taken = {k for series in drawn.values() for k in series}
     for group, series in _other_groups(keys, taken).items():
         filename = _group_file("metric_", group)
-        if _draw(plt, f"Logged metric: {group}", series, history, out_dir / filename):
+        if _draw(plt, f"Logged metric: {group}", series, runs, out_dir / filename, zero):
             drawn[filename] = series
-    if eval_history:
-        eval_keys = sorted({k for h in eval_history for k, v in h.items() if isinstance(v, (int, float))})
+    if any(e for _, e in eval_runs):
+        eval_keys = sorted({k for _, h in eval_runs for e in h for k, v in e.items() if isinstance(v, (int, float))})
         main = [k for k in eval_keys if EVAL_MAIN(k)]
         rest = [
             k
@@ -218,6 +282,6 @@ def plot_history(history: list[dict], out_dir: Path, eval_history: list[dict] | 
             taken.update(series)
         panels += [(_group_file("eval_metric_", g), ks) for g, ks in _other_groups(rest, taken).items()]
         for filename, series in panels:
-            if series and _draw(plt, plot_title(filename), series, eval_history, out_dir / filename):
+            if series and _draw(plt, plot_title(filename), series, eval_runs, out_dir / filename, zero):
                 drawn[filename] = ["eval_" + k for k in series]
     return drawn
