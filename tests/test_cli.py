@@ -138,7 +138,8 @@ def test_first_sentence_is_whole_and_plain(first, rest, wrap):
 
     from grpo_trl.cli.commands import first_sentence
 
-    doc = "\n".join(textwrap.wrap(" ".join([first, *rest]), wrap))  # a docstring wrapped mid-sentence
+    # a docstring wrapped mid-sentence (between words: textwrap would otherwise split a long word in two)
+    doc = "\n".join(textwrap.wrap(" ".join([first, *rest]), wrap, break_long_words=False, break_on_hyphens=False))
     assert first_sentence(doc) == first.replace("`", "")
 
 
