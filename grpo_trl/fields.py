@@ -97,6 +97,29 @@ def jsonable(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else None
 
 
+# Ranges by what a value is, read from its name, for every field typed here (builders, TRL, peft, rewards): a value
+# outside them is accepted by the constructor and then hangs or overflows mid-run (a 1e9 s timeout, 10**12 rows).
+MAX_SECONDS = 7 * 24 * 3600
+MAX_COUNT = 10**8
+
+
+def name_bounds(name: str, hint: Any = None) -> dict[str, Any]:
+    """Pydantic bounds for a numeric field named ``name``: ports, timeouts (seconds) and sizes/counts.
+
+    >>> name_bounds("vllm_server_port"), name_bounds("timeout")["le"], name_bounds("size")["le"]
+    ({'ge': 1, 'le': 65535}, 604800, 100000000)
+    """
+    if hint is not None and not {int, float} & {hint, *typing.get_args(hint)}:
+        return {}
+    if name == "port" or name.endswith("_port"):
+        return {"ge": 1, "le": 65535}
+    if "timeout" in name:
+        return {"gt": 0, "le": MAX_SECONDS}
+    if name in ("size", "limit", "n", "rows") or name.endswith(("_size", "_rows", "_samples", "_steps", "_length")):
+        return {"le": MAX_COUNT}
+    return {}
+
+
 def signature_model(name: str, func: Any, skip: typing.Container[str] = ()) -> type[Section]:
     """A ``Section`` whose fields are the keyword parameters of ``func`` (types and defaults from its signature)."""
     hints = typing.get_type_hints(func)
@@ -105,8 +128,28 @@ def signature_model(name: str, func: Any, skip: typing.Container[str] = ()) -> t
         if pname in skip or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or pname == "self":
             continue
         default = ... if p.default is p.empty else p.default
-        fields[pname] = (field_type(hints.get(pname, Any)), Field(default=default))
+        hint = hints.get(pname, Any)
+        fields[pname] = (field_type(hint), Field(default=default, **name_bounds(pname, hint)))
     return create_model(name, __base__=Section, **fields)
+
+
+def dataclass_model(name: str, cls: type, doc: str = "") -> type[Section]:
+    """A ``Section`` of a dataclass's init fields (``peft.LoraConfig``): types and defaults read, never copied."""
+    import dataclasses
+
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        hint = hints.get(f.name, Any)
+        help_text = (f.metadata.get("help") or "")[:300] or None
+        fields[f.name] = (
+            field_type(hint),
+            Field(jsonable(default), description=help_text, **name_bounds(f.name, hint)),
+        )
+    return create_model(name, __base__=Section, __doc__=doc or cls.__doc__, **fields)
 
 
 # --------------------------------------------------------------------------------------- pydantic errors -> Problems

@@ -25,8 +25,6 @@ def fail(recipe: Recipe, problems: list[Problem]) -> None:
 def recipe_problems(recipe: Recipe) -> list[Problem]:
     """Problems in the sections this module wires (tools, environment, quantization, chat template), no model load."""
     from grpo_trl.environments.registry import environment_problems, owns_reward
-    from grpo_trl.models.chat_templates import resolve_template
-    from grpo_trl.models.quantization import quantization_problems
     from grpo_trl.rollout import rollout_problems
     from grpo_trl.tools import tool_problems
 
@@ -56,14 +54,6 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
             )
     if not env_problems:
         found += _routing_problems(recipe, env)
-    model = recipe.model
-    found += quantization_problems(model.get("quantization"), has_lora=bool(model.get("lora")))
-    template = model.get("chat_template")
-    if isinstance(template, str) and template.startswith("trl:"):
-        try:
-            resolve_template(template)
-        except ValueError as exc:
-            found.append(Problem("", "model.chat_template", str(exc)))
     if not found and uses_tools(recipe):
         found += [Problem("", "model.chat_template", m) for m in _template_problems_offline(recipe)]
     return located(found, recipe.file)

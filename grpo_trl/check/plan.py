@@ -132,7 +132,7 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
     if not rewards:  # an environment scores the rollouts (checked): TRL adds its get_reward(), named after the class
         rewards = "the environment's get_reward() x1.0 (TRL logs it as rewards/<class>/mean)"
     return [
-        f"  model               {recipe.model['name']}" + (" + LoRA" if recipe.model.get("lora") else ""),
+        f"  model               {recipe.model['name']}" + (" + LoRA" if recipe.lora_config() else ""),
         f"  data                {recipe.dataset.get('builder') or 'mixture'}: {rows_s} rows",
         f"  rewards             {rewards}",
         f"  world size          {plan.world_size} training process(es)"

@@ -162,6 +162,8 @@ def first_prompt(recipe: Recipe) -> list[dict] | None:
     from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
 
     one = {**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None, "eval_size": None}
+    if "size" in builder_params(builder):  # a generated dataset: its first row, not all of them
+        one["size"] = 1
     shown = is_progress_bar_enabled()
     disable_progress_bar()  # a check of one row: no "Map: 100%" bars before the command's own output
     try:

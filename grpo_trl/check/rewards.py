@@ -42,6 +42,7 @@ def reward_problems(recipe: Recipe) -> list[Problem]:
             continue
         try:
             check_reward_args(spec["name"], reward_args(recipe, spec))
+            out += typed_args_problems(spec["name"], spec.get("args") or {}, file, f"{key}.args")
         except GrpoTrlError as exc:
             out += [
                 Problem(file, f"{key}.{p.key}" if p.key else f"{key}.name", p.message, p.fix) for p in exc.problems
@@ -59,6 +60,23 @@ def reward_problems(recipe: Recipe) -> list[Problem]:
             )
         names[label] = i
     return out
+
+
+def typed_args_problems(name: str, args: dict, file: str, key: str) -> list[Problem]:
+    """The reward's ``args`` validated against its own signature's annotations (and the ranges every field has)."""
+    import inspect
+
+    from grpo_trl.fields import signature_model, validate_value
+    from grpo_trl.rewards.registry import _lookup
+
+    obj, _ = _lookup(name)
+    target = obj.__init__ if inspect.isclass(obj) else obj
+    try:
+        params = inspect.signature(target).parameters
+        kind = signature_model("RewardArgs", target, skip=[n for n in params if n not in args])
+    except (TypeError, ValueError, NameError):  # annotations that cannot be read: the call itself decides
+        return []
+    return validate_value(kind, args, file, key)[1]
 
 
 def no_reward_problems(recipe: Recipe) -> list[Problem]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.errors import Problem, RecipeError
-from grpo_trl.models.builtin import BUILDERS, folder_name
+from grpo_trl.models.builtin import builder, folder_name
 from grpo_trl.models.chat_templates import resolve_template
 
 
@@ -35,12 +35,12 @@ def resolve_model(model: dict, output_dir: str | None = None, stage: Path | None
             )
         key = hashlib.sha256(json.dumps([name, tiny], sort_keys=True).encode()).hexdigest()[:12]
         try:
-            return build_once(BUILDERS[name], cache / f"{folder}-{key}", cache, **tiny)
+            return build_once(builder(name), cache / f"{folder}-{key}", cache, **tiny)
         except OSError as exc:
             where = ("environment", "GRPO_TRL_CACHE") if raw else ("environment", "HOME")
             why = f"cannot build {name} in {str(cache)!r} ({exc.strerror or exc})"
             raise RecipeError([Problem(*where, why, "set GRPO_TRL_CACHE to a writable folder")]) from None
-    return build_once(BUILDERS[name], Path(output_dir) / folder, stage or Path(output_dir), **tiny)
+    return build_once(builder(name), Path(output_dir) / folder, stage or Path(output_dir), **tiny)
 
 
 def build_once(builder: Any, path: Path, stage: Path, **options: Any) -> str:

@@ -55,16 +55,13 @@ def coerce(data: dict, file: str, sections: Iterable[str] | None = None) -> tupl
         if name in wanted and data.get(name) is None and not any(p.key == name for p in problems):
             problems.append(Problem(file, name, f"missing: {hint}"))
     model = out.get("model")
-    if (
-        "model" in wanted
-        and isinstance(model, dict)
-        and model.get("tiny")
-        and not any(p.key.startswith("model.tiny") for p in problems)
-    ):
-        tiny, found = validate_value(schema.tiny_model(), model["tiny"], file, "model.tiny", hints())
-        problems += found
-        if not found:
-            out["model"] = {**model, "tiny": tiny}
+    if "model" in wanted and isinstance(model, dict) and not any(p.key.startswith("model") for p in problems):
+        for key, kind in (("tiny", schema.tiny_model), ("lora", schema.lora_model)):  # typed from their library
+            if model.get(key) is not None:
+                typed, found = validate_value(kind(), model[key], file, f"model.{key}", hints())
+                problems += found
+                model = model if found else {**model, key: typed}
+        out["model"] = model
     return out, problems
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import Field, create_model
 
-from grpo_trl.fields import Section, YamlFloat, field_type, jsonable
+from grpo_trl.fields import MAX_SECONDS, Section, YamlFloat, field_type, jsonable, name_bounds
 
 BACKENDS = ("transformers", "vllm")
 
@@ -129,7 +129,7 @@ def trainer_model() -> type[Section]:
         kind = field_type(hint, tuple(choices) if choices else None)
         if kind is Any or not (isinstance(default, (str, int, float, bool, list, dict)) or default is None):
             default = jsonable(default)
-        bounds = TRAINER_BOUNDS.get(f.name, {})
+        bounds = {**name_bounds(f.name, hint), **TRAINER_BOUNDS.get(f.name, {})}
         fields[f.name] = (kind, Field(default=jsonable(default), description=help_text[:300] or None, **bounds))
     return create_model("TrainerSection", __base__=Section, __doc__="trl.GRPOConfig fields", **fields)
 
@@ -173,10 +173,13 @@ def generation_model() -> type[Section]:
             str | None,
             Field(None, description="transformers or vllm", json_schema_extra={"enum": list(BACKENDS)}),
         ),
-        "health_timeout": (YamlFloat, Field(5.0, gt=0, description="seconds to wait for a vLLM server")),
+        "health_timeout": (
+            YamlFloat,
+            Field(5.0, gt=0, le=MAX_SECONDS, description="seconds to wait for a vLLM server"),
+        ),
     }
     for key, trl_name in GENERATION_FIELDS.items():
         info = trainer[trl_name]
-        bounds = TRAINER_BOUNDS.get(trl_name, {})
-        fields[key] = (info.annotation | None, Field(None, description=info.description, **bounds))
+        kind = typing.Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+        fields[key] = (typing.Optional[kind], Field(None, description=info.description))  # noqa: UP045
     return create_model("GenerationSection", __base__=Section, __doc__=generation_model.__doc__, **fields)
