@@ -47,7 +47,12 @@ def quantization_problems(section: Any, *, has_lora: bool) -> list[Problem]:
     try:
         bnb_config(section)
     except (TypeError, ValueError) as exc:
-        problems.append(Problem("", key, f"BitsAndBytesConfig refuses it: {str(exc).strip()[:300]}"))
+        message = str(exc).strip()[:300]
+        field = message.split(" ", 1)[0].strip("`")
+        where = f"{key}.{field}" if field in section and " and " not in message else key
+        problems.append(Problem("", where, f"BitsAndBytesConfig refuses it: {message}"))
+    except AttributeError:  # getattr(torch, compute dtype): said below with the dtypes to use
+        pass
     if not section.get("load_in_4bit") and not section.get("load_in_8bit"):
         problems.append(Problem("", key, "set load_in_4bit: true (QLoRA) or load_in_8bit: true"))
     qt = section.get("bnb_4bit_quant_type")

@@ -73,12 +73,16 @@ def _unknown_trainer_key(last: str, choices: list[str]) -> str:
     return f"not a trl.GRPOConfig field{suggest(last, choices)} (checked against the installed TRL)"
 
 
+def _unknown_lora_key(last: str, choices: list[str]) -> str:
+    return f"not a peft.LoraConfig field{suggest(last, choices)}; e.g. r, lora_alpha, lora_dropout, target_modules"
+
+
 def hints() -> Hints:
     """What the recipe's messages add: required sections, what each section holds, TRL's field notes and bounds."""
     return Hints(
         required=schema.REQUIRED_SECTIONS,
         sections=schema.SECTION_HINTS,
-        unknown={"trainer": _unknown_trainer_key},
+        unknown={"trainer": _unknown_trainer_key, "model.lora": _unknown_lora_key},
         bounds=BOUND_REASONS,
         floats=takes_float,
     )
