@@ -108,9 +108,9 @@ def _template_problems_offline(recipe: Recipe) -> list[str]:
 
 
 def describe_extras(recipe: Recipe) -> list[str]:
-    """``check`` lines for tools, environments and quantization; ``warning:`` lines for what this machine lacks."""
+    """``check`` lines for tools, environments and quantization; ``warning:`` lines for what this machine lacks
+    (``machine.py``) and a note on a run already in ``output_dir``."""
     from grpo_trl.environments import is_multi
-    from grpo_trl.models.quantization import hardware_problems
     from grpo_trl.tools.registry import tool_specs
 
     lines = []
@@ -127,9 +127,9 @@ def describe_extras(recipe: Recipe) -> list[str]:
     quant = recipe.model.get("quantization")
     if quant:
         lines.append(f"  quantization        {', '.join(f'{k}={v}' for k, v in quant.items())}")
-    for p in located(hardware_problems(quant), recipe.file):
-        lines.append(f"warning: {p} (train stops here before loading the model)")
-    return lines
+    from grpo_trl.check.machine import machine_warnings
+
+    return lines + machine_warnings(recipe, recipe.to_grpo_config(planning=True))
 
 
 def uses_tools(recipe: Recipe) -> bool:
