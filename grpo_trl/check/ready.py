@@ -24,15 +24,13 @@ if TYPE_CHECKING:
 INTEGRATION_MODULES = {"azure_ml": "azureml", "flyte": "flytekit", "kubeflow": "kfp"}
 
 
-def readiness_problems(recipe: Recipe, world_size: int) -> list[Problem]:
+def readiness_problems(recipe: Recipe, world_size: int, model_ok: bool = True) -> list[Problem]:
+    """``model_ok``: the model section is sound, so its chat template is tried on the first prompt too."""
     cfg = recipe.to_grpo_config(world_size=world_size, planning=True)
-    return [
-        *integration_problems(recipe, cfg),
-        *eval_problems(recipe, cfg),
-        *step_problems(recipe, world_size),
-        *template_problems(recipe),
-        *vision_problems(recipe),  # data with images: a vision-language model whose template renders them
-    ]
+    found = [*integration_problems(recipe, cfg), *eval_problems(recipe, cfg), *step_problems(recipe, world_size)]
+    if model_ok:  # data with images: a vision-language model whose template renders them
+        found += [*template_problems(recipe), *vision_problems(recipe)]
+    return found
 
 
 def integration_problems(recipe: Recipe, cfg: Any) -> list[Problem]:

@@ -57,17 +57,25 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     if "trainer" not in bad and "output_dir" in recipe.trainer:  # where checkpoints may go: grpo_trl.run.directory
         where = output_dir_problems(recipe.trainer["output_dir"], recipe.base_dir)
         problems += [Problem(file, "trainer.output_dir", message) for message in where]
-    if not problems:
+    ws = world_size or recipe.world_size  # the checks below need sound sections, and only those: one pass
+    if not blocked(problems, "plugins", "data", "rewards"):
         problems += columns_check(recipe)
-    if not problems:
-        problems += trl_problems(recipe, world_size or recipe.world_size)
-    if not problems and recipe.dataset.get("dynamic_sampling") is not None:
-        problems += refill_problems(recipe, world_size or recipe.world_size)
-    if not problems:
+    trl = ("trainer", "generation", "launch")  # what GRPOConfig is made of (and the rewards' weights)
+    problems += [] if blocked(problems, *trl) or "rewards" in bad else trl_problems(recipe, ws)
+    trl_ok = not blocked(problems, *trl)
+    if trl_ok and recipe.dataset.get("dynamic_sampling") is not None and not blocked(problems, "data"):
+        problems += refill_problems(recipe, ws)
+    if trl_ok and not blocked(problems, "plugins", "data", "heldout"):
         from grpo_trl.check.ready import readiness_problems
 
-        problems += readiness_problems(recipe, world_size or recipe.world_size)
+        model_ok = not blocked(problems, "model", "tools", "environment", "rollout_func")
+        problems += readiness_problems(recipe, ws, model_ok)
     return problems
+
+
+def blocked(problems: list[Problem], *sections: str) -> bool:
+    """Whether a problem was found in one of ``sections`` (a check that reads them would only repeat it)."""
+    return any(p.key.split(".")[0] in sections for p in problems)
 
 
 def plugin_problems(recipe: Recipe) -> list[Problem]:
