@@ -57,11 +57,13 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     if "trainer" not in bad and "output_dir" in recipe.trainer:  # where checkpoints may go: grpo_trl.run.directory
         where = output_dir_problems(recipe.trainer["output_dir"], recipe.base_dir)
         problems += [Problem(file, "trainer.output_dir", message) for message in where]
-    ws = world_size or recipe.world_size  # the checks below need sound sections, and only those: one pass
     if not blocked(problems, "plugins", "data", "rewards"):
         problems += columns_check(recipe)
     trl = ("trainer", "generation", "launch")  # what GRPOConfig is made of (and the rewards' weights)
-    problems += [] if blocked(problems, *trl) or "rewards" in bad else trl_problems(recipe, ws)
+    if blocked(problems, *trl) or "rewards" in bad:  # the checks below need sound sections, and only those
+        return problems
+    ws = world_size or recipe.world_size
+    problems += trl_problems(recipe, ws)
     trl_ok = not blocked(problems, *trl)
     if trl_ok and recipe.dataset.get("dynamic_sampling") is not None and not blocked(problems, "data"):
         problems += refill_problems(recipe, ws)

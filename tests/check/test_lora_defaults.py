@@ -57,7 +57,11 @@ def test_empty_lora_trains_as_trl_with_lora_config(tmp_path):
     assert isinstance(ours.model, PeftModel) and isinstance(theirs.model, PeftModel)
 
     def trainable(trainer):
-        return {n.split("base_model.model.", 1)[-1]: p.numel() for n, p in trainer.model.named_parameters() if p.requires_grad}
+        return {
+            n.split("base_model.model.", 1)[-1]: p.numel()
+            for n, p in trainer.model.named_parameters()
+            if p.requires_grad
+        }
 
     assert trainable(ours) == trainable(theirs) and trainable(ours)  # LoRA adapters only, the same ones
     logs = []
