@@ -106,8 +106,8 @@ MAX_COUNT = 10**8
 def name_bounds(name: str, hint: Any = None) -> dict[str, Any]:
     """Pydantic bounds for a numeric field named ``name``: ports, timeouts (seconds) and sizes/counts.
 
-    >>> name_bounds("vllm_server_port"), name_bounds("timeout")["le"], name_bounds("size")["le"]
-    ({'ge': 1, 'le': 65535}, 604800, 100000000)
+    >>> name_bounds("vllm_server_port"), name_bounds("timeout")["le"], name_bounds("size")
+    ({'ge': 1, 'le': 65535}, 604800, {'ge': 1, 'le': 100000000})
     """
     if hint is not None and not {int, float} & {hint, *typing.get_args(hint)}:
         return {}
@@ -115,7 +115,9 @@ def name_bounds(name: str, hint: Any = None) -> dict[str, Any]:
         return {"ge": 1, "le": 65535}
     if "timeout" in name:
         return {"gt": 0, "le": MAX_SECONDS}
-    if name in ("size", "limit", "n", "rows") or name.endswith(("_size", "_rows", "_samples", "_steps", "_length")):
+    if name in ("size", "limit", "n") or name.endswith("_size"):  # sizes are positive
+        return {"ge": 1, "le": MAX_COUNT}
+    if name.endswith(("_rows", "_samples", "_steps", "_length")):
         return {"le": MAX_COUNT}
     return {}
 

@@ -70,7 +70,7 @@ def meta_model(recipe: Recipe) -> tuple[Any, list[Problem]]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return fresh_meta_model(config), []
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever transformers raises building it, train would raise too
         key = "model.tiny" if model.get("tiny") else "model.name"
         why = f"transformers cannot build this model from its config: {first_line(exc)}"
         return None, [Problem(recipe.file, key, why, "fix the model's sizes")]

@@ -178,3 +178,31 @@ def test_check_of_a_large_generated_dataset_is_quick(tmp_path):
     start = time.perf_counter()
     assert validate(r) == []
     assert time.perf_counter() - start < 60  # the first prompt is generated, not all 10**8 rows
+
+
+# ------------------------------------------------------------------------------------------------ one error line each
+CLASSES = [
+    ("model.name=builtin:tyni", "model.name", "builtin:tiny"),
+    ("model.lora={target_modules: [nope]}", "model.lora.target_modules", "q_proj"),
+    ("model.lora={r: 0}", "model.lora.r", "positive"),
+    ("model.lora={lora_dropout: 2}", "model.lora.lora_dropout", "between 0 and 1"),
+    ("model.lora={lora_alph: 8}", "model.lora.lora_alph", "lora_alpha"),
+    ("model.tiny={hidden_size: 0}", "model.tiny.hidden_size", ">= 1"),
+    ("model.chat_template=missing.jinja", "model.chat_template", "not found"),
+    ("model.quantization={load_in_4bit: maybe}", "model.quantization.load_in_4bit", "boolean"),
+    ("rewards.0.timeout=1e9", "rewards.0.timeout", "<="),
+    ("rewards.0.args={per_tag: x}", "rewards.0.args.per_tag", "number"),
+    ("data.size=1000000000000", "data.size", "<="),
+    ("trainer.vllm_server_port=99999", "trainer.vllm_server_port", "<="),
+    ("generation.server_timeout=1e12", "generation.server_timeout", "<="),
+    ("launch.num_processes=eight", "launch.num_processes", "int"),
+]
+
+
+@pytest.mark.parametrize(("override", "key", "fix"), CLASSES, ids=[c[1] for c in CLASSES])
+def test_each_class_is_one_error_line_and_exit_1(capsys, override, key, fix):
+    from grpo_trl.cli import main
+
+    assert main(["check", "recipes/demo/tiny-cpu.yaml", "--set", override]) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert any(f": {key}: " in line and fix in line for line in lines), lines
