@@ -135,22 +135,31 @@ def signature_model(name: str, func: Any, skip: typing.Container[str] = ()) -> t
     return create_model(name, __base__=Section, **fields)
 
 
-def dataclass_model(name: str, cls: type, doc: str = "") -> type[Section]:
-    """A ``Section`` of a dataclass's init fields (``peft.LoraConfig``): types and defaults read, never copied."""
+def dataclass_model(
+    name: str,
+    cls: type,
+    doc: str = "",
+    skip: typing.Container[str] = (),
+    choices: Callable[[Any, Any, Any], Any] = lambda f, hint, default: f.metadata.get("choices"),
+    bounds: Mapping[str, dict] | None = None,
+) -> type[Section]:
+    """A ``Section`` of a dataclass's init fields (``trl.GRPOConfig``, ``peft.LoraConfig``): names, types, defaults,
+    help texts and choices read, never copied; ``bounds`` (by field) add to the ranges ``name_bounds`` gives."""
     import dataclasses
 
     hints = typing.get_type_hints(cls)
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if not f.init:
+        if not f.init or f.name in skip:
             continue
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        default = None if default is dataclasses.MISSING else default
         hint = hints.get(f.name, Any)
-        help_text = (f.metadata.get("help") or "")[:300] or None
-        fields[f.name] = (
-            field_type(hint),
-            Field(jsonable(default), description=help_text, **name_bounds(f.name, hint)),
-        )
+        found = choices(f, hint, default)
+        kind = field_type(hint, tuple(found) if found else None)
+        ranges = {**name_bounds(f.name, hint), **(bounds or {}).get(f.name, {})}
+        text = (f.metadata.get("help") or "")[:300] or None
+        fields[f.name] = (kind, Field(jsonable(default), description=text, **ranges))
     return create_model(name, __base__=Section, __doc__=doc or cls.__doc__, **fields)
 
 
