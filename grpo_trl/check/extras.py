@@ -33,25 +33,13 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
     env = recipe.data.get("environment")
     env_problems = environment_problems(env)
     found += env_problems
+    why = "the 'environment' reward scores an environment's get_reward()"
     if any(s.get("name") == "environment" for s in recipe.rewards if isinstance(s, dict)):
         if env is None:
-            found.append(
-                Problem(
-                    "",
-                    "rewards",
-                    "the 'environment' reward scores an environment's get_reward(): add an environment: section",
-                )
-            )
+            found.append(Problem("", "rewards", f"{why}: add an environment: section"))
         elif not env_problems and owns_reward(env) is False:
-            found.append(
-                Problem(
-                    "",
-                    "rewards",
-                    "the 'environment' reward scores an environment's get_reward(), and no environment in "
-                    "environment: defines one (every row would score None): "
-                    "add get_reward() or score with reward functions",
-                )
-            )
+            none = "no environment in environment: defines one (every row would score None)"
+            found.append(Problem("", "rewards", f"{why}, and {none}: add get_reward() or score with reward functions"))
     if not env_problems:
         found += _routing_problems(recipe, env)
     if not found and uses_tools(recipe):
@@ -152,23 +140,10 @@ def check_environment_column(recipe: Recipe, columns: list[str], rows: Any) -> N
         return
     names = sorted(section)
     if "environment" not in columns:
-        fail(
-            recipe,
-            [Problem("", "environment", _route_message(names))],
-        )
-    unknown = sorted({str(v) for v in rows["environment"]} - set(names))
-    if unknown:
-        fail(
-            recipe,
-            [
-                Problem(
-                    "",
-                    "environment",
-                    f"rows name environment(s) {', '.join(map(repr, unknown))} that environment: does not "
-                    f"define (it defines: {', '.join(names)}); add them or fix the data",
-                )
-            ],
-        )
+        fail(recipe, [Problem("", "environment", _route_message(names))])
+    unknown = ", ".join(map(repr, sorted({str(v) for v in rows["environment"]} - set(names))))
+    why = f"rows name environment(s) {unknown} that environment: does not define (it defines: {', '.join(names)})"
+    fail(recipe, [Problem("", "environment", f"{why}; add them or fix the data")] if unknown else [])
 
 
 def check_env_scores(recipe: Recipe, env: Any) -> None:

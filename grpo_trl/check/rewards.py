@@ -152,48 +152,40 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
     source = recipe.dataset.get("builder") or "mixture"
     problems = located(column_conflicts(rewards, columns), recipe.file)
     columns -= NOT_PASSED  # TRL gives rewards the generated prompts / completions instead
+    rollout = recipe.data.get("rollout_func") is not None
     for i, reward in enumerate(rewards):
-        extra = unaccepted_columns(reward, columns)
-        if extra:
-            problems.append(
-                Problem(
-                    recipe.file,
-                    f"rewards.{i}",
-                    f"reward {reward.__name__!r} has no **kwargs parameter, and TRL passes it every dataset column by "
-                    f"keyword: column(s) {', '.join(extra)} would make every call fail (unexpected keyword argument)",
+        found: list[tuple[str, str]] = []  # (why, fix)
+        if extra := unaccepted_columns(reward, columns):
+            found.append(
+                (
+                    f"has no **kwargs parameter, and TRL passes it every dataset column by keyword: column(s) "
+                    f"{', '.join(extra)} would make every call fail (unexpected keyword argument)",
                     "add **kwargs to its parameters, or leave those columns out of the data",
                 )
             )
         missing = [c for c in required_columns(reward) if c not in columns]
-        never = [c for c in missing if c in NOT_PASSED]
-        if never:
-            problems.append(
-                Problem(
-                    recipe.file,
-                    f"rewards.{i}",
-                    f"reward {reward.__name__!r} reads {', '.join(never)}, which TRL never passes to rewards (it "
-                    "drops those dataset columns)",
+        if never := [c for c in missing if c in NOT_PASSED]:
+            found.append(
+                (
+                    f"reads {', '.join(never)}, which TRL never passes to rewards (it drops those dataset columns)",
                     "read prompts=, completions= and completion_ids= (the generated ones) instead",
                 )
             )
-            missing = [c for c in missing if c not in NOT_PASSED]
-        if missing and not complete:  # a rollout_func that does not list its fields may return them
-            missing = []
+        missing = [c for c in missing if c not in NOT_PASSED] if complete else []  # else rollout_func may give them
         if missing:
-            problems.append(
-                Problem(
-                    recipe.file,
-                    f"rewards.{i}",
-                    f"reward {reward.__name__!r} reads column(s) {', '.join(missing)} that data ({source}) does "
-                    f"not provide (it gives: {', '.join(sorted(columns)) or 'nothing'})",
+            found.append(
+                (
+                    f"reads column(s) {', '.join(missing)} that data ({source}) does not provide (it gives: "
+                    f"{', '.join(sorted(columns)) or 'nothing'})",
                     "use a builder with those columns"
                     + (
-                        ", or list them under rollout_func: {func: ..., fields: [...]} if rollout_func returns them"
-                        if recipe.data.get("rollout_func") is not None
+                        ", or list them under rollout_func: {func: ..., fields: [...]} if it returns them"
+                        if rollout
                         else ""
                     ),
                 )
             )
+        problems += [Problem(recipe.file, f"rewards.{i}", f"reward {reward.__name__!r} {w}", f) for w, f in found]
     return problems
 
 
