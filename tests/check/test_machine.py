@@ -101,3 +101,19 @@ def test_an_existing_run_is_named_with_resume_and_overwrite(tmp_path):
     (tmp_path / "out" / "checkpoint-3" / "trainer_state.json").write_text("{}")
     (line,) = [w for w in warnings_of(r) if "holds a run" in w]
     assert "checkpoint-3" in line and "--resume" in line and "--overwrite" in line
+
+
+def test_a_wrong_builder_hides_no_other_typo(tmp_path):
+    from grpo_trl.check.validate import validate
+
+    r = Recipe(
+        data={
+            "model": {"name": "builtin:tyni"},
+            "data": {"builder": "countdwn", "sistem_prompt": "r1", "size": 8},
+            "rewards": ["xml_formt"],
+            "trainer": {"output_dir": str(tmp_path / "out"), "learnin_rate": 1.0},
+        },
+        path=tmp_path / "r.yaml",
+    )
+    keys = {p.key for p in validate(r)}
+    assert {"model.name", "data.builder", "data.sistem_prompt", "rewards.0.name", "trainer.learnin_rate"} <= keys
