@@ -107,7 +107,7 @@ def name_bounds(name: str, hint: Any = None) -> dict[str, Any]:
     """Pydantic bounds for a numeric field named ``name``: ports, timeouts (seconds) and sizes/counts.
 
     >>> name_bounds("vllm_server_port"), name_bounds("timeout")["le"], name_bounds("size")
-    ({'ge': 1, 'le': 65535}, 604800, {'ge': 1, 'le': 100000000})
+    ({'ge': 1, 'le': 65535}, 604800, {'gt': 0, 'le': 100000000})
     """
     if hint is not None and not {int, float} & {hint, *typing.get_args(hint)}:
         return {}
@@ -116,7 +116,7 @@ def name_bounds(name: str, hint: Any = None) -> dict[str, Any]:
     if "timeout" in name:
         return {"gt": 0, "le": MAX_SECONDS}
     if name in ("size", "limit", "n") or name.endswith("_size"):  # sizes are positive
-        return {"ge": 1, "le": MAX_COUNT}
+        return {"gt": 0, "le": MAX_COUNT}
     if name.endswith(("_rows", "_samples", "_steps", "_length")):
         return {"le": MAX_COUNT}
     return {}

@@ -31,7 +31,10 @@ def _cached(repo_id: str, repo_type: str) -> bool:
     from huggingface_hub import constants
     from huggingface_hub.file_download import repo_folder_name
 
-    return (Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type=repo_type)).is_dir()
+    try:
+        return (Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type=repo_type)).is_dir()
+    except ValueError:  # not a valid repo id: the loader says so when train builds it
+        return False
 
 
 def hub_model(name: str, base_dir: Path) -> str | None:

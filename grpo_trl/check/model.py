@@ -35,6 +35,14 @@ def model_problems(recipe: Recipe) -> list[Problem]:
         return [Problem(file, "model.name", "is empty", fix)]
     if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().exists():
         return [Problem(file, "model.name", f"{name!r} is a path that does not exist", fix)]  # never a Hub id
+    local = Path(name).expanduser().exists() or (recipe.base_dir / name).exists()
+    if not name.startswith("builtin:") and not local:
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+        try:  # what from_pretrained asks of a name that is not a folder
+            validate_repo_id(name)
+        except HFValidationError as exc:
+            return [Problem(file, "model.name", f"{name!r} is neither a folder nor a Hub id: {first_line(exc)}", fix)]
     template = model.get("chat_template")
     if template is not None and "{" not in template:  # a file, or trl:<name> (a template TRL ships)
         from grpo_trl.models.chat_templates import resolve_template

@@ -43,8 +43,8 @@ def offline_empty_cache(tmp_path, monkeypatch):
 
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
-    org=st.from_regex(r"[A-Za-z][A-Za-z0-9-]{0,8}", fullmatch=True),
-    name=st.from_regex(r"[a-z0-9.]{1,10}", fullmatch=True),
+    org=st.from_regex(r"[A-Za-z][A-Za-z0-9]{0,8}", fullmatch=True),
+    name=st.from_regex(r"[a-z0-9][a-z0-9.]{0,8}[a-z0-9]", fullmatch=True).filter(lambda n: ".." not in n),
 )
 def test_a_hub_model_offline_and_not_cached_is_a_warning_naming_it(tmp_path_factory, monkeypatch, org, name):
     from huggingface_hub import constants
