@@ -91,17 +91,32 @@ def linear_names(model: Any) -> list[str]:
     return sorted({n.rpartition(".")[2] for n, m in model.named_modules() if isinstance(m, nn.Linear)})
 
 
+def _probe_model() -> Any:
+    """A stand-in for a model whose config is not here offline: one linear layer, for peft to build LoRA on."""
+    from torch import nn
+
+    model = nn.Module()
+    model.probe = nn.Linear(4, 4, device="meta")
+    return model
+
+
 def lora_problems(recipe: Recipe, meta: Any) -> list[Problem]:
-    """peft's ``LoraConfig`` of the recipe, then ``get_peft_model`` around the meta model, as TRL wraps the policy."""
+    """peft's ``LoraConfig`` of the recipe, then ``get_peft_model`` around the meta model, as TRL wraps the policy
+    (without the model's config here, around one stand-in layer: the values are tried, the targets at train)."""
+    import dataclasses
+
     file = recipe.file
     try:
         config = recipe.lora_config()
     except (ValueError, TypeError) as exc:
         return [Problem(file, "model.lora", f"peft.LoraConfig refuses it: {first_line(exc)}")]
-    if config is None or meta is None:
+    if config is None:
         return []
     from peft import get_peft_model
 
+    if meta is None:
+        meta, config = _probe_model(), dataclasses.replace(config, target_modules=["probe"], task_type=None)
+        config.layers_to_transform = config.layers_pattern = config.exclude_modules = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
