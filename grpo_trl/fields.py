@@ -97,6 +97,31 @@ def jsonable(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else None
 
 
+# Ranges by what a value is, read from its name, for every field typed here (builders, TRL, peft, rewards): a value
+# outside them is accepted by the constructor and then hangs or overflows mid-run (a 1e9 s timeout, 10**12 rows).
+MAX_SECONDS = 7 * 24 * 3600
+MAX_COUNT = 10**8
+
+
+def name_bounds(name: str, hint: Any = None) -> dict[str, Any]:
+    """Pydantic bounds for a numeric field named ``name``: ports, timeouts (seconds) and sizes/counts.
+
+    >>> name_bounds("vllm_server_port"), name_bounds("timeout")["le"], name_bounds("size")
+    ({'ge': 1, 'le': 65535}, 604800, {'gt': 0, 'le': 100000000})
+    """
+    if hint is not None and not {int, float} & {hint, *typing.get_args(hint)}:
+        return {}
+    if name == "port" or name.endswith("_port"):
+        return {"ge": 1, "le": 65535}
+    if "timeout" in name:
+        return {"gt": 0, "le": MAX_SECONDS}
+    if name in ("size", "limit", "n") or name.endswith("_size"):  # sizes are positive
+        return {"gt": 0, "le": MAX_COUNT}
+    if name.endswith(("_rows", "_samples", "_steps", "_length")):
+        return {"le": MAX_COUNT}
+    return {}
+
+
 def signature_model(name: str, func: Any, skip: typing.Container[str] = ()) -> type[Section]:
     """A ``Section`` whose fields are the keyword parameters of ``func`` (types and defaults from its signature)."""
     hints = typing.get_type_hints(func)
@@ -105,8 +130,37 @@ def signature_model(name: str, func: Any, skip: typing.Container[str] = ()) -> t
         if pname in skip or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or pname == "self":
             continue
         default = ... if p.default is p.empty else p.default
-        fields[pname] = (field_type(hints.get(pname, Any)), Field(default=default))
+        hint = hints.get(pname, Any)
+        fields[pname] = (field_type(hint), Field(default=default, **name_bounds(pname, hint)))
     return create_model(name, __base__=Section, **fields)
+
+
+def dataclass_model(
+    name: str,
+    cls: type,
+    doc: str = "",
+    skip: typing.Container[str] = (),
+    choices: Callable[[Any, Any, Any], Any] = lambda f, hint, default: f.metadata.get("choices"),
+    bounds: Mapping[str, dict] | None = None,
+) -> type[Section]:
+    """A ``Section`` of a dataclass's init fields (``trl.GRPOConfig``, ``peft.LoraConfig``): names, types, defaults,
+    help texts and choices read, never copied; ``bounds`` (by field) add to the ranges ``name_bounds`` gives."""
+    import dataclasses
+
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if not f.init or f.name in skip:
+            continue
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        default = None if default is dataclasses.MISSING else default
+        hint = hints.get(f.name, Any)
+        found = choices(f, hint, default)
+        kind = field_type(hint, tuple(found) if found else None)
+        ranges = {**name_bounds(f.name, hint), **(bounds or {}).get(f.name, {})}
+        text = (f.metadata.get("help") or "")[:300] or None
+        fields[f.name] = (kind, Field(jsonable(default), description=text, **ranges))
+    return create_model(name, __base__=Section, __doc__=doc or cls.__doc__, **fields)
 
 
 # --------------------------------------------------------------------------------------- pydantic errors -> Problems

@@ -25,8 +25,6 @@ def fail(recipe: Recipe, problems: list[Problem]) -> None:
 def recipe_problems(recipe: Recipe) -> list[Problem]:
     """Problems in the sections this module wires (tools, environment, quantization, chat template), no model load."""
     from grpo_trl.environments.registry import environment_problems, owns_reward
-    from grpo_trl.models.chat_templates import resolve_template
-    from grpo_trl.models.quantization import quantization_problems
     from grpo_trl.rollout import rollout_problems
     from grpo_trl.tools import tool_problems
 
@@ -35,35 +33,15 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
     env = recipe.data.get("environment")
     env_problems = environment_problems(env)
     found += env_problems
+    why = "the 'environment' reward scores an environment's get_reward()"
     if any(s.get("name") == "environment" for s in recipe.rewards if isinstance(s, dict)):
         if env is None:
-            found.append(
-                Problem(
-                    "",
-                    "rewards",
-                    "the 'environment' reward scores an environment's get_reward(): add an environment: section",
-                )
-            )
+            found.append(Problem("", "rewards", f"{why}: add an environment: section"))
         elif not env_problems and owns_reward(env) is False:
-            found.append(
-                Problem(
-                    "",
-                    "rewards",
-                    "the 'environment' reward scores an environment's get_reward(), and no environment in "
-                    "environment: defines one (every row would score None): "
-                    "add get_reward() or score with reward functions",
-                )
-            )
+            none = "no environment in environment: defines one (every row would score None)"
+            found.append(Problem("", "rewards", f"{why}, and {none}: add get_reward() or score with reward functions"))
     if not env_problems:
         found += _routing_problems(recipe, env)
-    model = recipe.model
-    found += quantization_problems(model.get("quantization"), has_lora=bool(model.get("lora")))
-    template = model.get("chat_template")
-    if isinstance(template, str) and template.startswith("trl:"):
-        try:
-            resolve_template(template)
-        except ValueError as exc:
-            found.append(Problem("", "model.chat_template", str(exc)))
     if not found and uses_tools(recipe):
         found += [Problem("", "model.chat_template", m) for m in _template_problems_offline(recipe)]
     return located(found, recipe.file)
@@ -118,9 +96,9 @@ def _template_problems_offline(recipe: Recipe) -> list[str]:
 
 
 def describe_extras(recipe: Recipe) -> list[str]:
-    """``check`` lines for tools, environments and quantization; ``warning:`` lines for what this machine lacks."""
+    """``check`` lines for tools, environments and quantization; ``warning:`` lines for what this machine lacks
+    (``machine.py``) and a note on a run already in ``output_dir``."""
     from grpo_trl.environments import is_multi
-    from grpo_trl.models.quantization import hardware_problems
     from grpo_trl.tools.registry import tool_specs
 
     lines = []
@@ -137,9 +115,9 @@ def describe_extras(recipe: Recipe) -> list[str]:
     quant = recipe.model.get("quantization")
     if quant:
         lines.append(f"  quantization        {', '.join(f'{k}={v}' for k, v in quant.items())}")
-    for p in located(hardware_problems(quant), recipe.file):
-        lines.append(f"warning: {p} (train stops here before loading the model)")
-    return lines
+    from grpo_trl.check.machine import machine_warnings
+
+    return lines + machine_warnings(recipe, recipe.to_grpo_config(planning=True))
 
 
 def uses_tools(recipe: Recipe) -> bool:
@@ -162,23 +140,10 @@ def check_environment_column(recipe: Recipe, columns: list[str], rows: Any) -> N
         return
     names = sorted(section)
     if "environment" not in columns:
-        fail(
-            recipe,
-            [Problem("", "environment", _route_message(names))],
-        )
-    unknown = sorted({str(v) for v in rows["environment"]} - set(names))
-    if unknown:
-        fail(
-            recipe,
-            [
-                Problem(
-                    "",
-                    "environment",
-                    f"rows name environment(s) {', '.join(map(repr, unknown))} that environment: does not "
-                    f"define (it defines: {', '.join(names)}); add them or fix the data",
-                )
-            ],
-        )
+        fail(recipe, [Problem("", "environment", _route_message(names))])
+    unknown = ", ".join(map(repr, sorted({str(v) for v in rows["environment"]} - set(names))))
+    why = f"rows name environment(s) {unknown} that environment: does not define (it defines: {', '.join(names)})"
+    fail(recipe, [Problem("", "environment", f"{why}; add them or fix the data")] if unknown else [])
 
 
 def check_env_scores(recipe: Recipe, env: Any) -> None:

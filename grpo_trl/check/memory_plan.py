@@ -116,7 +116,7 @@ def plan_memory(
     n = max(1, world_size)
     total_params, linear_params = shape.params()
     where = {"ddp": "replicated (DDP)", "zero": f"ZeRO-{stage} over {n}", "fsdp": f"FSDP over {n}"}[engine]
-    if lora or quant_bits:
+    if lora is not None or quant_bits:  # lora: {} is peft's defaults
         trainable = shape.lora_params(int((lora or {}).get("r", 8)), (lora or {}).get("target_modules"))
         frozen = (total_params - linear_params) * wbytes
         base = linear_params * QUANT_BYTES[quant_bits] + frozen if quant_bits else total_params * wbytes

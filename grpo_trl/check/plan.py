@@ -121,11 +121,15 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
     rows = plan.dataset_rows
     filters = [f"data.{k}" for k in ("max_prompt_tokens", "max_solution_tokens", "pass_rate") if recipe.dataset.get(k)]
     why = f"{', '.join(filters) or 'filters'} drop rows at train time; `grpo-trl data` counts them"
-    rows_s = (
-        "unknown (built at train time)"
-        if rows is None
-        else f"{rows}{'' if plan.dataset_rows_exact else f' at most ({why})'}"
-    )
+    from grpo_trl.check.machine import hub_dataset
+
+    hub = hub_dataset(recipe.dataset)
+    if rows is None:
+        rows_s = "unknown (built at train time)"
+    elif hub:  # what the builder says the Hub's split holds: not counted here
+        rows_s = f"unknown here ({hub} publishes {rows}; counted when train downloads it)"
+    else:
+        rows_s = f"{rows}{'' if plan.dataset_rows_exact else f' at most ({why})'}"
     total = plan.total_optimizer_steps
     from grpo_trl.models.reward_models import is_model_entry, model_label
 
@@ -134,8 +138,9 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
     if not rewards:  # an environment scores the rollouts (checked): TRL adds its get_reward(), named after the class
         rewards = "the environment's get_reward() x1.0 (TRL logs it as rewards/<class>/mean)"
     lines = [
-        f"  model               {recipe.model['name']}" + (" + LoRA" if recipe.model.get("lora") else ""),
-        f"  data                {recipe.dataset.get('builder') or 'mixture'}: {rows_s} rows",
+        f"  model               {recipe.model['name']}" + (" + LoRA" if recipe.lora_config() else ""),
+        f"  data                {recipe.dataset.get('builder') or 'mixture'}: {rows_s}"
+        + (" rows" if rows_s[0].isdigit() else ""),
         f"  rewards             {rewards}",
         f"  world size          {plan.world_size} training process(es)"
         + ("" if world_size_given else " (launch.num_processes; --world-size N to change)"),

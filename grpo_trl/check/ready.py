@@ -24,15 +24,13 @@ if TYPE_CHECKING:
 INTEGRATION_MODULES = {"azure_ml": "azureml", "flyte": "flytekit", "kubeflow": "kfp"}
 
 
-def readiness_problems(recipe: Recipe, world_size: int) -> list[Problem]:
+def readiness_problems(recipe: Recipe, world_size: int, model_ok: bool = True) -> list[Problem]:
+    """``model_ok``: the model section is sound, so its chat template is tried on the first prompt too."""
     cfg = recipe.to_grpo_config(world_size=world_size, planning=True)
-    return [
-        *integration_problems(recipe, cfg),
-        *eval_problems(recipe, cfg),
-        *step_problems(recipe, world_size),
-        *template_problems(recipe),
-        *vision_problems(recipe),  # data with images: a vision-language model whose template renders them
-    ]
+    found = [*integration_problems(recipe, cfg), *eval_problems(recipe, cfg), *step_problems(recipe, world_size)]
+    if model_ok:  # data with images: a vision-language model whose template renders them
+        found += [*template_problems(recipe), *vision_problems(recipe)]
+    return found
 
 
 def integration_problems(recipe: Recipe, cfg: Any) -> list[Problem]:
@@ -45,51 +43,30 @@ def integration_problems(recipe: Recipe, cfg: Any) -> list[Problem]:
     for name in names:
         if name in (None, "none", "all") or name in available:
             continue
+        key, module = "trainer.report_to", INTEGRATION_MODULES.get(name, name)
         if name not in INTEGRATION_TO_CALLBACK:
+            why = f"{name!r} is not a reporting integration{suggest(name, INTEGRATION_TO_CALLBACK)}"
             out.append(
                 Problem(
-                    recipe.file,
-                    "trainer.report_to",
-                    f"{name!r} is not a reporting integration{suggest(name, INTEGRATION_TO_CALLBACK)}",
-                    f"use none, all, or some of {', '.join(sorted(INTEGRATION_TO_CALLBACK))}",
+                    recipe.file, key, why, f"use none, all, or some of {', '.join(sorted(INTEGRATION_TO_CALLBACK))}"
                 )
             )
-            continue
-        module = INTEGRATION_MODULES.get(name, name)
-        if importlib.util.find_spec(module) is None:
-            out.append(
-                Problem(
-                    recipe.file,
-                    "trainer.report_to",
-                    f"{name!r} is not installed here",
-                    f"pip install {module}, or set trainer.report_to: none",
-                )
-            )
+        elif importlib.util.find_spec(module) is None:
+            fix = f"pip install {module}, or set trainer.report_to: none"
+            out.append(Problem(recipe.file, key, f"{name!r} is not installed here", fix))
     if cfg.use_liger_kernel and not is_liger_kernel_available():
-        out.append(
-            Problem(
-                recipe.file,
-                "trainer.use_liger_kernel",
-                "liger-kernel is not installed",
-                "pip install liger-kernel (GPU only), or remove use_liger_kernel",
-            )
-        )
+        fix = "pip install liger-kernel (GPU only), or remove use_liger_kernel"
+        out.append(Problem(recipe.file, "trainer.use_liger_kernel", "liger-kernel is not installed", fix))
     return out
 
 
 def eval_problems(recipe: Recipe, cfg: Any) -> list[Problem]:
     data = recipe.dataset
     strategy = getattr(cfg.eval_strategy, "value", cfg.eval_strategy)
-    if strategy != "no" and not (data.get("eval_split") or data.get("eval_size")):
-        return [
-            Problem(
-                recipe.file,
-                "trainer.eval_strategy",
-                f"{strategy!r} evaluates, but data has no eval split",
-                "set data.eval_size: N (held out from the data) or data.eval_split, or eval_strategy: 'no'",
-            )
-        ]
-    return []
+    if strategy == "no" or data.get("eval_split") or data.get("eval_size"):
+        return []
+    fix = "set data.eval_size: N (held out from the data) or data.eval_split, or eval_strategy: 'no'"
+    return [Problem(recipe.file, "trainer.eval_strategy", f"{strategy!r} evaluates, but data has no eval split", fix)]
 
 
 def step_problems(recipe: Recipe, world_size: int) -> list[Problem]:
@@ -102,17 +79,13 @@ def step_problems(recipe: Recipe, world_size: int) -> list[Problem]:
         fix = "hold out fewer rows, or name a split with data.eval_split"
         return [Problem(recipe.file, "data.eval_size", f"holds out {held} rows of a dataset of at most {rows}", fix)]
     plan = make_plan(recipe, world_size=world_size)
-    if plan.total_optimizer_steps == 0:
-        return [
-            Problem(
-                recipe.file,
-                "data",
-                f"{plan.dataset_rows} row(s) give 0 optimizer steps: one generation batch takes "
-                f"{plan.prompts_per_generation} prompts",
-                "use more rows, or lower trainer.per_device_train_batch_size / steps_per_generation",
-            )
-        ]
-    return []
+    if plan.total_optimizer_steps != 0:
+        return []
+    why = (
+        f"{plan.dataset_rows} row(s) give 0 optimizer steps: one generation batch takes {plan.prompts_per_generation}"
+    )
+    fix = "use more rows, or lower trainer.per_device_train_batch_size / steps_per_generation"
+    return [Problem(recipe.file, "data", f"{why} prompts", fix)]
 
 
 def chat_template(recipe: Recipe) -> tuple[str, str] | None:
@@ -162,6 +135,8 @@ def first_prompt(recipe: Recipe) -> list[dict] | None:
     from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
 
     one = {**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None, "eval_size": None}
+    if "size" in builder_params(builder):  # a generated dataset: its first row, not all of them
+        one["size"] = 1
     shown = is_progress_bar_enabled()
     disable_progress_bar()  # a check of one row: no "Map: 100%" bars before the command's own output
     try:

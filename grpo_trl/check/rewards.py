@@ -42,6 +42,7 @@ def reward_problems(recipe: Recipe) -> list[Problem]:
             continue
         try:
             check_reward_args(spec["name"], reward_args(recipe, spec))
+            out += typed_args_problems(spec["name"], spec.get("args") or {}, file, f"{key}.args")
         except GrpoTrlError as exc:
             out += [
                 Problem(file, f"{key}.{p.key}" if p.key else f"{key}.name", p.message, p.fix) for p in exc.problems
@@ -59,6 +60,23 @@ def reward_problems(recipe: Recipe) -> list[Problem]:
             )
         names[label] = i
     return out
+
+
+def typed_args_problems(name: str, args: dict, file: str, key: str) -> list[Problem]:
+    """The reward's ``args`` validated against its own signature's annotations (and the ranges every field has)."""
+    import inspect
+
+    from grpo_trl.fields import signature_model, validate_value
+    from grpo_trl.rewards.registry import _lookup
+
+    obj, _ = _lookup(name)
+    target = obj.__init__ if inspect.isclass(obj) else obj
+    try:
+        params = inspect.signature(target).parameters
+        kind = signature_model("RewardArgs", target, skip=[n for n in params if n not in args])
+    except (TypeError, ValueError, NameError):  # annotations that cannot be read: the call itself decides
+        return []
+    return validate_value(kind, args, file, key)[1]
 
 
 def no_reward_problems(recipe: Recipe) -> list[Problem]:
@@ -142,48 +160,40 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
     source = recipe.dataset.get("builder") or "mixture"
     problems = located(column_conflicts(rewards, columns), recipe.file)
     columns -= NOT_PASSED  # TRL gives rewards the generated prompts / completions instead
+    rollout = recipe.data.get("rollout_func") is not None
     for i, reward in enumerate(rewards):
-        extra = unaccepted_columns(reward, columns)
-        if extra:
-            problems.append(
-                Problem(
-                    recipe.file,
-                    f"rewards.{i}",
-                    f"reward {reward.__name__!r} has no **kwargs parameter, and TRL passes it every dataset column by "
-                    f"keyword: column(s) {', '.join(extra)} would make every call fail (unexpected keyword argument)",
+        found: list[tuple[str, str]] = []  # (why, fix)
+        if extra := unaccepted_columns(reward, columns):
+            found.append(
+                (
+                    f"has no **kwargs parameter, and TRL passes it every dataset column by keyword: column(s) "
+                    f"{', '.join(extra)} would make every call fail (unexpected keyword argument)",
                     "add **kwargs to its parameters, or leave those columns out of the data",
                 )
             )
         missing = [c for c in required_columns(reward) if c not in columns]
-        never = [c for c in missing if c in NOT_PASSED]
-        if never:
-            problems.append(
-                Problem(
-                    recipe.file,
-                    f"rewards.{i}",
-                    f"reward {reward.__name__!r} reads {', '.join(never)}, which TRL never passes to rewards (it "
-                    "drops those dataset columns)",
+        if never := [c for c in missing if c in NOT_PASSED]:
+            found.append(
+                (
+                    f"reads {', '.join(never)}, which TRL never passes to rewards (it drops those dataset columns)",
                     "read prompts=, completions= and completion_ids= (the generated ones) instead",
                 )
             )
-            missing = [c for c in missing if c not in NOT_PASSED]
-        if missing and not complete:  # a rollout_func that does not list its fields may return them
-            missing = []
+        missing = [c for c in missing if c not in NOT_PASSED] if complete else []  # else rollout_func may give them
         if missing:
-            problems.append(
-                Problem(
-                    recipe.file,
-                    f"rewards.{i}",
-                    f"reward {reward.__name__!r} reads column(s) {', '.join(missing)} that data ({source}) does "
-                    f"not provide (it gives: {', '.join(sorted(columns)) or 'nothing'})",
+            found.append(
+                (
+                    f"reads column(s) {', '.join(missing)} that data ({source}) does not provide (it gives: "
+                    f"{', '.join(sorted(columns)) or 'nothing'})",
                     "use a builder with those columns"
                     + (
-                        ", or list them under rollout_func: {func: ..., fields: [...]} if rollout_func returns them"
-                        if recipe.data.get("rollout_func") is not None
+                        ", or list them under rollout_func: {func: ..., fields: [...]} if it returns them"
+                        if rollout
                         else ""
                     ),
                 )
             )
+        problems += [Problem(recipe.file, f"rewards.{i}", f"reward {reward.__name__!r} {w}", f) for w, f in found]
     return problems
 
 

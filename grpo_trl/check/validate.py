@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grpo_trl.check.model import model_problems
 from grpo_trl.check.rewards import columns_check, reward_problems
 from grpo_trl.data.checks import data_problems
 from grpo_trl.errors import GrpoTrlError, Problem, located, suggest
-from grpo_trl.recipe import schema
 from grpo_trl.recipe.trl_schema import BACKENDS, GENERATION_FIELDS
 from grpo_trl.run.directory import output_dir_problems
 
@@ -61,21 +61,31 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     if "trainer" not in bad and "output_dir" in recipe.trainer:  # where checkpoints may go: grpo_trl.run.directory
         where = output_dir_problems(recipe.trainer["output_dir"], recipe.base_dir)
         problems += [Problem(file, "trainer.output_dir", message) for message in where]
-    if not problems:
+    if not blocked(problems, "plugins", "data", "rewards"):
         problems += columns_check(recipe)
-    if not problems:
-        problems += trl_problems(recipe, world_size or recipe.world_size)
-    if not problems and "async_grpo" in recipe.data:  # AsyncGRPOTrainer's own config and limits
+    trl = ("trainer", "generation", "launch")  # what GRPOConfig is made of (and the rewards' weights)
+    if blocked(problems, *trl) or "rewards" in bad:  # the checks below need sound sections, and only those
+        return problems
+    ws = world_size or recipe.world_size
+    problems += trl_problems(recipe, ws)
+    if not blocked(problems, *trl) and "async_grpo" in recipe.data:  # AsyncGRPOTrainer's own config and limits
         from grpo_trl.recipe.async_grpo import async_problems
 
-        problems += async_problems(recipe, world_size or recipe.world_size)
-    if not problems and recipe.dataset.get("dynamic_sampling") is not None:
-        problems += refill_problems(recipe, world_size or recipe.world_size)
-    if not problems:
+        problems += async_problems(recipe, ws)
+    trl_ok = not blocked(problems, *trl, "async_grpo")
+    if trl_ok and recipe.dataset.get("dynamic_sampling") is not None and not blocked(problems, "data"):
+        problems += refill_problems(recipe, ws)
+    if trl_ok and not blocked(problems, "plugins", "data", "heldout"):
         from grpo_trl.check.ready import readiness_problems
 
-        problems += readiness_problems(recipe, world_size or recipe.world_size)
+        model_ok = not blocked(problems, "model", "tools", "environment", "rollout_func")
+        problems += readiness_problems(recipe, ws, model_ok)
     return problems
+
+
+def blocked(problems: list[Problem], *sections: str) -> bool:
+    """Whether a problem was found in one of ``sections`` (a check that reads them would only repeat it)."""
+    return any(p.key.split(".")[0] in sections for p in problems)
 
 
 def plugin_problems(recipe: Recipe) -> list[Problem]:
@@ -113,75 +123,6 @@ def warn_unregistered(recipe: Recipe, i: int, plugin: str) -> None:
             Path(str(plugin)).stem,
             funcs[0],
         )
-
-
-def model_problems(recipe: Recipe) -> list[Problem]:
-    model, file, out = recipe.model, recipe.file, []
-    name = str(model.get("name", ""))
-    fix = "a Hugging Face id (org/name), a local model folder, or builtin:tiny"
-    if not name.strip():
-        out.append(Problem(file, "model.name", "is empty", fix))
-    elif name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().exists():
-        out.append(Problem(file, "model.name", f"{name!r} is a path that does not exist", fix))  # never a Hub id
-    template = model.get("chat_template")
-    if (
-        template is not None
-        and "{" not in template
-        and not template.startswith("trl:")  # a template TRL ships: checked in check/extras.py with the tools
-        and not (recipe.base_dir / template).is_file()
-    ):
-        out.append(
-            Problem(
-                file,
-                "model.chat_template",
-                f"file {template!r} not found",
-                "give a path to a .jinja file (relative to the recipe) or the template text",
-            )
-        )
-    lora = model.get("lora")
-    if lora:
-        import dataclasses
-
-        from peft import LoraConfig
-
-        names = [f.name for f in dataclasses.fields(LoraConfig) if f.init]
-        out += [
-            Problem(file, f"model.lora.{key}", f"not a peft.LoraConfig field{suggest(key, names)}")
-            for key in lora
-            if key not in names
-        ]
-        out += lora_value_problems(recipe) if all(key in names for key in lora) else []
-    if model.get("init_kwargs"):  # from_pretrained keywords: known to transformers, not owned by another field
-        from grpo_trl.models.init_kwargs import init_kwargs_problems
-
-        out += init_kwargs_problems(model, file)
-    if model.get("tiny") and model.get("name") != schema.BUILTIN_TINY:
-        out.append(Problem(file, "model.tiny", f"only used with name: {schema.BUILTIN_TINY}", "remove it"))
-    return out
-
-
-def lora_value_problems(recipe: Recipe) -> list[Problem]:
-    """Values peft accepts in ``LoraConfig`` and refuses only when it wraps the model, after the model loaded."""
-    lora, file = recipe.model["lora"], recipe.file
-    r, dropout, targets = lora.get("r", 8), lora.get("lora_dropout", 0.0), lora.get("target_modules")
-    out = []
-    if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-        out.append(Problem(file, "model.lora.r", f"must be an integer >= 1 (the adapter rank), got {r!r}"))
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1:
-        out.append(Problem(file, "model.lora.lora_dropout", f"must be a probability in [0, 1], got {dropout!r}"))
-    if targets is not None and not (
-        isinstance(targets, str) or isinstance(targets, list) and all(isinstance(t, str) for t in targets)
-    ):
-        out.append(
-            Problem(file, "model.lora.target_modules", f"must be a module name or a list of them, got {targets!r}")
-        )
-    if not out:
-        try:
-            recipe.lora_config()
-        except (ValueError, TypeError) as exc:
-            message = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-            out.append(Problem(file, "model.lora", f"peft.LoraConfig refuses it: {message}"))
-    return out
 
 
 def generation_problems(recipe: Recipe) -> list[Problem]:

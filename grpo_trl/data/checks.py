@@ -69,8 +69,14 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
         ]
     try:
         builder = get_builder(cfg["builder"])
-    except GrpoTrlError as exc:
-        return exc.located(file, f"{prefix}.builder")
+    except GrpoTrlError as exc:  # and the keys no builder takes: a wrong builder hides no other typo
+        known = {
+            *opts.COMMON_DATA_KEYS,
+            *(n for b in list_builders() for n in opts.builder_options_model(b).model_fields),
+        }
+        why = "not an option of any builder"
+        typos = [Problem(file, f"{prefix}.{k}", f"{why}{suggest(k, sorted(known))}") for k in cfg if k not in known]
+        return exc.located(file, f"{prefix}.builder") + typos
     options_model = opts.builder_options_model(builder)
     params = options_model.model_fields
     allowed = [*opts.COMMON_DATA_KEYS, *params, *(["weight"] if part else [])]

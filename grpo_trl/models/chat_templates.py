@@ -44,10 +44,12 @@ def resolve_template(value: str, base_dir: Path | None = None) -> str:
                 f"{', '.join(n for n in shipped if not n.endswith('_training'))}"
             )
         return shipped[name].read_text()
+    if "{" in value:
+        return value
     path = (base_dir or Path.cwd()) / value
-    if "{" not in value and path.is_file():
-        return path.read_text()
-    return value
+    if not path.is_file():
+        raise ValueError(f"file {value!r} not found (relative to the recipe; a template's text has {{ }} in it)")
+    return path.read_text()
 
 
 def template_problems(tokenizer) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.errors import Problem, RecipeError
-from grpo_trl.models.builtin import BUILDERS, folder_name
+from grpo_trl.models.builtin import builder, folder_name
 from grpo_trl.models.chat_templates import resolve_template
 
 
@@ -35,12 +35,12 @@ def resolve_model(model: dict, output_dir: str | None = None, stage: Path | None
             )
         key = hashlib.sha256(json.dumps([name, tiny], sort_keys=True).encode()).hexdigest()[:12]
         try:
-            return build_once(BUILDERS[name], cache / f"{folder}-{key}", cache, **tiny)
+            return build_once(builder(name), cache / f"{folder}-{key}", cache, **tiny)
         except OSError as exc:
             where = ("environment", "GRPO_TRL_CACHE") if raw else ("environment", "HOME")
             why = f"cannot build {name} in {str(cache)!r} ({exc.strerror or exc})"
             raise RecipeError([Problem(*where, why, "set GRPO_TRL_CACHE to a writable folder")]) from None
-    return build_once(BUILDERS[name], Path(output_dir) / folder, stage or Path(output_dir), **tiny)
+    return build_once(builder(name), Path(output_dir) / folder, stage or Path(output_dir), **tiny)
 
 
 def build_once(builder: Any, path: Path, stage: Path, **options: Any) -> str:
@@ -102,23 +102,14 @@ def apply_chat_template(tokenizer: Any, model: dict, base_dir: Path | None = Non
 
 def is_vision_model(name: str, base_dir: Path | None = None, **kwargs: Any) -> bool | None:
     """Whether model ``name`` is a vision-language model (its config has a ``vision_config``), read without a
-    download: a built-in name, a local folder, or the local Hugging Face cache; ``None`` when unknown offline."""
-    from grpo_trl.models.builtin import VISION_BUILTINS
+    download (``shape.model_config``: built-in, local folder or local cache); ``None`` when unknown offline."""
+    from grpo_trl.errors import GrpoTrlError
+    from grpo_trl.models.shape import model_config
 
-    if str(name).startswith("builtin:"):
-        return name in VISION_BUILTINS
-    folder = Path(name).expanduser()
-    if not folder.is_absolute() and base_dir is not None and not folder.is_dir() and (base_dir / folder).is_dir():
-        folder = base_dir / folder
     try:
-        if (folder / "config.json").is_file():
-            return "vision_config" in json.loads((folder / "config.json").read_text())
-        from transformers import AutoConfig
-
-        config = AutoConfig.from_pretrained(name, local_files_only=True, **kwargs)
-    except (OSError, ValueError):
+        return "vision_config" in model_config(name, None, base_dir, **kwargs)
+    except (OSError, ValueError, GrpoTrlError):
         return None
-    return getattr(config, "vision_config", None) is not None
 
 
 def load_processing_class(model: dict, model_path: str, file: str = "", base_dir: Path | None = None):

@@ -32,7 +32,8 @@ def _fields() -> list[str]:
 
 
 def quantization_problems(section: Any, *, has_lora: bool) -> list[Problem]:
-    """``(key, message)`` for a malformed ``model.quantization`` (nothing is loaded, no GPU needed)."""
+    """Problems of ``model.quantization``, found by building transformers' ``BitsAndBytesConfig`` (no GPU needed),
+    plus the choices bitsandbytes refuses only when the model loads."""
     if section is None:
         return []
     key = "model.quantization"
@@ -40,26 +41,29 @@ def quantization_problems(section: Any, *, has_lora: bool) -> list[Problem]:
         return [
             Problem("", key, "must be a mapping of transformers.BitsAndBytesConfig fields, e.g. {load_in_4bit: true}")
         ]
-    problems = []
-    fields = _fields()
-    for k in section:
-        if k not in fields:
-            problems.append(Problem("", f"{key}.{k}", f"not a BitsAndBytesConfig field{suggest(k, fields)}"))
-    for k in ("load_in_4bit", "load_in_8bit", "bnb_4bit_use_double_quant"):
-        if k in section and not isinstance(section[k], bool):
-            problems.append(Problem("", f"{key}.{k}", f"must be true or false, got {section[k]!r}"))
+    fields = _fields()  # BitsAndBytesConfig keeps unknown keywords silently
+    problems = [Problem("", f"{key}.{k}", f"not a BitsAndBytesConfig field{suggest(k, fields)}") for k in section]
+    problems = [p for p in problems if p.key.rpartition(".")[2] not in fields]
+    try:
+        bnb_config(section)
+    except (TypeError, ValueError) as exc:
+        message = str(exc).strip()[:300]
+        field = message.split(" ", 1)[0].strip("`")
+        where = f"{key}.{field}" if field in section and " and " not in message else key
+        problems.append(Problem("", where, f"BitsAndBytesConfig refuses it: {message}"))
+    except AttributeError:  # getattr(torch, compute dtype): said below with the dtypes to use
+        pass
     if not section.get("load_in_4bit") and not section.get("load_in_8bit"):
         problems.append(Problem("", key, "set load_in_4bit: true (QLoRA) or load_in_8bit: true"))
-    if section.get("load_in_4bit") and section.get("load_in_8bit"):
-        problems.append(Problem("", key, "load_in_4bit and load_in_8bit exclude each other; keep one"))
     qt = section.get("bnb_4bit_quant_type")
     if qt is not None and qt not in QUANT_TYPES:
         message = f"{qt!r} is not one of nf4, fp4{suggest(str(qt), QUANT_TYPES)}"
         problems.append(Problem("", f"{key}.bnb_4bit_quant_type", message))
-    for k in ("bnb_4bit_compute_dtype", "bnb_4bit_quant_storage"):
-        v = section.get(k)
-        if v is not None and v not in COMPUTE_DTYPES and not (k.endswith("storage") and v == "uint8"):
-            problems.append(Problem("", f"{key}.{k}", f"{v!r} is not a dtype; use bfloat16, float16 or float32"))
+    v = section.get("bnb_4bit_compute_dtype")
+    if v is not None and v not in COMPUTE_DTYPES:
+        problems.append(
+            Problem("", f"{key}.bnb_4bit_compute_dtype", f"{v!r} is not a dtype; use {', '.join(COMPUTE_DTYPES)}")
+        )
     if not has_lora:
         problems.append(
             Problem(

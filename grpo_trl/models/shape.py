@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,15 +88,13 @@ class Shape:
         return model.num_parameters(), sum(m.weight.numel() for m in _linears(model).values())
 
     def lora_params(self, r: int, targets: Any) -> int:
-        """Trainable LoRA parameters: ``r x (in + out)`` per linear layer peft's LoRA would adapt."""
-        from peft import LoraConfig
-        from peft.tuners.tuners_utils import check_target_module_exists
+        """Trainable LoRA parameters: peft's own count, with the adapters it would add to this model (meta device)."""
+        from peft import LoraConfig, get_peft_model
 
-        linears = _linears(self.meta_model())
-        if targets not in (None, "all-linear"):
-            config = LoraConfig(r=r, target_modules=targets)
-            linears = {n: m for n, m in linears.items() if check_target_module_exists(config, n)}
-        return sum(r * (m.in_features + m.out_features) for m in linears.values())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            wrapped = get_peft_model(fresh_meta_model(self.config), LoraConfig(r=r, target_modules=targets))
+        return wrapped.get_nb_trainable_parameters()[0]
 
     def activation_bytes_per_token(self, checkpointing: bool, act_bytes: int = 2) -> float:
         """Activations kept for backward per token, all layers (after Korthikanti et al. 2022, SwiGLU MLP, fused
@@ -107,49 +106,31 @@ class Shape:
         return self.layers * per_layer
 
 
-def tiny_shape(**tiny: Any) -> Shape:
-    """``builtin:tiny``'s shape from ``build_tiny_model``'s arguments (``model.tiny`` in a recipe)."""
-    import inspect
+def model_config(name: str, tiny: dict | None = None, base_dir: Path | None = None, **kwargs: Any) -> dict:
+    """Model ``name``'s config.json, read without a download: a built-in model's (``builtin_config``), a local folder's
+    (relative to ``base_dir`` too), or the local Hugging Face cache's. ``OSError`` saying how to get it otherwise."""
+    from grpo_trl.models.builtin import builtin_config
 
-    from grpo_trl.models.tiny import build_tiny_model
-
-    args = {k: p.default for k, p in inspect.signature(build_tiny_model).parameters.items() if k != "output_dir"}
-    args.update(tiny)
-    h = int(args["hidden_size"])
-    return Shape.from_config(
-        {
-            "model_type": "qwen2",
-            "vocab_size": int(args["vocab_size"]),
-            "hidden_size": h,
-            "intermediate_size": 2 * h,
-            "num_hidden_layers": int(args["num_layers"]),
-            "num_attention_heads": int(args["num_heads"]),
-            "num_key_value_heads": int(args["num_kv_heads"]),
-            "tie_word_embeddings": True,
-            "dtype": "float32",
-        }
-    )
-
-
-def load_shape(name: str, tiny: dict | None = None, **kwargs: Any) -> Shape:
-    """The shape of model ``name`` from its config.json only (a local folder, or the Hub / its local cache)."""
-    from grpo_trl.models.builtin import BUILTIN_TINY
-
-    if name == BUILTIN_TINY:
-        return tiny_shape(**(tiny or {}))
-    if name == "builtin:tiny-vlm":
-        from grpo_trl.models.tiny_vlm import TOKENS, tiny_vlm_config
-
-        return Shape.from_config(tiny_vlm_config(TOKENS, TOKENS - 1, 2, 0))
-    local = Path(name).expanduser() / "config.json"
-    if local.is_file():
-        return Shape.from_config(json.loads(local.read_text()))
+    if str(name).startswith("builtin:"):
+        return builtin_config(name, tiny)
+    for folder in (Path(name).expanduser(), (base_dir or Path.cwd()) / name):
+        if (folder / "config.json").is_file():
+            return json.loads((folder / "config.json").read_text())
+    from huggingface_hub import constants
     from transformers import AutoConfig
 
     try:  # the local Hugging Face cache only: check stays offline and instant
-        return Shape.from_config(AutoConfig.from_pretrained(name, local_files_only=True, **kwargs).to_dict())
-    except OSError:
-        raise OSError(
-            f"{name}'s config.json is not in the local Hugging Face cache; fetch it (a few KB) with "
-            f"`hf download {name} config.json` and check again"
-        ) from None
+        return AutoConfig.from_pretrained(name, local_files_only=True, **kwargs).to_dict()
+    except (OSError, ValueError):
+        how = "" if constants.HF_HUB_OFFLINE else f" (`hf download {name} config.json` fetches it, a few KB)"
+        raise OSError(f"{name}'s config.json is not in the local Hugging Face cache{how}") from None
+
+
+def load_shape(name: str, tiny: dict | None = None, base_dir: Path | None = None, **kwargs: Any) -> Shape:
+    """The shape of model ``name`` from its config.json only (``model_config``)."""
+    return Shape.from_config(model_config(name, tiny, base_dir, **kwargs))
+
+
+def fresh_meta_model(config: dict) -> Any:
+    """A new model on the ``meta`` device from ``config`` (not the cached one: peft may wrap it)."""
+    return _meta_model.__wrapped__(json.dumps(config, sort_keys=True, default=str))

@@ -55,16 +55,13 @@ def coerce(data: dict, file: str, sections: Iterable[str] | None = None) -> tupl
         if name in wanted and data.get(name) is None and not any(p.key == name for p in problems):
             problems.append(Problem(file, name, f"missing: {hint}"))
     model = out.get("model")
-    if (
-        "model" in wanted
-        and isinstance(model, dict)
-        and model.get("tiny")
-        and not any(p.key.startswith("model.tiny") for p in problems)
-    ):
-        tiny, found = validate_value(schema.tiny_model(), model["tiny"], file, "model.tiny", hints())
-        problems += found
-        if not found:
-            out["model"] = {**model, "tiny": tiny}
+    if "model" in wanted and isinstance(model, dict) and not any(p.key.startswith("model") for p in problems):
+        for key, kind in (("tiny", schema.tiny_model), ("lora", schema.lora_model)):  # typed from their library
+            if model.get(key) is not None:
+                typed, found = validate_value(kind(), model[key], file, f"model.{key}", hints())
+                problems += found
+                model = model if found else {**model, key: typed}
+        out["model"] = model
     return out, problems
 
 
@@ -76,12 +73,16 @@ def _unknown_trainer_key(last: str, choices: list[str]) -> str:
     return f"not a trl.GRPOConfig field{suggest(last, choices)} (checked against the installed TRL)"
 
 
+def _unknown_lora_key(last: str, choices: list[str]) -> str:
+    return f"not a peft.LoraConfig field{suggest(last, choices)}; e.g. r, lora_alpha, lora_dropout, target_modules"
+
+
 def hints() -> Hints:
     """What the recipe's messages add: required sections, what each section holds, TRL's field notes and bounds."""
     return Hints(
         required=schema.REQUIRED_SECTIONS,
         sections=schema.SECTION_HINTS,
-        unknown={"trainer": _unknown_trainer_key},
+        unknown={"trainer": _unknown_trainer_key, "model.lora": _unknown_lora_key},
         bounds=BOUND_REASONS,
         floats=takes_float,
     )

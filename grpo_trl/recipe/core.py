@@ -174,9 +174,9 @@ class Recipe:
         return cls(**kwargs)
 
     def lora_config(self) -> Any:
-        """``peft.LoraConfig`` from ``model.lora`` (task CAUSAL_LM), or None."""
+        """``peft.LoraConfig`` from ``model.lora`` (task CAUSAL_LM unless set; ``{}``: peft's defaults), or None."""
         lora = self.model.get("lora")
-        if not lora:
+        if lora is None:
             return None
         from peft import LoraConfig
 

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from typing import Annotated, Any, Literal
@@ -34,7 +35,7 @@ from grpo_trl.data.options import (  # noqa: F401 (the data section is the data 
     MixtureOptions,
     builder_options_model,
 )
-from grpo_trl.fields import Section, YamlFloat, signature_model
+from grpo_trl.fields import MAX_SECONDS, Section, YamlFloat, dataclass_model, signature_model
 from grpo_trl.models.builtin import BUILTIN_TINY  # noqa: F401 (re-exported: the one name of the built-in model)
 from grpo_trl.monitor.heldout import HeldoutSection
 from grpo_trl.recipe.async_grpo import async_model
@@ -89,7 +90,9 @@ class ModelSection(Section):
     )
     trust_remote_code: bool | None = None
     revision: str | None = None
-    lora: dict[str, Any] | None = Field(None, description="peft.LoraConfig fields (r, lora_alpha, target_modules)")
+    lora: dict[str, Any] | None = Field(
+        None, description="peft.LoraConfig fields (r, lora_alpha, target_modules...); {} is peft's defaults"
+    )
     tiny: dict[str, Any] | None = Field(None, description="build_tiny_model arguments, for builtin:tiny")
     quantization: dict[str, Any] | None = Field(
         None,
@@ -111,7 +114,9 @@ class RewardSpec(Section):
     weight: YamlFloat = Field(1.0, description="weight in TRL's reward_weights")
     args: dict[str, Any] = Field(default_factory=dict, description="keyword arguments bound to the reward")
     alias: str | None = Field(None, min_length=1, description="the name TRL logs it under (rewards/<alias>/mean)")
-    timeout: YamlFloat | None = Field(None, gt=0, description="seconds per call before its rows score None")
+    timeout: YamlFloat | None = Field(
+        None, gt=0, le=MAX_SECONDS, description="seconds per call before its rows score None"
+    )
     # or a reward model instead of a name (grpo_trl.models.reward_models): a sequence classifier with one label
     model: str | None = Field(None, min_length=1, description="reward model: Hugging Face id or local path")
     tokenizer: str | None = Field(None, min_length=1, description="reward model: its tokenizer, if stored apart")
@@ -121,7 +126,7 @@ class ToolSpec(Section):
     """A tool with its own time bound per call."""
 
     name: str = Field(min_length=1, description="registered tool (calculator, python) or module.path:function")
-    timeout: YamlFloat | None = Field(None, gt=0, description="seconds one call may take (default 15)")
+    timeout: YamlFloat | None = Field(None, gt=0, le=MAX_SECONDS, description="seconds one call may take (default 15)")
 
 
 def _bare_names(value: Any) -> Any:
@@ -151,6 +156,14 @@ class LaunchSection(Section):
 
 def tiny_model() -> type[Section]:
     return _tiny_model()
+
+
+@functools.cache
+def lora_model() -> type[Section]:
+    """``model.lora``: every ``peft.LoraConfig`` field, typed and defaulted by the installed peft."""
+    from peft import LoraConfig
+
+    return dataclass_model("LoraSection", LoraConfig, "peft.LoraConfig fields")
 
 
 register_section("model", ModelSection)

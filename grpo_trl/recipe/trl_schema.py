@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 import typing
@@ -19,7 +18,7 @@ from typing import Any
 
 from pydantic import Field, create_model
 
-from grpo_trl.fields import Section, YamlFloat, field_type, jsonable
+from grpo_trl.fields import MAX_SECONDS, Section, YamlFloat, dataclass_model
 
 BACKENDS = ("transformers", "vllm")
 
@@ -104,34 +103,24 @@ def help_choices(help_text: str, default: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _choices(f: Any, hint: Any, default: Any) -> tuple | None:
+    """A field's choices: TRL's ``choices`` metadata, or the values its help text lists; with ``True``/``False`` when
+    the type or the help offers them (``scale_rewards``: TRL maps True -> 'group', False -> 'none')."""
+    help_text = f.metadata.get("help", "")
+    choices = help_choices(help_text, default) if f.name in HELP_CHOICE_FIELDS else f.metadata.get("choices")
+    if choices and (bool in typing.get_args(hint) or ("`True`" in help_text and "`False`" in help_text)):
+        return (*choices, True, False)
+    return tuple(choices) if choices else None
+
+
 @functools.lru_cache(maxsize=1)
 def trainer_model() -> type[Section]:
     """The ``trainer`` section: every ``trl.GRPOConfig`` init field, typed and defaulted by the installed TRL."""
     from trl import GRPOConfig
 
-    hints = typing.get_type_hints(GRPOConfig)
-    fields: dict[str, Any] = {}
-    for f in dataclasses.fields(GRPOConfig):
-        if not f.init or f.name in MANAGED_FIELDS:
-            continue
-        help_text = f.metadata.get("help", "")
-        default = f.default if f.default is not dataclasses.MISSING else None
-        if f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        choices = f.metadata.get("choices")
-        if f.name in HELP_CHOICE_FIELDS:
-            choices = help_choices(help_text, default)
-        hint = hints.get(f.name, Any)
-        # a bool among the choices: typed str | bool, or a str field whose help offers `True` / `False` as values
-        # (scale_rewards: TRL maps True -> 'group', False -> 'none')
-        if choices and (bool in typing.get_args(hint) or ("`True`" in help_text and "`False`" in help_text)):
-            choices = (*choices, True, False)
-        kind = field_type(hint, tuple(choices) if choices else None)
-        if kind is Any or not (isinstance(default, (str, int, float, bool, list, dict)) or default is None):
-            default = jsonable(default)
-        bounds = TRAINER_BOUNDS.get(f.name, {})
-        fields[f.name] = (kind, Field(default=jsonable(default), description=help_text[:300] or None, **bounds))
-    return create_model("TrainerSection", __base__=Section, __doc__="trl.GRPOConfig fields", **fields)
+    return dataclass_model(
+        "TrainerSection", GRPOConfig, "trl.GRPOConfig fields", MANAGED_FIELDS, _choices, TRAINER_BOUNDS
+    )
 
 
 @functools.cache
@@ -173,10 +162,13 @@ def generation_model() -> type[Section]:
             str | None,
             Field(None, description="transformers or vllm", json_schema_extra={"enum": list(BACKENDS)}),
         ),
-        "health_timeout": (YamlFloat, Field(5.0, gt=0, description="seconds to wait for a vLLM server")),
+        "health_timeout": (
+            YamlFloat,
+            Field(5.0, gt=0, le=MAX_SECONDS, description="seconds to wait for a vLLM server"),
+        ),
     }
     for key, trl_name in GENERATION_FIELDS.items():
         info = trainer[trl_name]
-        bounds = TRAINER_BOUNDS.get(trl_name, {})
-        fields[key] = (info.annotation | None, Field(None, description=info.description, **bounds))
+        kind = typing.Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+        fields[key] = (typing.Optional[kind], Field(None, description=info.description))  # noqa: UP045
     return create_model("GenerationSection", __base__=Section, __doc__=generation_model.__doc__, **fields)

@@ -50,10 +50,10 @@ def test_recipe_that_is_an_endless_device_is_refused_without_reading_it_all(tmp_
 # ------------------------------------------------------------------------------ values check passed, train crashed
 CHECKED = [
     # (--set arguments, key named, words): each passed `check`, then crashed (exit 70) or trained nothing mid-run
-    (["model.lora={r: 0}"], "model.lora.r", "integer >= 1"),
-    (["model.lora={r: -1}"], "model.lora.r", "integer >= 1"),
-    (["model.lora={r: 8, lora_dropout: 5}"], "model.lora.lora_dropout", "probability"),
-    (["model.lora={target_modules: 5}"], "model.lora.target_modules", "module name"),
+    (["model.lora={r: 0}"], "model.lora.r", "positive integer"),
+    (["model.lora={r: -1}"], "model.lora.r", "positive integer"),
+    (["model.lora={r: 8, lora_dropout: 5}"], "model.lora.lora_dropout", "between 0 and 1"),
+    (["model.lora={target_modules: 5}"], "model.lora.target_modules", "got int 5"),
     (["trainer.top_k=-3"], "trainer.top_k", "must be >= -1"),
     (["trainer.top_p=2"], "trainer.top_p", "must be <= 1"),
     (["trainer.top_p=-0.5"], "trainer.top_p", "positive"),

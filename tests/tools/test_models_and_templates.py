@@ -66,9 +66,9 @@ def test_quantization_maps_to_bitsandbytes_config():
     ("section", "lora", "key", "fix"),
     [
         (QLORA, False, "model.lora", "needs LoRA adapters"),
-        ({"load_in_4bit": "yes"}, True, "model.quantization.load_in_4bit", "true or false"),
+        ({"load_in_4bit": "yes"}, True, "model.quantization.load_in_4bit", "must be a boolean"),
         ({"bnb_4bit_quant_type": "nf4"}, True, "model.quantization", "load_in_4bit: true"),
-        ({**QLORA, "load_in_8bit": True}, True, "model.quantization", "exclude each other"),
+        ({**QLORA, "load_in_8bit": True}, True, "model.quantization", "only one can be used"),
         ({**QLORA, "bnb_4bit_quant_type": "nf5"}, True, "model.quantization.bnb_4bit_quant_type", "nf4"),
         ({**QLORA, "bnb_4bit_compute_dtype": "bf16"}, True, "model.quantization.bnb_4bit_compute_dtype", "bfloat16"),
         ({**QLORA, "load_in_4bits": True}, True, "model.quantization.load_in_4bits", "did you mean 'load_in_4bit'"),

@@ -1,0 +1,142 @@
+"""The ``model:`` section, checked by building what train builds, minus the weights: the built-in model registry,
+the model from its config on the meta device, peft's ``LoraConfig`` wrapped around that model (its target modules
+matched by peft itself), and transformers' ``BitsAndBytesConfig``. What check accepts here, train can construct.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from grpo_trl.errors import GrpoTrlError, Problem, located
+
+if TYPE_CHECKING:
+    from grpo_trl.recipe.core import Recipe
+
+logger = logging.getLogger("grpo_trl.check")
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+def model_problems(recipe: Recipe) -> list[Problem]:
+    """Every problem of ``model:``, found by constructing it (config, meta model, LoRA, quantization config)."""
+    from grpo_trl.models.builtin import BUILTIN_TINY
+
+    model, file, out = recipe.model, recipe.file, []
+    name = str(model.get("name", ""))
+    fix = "a Hugging Face id (org/name), a local model folder, or builtin:tiny"
+    if not name.strip():
+        return [Problem(file, "model.name", "is empty", fix)]
+    if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().exists():
+        return [Problem(file, "model.name", f"{name!r} is a path that does not exist", fix)]  # never a Hub id
+    local = Path(name).expanduser().exists() or (recipe.base_dir / name).exists()
+    if not name.startswith("builtin:") and not local:
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+        try:  # what from_pretrained asks of a name that is not a folder
+            validate_repo_id(name)
+        except HFValidationError as exc:
+            return [Problem(file, "model.name", f"{name!r} is neither a folder nor a Hub id: {first_line(exc)}", fix)]
+    template = model.get("chat_template")
+    if template is not None and "{" not in template:  # a file, or trl:<name> (a template TRL ships)
+        from grpo_trl.models.chat_templates import resolve_template
+
+        try:
+            resolve_template(template, recipe.base_dir)
+        except (OSError, ValueError) as exc:
+            fix = "give trl:<name>, a path to a .jinja file (relative to the recipe) or the template text"
+            out.append(Problem(file, "model.chat_template", first_line(exc), fix))
+    if model.get("init_kwargs"):  # from_pretrained keywords: known to transformers, not owned by another field
+        from grpo_trl.models.init_kwargs import init_kwargs_problems
+
+        out += init_kwargs_problems(model, file)
+    if model.get("tiny") and name != BUILTIN_TINY:
+        out.append(Problem(file, "model.tiny", f"only used with name: {BUILTIN_TINY}", "remove it"))
+    meta, found = meta_model(recipe)
+    return out + found + lora_problems(recipe, meta) + quantization_problems(recipe)
+
+
+def meta_model(recipe: Recipe) -> tuple[Any, list[Problem]]:
+    """``(model on the meta device or None when its config is not here offline, problems)``."""
+    from grpo_trl.models.shape import fresh_meta_model, model_config
+
+    model = recipe.model
+    try:
+        config = model_config(model["name"], model.get("tiny"), recipe.base_dir, revision=model.get("revision"))
+    except GrpoTrlError as exc:  # a misspelt builtin: name
+        return None, exc.located(recipe.file, "model.name")
+    except OSError as exc:  # a Hub id not cached here: built at train (check says so in its machine warnings)
+        logger.info("model %s: %s", model["name"], exc)
+        return None, []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fresh_meta_model(config), []
+    except Exception as exc:  # noqa: BLE001 - whatever transformers raises building it, train would raise too
+        key = "model.tiny" if model.get("tiny") else "model.name"
+        why = f"transformers cannot build this model from its config: {first_line(exc)}"
+        return None, [Problem(recipe.file, key, why, "fix the model's sizes")]
+
+
+def linear_names(model: Any) -> list[str]:
+    """The distinct last names of the model's ``nn.Linear`` modules: what ``target_modules`` may name."""
+    from torch import nn
+
+    return sorted({n.rpartition(".")[2] for n, m in model.named_modules() if isinstance(m, nn.Linear)})
+
+
+def _probe_model() -> Any:
+    """A stand-in for a model whose config is not here offline: one linear layer, for peft to build LoRA on."""
+    from torch import nn
+
+    model = nn.Module()
+    model.probe = nn.Linear(4, 4, device="meta")
+    return model
+
+
+def lora_problems(recipe: Recipe, meta: Any) -> list[Problem]:
+    """peft's ``LoraConfig`` of the recipe, then ``get_peft_model`` around the meta model, as TRL wraps the policy
+    (without the model's config here, around one stand-in layer: the values are tried, the targets at train)."""
+    import dataclasses
+
+    file = recipe.file
+    try:
+        config = recipe.lora_config()
+    except (ValueError, TypeError) as exc:
+        return [Problem(file, "model.lora", f"peft.LoraConfig refuses it: {first_line(exc)}")]
+    if config is None:
+        return []
+    from peft import get_peft_model
+
+    if meta is None:
+        meta, config = _probe_model(), dataclasses.replace(config, target_modules=["probe"], task_type=None)
+        config.layers_to_transform = config.layers_pattern = config.exclude_modules = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            get_peft_model(meta, config)
+    except (ValueError, TypeError, KeyError) as exc:
+        message = first_line(exc)
+        if "target" in message.lower():
+            names = ", ".join(["all-linear", *linear_names(meta)])
+            fix = f"name modules {recipe.model['name']} has: {names}"
+            return [Problem(file, "model.lora.target_modules", f"peft cannot place LoRA: {message}", fix)]
+        named = re.findall(r"`(\w+)`", message) + ["lora_dropout" for _ in re.findall(r"\bdropout\b", message)]
+        key = next((f"model.lora.{n}" for n in named if hasattr(config, n)), "model.lora")
+        return [Problem(file, key, f"peft cannot wrap the model with it: {message}")]
+    except Exception as exc:  # noqa: BLE001 - an init that needs real weights (pissa, eva...): tried at train
+        logger.info("model.lora: not tried on the meta device (%s)", first_line(exc))
+    return []
+
+
+def quantization_problems(recipe: Recipe) -> list[Problem]:
+    from grpo_trl.models.quantization import quantization_problems as problems
+
+    model = recipe.model
+    return located(problems(model.get("quantization"), has_lora=model.get("lora") is not None), recipe.file)
