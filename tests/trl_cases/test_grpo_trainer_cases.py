@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-PEFT_XFAIL = "lora {} fixed on branch h-check"
 BASE = {  # what every TRL case sets to stay small, plus the steps, the log and the seed both sides share
     "learning_rate": 0.1,
     "per_device_train_batch_size": 3,
@@ -34,7 +33,7 @@ R = "tests.trl_cases.rewards:"
 @dataclass(frozen=True)
 class Case:
     """One TRL test: its ``GRPOConfig`` values (beside ``BASE``), data, rewards (``rm``: the tiny reward model, else a
-    function of ``tests/trl_cases/rewards.py``), ``lora`` (LoraConfig fields, None: no adapter), ``xfail``."""
+    function of ``tests/trl_cases/rewards.py``), ``lora`` (LoraConfig fields, None: no adapter)."""
 
     trl_test: str
     config: dict = field(default_factory=dict)
@@ -43,7 +42,6 @@ class Case:
     lora: dict | None = None
     reward_tokenizer: bool = False  # the reward model's tokenizer given apart (reward_processing_classes)
     logged: tuple[str, ...] = ()  # keys TRL's own test asserts are logged
-    xfail: str | None = None
 
 
 def _loss(loss: str) -> dict:
@@ -67,9 +65,9 @@ CASES = [
     Case("test_train_with_iterable_dataset", data="streaming"),
     Case("test_train_eval_on_start", {**EVAL, "loss_type": "grpo", "eval_on_start": True}, data="eval"),
     Case("test_train_multiple_iterations", {"num_iterations": 2}),
-    Case("test_train_peft_config", lora={}, xfail=PEFT_XFAIL),
-    Case("test_train_peft_model", lora={}, xfail=PEFT_XFAIL),
-    Case("test_train_peft_with_gradient_checkpointing", {"gradient_checkpointing": True}, lora={}, xfail=PEFT_XFAIL),
+    Case("test_train_peft_config", lora={}),
+    Case("test_train_peft_model", lora={}),
+    Case("test_train_peft_with_gradient_checkpointing", {"gradient_checkpointing": True}, lora={}),
     Case("test_train_peft_config[r=8, spelled out]", lora={"r": 8}),
     Case("test_train_different_reward_model", data="conversational", reward_tokenizer=True),
     Case("test_train_reward_func_standard", rewards=(R + "length",)),
@@ -300,7 +298,7 @@ def _same(expected: list[dict], got: list[dict]) -> None:
 @pytest.mark.parametrize(
     "case",
     [
-        pytest.param(c, id=c.trl_test, marks=[pytest.mark.xfail(reason=c.xfail, strict=False)] if c.xfail else [])
+        pytest.param(c, id=c.trl_test)
         for c in CASES
     ],
 )
