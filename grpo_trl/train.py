@@ -141,8 +141,8 @@ def build_trainer(
     from grpo_trl.models.load import load_processing_class, resolve_model
     from grpo_trl.models.quantization import bnb_config, hardware_problems
     from grpo_trl.models.reward_models import is_model_entry, processing_class
-    from grpo_trl.rewards.call import guarded
     from grpo_trl.recipe.async_grpo import async_config, trainer_class
+    from grpo_trl.rewards.call import guarded
     from grpo_trl.run.names import STATE
     from grpo_trl.tools import build_tools
 
@@ -213,7 +213,7 @@ def build_trainer(
         keep_weights_loadable()
 
     try:
-        return trainer_class(recipe)(  # AsyncGRPOTrainer with an async_grpo: section (recipe/async_grpo.py)
+        trainer = trainer_class(recipe)(  # AsyncGRPOTrainer with an async_grpo: section (recipe/async_grpo.py)
             model=model,
             reward_funcs=rewards,
             args=config,
@@ -231,6 +231,11 @@ def build_trainer(
         if failure is None:
             raise
         raise failure from exc
+    if recipe.model.get("lora_merged_generation"):
+        from grpo_trl.models.lora_generation import merge_for_generation
+
+        merge_for_generation(trainer.model)  # the unwrapped PeftModel TRL calls generate on
+    return trainer
 
 
 def run(
