@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grpo_trl.errors import GrpoTrlError, format_error_lines
+from grpo_trl.io import write
 
 if TYPE_CHECKING:
     from grpo_trl.train import TrainResult
@@ -292,11 +293,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     if out is None:
         sys.stdout.write(result.text)
         return 0
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(result.text)
-    except OSError as exc:
-        print(f"error: {out}: -o: cannot write ({exc.strerror or exc})", file=sys.stderr)
+    try:  # the one writer: never through a link; an existing file only with --force (checked above)
+        write(out, result.text, where=str(out), flag="-o", mine=args.force)
+    except GrpoTrlError as exc:
+        print("\n".join(format_error_lines(exc)), file=sys.stderr)
         return 1
     problems = validate(Recipe(data=result.recipe, path=out))
     print(f"wrote {out} ({len(result.unmapped)} setting(s) not mapped, listed at its top)")

@@ -37,8 +37,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grpo_trl.io import write_json
 from grpo_trl.run.lock import Heartbeat, RunLock, last_alive, this_process
-from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable, write_json, write_text
+from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable
 from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")
@@ -101,7 +102,7 @@ class Manifest:
 
     def save(self) -> None:
         (self.folder / STATE).mkdir(parents=True, exist_ok=True)
-        write_json(self.path, {"version": 1, "entries": self.entries, "runs": self.runs})
+        write_json(self.path, {"version": 1, "entries": self.entries, "runs": self.runs}, mine=True, ledger=False)
         self.exists = True
 
     def present(self) -> list[str]:
@@ -263,5 +264,4 @@ __all__ = [
     "output_dir_problems",
     "predictable",
     "record_entries",
-    "write_text",
 ]

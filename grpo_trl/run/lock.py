@@ -10,7 +10,8 @@ import threading
 import time
 from pathlib import Path
 
-from grpo_trl.run.names import STATE, write_json
+from grpo_trl.io import write_json
+from grpo_trl.run.names import STATE
 
 logger = logging.getLogger("grpo_trl")
 
@@ -63,7 +64,7 @@ class RunLock:
                 "taking over the lock of PID %s on %s (started %s): that run is gone (its OS lock was free)",
                 stale.get("pid"), stale.get("host"), stale.get("started"),
             )  # fmt: skip
-        write_json(self.info, this_process())
+        write_json(self.info, this_process(), mine=True, ledger=False)
         return None
 
     def release(self) -> None:
@@ -90,7 +91,7 @@ class Heartbeat:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        write_json(self.path, self.run)
+        write_json(self.path, self.run, mine=True, ledger=False)
         self._thread = threading.Thread(target=self._beat, name="grpo-trl-heartbeat", daemon=True)
         self._thread.start()
 

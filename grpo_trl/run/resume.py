@@ -20,6 +20,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from grpo_trl.io import write
 from grpo_trl.jsonio import read_jsonl
 from grpo_trl.trl_adapter import checkpoint_step
 
@@ -199,9 +200,7 @@ def keep_until(path: Path, step: int) -> list[dict]:
     rows = read_jsonl(path)
     kept = [r for r in rows if _step(r) <= step]
     if len(kept) != len(rows) or not path.read_bytes().endswith(b"\n") and path.stat().st_size:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
-        tmp.replace(path)
+        write(path, "".join(json.dumps(r) + "\n" for r in kept), mine=True, ledger=False)  # the run's own log
         logger.info("%s: dropped %d rows logged after step %d", path.name, len(rows) - len(kept), step)
     return kept
 

@@ -29,9 +29,10 @@ from typing import Any
 
 import yaml
 
-from grpo_trl.errors import GrpoTrlError
+from grpo_trl.errors import GrpoTrlError, redact
+from grpo_trl.io import write
 from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError
-from grpo_trl.run.directory import STATE, Heartbeat, Manifest, RunLock, describe, predictable, write_text
+from grpo_trl.run.directory import STATE, Heartbeat, Manifest, RunLock, describe, predictable
 from grpo_trl.run.overwrite import prepare_fresh, refuse_collisions
 from grpo_trl.run.resume import (
     blocking,
@@ -71,6 +72,9 @@ class RunSession:
         self.main = is_main_process()  # under accelerate launch, only rank 0 owns the directory
         if resume and overwrite:
             raise RecipeError([Problem(recipe.file, "", "--resume and --overwrite together: one would be ignored")])
+        if getattr(config, "hub_token", None):  # saved in clear in every checkpoint's training_args.bin
+            why = "a token would be saved in clear in every checkpoint's training_args.bin and pushed with it"
+            raise RecipeError([Problem(recipe.file, "trainer.hub_token", why, "unset it and export HF_TOKEN instead")])
         self.resume_from: Path | None = None
         self.finished: dict | None = None  # the saved trainer state of a run already at max_steps
         self.manifest: Manifest | None = None
@@ -179,9 +183,15 @@ class RunSession:
         if any(spec.get("model") == "builtin:tiny-reward" for spec in self.recipe.rewards):
             m.record("tiny-reward", run=run)
         m.save()
-        path, text = self.folder / "recipe.yaml", self.recipe.to_yaml()
-        if not path.is_file() or path.read_text(errors="replace") != text:
-            write_text(path, text)
+        text = yaml.safe_dump(redact(self.recipe.data), sort_keys=False)  # the one redaction: no secret in the copy
+        write(
+            self.folder / "recipe.yaml",
+            text,
+            where=self.recipe.file,
+            flag="trainer.output_dir",
+            mine=True,
+            ledger=False,
+        )
 
     def _prepare_resume(self, m: Manifest) -> None:
         if self.main:
@@ -257,7 +267,7 @@ class RunSession:
             old = yaml.safe_load(saved.read_text(errors="replace")) if "recipe.yaml" in m.entries else None
         except (OSError, yaml.YAMLError):
             old = None
-        diffs = recipe_differences(old, self.recipe.data) if isinstance(old, dict) else []
+        diffs = recipe_differences(old, redact(self.recipe.data)) if isinstance(old, dict) else []
         problems = [
             Problem(self.recipe.file, key, f"{a!r} -> {b!r} since {ckpt.name}: {why}")
             for key, a, b in diffs
