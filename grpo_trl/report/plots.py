@@ -123,6 +123,7 @@ def plot_heldout(
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # a reward alias such as "$\\x$" is a name, not TeX
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
@@ -184,6 +185,7 @@ def plot_history(history: list[dict], out_dir: Path, eval_history: list[dict] | 
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # a reward alias such as "$\\x$" is a name, not TeX
     import matplotlib.pyplot as plt
 
     keys = sorted(

@@ -223,8 +223,15 @@ def output_dir_problems(output_dir: str | None, recipe_dir: str | Path | None = 
     text = str(output_dir).strip()
     if not text:
         return ["is empty: name a folder for checkpoints and logs, e.g. outputs/NAME"]
+    if "\0" in text:
+        return ["holds a NUL byte, which no file name can: write the folder's name without it"]
     cwd = (cwd or Path.cwd()).resolve()
-    target = (cwd / os.path.expanduser(text)).resolve()
+    try:
+        target = (cwd / os.path.expanduser(text)).resolve(strict=False)
+        target.exists()  # raises on a name too long; a loop raises in resolve
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
+        why = getattr(exc, "strerror", None) or str(exc).split(":")[0]
+        return [f"cannot be used as a folder ({why}): name a plain folder such as outputs/NAME"]
     places = {Path("/"): "the filesystem root", Path.home().resolve(): "your home directory"}
     places[cwd] = "the current directory"
     root = _git_root(cwd)
