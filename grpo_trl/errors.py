@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -159,6 +160,15 @@ SECRET_TEXT = [
     (re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + HIDDEN),
     (re.compile(r"(?i)\b(\w*(?:token|secret|password|passwd|api_?key)=)(?!<redacted>)[^\s'\",;&]+"), r"\1" + HIDDEN),
 ]
+
+
+def redact_record(record: logging.LogRecord) -> bool:
+    """A ``logging`` filter (for handlers): the record's message, arguments merged, redacted. Always keeps it."""
+    message = record.getMessage()
+    hidden = redact(message)
+    if hidden != message:
+        record.msg, record.args = hidden, None
+    return True
 
 
 def is_secret_key(key: object) -> bool:
