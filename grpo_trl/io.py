@@ -229,10 +229,12 @@ def load_yaml(text: str, file: str, loader: type[yaml.SafeLoader] = yaml.SafeLoa
     YAML, ``GrpoTrlError`` for a bomb."""
     reader = loader(text)
     try:
-        node = reader.get_single_node()
+        node = reader.get_single_node()  # PyYAML composes recursively: a deep enough document overflows the stack
         if node is None:
             return None, reader
         check_yaml_size(node, file)
         return reader.construct_document(node), reader
+    except RecursionError:
+        raise GrpoTrlError(f"nested more than {MAX_YAML_DEPTH} levels deep", file=file) from None
     finally:
         reader.dispose()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grpo_trl.errors import GrpoTrlError, format_error_lines
-from grpo_trl.io import write
+from grpo_trl.io import writable, write
 
 if TYPE_CHECKING:
     from grpo_trl.train import TrainResult
@@ -272,6 +272,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     if out is not None and out.exists() and not args.force:
         print(f"error: {out}: -o: exists; choose another path or pass --force to replace it", file=sys.stderr)
         return 1
+    if out is not None:  # before translating: the one writer's rule (never through a link, nor onto a folder)
+        writable(out, where=str(out), flag="-o", mine=args.force)
     if out is not None and out.resolve() == Path(args.config).resolve():
         print(f"error: {out}: -o: is the config being imported; write the recipe elsewhere", file=sys.stderr)
         return 1
