@@ -150,12 +150,9 @@ def write_json(path: str | Path, value: Any, **kwargs: Any) -> Path:
 
 def open_regular(path: str | Path, what: str = "file") -> BinaryIO:
     """``path`` opened for reading when it is a regular file (a symlink to one is fine); a FIFO, device, socket or
-    folder is refused without blocking on it. ``GrpoTrlError`` (file: ``path``) otherwise."""
+    folder is refused without blocking on it (``GrpoTrlError``, file: ``path``); ``OSError`` if it cannot be opened."""
     file = str(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
-        raise GrpoTrlError(f"cannot read the {what}: {getattr(exc, 'strerror', None) or exc}", file=file) from None
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # OSError: missing, no permission
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)

@@ -92,7 +92,7 @@ def write_schema(path: str | None) -> str:
     if path:
         if Path(path).is_dir():
             raise GrpoTrlError(f"cannot write {path!r} (a folder)", key="--output", fix="name a file")
-        write(path, text, flag="--output", mine=_is_our_schema, parents=False)  # the one writer: atomic, never via a link
+        write(path, text, flag="--output", mine=_is_our_schema, parents=False)  # the one writer
     return text
 
 

@@ -110,6 +110,8 @@ def read_yaml(path: Path) -> dict:
         text = read_text(path, MAX_BYTES, "recipe")
     except GrpoTrlError as exc:
         raise RecipeError(exc.problems) from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise _error(str(path), "", f"cannot read the recipe: {getattr(exc, 'strerror', None) or exc}") from None
     data = parse_yaml(text, str(path))
     if data is None:
         return {}
