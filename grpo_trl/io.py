@@ -138,7 +138,7 @@ def write(
             _atomic(book, json.dumps(entries, indent=1, sort_keys=True).encode())
     except OSError as exc:
         why = f"{str(path)!r} cannot be written ({_why(exc)})"
-        raise GrpoTrlError([Problem(where, flag, why, f"choose another {flag or 'path'}")]) from None
+        raise GrpoTrlError([Problem(where, flag, why, f"choose another {flag or 'path'}")]) from exc
     _WRITTEN.add(os.path.abspath(path))
     return path
 

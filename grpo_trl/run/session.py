@@ -113,19 +113,25 @@ class RunSession:
                 self._heartbeat.stop()
             if self._run is not None and self.manifest is not None:
                 self.manifest.end_run(self._run)
-        except OSError as err:  # the directory became unwritable (full disk, read-only): say so, unless already
+        except (OSError, GrpoTrlError) as err:  # the directory became unwritable (full disk, read-only)
+            if exc is None and no_space(err):
+                raise self._error("ran out of disk space while the run ended; free space") from err
+            if exc is None and isinstance(err, GrpoTrlError):
+                raise
             if exc is None:
                 raise self._disk_error(err) from err
         finally:
             if self._lock is not None:
                 self._lock.release()
-        if exc is None or isinstance(exc, GrpoTrlError) or not isinstance(exc, Exception):
+        if exc is None or not isinstance(exc, Exception):
             return
-        if no_space(exc) or (isinstance(exc, (OSError, RuntimeError)) and self._full()):
+        if no_space(exc) or (isinstance(exc, (OSError, RuntimeError)) and self._full()):  # the writer's error too
             raise self._error(
                 "ran out of disk space while the run was writing to it; free space, then --resume continues from "
                 "the last complete checkpoint"
             ) from exc
+        if isinstance(exc, GrpoTrlError):
+            return
         if self._ours(exc):
             raise self._disk_error(exc) from exc
 
