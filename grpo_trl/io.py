@@ -148,13 +148,13 @@ def write_json(path: str | Path, value: Any, **kwargs: Any) -> Path:
     return write(path, json.dumps(value, indent=1, default=str), **kwargs)
 
 
-def open_regular(path: str | Path, what: str = "file") -> BinaryIO:
+def open_regular(path: str | Path, what: str = "file", pipe: bool = False) -> BinaryIO:
     """``path`` opened for reading when it is a regular file (a symlink to one is fine); a FIFO, device, socket or
     folder is refused without blocking on it (``GrpoTrlError``, file: ``path``); ``OSError`` if it cannot be opened."""
     file = str(path)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # OSError: missing, no permission
     mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    if not (stat.S_ISREG(mode) or (pipe and stat.S_ISFIFO(mode))):
         os.close(fd)
         kind = _kind(mode) or "not a regular file"
         raise GrpoTrlError(f"is {kind}, not a {what}", file=file, fix=f"name the {what} itself")
@@ -163,17 +163,21 @@ def open_regular(path: str | Path, what: str = "file") -> BinaryIO:
 
 
 def read_bytes(path: str | Path, limit: int, what: str = "file") -> bytes:
-    """At most ``limit`` bytes of the regular file ``path`` (``open_regular``); a larger one is refused unread."""
+    """At most ``limit`` bytes of the regular file ``path`` (``open_regular``); a larger one is refused unread. A
+    pipe (``/dev/stdin``, ``<(...)``) is read up to ``limit``; one nothing writes to is refused at once (empty)."""
     file = str(path)
-    with open_regular(path, what) as fh:
-        size = os.fstat(fh.fileno()).st_size
+    with open_regular(path, what, pipe=True) as fh:
+        st = os.fstat(fh.fileno())
+        size, fifo = st.st_size, stat.S_ISFIFO(st.st_mode)
         if size > limit:
             raise GrpoTrlError(f"{size:,} bytes: too large for a {what} (limit {limit:,})", file=file)
         try:
             raw = fh.read(limit + 1)
         except OSError as exc:
             raise GrpoTrlError(f"cannot read the {what}: {exc.strerror or exc}", file=file) from None
-    if len(raw) > limit:  # it grew while read
+    if not raw and fifo:
+        raise GrpoTrlError(f"a named pipe with nothing writing to it, not a {what}", file=file, fix=f"name the {what}")
+    if len(raw) > limit:  # it grew while read, or a pipe
         raise GrpoTrlError(f"more than {limit:,} bytes: too large for a {what}", file=file)
     return raw
 

@@ -149,7 +149,7 @@ def test_the_reader_refuses_special_and_huge_files_at_once(tmp_path, capsys, kin
         named.write_text(f"extends: {path.name}\n")
     start = time.monotonic()
     assert cli_main([command if command != "extends" else "check", str(named)]) == 1
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 60  # never waits on the pipe (imports on a busy machine take ~10 s)
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(err) == 1 and err[0].startswith("error: ") and "internal error" not in err[0], err
     if keep is not None:
