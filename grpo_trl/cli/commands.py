@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grpo_trl.errors import GrpoTrlError, format_error_lines
+from grpo_trl.errors import GrpoTrlError, format_error_lines, redact
 from grpo_trl.io import writable, write
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def _check(args: argparse.Namespace) -> int:
     plan = make_plan(recipe, world_size=args.world_size)
     print(f"recipe {args.recipe}: OK")
     if args.show_config:
-        print(recipe.to_yaml())
+        print(redact(recipe.to_yaml()))  # the one redaction: no password in a URL on the console
     for line in format_plan(recipe, plan, world_size_given=bool(args.world_size)):
         print(line)
     from grpo_trl.check.memory import check_lines  # expected peak memory per GPU (issue 15 part 3)
