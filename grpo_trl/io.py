@@ -23,6 +23,7 @@ STATE = ".grpo-trl"
 LEDGER = "written.json"
 MAX_YAML_NODES = 100_000  # YAML values after alias expansion (a 447-byte "billion laughs" expands to ~10^9)
 MAX_YAML_DEPTH = 64
+STATE_BYTES = 2**28  # a trainer_state.json, a manifest, a config: larger is not one
 _WRITTEN: set[str] = set()  # what this process wrote (replaced freely again within the same command)
 
 
@@ -192,6 +193,18 @@ def read_text(path: str | Path, limit: int, what: str = "file") -> str:
         raise GrpoTrlError(
             f"not UTF-8 text (byte {exc.start}: {bad!r})", file=str(path), fix="save it as UTF-8"
         ) from None
+
+
+def read_json(path: str | Path, limit: int = STATE_BYTES) -> Any:
+    """The JSON in the regular file ``path`` (a run's state, a log, a config), read through ``read_bytes``.
+    Raises ``OSError`` or ``ValueError`` (``GrpoTrlError`` included)."""
+    return json.loads(read_bytes(path, limit, "JSON file"))
+
+
+def read_yaml(path: str | Path, limit: int = 2**24) -> Any:
+    """The YAML in the regular file ``path`` (a run's ``recipe.yaml``), bounded as ``load_yaml``. Raises ``OSError``,
+    ``ValueError`` or ``yaml.YAMLError``."""
+    return load_yaml(read_bytes(path, limit, "YAML file").decode(errors="replace"), str(path))[0]
 
 
 def check_yaml_size(

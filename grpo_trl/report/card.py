@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line, redact
-from grpo_trl.io import write
+from grpo_trl.io import read_yaml, write
 from grpo_trl.jsonio import read_json_head
 from grpo_trl.recipe import Recipe
 from grpo_trl.run.directory import Manifest
@@ -224,8 +224,8 @@ def refresh_card(output_dir: str | Path) -> Path | None:
     if not manifest.exists or "sha256" not in manifest.entries.get(CARD, {}):
         return None
     try:
-        data = yaml.safe_load((folder / "recipe.yaml").read_text(errors="replace"))
-    except (OSError, yaml.YAMLError):
+        data = read_yaml(folder / "recipe.yaml")
+    except (OSError, ValueError, yaml.YAMLError):
         return None
     if not isinstance(data, dict):
         return None

@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 
 from grpo_trl.errors import GrpoTrlError
-from grpo_trl.io import write
+from grpo_trl.io import read_json, write
 from grpo_trl.jsonio import read_jsonl
 from grpo_trl.monitor.heldout import KIND as DIVERGING
 from grpo_trl.monitor.heldout import is_heldout
@@ -109,7 +109,7 @@ def _log_history(output_dir: Path) -> list[dict]:
     """``log_history`` of the run's trainer_state.json; an unreadable one is an error line naming it."""
     path = _state_file(output_dir)
     try:
-        state = json.loads(path.read_text())
+        state = read_json(path)  # the one bounded reader: a FIFO or a huge file is refused
     except (OSError, ValueError) as exc:
         raise GrpoTrlError(
             f"{path} is unreadable ({type(exc).__name__}: {str(exc)[:120]})", file=str(output_dir)

@@ -30,14 +30,13 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grpo_trl.io import write_json
+from grpo_trl.io import read_json, write_json
 from grpo_trl.run.lock import Heartbeat, RunLock, last_alive, this_process
 from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable
 from grpo_trl.trl_adapter import checkpoint_step
@@ -89,7 +88,7 @@ class Manifest:
         folder = Path(folder)
         path = folder / STATE / "manifest.json"
         try:
-            data = json.loads(path.read_text())
+            data = read_json(path)
         except FileNotFoundError:
             return cls(folder)
         except (OSError, ValueError) as exc:  # cut mid-write cannot happen (atomic replace); a hand edit can

@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.io import write
+from grpo_trl.io import read_json, write
 from grpo_trl.jsonio import read_jsonl
 from grpo_trl.trl_adapter import checkpoint_step
 
@@ -55,7 +55,7 @@ def _weights_problem(ckpt: Path) -> str | None:
     index = next(iter(ckpt.glob("*.safetensors.index.json")), None)
     if index is not None:
         try:
-            shards = set(json.loads(index.read_text())["weight_map"].values())
+            shards = set(read_json(index)["weight_map"].values())
         except (OSError, ValueError, KeyError, AttributeError) as exc:
             return f"{index.name} is unreadable ({exc})"
         missing = sorted(s for s in shards if not (ckpt / s).is_file())
@@ -109,7 +109,7 @@ def state_problem(state: Any) -> str | None:
 def read_state(path: Path) -> tuple[dict | None, str | None]:
     """``(state, None)`` from a ``trainer_state.json`` fit to resume from, else ``(None, why not)``."""
     try:
-        state = json.loads(path.read_text())
+        state = read_json(path)
     except FileNotFoundError:
         return None, "no trainer_state.json (killed while saving)"
     except (OSError, ValueError) as exc:
@@ -210,7 +210,7 @@ def continue_callbacks(trainer: Any, output_dir: Path, ckpt: Path, write: bool =
     fire again), streaks and the sample cadence carry on from its ``log_history``."""
     from grpo_trl.monitor.callbacks import Alerts, CompletionSamples
 
-    state = json.loads((ckpt / "trainer_state.json").read_text())
+    state = read_json(ckpt / "trainer_state.json")
     step, history = int(state["global_step"]), state.get("log_history") or []
     if write:  # the main process; the others only need the state
         keep_until(output_dir / "completions.jsonl", step)

@@ -20,7 +20,6 @@ one error naming it.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -30,7 +29,7 @@ from typing import Any
 import yaml
 
 from grpo_trl.errors import GrpoTrlError, redact
-from grpo_trl.io import write
+from grpo_trl.io import read_json, read_yaml, write
 from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError
 from grpo_trl.run.directory import STATE, Heartbeat, Manifest, RunLock, describe, predictable
 from grpo_trl.run.overwrite import prepare_fresh, refuse_collisions
@@ -231,7 +230,7 @@ class RunSession:
         at = saved_step(ckpt / "trainer_state.json") if ckpt else None
         target = self.config.max_steps if self.config.max_steps > 0 else (final or at or (0, 0))[1]
         if final and target and final[0] >= target and (at is None or at[0] <= final[0]):
-            self.finished = json.loads((self.folder / "trainer_state.json").read_text())
+            self.finished = read_json(self.folder / "trainer_state.json")
             if self.main:
                 logger.warning(
                     "%s finished at step %d (trainer.max_steps: %d): nothing trained, nothing deleted; raise "
@@ -239,7 +238,7 @@ class RunSession:
                 )  # fmt: skip
             return
         if at and target and at[0] >= target:  # killed in (or before) the final save: make it now, train nothing
-            self.finished = json.loads((ckpt / "trainer_state.json").read_text())
+            self.finished = read_json(ckpt / "trainer_state.json")
             if self.main:
                 self._place(stage_from_checkpoint(ckpt, self.folder))
                 logger.warning(
@@ -270,8 +269,8 @@ class RunSession:
     def _compare_recipe(self, m: Manifest, ckpt: Path) -> None:
         saved = self.folder / "recipe.yaml"
         try:
-            old = yaml.safe_load(saved.read_text(errors="replace")) if "recipe.yaml" in m.entries else None
-        except (OSError, yaml.YAMLError):
+            old = read_yaml(saved) if "recipe.yaml" in m.entries else None
+        except (OSError, ValueError, yaml.YAMLError):
             old = None
         diffs = recipe_differences(old, redact(self.recipe.data)) if isinstance(old, dict) else []
         problems = [
