@@ -121,11 +121,12 @@ def write(
     flag: str = "",
     where: str = "",
     mine: bool | Callable[[Path], bool] = False,
-    ledger: bool = True,
+    ledger: bool = False,
     parents: bool = True,
 ) -> Path:
     """Write ``data`` to ``path`` whole or not at all, where ``writable`` allows; ``ledger``: record its sha256 in
-    ``.grpo-trl/written.json`` beside it, so a later command may replace it (and only while it is unchanged);
+    ``.grpo-trl/written.json`` beside it, so a later command may replace it (only while it is unchanged) without
+    an owner test of its own (``eval``'s results);
     ``parents``: make the missing folders above it."""
     path = writable(path, flag=flag, where=where, mine=mine)
     raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data

@@ -77,11 +77,11 @@ def test_the_writer_replaces_its_own_file_only_while_unchanged(tmp_path, name, t
     folder = tmp_path / "out"
     folder.mkdir(exist_ok=True)
     _clear(folder)
-    path = io.write(folder / name, text)
+    path = io.write(folder / name, text, ledger=True)
     assert path.read_bytes() == text.encode("utf-8", "surrogateescape")
-    io.write(path, text + "again")  # this process wrote it
+    io.write(path, text + "again", ledger=True)  # this process wrote it
     io._WRITTEN.clear()  # a later command: only the ledger beside it vouches for it
-    io.write(path, "a later command")
+    io.write(path, "a later command", ledger=True)
     io._WRITTEN.clear()
     path.write_text("edited by the user")
     with pytest.raises(GrpoTrlError, match="not written by grpo-trl"):

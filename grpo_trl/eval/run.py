@@ -259,7 +259,8 @@ def evaluate(
     report = {"model": model_path, "backend": backend, "split": split or "eval", **scored.summary}
     if gens.errors:
         report["generation_error_examples"] = gens.errors[:5]
-    write(out / "eval.json", json.dumps(report, indent=2), flag=flag, where=WHERE)
-    write(out / "eval_completions.jsonl", "".join(json.dumps(r) + "\n" for r in scored.rows), flag=flag, where=WHERE)
+    rows = "".join(json.dumps(r) + "\n" for r in scored.rows)
+    for name, text in (("eval.json", json.dumps(report, indent=2)), ("eval_completions.jsonl", rows)):
+        write(out / name, text, flag=flag, where=WHERE, ledger=True)  # a later eval may replace them, unedited
     report["output_dir"] = str(out)
     return report

@@ -210,7 +210,7 @@ def write_card(
     m.record(CARD)
     m.entries[CARD].pop("sha256", None)  # recorded before it is written; its hash once it is whole
     m.save()
-    write(path, text, mine=True, ledger=False)  # grpo-trl's card (checked above)
+    write(path, text, mine=True)  # grpo-trl's card (checked above)
     m.entries[CARD]["sha256"] = _digest(path.read_bytes())
     m.save()
     return path

@@ -225,7 +225,7 @@ def _write_report(output_dir: Path, history: list[dict]) -> str:
         "alerts": alerts,
         "reward_none_share": none_shares(history),
     }
-    write(out / "report.json", json.dumps(summary, indent=2), mine=True, ledger=False)  # report/ is grpo-trl's
+    write(out / "report.json", json.dumps(summary, indent=2), mine=True)  # report/ is grpo-trl's
     images = "".join(
         f'<h3>{html.escape(plot_title(f))}</h3><img alt="{f}" src="data:image/png;base64,'
         f'{base64.b64encode((out / f).read_bytes()).decode()}"/>'
@@ -251,5 +251,5 @@ table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:4px;verti
 <h2>Sample completions (first, middle, last logged steps)</h2>{_samples_table(samples)}
 </body></html>"""
     path = out / "report.html"
-    write(path, page, mine=True, ledger=False)
+    write(path, page, mine=True)
     return str(path)

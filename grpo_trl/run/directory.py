@@ -101,7 +101,7 @@ class Manifest:
 
     def save(self) -> None:
         (self.folder / STATE).mkdir(parents=True, exist_ok=True)
-        write_json(self.path, {"version": 1, "entries": self.entries, "runs": self.runs}, mine=True, ledger=False)
+        write_json(self.path, {"version": 1, "entries": self.entries, "runs": self.runs}, mine=True)
         self.exists = True
 
     def present(self) -> list[str]:

@@ -63,7 +63,7 @@ class RunLock:
                 "taking over the lock of PID %s on %s (started %s): that run is gone (its OS lock was free)",
                 stale.get("pid"), stale.get("host"), stale.get("started"),
             )  # fmt: skip
-        write_json(self.info, this_process(), mine=True, ledger=False)
+        write_json(self.info, this_process(), mine=True)
         return None
 
     def release(self) -> None:
@@ -90,7 +90,7 @@ class Heartbeat:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        write_json(self.path, self.run, mine=True, ledger=False)
+        write_json(self.path, self.run, mine=True)
         self._thread = threading.Thread(target=self._beat, name="grpo-trl-heartbeat", daemon=True)
         self._thread.start()
 

@@ -200,7 +200,7 @@ def keep_until(path: Path, step: int) -> list[dict]:
     rows = read_jsonl(path)
     kept = [r for r in rows if _step(r) <= step]
     if len(kept) != len(rows) or not path.read_bytes().endswith(b"\n") and path.stat().st_size:
-        write(path, "".join(json.dumps(r) + "\n" for r in kept), mine=True, ledger=False)  # the run's own log
+        write(path, "".join(json.dumps(r) + "\n" for r in kept), mine=True)  # the run's own log
         logger.info("%s: dropped %d rows logged after step %d", path.name, len(rows) - len(kept), step)
     return kept
 

@@ -189,14 +189,9 @@ class RunSession:
             m.record("tiny-reward", run=run)
         m.save()
         text = yaml.safe_dump(redact(self.recipe.data), sort_keys=False)  # the one redaction: no secret in the copy
-        write(
-            self.folder / "recipe.yaml",
-            text,
-            where=self.recipe.file,
-            flag="trainer.output_dir",
-            mine=True,
-            ledger=False,
-        )
+        path = self.folder / "recipe.yaml"
+        if path.is_symlink() or not path.is_file() or path.read_text(errors="replace") != text:  # else: untouched
+            write(path, text, where=self.recipe.file, flag="trainer.output_dir", mine=True)
 
     def _prepare_resume(self, m: Manifest) -> None:
         if self.main:
