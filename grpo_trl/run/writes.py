@@ -28,7 +28,9 @@ RESUME_ONLY = ("optimizer*.pt", "scheduler*.pt", "scaler.pt", "rng_state*.pth", 
 def stage(folder: Path) -> Path:
     """The empty staging folder of the final save (a killed save's leftovers removed)."""
     path = Path(folder) / STATE / "final-save"
-    if path.exists():
+    if path.is_symlink() or path.is_file():  # never followed: only the name in grpo-trl's own folder goes
+        path.unlink()
+    elif path.exists():
         shutil.rmtree(path)
     path.mkdir(parents=True)
     return path
