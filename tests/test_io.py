@@ -277,3 +277,20 @@ def test_hub_token_given_through_the_api_is_refused_before_anything_is_written(m
     with pytest.raises(GrpoTrlError, match="HF_TOKEN"):
         RunSession(recipe, config)
     assert not Path(config.output_dir).exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "folder"])
+def test_a_special_file_a_recipe_names_is_one_error_line(tmp_path, capsys, kind):
+    """``data.pass_rate.file`` as a FIFO nothing writes to was waited on forever by ``check``."""
+    rates = tmp_path / "rates.json"
+    os.mkfifo(rates) if kind == "fifo" else rates.mkdir() if kind == "folder" else rates.symlink_to(kind)
+    recipe = {
+        "model": {"name": "builtin:tiny"},
+        "data": {"builder": "countdown", "source": "generate", "size": 16, "pass_rate": {"file": "rates.json"}},
+        "rewards": [{"name": "countdown"}],
+        "trainer": {"output_dir": str(tmp_path / "out"), "max_steps": 1},
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
+    assert cli_main(["check", str(tmp_path / "r.yaml")]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "data.pass_rate.file" in err[0], err
