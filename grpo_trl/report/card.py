@@ -1,18 +1,6 @@
-"""The run's model card: ``README.md`` in the output directory, in the Hugging Face format (YAML front matter from
-``huggingface_hub.ModelCardData``), written when a run's final save is in place (``publish``, called by ``train.run``).
-
-One card, grpo-trl's: TRL writes its own ``README.md`` at each checkpoint (``create_model_card``) and peft one with
-each adapter save; both are grpo-trl's entries in the manifest, and this card replaces them at the end. A
-``README.md`` grpo-trl did not write (not in ``.grpo-trl/manifest.json``), or one edited since grpo-trl wrote it
-(its hash is kept in the manifest), is never replaced: the card is skipped with a warning.
-
-It holds the base model, the rewards (names, weights, args), the data, the plan (``grpo-trl check``'s batch
-arithmetic), the last logged metrics, ``eval.json`` when ``grpo-trl eval`` wrote one there, a link to
-``report/report.html``, and the recipe as loaded; all through ``errors.redact`` (no token, no ``user:password@``).
-
-With ``trainer.push_to_hub: true`` (best with ``trainer.hub_strategy: end``, which ``check`` suggests), ``publish``
-uploads the final save and the card with ``huggingface_hub``'s ``upload_folder`` to the repo the trainer created, and
-nothing else: not the logs, ``.grpo-trl/``, checkpoints, or files of the user's (``pushed_names``).
+"""The run's model card, ``README.md`` in the output directory (``huggingface_hub.ModelCard``/``ModelCardData``):
+base model, rewards, data, plan, last metrics, ``eval.json``, the recipe; all through ``errors.redact``. A
+``README.md`` grpo-trl did not write, or edited since, is kept. ``publish`` uploads only the final save and the card.
 """
 
 from __future__ import annotations

@@ -1,31 +1,8 @@
-"""The output directory is the user's: what grpo-trl wrote there, what it may remove, and who is writing now.
+"""The output directory is the user's: what grpo-trl wrote there (``.grpo-trl/manifest.json``), and where it may write.
 
-Everything grpo-trl keeps about a directory lives in ``<output_dir>/.grpo-trl/``:
-
-- ``manifest.json``: the top-level entries grpo-trl (or the trainer it drives) wrote, and one record per run
-  (pid, host, start, end, batch arithmetic). Only these entries are ever removed (``--overwrite``) or replaced.
-- ``lock`` (an OS lock through ``filelock``) and ``lock.json`` (pid, host, start): one run per directory
-  (``RunLock``, in run_lock.py).
-
-A run records each entry before it writes it (``recipe.yaml``, logs, ``tiny-model``, ``checkpoint-<N>`` when the
-trainer is about to save it, each file of the final save before it is moved into place). What a killed run recorded
-but had not yet written, then found newer than the run's death, is not the run's (the user made it since). What the
-trainer writes unannounced has predictable names (the ``README.md`` model card, ``runs/``, ``completions/``...;
-``TRAINER_NAMES`` in run_names.py): an entry with such a name whose modification time falls inside a recorded run's
-window (its start, taken from the filesystem's own clock, to its end; for a killed run, to its last heartbeat,
-``run_lock.Heartbeat``) is that run's. Anything else not in the manifest is foreign and is never touched.
-
-Example:
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> out = Path(tempfile.mkdtemp())
-    >>> (out / "notes.txt").write_text("mine")
-    4
-    >>> m = Manifest.load(out)
-    >>> m.foreign()
-    ['notes.txt']
-    >>> output_dir_problems("/")[0][:44]
-    'is the filesystem root: grpo-trl would write'
+A run records each entry before it writes it; what the trainer writes unannounced (``TRAINER_NAMES``) is the run's
+when modified inside the run's window (start to end, or to a killed run's last heartbeat). Anything else not in the
+manifest is foreign and never touched. The rules: docs/safety.md.
 """
 
 from __future__ import annotations
@@ -37,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_trl.io import read_json, write_json
-from grpo_trl.run.lock import Heartbeat, RunLock, last_alive, this_process
-from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable
+from grpo_trl.run.lock import Heartbeat, RunLock, last_alive, this_process  # noqa: F401 - Heartbeat, RunLock: here too
+from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable  # noqa: F401 - re-exported
 from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")
@@ -255,19 +232,3 @@ def output_dir_problems(output_dir: str | None, recipe_dir: str | Path | None = 
             problems.append(f"is inside the output_dir {parent} of another run: choose a sibling folder instead")
             break
     return problems
-
-
-# names other modules and tests import from here; they live in run_names.py and run_lock.py
-__all__ = [
-    "OWN_NAMES",
-    "STATE",
-    "TRAINER_NAMES",
-    "Heartbeat",
-    "Manifest",
-    "RunLock",
-    "describe",
-    "kind_of",
-    "output_dir_problems",
-    "predictable",
-    "record_entries",
-]

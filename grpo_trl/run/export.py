@@ -1,10 +1,6 @@
-"""``grpo-trl export OUTPUT_DIR [--to DIR]``: a LoRA run's adapter merged into its base model, for serving.
-
-peft does the work (``PeftModel.from_pretrained`` + ``merge_and_unload``); this finds the base the run trained on
-(``adapter_base``: the run's ``recipe.yaml``, where a ``builtin:`` model is the copy in the output_dir, else the
-adapter's ``base_model_name_or_path``), and writes the merged model with the run's tokenizer and chat template into
-a new or empty folder (default ``<OUTPUT_DIR>-merged``), whole or not at all: into a hidden folder beside it, then
-renamed. A folder holding anything is never written into; neither is the run's own output_dir.
+"""``grpo-trl export OUTPUT_DIR [--to DIR]``: a LoRA run's adapter merged into its base model (peft's
+``merge_and_unload``), with the run's tokenizer, written whole into a new or empty folder (a hidden one beside it,
+then renamed; default ``<OUTPUT_DIR>-merged``). The base comes from the run's ``recipe.yaml`` or the adapter config.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""What a fresh run and ``--overwrite`` refuse in an output directory, and what ``--overwrite`` removes.
-
-``RunSession`` (``session.py``) calls these before it loads a model: a fresh run stops when the directory holds
-entries grpo-trl did not write or a previous run's results; ``--overwrite`` removes only what
-``.grpo-trl/manifest.json`` records and stops when a kept entry has a name the trainer would overwrite or rotate.
-``error(message)`` makes the session's error naming the recipe and ``trainer.output_dir``.
-"""
+"""What a fresh run and ``--overwrite`` refuse in an output directory, and what ``--overwrite`` removes (only what
+``.grpo-trl/manifest.json`` records; never an entry the trainer would overwrite or rotate away)."""
 
 from __future__ import annotations
 

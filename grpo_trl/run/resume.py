@@ -1,13 +1,6 @@
-"""``--resume`` rules: which checkpoint is complete, when a run is finished, which recipe changes a resume survives,
-and how the run's logs continue from the checkpoint's step without losing or repeating a line.
+"""``--resume`` rules: which checkpoint is complete (its state parses, its weights load, optimizer/scheduler/RNG state
+whole), when a run is finished, which recipe changes a resume survives, and how the logs continue from its step.
 
-A checkpoint is complete when ``trainer_state.json`` parses and has a ``global_step``; its weights load (every
-safetensors file's header parses and covers the file: ``safetensors.safe_open``; a ``.bin``/``.pt`` file is a
-whole zip archive, as ``torch.save`` writes it, whose directory sits at its end); and the optimizer, scheduler and
-RNG state of this world size are there and whole. DeepSpeed (``global_step*/``) and FSDP (``*_fsdp_*``) layouts are
-checked for presence only.
-
-Example:
     >>> recipe_differences({"trainer": {"max_steps": 4}}, {"trainer": {"max_steps": 8}})
     [('trainer.max_steps', 4, 8)]
 """

@@ -1,21 +1,8 @@
 """What ``grpo-trl train`` decides about its output directory before it loads a model, and records while it trains.
 
-``RunSession`` (a context manager, opened by ``grpo_trl.train.run``): take the directory's lock (main process only),
-record what a killed run left, then per mode:
-
-- fresh: stop when the directory holds entries grpo-trl did not write, or a previous run's results;
-- ``--overwrite``: remove only grpo-trl's entries, list the ones kept; stop when a kept one has a name the trainer
-  would overwrite or rotate (``checkpoint-<N>``, ``config.json``...; with ``save_total_limit``, any folder
-  transformers' rotation deletes: ``trl_adapter.rotation_candidates``);
-- ``--resume``: refused without a manifest; the newest complete checkpoint (the others skipped with the reason); a
-  finished run trains nothing, one killed in its final save has it made again from the checkpoint; recipe changes
-  are listed (an error for those that make the resume meaningless) and the earlier recipe is kept as
-  ``recipe.step-<N>.yaml``.
-
-While training, a heartbeat thread touches ``.grpo-trl/heartbeat.json`` and ``run_writes.ManifestCallback`` records
-each checkpoint before it is saved; the final save is staged whole (``save_final``); on exit the run's window closes
-and the lock is released. A write that fails in the output directory (full disk, a folder where a file goes) is
-one error naming it.
+``RunSession`` takes the directory's lock, records what a killed run left, then prepares a fresh run, ``--overwrite``
+(removes only grpo-trl's entries) or ``--resume`` (the newest complete checkpoint; recipe changes listed or refused);
+while training it records each checkpoint before it is saved and stages the final save. The rules: docs/safety.md.
 """
 
 from __future__ import annotations
