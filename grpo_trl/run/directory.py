@@ -133,16 +133,20 @@ class Manifest:
             return float("-inf")
 
     def remove_own(self) -> list[str]:
-        """``--overwrite``: delete the entries grpo-trl wrote (nothing else); returns their names."""
-        removed = []
-        for name in self.present():
-            if name in self.entries:
-                path = self.folder / name
-                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
-                removed.append(name)
+        """``--overwrite``: move the entries grpo-trl wrote (nothing else) into ``.grpo-trl/previous/``, by name (a
+        link is moved, never followed); the run overwritten before that one goes. Returns the names moved."""
+        aside = self.folder / STATE / "previous"
+        if aside.is_symlink() or aside.is_file():
+            aside.unlink()
+        elif aside.exists():
+            shutil.rmtree(aside)
+        moved = [name for name in self.present() if name in self.entries]
+        for name in moved:
+            aside.mkdir(parents=True, exist_ok=True)
+            os.replace(self.folder / name, aside / name)
         self.entries, self.runs = {}, []
         self.save()
-        return removed
+        return moved
 
     def start_run(self, **info) -> dict:
         """Record a run starting now (its window opens at the filesystem's current time)."""

@@ -1,7 +1,7 @@
 """What ``grpo-trl train`` decides about its output directory before it loads a model, and records while it trains.
 
 ``RunSession`` takes the directory's lock, records what a killed run left, then prepares a fresh run, ``--overwrite``
-(removes only grpo-trl's entries) or ``--resume`` (the newest complete checkpoint; recipe changes listed or refused);
+(moves grpo-trl's entries aside) or ``--resume`` (the newest complete checkpoint; recipe changes checked);
 while training it records each checkpoint before it is saved and stages the final save. The rules: docs/safety.md.
 """
 
