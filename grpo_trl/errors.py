@@ -18,8 +18,11 @@ Example:
 from __future__ import annotations
 
 import difflib
+import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 # Names users carry over from older grpo-trl versions or other tools: old -> new. Consulted by ``suggest`` before the
 # fuzzy match, when ``new`` is among the choices (or is a dotted key path, valid anywhere). TRL's and open-r1's names
@@ -140,5 +143,58 @@ def format_error_lines(exc: GrpoTrlError, file: str = "", key: str = "") -> list
 
 
 def one_line(text: str) -> str:
-    """``text`` with line breaks and other control characters escaped, so one problem stays one line."""
-    return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)
+    """``text`` with line breaks and other control characters escaped and secrets redacted, so one problem stays one
+    line and shows no token or password."""
+    return redact("".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text))
+
+
+# ------------------------------------------------------------------------------------------------ the one redaction
+HIDDEN = "<redacted>"
+# keys whose values are secrets (hub_token, api_key, password...; not max_new_tokens or tokenizer)
+SECRET_KEY = re.compile(
+    r"(^|_)(\w*token|secrets?|passwords?|passwd|api_?key|access_?key|private_?key|secret_?key|credentials?)$", re.I
+)
+SECRET_TEXT = [
+    (re.compile(r"\b(hf_|sk-|sk_|ghp_|gho_|github_pat_|xox[abpr]-|glpat-|AKIA)[A-Za-z0-9_\-]{8,}"), r"\1" + HIDDEN),
+    (re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s:@'\"]*:[^/\s@'\"]*@"), r"\1" + HIDDEN + "@"),  # user:password@
+    (re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + HIDDEN),
+    (re.compile(r"(?i)\b(\w*(?:token|secret|password|passwd|api_?key)=)(?!<redacted>)[^\s'\",;&]+"), r"\1" + HIDDEN),
+]
+
+
+def redact_record(record: logging.LogRecord) -> bool:
+    """A ``logging`` filter (for handlers): the record's message, arguments merged, redacted. Always keeps it."""
+    message = record.getMessage()
+    hidden = redact(message)
+    if hidden != message:
+        record.msg, record.args = hidden, None
+    return True
+
+
+def is_secret_key(key: object) -> bool:
+    """A mapping key whose value is a secret.
+
+    >>> [k for k in ("hub_token", "api_key", "password", "max_new_tokens", "tokenizer", "seed") if is_secret_key(k)]
+    ['hub_token', 'api_key', 'password']
+    """
+    return bool(SECRET_KEY.search(str(key)))
+
+
+def redact(value: Any) -> Any:
+    """``value`` with every secret hidden: tokens (``hf_...``, ``sk-...``), ``user:password@`` in URLs,
+    ``token=...`` in text, and in mappings the values of keys named like secrets (``is_secret_key``).
+
+    >>> redact("https://bob:hunter2@judge.example/v1 with hf_abcdefghijkl")
+    'https://<redacted>@judge.example/v1 with hf_<redacted>'
+    >>> redact({"trainer": {"hub_token": "x", "seed": 1}})
+    {'trainer': {'hub_token': '<redacted>', 'seed': 1}}
+    """
+    if isinstance(value, str):
+        for pattern, hidden in SECRET_TEXT:
+            value = pattern.sub(hidden, value)
+        return value
+    if isinstance(value, dict):
+        return {k: HIDDEN if is_secret_key(k) and v not in (None, "") else redact(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact(v) for v in value)
+    return value

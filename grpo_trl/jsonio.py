@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from grpo_trl.io import open_regular
+
 
 def read_json_head(path: Path, max_bytes: int, first_line: bool = False, empty: Any = None) -> Any:
     """The JSON value in ``path`` (or in its first line), read through at most ``max_bytes``; ``empty`` for an empty
@@ -21,10 +23,10 @@ def read_json_head(path: Path, max_bytes: int, first_line: bool = False, empty: 
     file: what ``eval``, ``filter`` and ``schema -o`` read to tell their own output from a file they must not
     overwrite."""
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
             data = fh.readline(max_bytes) if first_line else fh.read(max_bytes)
         return json.loads(data) if data else empty
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # GrpoTrlError is a ValueError
         return None
 
 
@@ -32,7 +34,9 @@ def read_jsonl(path: Path) -> list[dict]:
     """Rows of a JSON-lines log; a line cut by a kill (the last one) is dropped."""
     rows = []
     if path.is_file():
-        for line in path.read_text(errors="replace").splitlines():  # a bad byte costs its line, not the resume
+        with open_regular(path) as fh:
+            text = fh.read().decode(errors="replace")
+        for line in text.splitlines():  # a bad byte costs its line, not the resume
             try:
                 row = json.loads(line)
             except ValueError:

@@ -18,7 +18,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "grpo_trl"
 # Bottom to top. A name is a module or a package (everything under it); the longest match wins.
 FLOORS: list[list[str]] = [
     ["grpo_trl.errors"],
-    ["grpo_trl.tables", "grpo_trl.trl_adapter", "grpo_trl.targets", "grpo_trl.timeouts", "grpo_trl.jsonio"],
+    [
+        "grpo_trl.tables",
+        "grpo_trl.trl_adapter",
+        "grpo_trl.targets",
+        "grpo_trl.timeouts",
+        "grpo_trl.jsonio",
+        "grpo_trl.io",
+    ],
     ["grpo_trl._sandbox_boot", "grpo_trl._sandbox_host", "grpo_trl._sandbox_ns"],
     # shared mechanisms: one registry type, field helpers, clients
     [

@@ -20,7 +20,7 @@ import warnings
 
 from grpo_trl.cli.commands import print_summary, run_cli
 from grpo_trl.cli.parser import add_train_arguments, build_parser
-from grpo_trl.errors import GrpoTrlError, format_error_lines
+from grpo_trl.errors import GrpoTrlError, format_error_lines, one_line, redact_record
 
 __all__ = ["BUG_EXIT", "build_parser", "main", "print_summary", "run_cli", "train_main"]
 
@@ -71,6 +71,8 @@ def _main(argv: list[str]) -> int:
         return exc.code if isinstance(exc.code, int) else 1
     args.extra = extra
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # the one redaction, on every log line
+        handler.addFilter(redact_record)
     warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation chatter from transformers/TRL
     try:
         return args.func(args)
@@ -85,8 +87,8 @@ def _main(argv: list[str]) -> int:
         if debug:
             traceback.print_exc()
         print(
-            f"grpo-trl: internal error ({type(exc).__name__}: {str(exc)[:200]}). This is a bug in grpo-trl: please "
-            "report it with the command and the recipe" + ("" if debug else " (add --debug for the traceback)"),
+            f"grpo-trl: internal error ({type(exc).__name__}: {one_line(str(exc))[:200]}). This is a bug in grpo-trl: "
+            "please report it with the command and the recipe" + ("" if debug else " (add --debug for the traceback)"),
             file=sys.stderr,
         )
         return BUG_EXIT

@@ -15,7 +15,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grpo_trl.errors import GrpoTrlError, format_error_lines
+from grpo_trl.errors import GrpoTrlError, format_error_lines, redact
+from grpo_trl.io import writable, write
 
 if TYPE_CHECKING:
     from grpo_trl.train import TrainResult
@@ -45,7 +46,7 @@ def _check(args: argparse.Namespace) -> int:
     plan = make_plan(recipe, world_size=args.world_size)
     print(f"recipe {args.recipe}: OK")
     if args.show_config:
-        print(recipe.to_yaml())
+        print(redact(recipe.to_yaml()))  # the one redaction: no password in a URL on the console
     for line in format_plan(recipe, plan, world_size_given=bool(args.world_size)):
         print(line)
     from grpo_trl.check.memory import check_lines  # expected peak memory per GPU (issue 15 part 3)
@@ -335,6 +336,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     if out is not None and out.exists() and not args.force:
         print(f"error: {out}: -o: exists; choose another path or pass --force to replace it", file=sys.stderr)
         return 1
+    if out is not None:  # before translating: the one writer's rule (never through a link, nor onto a folder)
+        writable(out, where=str(out), flag="-o", mine=args.force)
     if out is not None and out.resolve() == Path(args.config).resolve():
         print(f"error: {out}: -o: is the config being imported; write the recipe elsewhere", file=sys.stderr)
         return 1
@@ -356,11 +359,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     if out is None:
         sys.stdout.write(result.text)
         return 0
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(result.text)
-    except OSError as exc:
-        print(f"error: {out}: -o: cannot write ({exc.strerror or exc})", file=sys.stderr)
+    try:  # the one writer: never through a link; an existing file only with --force (checked above)
+        write(out, result.text, where=str(out), flag="-o", mine=args.force)
+    except GrpoTrlError as exc:
+        print("\n".join(format_error_lines(exc)), file=sys.stderr)
         return 1
     problems = validate(Recipe(data=result.recipe, path=out))
     print(f"wrote {out} ({len(result.unmapped)} setting(s) not mapped, listed at its top)")

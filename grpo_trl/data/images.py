@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.data.registry import DataError, load_hub_or_file, register_builder
+from grpo_trl.io import read_bytes as read_file
 
+MAX_IMAGE_BYTES = 256 * 2**20  # one image file; a larger one (or a device) is refused unread
 IMAGES = "images"  # TRL's column of a row's images (a list)
 KEY = "data.image_column"
 
@@ -83,7 +85,7 @@ def load_image(value: Any, folders: list[Path]) -> dict:
         found = next((c for c in candidates if c.is_file()), candidates[0])
         if not found.is_file():
             raise ValueError(f"{path!r} is not a file (looked at {found})")
-        data, path = found.read_bytes(), str(found)
+        data, path = read_file(found, MAX_IMAGE_BYTES, "image"), str(found)  # the one bounded reader
     if not isinstance(data, bytes):
         raise ValueError(f"has bytes of type {type(data).__name__}, not bytes")
     try:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.errors import DataError, Problem
+from grpo_trl.io import read_json
 
 KEYS = {"file", "above", "below", "unscored"}
 
@@ -71,7 +72,7 @@ def pass_rate_problems(option: Any) -> list[Problem]:
 def load_rates(path: Path) -> dict[str, dict]:
     """``{prompt hash: {"p": rate, "passed": c, "n": n}}`` from a file ``grpo-trl filter`` wrote."""
     try:
-        data = json.loads(path.read_text())
+        data = read_json(path)  # the one bounded reader: a FIFO of that name was waited on forever
         rates = data["rates"]
         assert isinstance(rates, dict) and all(isinstance(v["p"], int | float) for v in rates.values())
     except FileNotFoundError:

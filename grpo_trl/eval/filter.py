@@ -17,6 +17,9 @@ from typing import Any
 
 from grpo_trl.data.pass_rate import prompt_hash
 from grpo_trl.eval.run import generate_and_score, prepare, writable
+from grpo_trl.io import writable as write_check
+from grpo_trl.io import write
+from grpo_trl.jsonio import read_json_head
 from grpo_trl.recipe import Problem, Recipe, RecipeError
 
 WHERE = "grpo-trl filter"
@@ -86,6 +89,8 @@ def filter_prompts(
     model_path, sampling = setup.model_path, setup.sampling
     path = Path(output) if output else default_path(recipe)
     writable(path, WHERE, "--output")
+    if os.path.lexists(path) and path.is_symlink():
+        write_check(path, flag="--output", where=WHERE)  # a symlink: refused by the one writer, before generating
     if path.exists() and not _rates_file(path):  # a data file or notes named by mistake: never overwritten
         raise RecipeError(
             [
@@ -110,12 +115,8 @@ def filter_prompts(
         entry["n"] += len(flags)
     for entry in rates.values():
         entry["p"] = entry["passed"] / entry["n"]
-    previous = {}
-    if path.exists():
-        try:
-            previous = json.loads(path.read_text()).get("rates", {})
-        except (OSError, ValueError, AttributeError):
-            previous = {}
+    previous = read_json_head(path, 2**28) if path.exists() else {}
+    previous = previous.get("rates", {}) if isinstance(previous, dict) else {}
     previous = previous if isinstance(previous, dict) else {}  # a foreign file: replaced, like an unreadable one
     meta = {
         "model": model_path,
@@ -125,9 +126,8 @@ def filter_prompts(
         "pass_reward": scored.summary["pass_reward"],
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # a kill mid-write leaves the old file whole
-    tmp.write_text(json.dumps({**meta, "rates": {**previous, **rates}}, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    text = json.dumps({**meta, "rates": {**previous, **rates}}, indent=1, sort_keys=True)
+    write(path, text, flag="--output", where=WHERE, mine=_rates_file)  # the one writer: atomic, never via a link
     values = [e["p"] for e in rates.values()]
     try:
         shown = path.resolve().relative_to(recipe.base_dir.resolve())

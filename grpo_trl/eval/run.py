@@ -18,6 +18,8 @@ from grpo_trl.check.rewards import build_rewards, column_problems
 from grpo_trl.data.image_tokens import as_trainer_prompt, is_processor
 from grpo_trl.eval.backends import BACKENDS, Generations, Sampling, generate, preflight
 from grpo_trl.eval.score import Scored, load_reward_models, score
+from grpo_trl.io import writable as writable_path
+from grpo_trl.io import write
 from grpo_trl.recipe import Problem, Recipe, RecipeError
 
 WHERE = "grpo-trl eval"
@@ -146,16 +148,6 @@ def writable(path: Path, where: str, flag: str) -> None:
         raise RecipeError([Problem(where, flag, f"cannot write {str(path)!r} ({exc.strerror or exc})")]) from exc
 
 
-def _ours(path: Path) -> bool:
-    """Whether ``path`` is an ``eval.json`` / ``eval_completions.jsonl`` as ``evaluate`` writes them."""
-    from grpo_trl.jsonio import read_json_head
-
-    if path.suffix != ".json":  # the first row of the completions (none at all: ours, with no rows)
-        return isinstance(read_json_head(path, 2**24, first_line=True, empty={}), dict)
-    report = read_json_head(path, 512 * 2**20)  # the whole report
-    return isinstance(report, dict) and {"model", "backend"} <= report.keys()
-
-
 @dataclass
 class Setup:
     """What ``eval`` and ``filter`` resolve before generating: the trainer config, model, tokenizer, sampling."""
@@ -251,19 +243,15 @@ def evaluate(
     out = Path(output_dir or (model_path if local else config.output_dir))
     flag = "--output-dir" if output_dir else "--model" if model and local else "trainer.output_dir"
     writable(out / "eval.json", WHERE, flag)
-    theirs = [f.name for f in (out / "eval.json", out / "eval_completions.jsonl") if f.exists() and not _ours(f)]
-    if theirs:  # eval replaces its own results; a file of that name that it did not write is never overwritten
-        raise RecipeError(
-            [Problem(WHERE, flag, f"{out} holds {', '.join(theirs)} not written by grpo-trl eval", "move it away")]
-        )
+    for name in ("eval.json", "eval_completions.jsonl"):  # before generating: the one writer's own rule
+        writable_path(out / name, flag=flag, where=WHERE)
     ds = prompts_for(recipe, split, setup.tokenizer, limit)
     gens, scored = generate_and_score(recipe, ds, setup)
     report = {"model": model_path, "backend": backend, "split": split or "eval", **scored.summary}
     if gens.errors:
         report["generation_error_examples"] = gens.errors[:5]
-    (out / "eval.json").write_text(json.dumps(report, indent=2))
-    with (out / "eval_completions.jsonl").open("w") as fh:
-        for row in scored.rows:
-            fh.write(json.dumps(row) + "\n")
+    rows = "".join(json.dumps(r) + "\n" for r in scored.rows)
+    for name, text in (("eval.json", json.dumps(report, indent=2)), ("eval_completions.jsonl", rows)):
+        write(out / name, text, flag=flag, where=WHERE, ledger=True)  # a later eval may replace them, unedited
     report["output_dir"] = str(out)
     return report

@@ -9,11 +9,12 @@ Example:
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
 import yaml
+
+from grpo_trl.errors import GrpoTrlError
+from grpo_trl.io import load_yaml, read_text
 
 MAX_BYTES = 2_000_000  # a config, not a dataset
 
@@ -46,28 +47,20 @@ class _Loader(yaml.SafeLoader):
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _Loader.construct_mapping)
 
 
-def read_peer_yaml_text(text: str) -> tuple[object, list[str]]:
-    """Parse ``text``; returns the data and one line per repeated key. Raises ``yaml.YAMLError``."""
-    loader = _Loader(text)
+def read_peer_yaml_text(text: str, file: str = "<config>") -> tuple[object, list[str]]:
+    """Parse ``text`` (alias expansion and depth bounded: ``grpo_trl.io.load_yaml``); returns the data and one line
+    per repeated key. Raises ``yaml.YAMLError``, or ``ValueError`` for a bomb."""
     try:
-        data = loader.get_single_data()
-    finally:
-        loader.dispose()
+        data, loader = load_yaml(text, file, _Loader)
+    except GrpoTrlError as exc:
+        raise ValueError(exc.problems[0].text) from None
     return data, loader.duplicates
 
 
 def read_peer_yaml(path: str | Path) -> tuple[object, list[str]]:
-    """Read a peer's config file (bounded in size). Raises ``OSError``, ``ValueError`` or ``yaml.YAMLError``."""
-    fd = os.open(Path(path), os.O_RDONLY | os.O_NONBLOCK)  # a named pipe nothing writes to: no wait forever
-    os.set_blocking(fd, True)
-    with os.fdopen(fd, "rb") as fh:
-        raw = fh.read(MAX_BYTES + 1)
-    if not raw and stat.S_ISFIFO(os.stat(path).st_mode):
-        raise ValueError("a named pipe with nothing writing to it: not a config file")
-    if len(raw) > MAX_BYTES:
-        raise ValueError(f"larger than {MAX_BYTES // 1_000_000} MB: not a config file")
+    """Read a peer's config file (``grpo_trl.io``'s bounded reader). Raises ``ValueError`` or ``yaml.YAMLError``."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    return read_peer_yaml_text(text)
+        text = read_text(path, MAX_BYTES, "config file")
+    except GrpoTrlError as exc:
+        raise ValueError(exc.problems[0].text) from None
+    return read_peer_yaml_text(text, str(path))

@@ -12,9 +12,7 @@ Example:
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 import warnings
 from importlib.metadata import version
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, create_model
 
 from grpo_trl.errors import GrpoTrlError
+from grpo_trl.io import write
 from grpo_trl.recipe import schema
 
 SCHEMA_LINE = "# yaml-language-server: $schema="
@@ -91,22 +90,9 @@ def write_schema(path: str | None) -> str:
     is a schema this command wrote (a user's file of that name is never overwritten)."""
     text = json.dumps(recipe_json_schema(), indent=1, sort_keys=True) + "\n"
     if path:
-        target = Path(path)
-        try:
-            if target.is_dir():
-                raise IsADirectoryError(errno.EISDIR, "a folder")
-            if target.exists() and not _is_our_schema(target):
-                raise GrpoTrlError(
-                    f"{path!r} exists and is not a grpo-trl schema", key="--output", fix="choose another file name"
-                )
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            try:
-                tmp.write_text(text, encoding="utf-8")
-                os.replace(tmp, target)
-            finally:
-                tmp.unlink(missing_ok=True)
-        except OSError as exc:
-            raise GrpoTrlError(f"cannot write {path!r} ({exc.strerror or exc})", key="--output") from None
+        if Path(path).is_dir():
+            raise GrpoTrlError(f"cannot write {path!r} (a folder)", key="--output", fix="name a file")
+        write(path, text, flag="--output", mine=_is_our_schema, parents=False)  # the one writer
     return text
 
 

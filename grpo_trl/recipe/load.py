@@ -1,4 +1,5 @@
-"""Read a recipe: bounded YAML (size, encoding, aliases, depth, duplicate keys), ``extends``, ``--set`` overrides.
+"""Read a recipe: bounded YAML (size, encoding, aliases, depth, duplicate keys), ``extends``, ``--set`` overrides;
+a secret's value (``trainer.hub_token``) refused: it belongs in the environment (``HF_TOKEN``).
 
 Pure functions from a path (and overrides) to a plain mapping; nothing here knows the sections' types.
 
@@ -15,14 +16,13 @@ Example:
 from __future__ import annotations
 
 import copy
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from grpo_trl.errors import Problem, RecipeError
+from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, is_secret_key
+from grpo_trl.io import check_yaml_size, read_text
 
 MAX_BYTES = 1_000_000  # a recipe is a few KB; anything over 1 MB is not one
 MAX_NODES = 100_000  # YAML nodes after alias expansion (a 447-byte "billion laughs" expands to ~10^9)
@@ -70,36 +70,6 @@ class _BoundedLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _check_size(node: yaml.Node, file: str) -> None:
-    """Refuse a document whose alias expansion or nesting exceeds the bounds, before anything is built."""
-    sizes: dict[int, int] = {}
-    stack: list[tuple[yaml.Node, int, bool]] = [(node, 1, False)]
-    while stack:
-        current, depth, done = stack.pop()
-        if depth > MAX_DEPTH:
-            raise _error(file, "", f"nested more than {MAX_DEPTH} levels deep", "a recipe is a few levels of sections")
-        if id(current) in sizes and not done:
-            continue
-        children = []
-        if isinstance(current, yaml.SequenceNode):
-            children = current.value
-        elif isinstance(current, yaml.MappingNode):
-            children = [n for pair in current.value for n in pair]
-        if done:
-            total = 1 + sum(sizes[id(c)] for c in children)
-            sizes[id(current)] = total
-            if total > MAX_NODES:
-                raise _error(
-                    file,
-                    "",
-                    f"the YAML expands to more than {MAX_NODES} values (aliases/anchors repeating each other)",
-                    "write the values out; a recipe needs no nested aliases",
-                )
-            continue
-        stack.append((current, depth, True))
-        stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
-
-
 def parse_yaml(text: str, file: str) -> Any:
     """YAML text -> Python data, bounded in expansion and depth, duplicate keys refused."""
     try:
@@ -113,7 +83,7 @@ def parse_yaml(text: str, file: str) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        _check_size(node, file)
+        check_yaml_size(node, file, MAX_NODES, MAX_DEPTH)
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -124,6 +94,8 @@ def parse_yaml(text: str, file: str) -> Any:
         raise _error(file, "", f"nested more than {MAX_DEPTH} levels deep") from None
     except RecipeError:
         raise  # a duplicate key (RecipeError is a ValueError too)
+    except GrpoTrlError as exc:  # the bounds of the one reader
+        raise RecipeError(exc.problems) from None
     except ValueError as exc:  # a value PyYAML cannot convert: an integer of more than 4,300 digits, a bad date
         line = loader.marks_line()
         what = str(exc).split(";")[0][:200]
@@ -133,35 +105,36 @@ def parse_yaml(text: str, file: str) -> Any:
 
 
 def read_yaml(path: Path) -> dict:
-    """One recipe file as a mapping: at most 1 MB, UTF-8, valid bounded YAML."""
-    file = str(path)
+    """One recipe file as a mapping: at most 1 MB, UTF-8, valid bounded YAML (``grpo_trl.io``'s one reader)."""
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise _error(file, "", f"{size / 1e6:.1f} MB is too large for a recipe (limit {MAX_BYTES // 10**6} MB)")
-        # O_NONBLOCK: opening a named pipe nothing writes to would wait forever; reads block again once it is open
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb") as fh:  # bounded: /dev/zero or a pipe reports no size
-            raw = fh.read(MAX_BYTES + 1)
-        if not raw and stat.S_ISFIFO(path.stat().st_mode):
-            raise _error(file, "", "a named pipe with nothing writing to it", "pass the recipe file itself")
-        if len(raw) > MAX_BYTES:
-            raise _error(file, "", f"more than {MAX_BYTES // 10**6} MB: too large for a recipe")
-    except OSError as exc:
-        raise _error(file, "", f"cannot read the recipe: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _error(
-            file, "", f"not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r})", "save it as UTF-8"
-        ) from None
-    data = parse_yaml(text, file)
+        text = read_text(path, MAX_BYTES, "recipe")
+    except GrpoTrlError as exc:
+        raise RecipeError(exc.problems) from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise _error(str(path), "", f"cannot read the recipe: {getattr(exc, 'strerror', None) or exc}") from None
+    data = parse_yaml(text, str(path))
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise _error(file, "", f"a recipe must be a YAML mapping of sections, got {type(data).__name__}")
+        raise _error(str(path), "", f"a recipe must be a YAML mapping of sections, got {type(data).__name__}")
     return data
+
+
+def secrets(data: Any, prefix: str = "") -> list[str]:
+    """Dotted keys holding a secret's value (``trainer.hub_token``...): a recipe is copied into the run folder,
+    checkpoints and the card, so secrets come from the environment instead.
+
+    >>> secrets({"trainer": {"hub_token": "hf_x", "seed": 1}, "rewards": [{"args": {"api_key": "k"}}]})
+    ['trainer.hub_token', 'rewards.0.args.api_key']
+    """
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    found = []
+    for key, value in items:
+        if isinstance(key, str) and is_secret_key(key) and value not in (None, "", False):
+            found.append(f"{prefix}{key}")
+        else:
+            found += secrets(value, f"{prefix}{key}.")
+    return found
 
 
 def deep_merge(base: dict, override: dict) -> dict:
@@ -268,4 +241,13 @@ def read_recipe(path: str | Path, overrides: tuple[str, ...] | list[str] = ()) -
     data = resolve_extends(Path(path))
     for assignment in overrides:
         data = apply_override(data, assignment)
+    found = secrets(data)
+    if found:
+        fix = "put it in the environment: HF_TOKEN (huggingface_hub reads it) for the Hub, api_key_env for endpoints"
+        raise RecipeError(
+            [
+                Problem(str(path), key, "a secret in a recipe is copied into the run folder and its card", fix)
+                for key in found
+            ]
+        )
     return data

@@ -1,23 +1,12 @@
-"""The run's model card: ``README.md`` in the output directory, in the Hugging Face format (YAML front matter from
-``huggingface_hub.ModelCardData``), written when a run's final save is in place (``publish``, called by ``train.run``).
-
-One card, grpo-trl's: TRL writes its own ``README.md`` at each checkpoint (``create_model_card``) and peft one with
-each adapter save; both are grpo-trl's entries in the manifest, and this card replaces them at the end. A
-``README.md`` grpo-trl did not write (not in ``.grpo-trl/manifest.json``), or one edited since grpo-trl wrote it
-(its hash is kept in the manifest), is never replaced: the card is skipped with a warning.
-
-It holds the base model, the rewards (names, weights, args), the data, the plan (``grpo-trl check``'s batch
-arithmetic), the last logged metrics, ``eval.json`` when ``grpo-trl eval`` wrote one there, a link to
-``report/report.html``, and the recipe as loaded (values of keys named like secrets, e.g. ``hub_token``, redacted).
-
-With ``trainer.push_to_hub: true`` (best with ``trainer.hub_strategy: end``, which ``check`` suggests), ``publish``
-uploads the final save and the card with ``huggingface_hub``'s ``upload_folder`` to the repo the trainer created, and
-nothing else: not the logs, ``.grpo-trl/``, checkpoints, or files of the user's (``pushed_names``).
+"""The run's model card, ``README.md`` in the output directory (``huggingface_hub.ModelCard``/``ModelCardData``):
+base model, rewards, data, plan, last metrics, ``eval.json``, the recipe; all through ``errors.redact``. A
+``README.md`` grpo-trl did not write, or edited since, is kept. ``publish`` uploads only the final save and the card.
 """
 
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import logging
 import math
@@ -28,28 +17,20 @@ from typing import Any
 
 import yaml
 
-from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
+from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line, redact
+from grpo_trl.io import read_yaml, write
 from grpo_trl.jsonio import read_json_head, read_jsonl
 from grpo_trl.recipe import Recipe
-from grpo_trl.run.directory import Manifest, write_text
+from grpo_trl.run.directory import Manifest
 
 logger = logging.getLogger("grpo_trl")
 CARD = "README.md"
 TAGS = ["grpo", "trl", "grpo-trl"]
-SECRET = re.compile(r"(^|_)(token|secret|password|api_key|access_key)$", re.I)
 SHOWN = (  # the logged metrics the card lists (TRL's names): rewards, KL, loss, lengths
     "reward", "kl", "loss", "entropy", "completions/mean_length", "completions/clipped_ratio", "frac_reward_zero_std",
     "grad_norm", "learning_rate",
 )  # fmt: skip
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-
-def _redacted(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: "<redacted>" if SECRET.search(str(k)) and v else _redacted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redacted(v) for v in value]
-    return value
 
 
 def _fenced(text: str, lang: str = "") -> str:
@@ -61,7 +42,8 @@ def _fenced(text: str, lang: str = "") -> str:
 
 def _cell(value: Any, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = " ".join(text.split()).replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+    text = html.escape(" ".join(text.split()), quote=False).replace("\\", "\\\\").replace("|", "\\|")
+    text = text.replace("`", "'")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -192,9 +174,9 @@ def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None)
         else "`grpo-trl report OUTPUT_DIR` writes plots and completion samples to report/report.html (and this card"
         " again, with them and eval.json's results)."
     )
-    text = yaml.safe_dump(_redacted(recipe.data), sort_keys=False)  # as recipe.yaml: escapes what YAML would break
+    text = yaml.safe_dump(redact(recipe.data), sort_keys=False)  # as recipe.yaml: escapes what YAML would break
     lines += ["", "## Recipe", "", _fenced(text, "yaml"), "", "## Framework versions", "", _versions(), ""]
-    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)).content
+    return ModelCard(redact(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines))).content  # the one redaction
 
 
 def _digest(data: bytes) -> str:
@@ -221,7 +203,7 @@ def write_card(
     m.record(CARD)
     m.entries[CARD].pop("sha256", None)  # recorded before it is written; its hash once it is whole
     m.save()
-    write_text(path, text)
+    write(path, text, mine=True)  # grpo-trl's card (checked above)
     m.entries[CARD]["sha256"] = _digest(path.read_bytes())
     m.save()
     return path
@@ -235,8 +217,8 @@ def refresh_card(output_dir: str | Path) -> Path | None:
     if not manifest.exists or "sha256" not in manifest.entries.get(CARD, {}):
         return None
     try:
-        data = yaml.safe_load((folder / "recipe.yaml").read_text(errors="replace"))
-    except (OSError, yaml.YAMLError):
+        data = read_yaml(folder / "recipe.yaml")
+    except (OSError, ValueError, yaml.YAMLError):
         return None
     if not isinstance(data, dict):
         return None

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from grpo_trl.errors import GrpoTrlError
+from grpo_trl.io import read_json, write
 from grpo_trl.jsonio import read_jsonl
 from grpo_trl.monitor.heldout import KIND as DIVERGING
 from grpo_trl.monitor.heldout import is_heldout
@@ -99,7 +100,7 @@ def _log_history(output_dir: Path) -> list[dict]:
     """``log_history`` of the run's trainer_state.json; an unreadable one is an error line naming it."""
     path = _state_file(output_dir)
     try:
-        state = json.loads(path.read_text())
+        state = read_json(path)  # the one bounded reader: a FIFO or a huge file is refused
     except (OSError, ValueError) as exc:
         raise GrpoTrlError(
             f"{path} is unreadable ({type(exc).__name__}: {str(exc)[:120]})", file=str(output_dir)
@@ -194,7 +195,7 @@ def _write_report(output_dir: Path, history: list[dict], name: str = "", overlai
         "always_zero": sorted(zero),
         "overlaid": [n for n, _, _ in overlaid],
     }
-    (out / "report.json").write_text(json.dumps(summary, indent=2))
+    write(out / "report.json", json.dumps(summary, indent=2), mine=True)  # report/ is grpo-trl's
     alert_html = "".join(
         f"<li>step {a['step']}: <b>{html.escape(str(a.get('kind')))}</b> {html.escape(str(a.get('message')))}</li>"
         for a in alerts
@@ -215,5 +216,5 @@ def _write_report(output_dir: Path, history: list[dict], name: str = "", overlai
 <h2>Sample completions (first, middle, last logged steps)</h2>{samples_table(samples)}
 </body></html>"""
     path = out / "report.html"
-    path.write_text(page)
+    write(path, page, mine=True)
     return str(path)

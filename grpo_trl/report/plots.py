@@ -179,6 +179,7 @@ def plot_heldout(
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # a reward alias such as "$\\x$" is a name, not TeX
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
@@ -248,6 +249,7 @@ def plot_history(
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # a reward alias such as "$\\x$" is a name, not TeX
     import matplotlib.pyplot as plt
 
     runs = [(name, history), *((n, h) for n, h, _ in others)]

@@ -1,44 +1,21 @@
-"""The output directory is the user's: what grpo-trl wrote there, what it may remove, and who is writing now.
+"""The output directory is the user's: what grpo-trl wrote there (``.grpo-trl/manifest.json``), and where it may write.
 
-Everything grpo-trl keeps about a directory lives in ``<output_dir>/.grpo-trl/``:
-
-- ``manifest.json``: the top-level entries grpo-trl (or the trainer it drives) wrote, and one record per run
-  (pid, host, start, end, batch arithmetic). Only these entries are ever removed (``--overwrite``) or replaced.
-- ``lock`` (an OS lock through ``filelock``) and ``lock.json`` (pid, host, start): one run per directory
-  (``RunLock``, in run_lock.py).
-
-A run records each entry before it writes it (``recipe.yaml``, logs, ``tiny-model``, ``checkpoint-<N>`` when the
-trainer is about to save it, each file of the final save before it is moved into place). What a killed run recorded
-but had not yet written, then found newer than the run's death, is not the run's (the user made it since). What the
-trainer writes unannounced has predictable names (the ``README.md`` model card, ``runs/``, ``completions/``...;
-``TRAINER_NAMES`` in run_names.py): an entry with such a name whose modification time falls inside a recorded run's
-window (its start, taken from the filesystem's own clock, to its end; for a killed run, to its last heartbeat,
-``run_lock.Heartbeat``) is that run's. Anything else not in the manifest is foreign and is never touched.
-
-Example:
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> out = Path(tempfile.mkdtemp())
-    >>> (out / "notes.txt").write_text("mine")
-    4
-    >>> m = Manifest.load(out)
-    >>> m.foreign()
-    ['notes.txt']
-    >>> output_dir_problems("/")[0][:44]
-    'is the filesystem root: grpo-trl would write'
+A run records each entry before it writes it; what the trainer writes unannounced (``TRAINER_NAMES``) is the run's
+when modified inside the run's window (start to end, or to a killed run's last heartbeat). Anything else not in the
+manifest is foreign and never touched. The rules: docs/safety.md.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grpo_trl.run.lock import Heartbeat, RunLock, last_alive, this_process
-from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable, write_json, write_text
+from grpo_trl.io import read_json, write_json
+from grpo_trl.run.lock import Heartbeat, RunLock, last_alive, this_process  # noqa: F401 - Heartbeat, RunLock: here too
+from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable  # noqa: F401 - re-exported
 from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")
@@ -88,7 +65,7 @@ class Manifest:
         folder = Path(folder)
         path = folder / STATE / "manifest.json"
         try:
-            data = json.loads(path.read_text())
+            data = read_json(path)
         except FileNotFoundError:
             return cls(folder)
         except (OSError, ValueError) as exc:  # cut mid-write cannot happen (atomic replace); a hand edit can
@@ -101,7 +78,7 @@ class Manifest:
 
     def save(self) -> None:
         (self.folder / STATE).mkdir(parents=True, exist_ok=True)
-        write_json(self.path, {"version": 1, "entries": self.entries, "runs": self.runs})
+        write_json(self.path, {"version": 1, "entries": self.entries, "runs": self.runs}, mine=True)
         self.exists = True
 
     def present(self) -> list[str]:
@@ -156,16 +133,20 @@ class Manifest:
             return float("-inf")
 
     def remove_own(self) -> list[str]:
-        """``--overwrite``: delete the entries grpo-trl wrote (nothing else); returns their names."""
-        removed = []
-        for name in self.present():
-            if name in self.entries:
-                path = self.folder / name
-                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
-                removed.append(name)
+        """``--overwrite``: move the entries grpo-trl wrote (nothing else) into ``.grpo-trl/previous/``, by name (a
+        link is moved, never followed); the run overwritten before that one goes. Returns the names moved."""
+        aside = self.folder / STATE / "previous"
+        if aside.is_symlink() or aside.is_file():
+            aside.unlink()
+        elif aside.exists():
+            shutil.rmtree(aside)
+        moved = [name for name in self.present() if name in self.entries]
+        for name in moved:
+            aside.mkdir(parents=True, exist_ok=True)
+            os.replace(self.folder / name, aside / name)
         self.entries, self.runs = {}, []
         self.save()
-        return removed
+        return moved
 
     def start_run(self, **info) -> dict:
         """Record a run starting now (its window opens at the filesystem's current time)."""
@@ -222,8 +203,15 @@ def output_dir_problems(output_dir: str | None, recipe_dir: str | Path | None = 
     text = str(output_dir).strip()
     if not text:
         return ["is empty: name a folder for checkpoints and logs, e.g. outputs/NAME"]
+    if "\0" in text:
+        return ["holds a NUL byte, which no file name can: write the folder's name without it"]
     cwd = (cwd or Path.cwd()).resolve()
-    target = (cwd / os.path.expanduser(text)).resolve()
+    try:
+        target = (cwd / os.path.expanduser(text)).resolve(strict=False)
+        target.exists()  # raises on a name too long; a loop raises in resolve
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a name too long
+        why = getattr(exc, "strerror", None) or str(exc).split(":")[0]
+        return [f"cannot be used as a folder ({why}): name a plain folder such as outputs/NAME"]
     places = {Path("/"): "the filesystem root", Path.home().resolve(): "your home directory"}
     places[cwd] = "the current directory"
     root = _git_root(cwd)
@@ -248,20 +236,3 @@ def output_dir_problems(output_dir: str | None, recipe_dir: str | Path | None = 
             problems.append(f"is inside the output_dir {parent} of another run: choose a sibling folder instead")
             break
     return problems
-
-
-# names other modules and tests import from here; they live in run_names.py and run_lock.py
-__all__ = [
-    "OWN_NAMES",
-    "STATE",
-    "TRAINER_NAMES",
-    "Heartbeat",
-    "Manifest",
-    "RunLock",
-    "describe",
-    "kind_of",
-    "output_dir_problems",
-    "predictable",
-    "record_entries",
-    "write_text",
-]

@@ -1,15 +1,10 @@
-"""``grpo-trl export OUTPUT_DIR [--to DIR]``: a LoRA run's adapter merged into its base model, for serving.
-
-peft does the work (``PeftModel.from_pretrained`` + ``merge_and_unload``); this finds the base the run trained on
-(``adapter_base``: the run's ``recipe.yaml``, where a ``builtin:`` model is the copy in the output_dir, else the
-adapter's ``base_model_name_or_path``), and writes the merged model with the run's tokenizer and chat template into
-a new or empty folder (default ``<OUTPUT_DIR>-merged``), whole or not at all: into a hidden folder beside it, then
-renamed. A folder holding anything is never written into; neither is the run's own output_dir.
+"""``grpo-trl export OUTPUT_DIR [--to DIR]``: a LoRA run's adapter merged into its base model (peft's
+``merge_and_unload``), with the run's tokenizer, written whole into a new or empty folder (a hidden one beside it,
+then renamed; default ``<OUTPUT_DIR>-merged``). The base comes from the run's ``recipe.yaml`` or the adapter config.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -17,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from grpo_trl.errors import Problem, RecipeError, one_line
+from grpo_trl.io import read_json, read_yaml
 from grpo_trl.models.builtin import folder_name
 
 WHERE = "grpo-trl export"
@@ -36,8 +32,8 @@ def _run_model(folder: Path) -> dict | None:
     """The ``model:`` section of the run's ``recipe.yaml`` (beside the adapter, or above a checkpoint)."""
     for place in (folder, folder.parent):
         try:
-            data = yaml.safe_load((place / "recipe.yaml").read_text(errors="replace"))
-        except (OSError, yaml.YAMLError):
+            data = read_yaml(place / "recipe.yaml")
+        except (OSError, ValueError, yaml.YAMLError):
             continue
         if isinstance(data, dict) and isinstance(data.get("model"), dict):
             return data["model"] | {"_run": str(place)}
@@ -57,7 +53,7 @@ def adapter_base(adapter: str | Path) -> tuple[str, dict]:
             raise _error("OUTPUT_DIR", f"the base model {name} is not in {built}", "train the run again to rebuild it")
         return str(built), kwargs
     try:
-        recorded = json.loads((folder / ADAPTER).read_text()).get("base_model_name_or_path")
+        recorded = read_json(folder / ADAPTER).get("base_model_name_or_path")
     except (OSError, ValueError, AttributeError):
         recorded = None
     if not (name or recorded):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -10,7 +9,8 @@ import threading
 import time
 from pathlib import Path
 
-from grpo_trl.run.names import STATE, write_json
+from grpo_trl.io import read_json, write_json
+from grpo_trl.run.names import STATE
 
 logger = logging.getLogger("grpo_trl")
 
@@ -37,7 +37,7 @@ class RunLock:
         deadline = time.monotonic() + wait_s
         while True:  # the holder writes lock.json right after taking the lock: give it a moment
             try:
-                who = json.loads(self.info.read_text())
+                who = read_json(self.info)
                 if isinstance(who, dict):
                     return who
                 raise ValueError("not a mapping")
@@ -63,7 +63,7 @@ class RunLock:
                 "taking over the lock of PID %s on %s (started %s): that run is gone (its OS lock was free)",
                 stale.get("pid"), stale.get("host"), stale.get("started"),
             )  # fmt: skip
-        write_json(self.info, this_process())
+        write_json(self.info, this_process(), mine=True)
         return None
 
     def release(self) -> None:
@@ -90,7 +90,7 @@ class Heartbeat:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        write_json(self.path, self.run)
+        write_json(self.path, self.run, mine=True)
         self._thread = threading.Thread(target=self._beat, name="grpo-trl-heartbeat", daemon=True)
         self._thread.start()
 
@@ -112,7 +112,7 @@ def last_alive(folder: str | Path, run: dict) -> float | None:
     plus two missed beats, or ``None`` when it left no heartbeat (killed before its first, or an older grpo-trl)."""
     path = Path(folder) / STATE / "heartbeat.json"
     try:
-        who = json.loads(path.read_text())
+        who = read_json(path)
         mtime = path.stat().st_mtime
     except (OSError, ValueError):
         return None

@@ -6,9 +6,6 @@
 from __future__ import annotations
 
 import fnmatch
-import json
-import os
-from pathlib import Path
 
 from grpo_trl.trl_adapter import checkpoint_step
 
@@ -58,21 +55,3 @@ def predictable(name: str) -> bool:
     if checkpoint_step(name) is not None:
         return True
     return any(fnmatch.fnmatchcase(name, p) for p in TRAINER_NAMES + OWN_NAMES)
-
-
-def write_text(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically (a reader, or the next run after a kill, sees the old file or the new
-    one, never half of it)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if tmp.is_file():
-            tmp.unlink()
-        raise
-
-
-def write_json(path: Path, data: dict) -> None:
-    """``write_text`` of ``data`` as JSON."""
-    write_text(path, json.dumps(data, indent=1, default=str))

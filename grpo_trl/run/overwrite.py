@@ -1,10 +1,5 @@
-"""What a fresh run and ``--overwrite`` refuse in an output directory, and what ``--overwrite`` removes.
-
-``RunSession`` (``session.py``) calls these before it loads a model: a fresh run stops when the directory holds
-entries grpo-trl did not write or a previous run's results; ``--overwrite`` removes only what
-``.grpo-trl/manifest.json`` records and stops when a kept entry has a name the trainer would overwrite or rotate.
-``error(message)`` makes the session's error naming the recipe and ``trainer.output_dir``.
-"""
+"""What a fresh run and ``--overwrite`` refuse in an output directory, and what ``--overwrite`` removes (only what
+``.grpo-trl/manifest.json`` records; never an entry the trainer would overwrite or rotate away)."""
 
 from __future__ import annotations
 
@@ -14,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.recipe import RecipeError
-from grpo_trl.run.directory import Manifest, describe, predictable
+from grpo_trl.run.directory import STATE, Manifest, describe, predictable
 from grpo_trl.run.resume import checkpoints
 from grpo_trl.trl_adapter import rotation_candidates
 
@@ -57,7 +52,10 @@ def prepare_fresh(folder: Path, m: Manifest, cfg: Any, overwrite: bool, error: E
         refuse_collisions(folder, m, cfg, "--overwrite", error)
         removed, kept = m.remove_own(), m.foreign()
         if removed:
-            logger.warning("--overwrite: removed the previous run's %s", describe(removed, folder))
+            logger.warning(
+                "--overwrite: moved the previous run's %s into %s/previous/ (until the next --overwrite)",
+                ", ".join(removed), STATE,
+            )  # fmt: skip
         if kept:
             logger.warning("--overwrite: kept (not written by grpo-trl): %s", describe(kept, folder))
         return
@@ -75,5 +73,5 @@ def prepare_fresh(folder: Path, m: Manifest, cfg: Any, overwrite: bool, error: E
         what = f"{found[0].name} of a previous run" if found else f"a previous run's {describe(trained, folder, 4)}"
         raise error(
             f"already holds {what}; pass --resume to continue it, --overwrite to start "
-            "again (removes only what grpo-trl wrote), or --set trainer.output_dir=NEW_DIR"
+            "again (moves only what grpo-trl wrote aside), or --set trainer.output_dir=NEW_DIR"
         )

@@ -1,13 +1,6 @@
-"""``--resume`` rules: which checkpoint is complete, when a run is finished, which recipe changes a resume survives,
-and how the run's logs continue from the checkpoint's step without losing or repeating a line.
+"""``--resume`` rules: which checkpoint is complete (its state parses, its weights load, optimizer/scheduler/RNG state
+whole), when a run is finished, which recipe changes a resume survives, and how the logs continue from its step.
 
-A checkpoint is complete when ``trainer_state.json`` parses and has a ``global_step``; its weights load (every
-safetensors file's header parses and covers the file: ``safetensors.safe_open``; a ``.bin``/``.pt`` file is a
-whole zip archive, as ``torch.save`` writes it, whose directory sits at its end); and the optimizer, scheduler and
-RNG state of this world size are there and whole. DeepSpeed (``global_step*/``) and FSDP (``*_fsdp_*``) layouts are
-checked for presence only.
-
-Example:
     >>> recipe_differences({"trainer": {"max_steps": 4}}, {"trainer": {"max_steps": 8}})
     [('trainer.max_steps', 4, 8)]
 """
@@ -20,6 +13,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from grpo_trl.io import read_json, write
 from grpo_trl.jsonio import read_jsonl
 from grpo_trl.trl_adapter import checkpoint_step
 
@@ -54,7 +48,7 @@ def _weights_problem(ckpt: Path) -> str | None:
     index = next(iter(ckpt.glob("*.safetensors.index.json")), None)
     if index is not None:
         try:
-            shards = set(json.loads(index.read_text())["weight_map"].values())
+            shards = set(read_json(index)["weight_map"].values())
         except (OSError, ValueError, KeyError, AttributeError) as exc:
             return f"{index.name} is unreadable ({exc})"
         missing = sorted(s for s in shards if not (ckpt / s).is_file())
@@ -108,7 +102,7 @@ def state_problem(state: Any) -> str | None:
 def read_state(path: Path) -> tuple[dict | None, str | None]:
     """``(state, None)`` from a ``trainer_state.json`` fit to resume from, else ``(None, why not)``."""
     try:
-        state = json.loads(path.read_text())
+        state = read_json(path)
     except FileNotFoundError:
         return None, "no trainer_state.json (killed while saving)"
     except (OSError, ValueError) as exc:
@@ -199,9 +193,7 @@ def keep_until(path: Path, step: int) -> list[dict]:
     rows = read_jsonl(path)
     kept = [r for r in rows if _step(r) <= step]
     if len(kept) != len(rows) or not path.read_bytes().endswith(b"\n") and path.stat().st_size:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
-        tmp.replace(path)
+        write(path, "".join(json.dumps(r) + "\n" for r in kept), mine=True)  # the run's own log
         logger.info("%s: dropped %d rows logged after step %d", path.name, len(rows) - len(kept), step)
     return kept
 
@@ -211,7 +203,7 @@ def continue_callbacks(trainer: Any, output_dir: Path, ckpt: Path, write: bool =
     fire again), streaks and the sample cadence carry on from its ``log_history``."""
     from grpo_trl.monitor.callbacks import Alerts, CompletionSamples
 
-    state = json.loads((ckpt / "trainer_state.json").read_text())
+    state = read_json(ckpt / "trainer_state.json")
     step, history = int(state["global_step"]), state.get("log_history") or []
     if write:  # the main process; the others only need the state
         keep_until(output_dir / "completions.jsonl", step)

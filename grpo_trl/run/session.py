@@ -1,26 +1,12 @@
 """What ``grpo-trl train`` decides about its output directory before it loads a model, and records while it trains.
 
-``RunSession`` (a context manager, opened by ``grpo_trl.train.run``): take the directory's lock (main process only),
-record what a killed run left, then per mode:
-
-- fresh: stop when the directory holds entries grpo-trl did not write, or a previous run's results;
-- ``--overwrite``: remove only grpo-trl's entries, list the ones kept; stop when a kept one has a name the trainer
-  would overwrite or rotate (``checkpoint-<N>``, ``config.json``...; with ``save_total_limit``, any folder
-  transformers' rotation deletes: ``trl_adapter.rotation_candidates``);
-- ``--resume``: refused without a manifest; the newest complete checkpoint (the others skipped with the reason); a
-  finished run trains nothing, one killed in its final save has it made again from the checkpoint; recipe changes
-  are listed (an error for those that make the resume meaningless) and the earlier recipe is kept as
-  ``recipe.step-<N>.yaml``.
-
-While training, a heartbeat thread touches ``.grpo-trl/heartbeat.json`` and ``run_writes.ManifestCallback`` records
-each checkpoint before it is saved; the final save is staged whole (``save_final``); on exit the run's window closes
-and the lock is released. A write that fails in the output directory (full disk, a folder where a file goes) is
-one error naming it.
+``RunSession`` takes the directory's lock, records what a killed run left, then prepares a fresh run, ``--overwrite``
+(moves grpo-trl's entries aside) or ``--resume`` (the newest complete checkpoint; recipe changes checked);
+while training it records each checkpoint before it is saved and stages the final save. The rules: docs/safety.md.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -29,9 +15,10 @@ from typing import Any
 
 import yaml
 
-from grpo_trl.errors import GrpoTrlError
+from grpo_trl.errors import GrpoTrlError, redact
+from grpo_trl.io import read_json, read_yaml, write
 from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError
-from grpo_trl.run.directory import STATE, Heartbeat, Manifest, RunLock, describe, predictable, write_text
+from grpo_trl.run.directory import STATE, Heartbeat, Manifest, RunLock, describe, predictable
 from grpo_trl.run.overwrite import prepare_fresh, refuse_collisions
 from grpo_trl.run.resume import (
     blocking,
@@ -71,6 +58,9 @@ class RunSession:
         self.main = is_main_process()  # under accelerate launch, only rank 0 owns the directory
         if resume and overwrite:
             raise RecipeError([Problem(recipe.file, "", "--resume and --overwrite together: one would be ignored")])
+        if getattr(config, "hub_token", None):  # saved in clear in every checkpoint's training_args.bin
+            why = "a token would be saved in clear in every checkpoint's training_args.bin and pushed with it"
+            raise RecipeError([Problem(recipe.file, "trainer.hub_token", why, "unset it and export HF_TOKEN instead")])
         self.resume_from: Path | None = None
         self.finished: dict | None = None  # the saved trainer state of a run already at max_steps
         self.manifest: Manifest | None = None
@@ -109,19 +99,25 @@ class RunSession:
                 self._heartbeat.stop()
             if self._run is not None and self.manifest is not None:
                 self.manifest.end_run(self._run)
-        except OSError as err:  # the directory became unwritable (full disk, read-only): say so, unless already
+        except (OSError, GrpoTrlError) as err:  # the directory became unwritable (full disk, read-only)
+            if exc is None and no_space(err):
+                raise self._error("ran out of disk space while the run ended; free space") from err
+            if exc is None and isinstance(err, GrpoTrlError):
+                raise
             if exc is None:
                 raise self._disk_error(err) from err
         finally:
             if self._lock is not None:
                 self._lock.release()
-        if exc is None or isinstance(exc, GrpoTrlError) or not isinstance(exc, Exception):
+        if exc is None or not isinstance(exc, Exception):
             return
-        if no_space(exc) or (isinstance(exc, (OSError, RuntimeError)) and self._full()):
+        if no_space(exc) or (isinstance(exc, (OSError, RuntimeError)) and self._full()):  # the writer's error too
             raise self._error(
                 "ran out of disk space while the run was writing to it; free space, then --resume continues from "
                 "the last complete checkpoint"
             ) from exc
+        if isinstance(exc, GrpoTrlError):
+            return
         if self._ours(exc):
             raise self._disk_error(exc) from exc
 
@@ -179,9 +175,10 @@ class RunSession:
         if any(spec.get("model") == "builtin:tiny-reward" for spec in self.recipe.rewards):
             m.record("tiny-reward", run=run)
         m.save()
-        path, text = self.folder / "recipe.yaml", self.recipe.to_yaml()
-        if not path.is_file() or path.read_text(errors="replace") != text:
-            write_text(path, text)
+        text = yaml.safe_dump(redact(self.recipe.data), sort_keys=False)  # the one redaction: no secret in the copy
+        path = self.folder / "recipe.yaml"
+        if path.is_symlink() or not path.is_file() or path.read_text(errors="replace") != text:  # else: untouched
+            write(path, text, where=self.recipe.file, flag="trainer.output_dir", mine=True)
 
     def _prepare_resume(self, m: Manifest) -> None:
         if self.main:
@@ -215,7 +212,7 @@ class RunSession:
         at = saved_step(ckpt / "trainer_state.json") if ckpt else None
         target = self.config.max_steps if self.config.max_steps > 0 else (final or at or (0, 0))[1]
         if final and target and final[0] >= target and (at is None or at[0] <= final[0]):
-            self.finished = json.loads((self.folder / "trainer_state.json").read_text())
+            self.finished = read_json(self.folder / "trainer_state.json")
             if self.main:
                 logger.warning(
                     "%s finished at step %d (trainer.max_steps: %d): nothing trained, nothing deleted; raise "
@@ -223,7 +220,7 @@ class RunSession:
                 )  # fmt: skip
             return
         if at and target and at[0] >= target:  # killed in (or before) the final save: make it now, train nothing
-            self.finished = json.loads((ckpt / "trainer_state.json").read_text())
+            self.finished = read_json(ckpt / "trainer_state.json")
             if self.main:
                 self._place(stage_from_checkpoint(ckpt, self.folder))
                 logger.warning(
@@ -254,10 +251,10 @@ class RunSession:
     def _compare_recipe(self, m: Manifest, ckpt: Path) -> None:
         saved = self.folder / "recipe.yaml"
         try:
-            old = yaml.safe_load(saved.read_text(errors="replace")) if "recipe.yaml" in m.entries else None
-        except (OSError, yaml.YAMLError):
+            old = read_yaml(saved) if "recipe.yaml" in m.entries else None
+        except (OSError, ValueError, yaml.YAMLError):
             old = None
-        diffs = recipe_differences(old, self.recipe.data) if isinstance(old, dict) else []
+        diffs = recipe_differences(old, redact(self.recipe.data)) if isinstance(old, dict) else []
         problems = [
             Problem(self.recipe.file, key, f"{a!r} -> {b!r} since {ckpt.name}: {why}")
             for key, a, b in diffs

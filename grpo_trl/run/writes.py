@@ -1,12 +1,8 @@
-"""What a training run writes into its output directory and how it makes each write safe to interrupt.
+"""What a training run writes into its output directory, each write safe to interrupt.
 
-- ``ManifestCallback``: records each ``checkpoint-<N>`` (and TRL's ``README.md`` model card, saved with it) before
-  the trainer writes it, and syncs the manifest after.
-- ``stage`` / ``place``: the final save (``save_model`` + ``save_state``) is written whole into
-  ``.grpo-trl/final-save/`` first, then each name is recorded and renamed into place, ``trainer_state.json`` last: a
-  run killed on the way leaves no ``trainer_state.json`` at the top, so ``--resume`` knows the final save is unmade.
-  ``stage_from_checkpoint`` makes it again from the checkpoint at ``max_steps``, without training a step.
-- ``no_space``: a failed write that was the disk filling up, however the writer worded it.
+``ManifestCallback`` records each ``checkpoint-<N>`` before the trainer writes it; ``stage``/``place``: the final save
+is written whole into ``.grpo-trl/final-save/``, then moved into place, ``trainer_state.json`` last (a run killed on
+the way leaves no ``trainer_state.json``, so ``--resume`` makes it again); ``no_space``: a write the full disk failed.
 """
 
 from __future__ import annotations
@@ -28,7 +24,9 @@ RESUME_ONLY = ("optimizer*.pt", "scheduler*.pt", "scaler.pt", "rng_state*.pth", 
 def stage(folder: Path) -> Path:
     """The empty staging folder of the final save (a killed save's leftovers removed)."""
     path = Path(folder) / STATE / "final-save"
-    if path.exists():
+    if path.is_symlink() or path.is_file():  # never followed: only the name in grpo-trl's own folder goes
+        path.unlink()
+    elif path.exists():
         shutil.rmtree(path)
     path.mkdir(parents=True)
     return path

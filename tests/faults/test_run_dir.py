@@ -83,9 +83,10 @@ def test_overwrite_removes_only_own_entries_and_lists_the_kept(run_copy, capsys,
     assert train_main([str(path), "--overwrite"]) == 0
     err = capsys.readouterr().err + caplog.text
     assert "kept (not written by grpo-trl): checkpoint-best/, notes.txt" in err
-    assert "removed the previous run's" in err and "checkpoint-4" in err
+    assert "moved the previous run's" in err and "checkpoint-4" in err
     assert {k: v for k, v in snapshot(out).items() if k in mine} == mine
     assert not (out / "checkpoint-4").exists() and not (out / "checkpoint-2").exists()
+    assert (out / ".grpo-trl" / "previous" / "checkpoint-4" / "trainer_state.json").is_file()  # moved, not deleted
     rows = [json.loads(x) for x in (out / "completions.jsonl").read_text().splitlines()]
     assert {r["step"] for r in rows} == {1, 2}  # the new run's log only
     assert train_main([str(path)]) == 1  # a plain run still refuses to start beside them

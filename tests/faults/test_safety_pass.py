@@ -44,7 +44,7 @@ def test_recipe_that_is_an_endless_device_is_refused_without_reading_it_all(tmp_
     path.symlink_to(device)  # stat() says 0 bytes: the size check alone read forever
     assert cli_main(["check", str(path)]) == 1
     lines = _error_lines(capsys)
-    assert len(lines) == 1 and "too large for a recipe" in lines[0], lines
+    assert len(lines) == 1 and "is a device, not a recipe" in lines[0], lines  # refused unread (the one reader)
 
 
 # ------------------------------------------------------------------------------ values check passed, train crashed

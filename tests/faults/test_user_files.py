@@ -112,7 +112,7 @@ def test_files_made_after_a_kill_are_the_users(sig, tmp_path, make_recipe):
     assert run.returncode == 0, run.stderr[-2000:]
     err = run.stderr
     assert "kept (not written by grpo-trl): my_eval_results.json, tokenizer_notes.txt" in err, err[-2000:]
-    assert "removed the previous run's" in err and "checkpoint-2" in err
+    assert "moved the previous run's" in err and "checkpoint-2" in err
     assert {k: v for k, v in snapshot(out).items() if k in mine} == {k: v for k, v in mine.items() if "runs" not in k}
 
 

@@ -1,0 +1,246 @@
+"""The one writer and the one bounded reader every command uses (redaction is ``errors.redact``, a floor below).
+
+``write``: never through a symlink, never over a file grpo-trl did not write (this process, the caller's owner test,
+or the sha256 ``.grpo-trl/written.json`` records beside it), atomically (temp file + ``os.replace``). ``read_bytes``:
+regular files only, opened without blocking, size capped. ``load_yaml``: alias expansion and nesting bounded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import yaml
+
+from grpo_trl.errors import GrpoTrlError, Problem
+
+STATE = ".grpo-trl"
+LEDGER = "written.json"
+MAX_YAML_NODES = 100_000  # YAML values after alias expansion (a 447-byte "billion laughs" expands to ~10^9)
+MAX_YAML_DEPTH = 64
+STATE_BYTES = 2**28  # a trainer_state.json, a manifest, a config: larger is not one
+_WRITTEN: set[str] = set()  # what this process wrote (replaced freely again within the same command)
+
+
+def _kind(mode: int) -> str:
+    for test, what in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else ""
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(read_bytes(path, STATE_BYTES)).hexdigest()  # eval's results: a few MB
+    except (OSError, ValueError):
+        return None
+
+
+def _ledger_path(folder: Path) -> Path | None:
+    state = folder / STATE
+    return state / LEDGER if not state.is_symlink() and (state.is_dir() or not state.exists()) else None
+
+
+def _ledger(folder: Path) -> dict[str, str]:
+    path = _ledger_path(folder)
+    try:
+        data = json.loads(read_bytes(path, 2**22)) if path is not None and path.is_file() else {}
+    except (GrpoTrlError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def written_here(path: str | Path) -> bool:
+    """Whether ``path`` is a file grpo-trl wrote and nobody changed since (its sha256 in the ledger beside it)."""
+    path = Path(path)
+    if os.path.abspath(path) in _WRITTEN:
+        return True
+    recorded = _ledger(path.parent).get(path.name)
+    return isinstance(recorded, str) and _digest(path) == recorded
+
+
+def _atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)  # replaces a name, never writes through one
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def writable(
+    path: str | Path, *, flag: str = "", where: str = "", mine: bool | Callable[[Path], bool] = False
+) -> Path:
+    """``path`` when ``write`` may write it, else one ``GrpoTrlError`` naming it and ``flag``: a symlink or anything
+    but a regular file there, or a file grpo-trl did not write (``mine``: the caller owns it, e.g. by its manifest;
+    else this process wrote it, or its sha256 in ``.grpo-trl/written.json`` beside it says grpo-trl did)."""
+    path = Path(path)
+    other = f"move it away or choose another {flag or 'path'}"
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte; OSError: a loop, a name too long
+        raise GrpoTrlError([Problem(where, flag, f"{str(path)!r} cannot be written ({_why(exc)})", other)]) from None
+    if stat.S_ISLNK(st.st_mode):
+        what = "is a symbolic link: grpo-trl never writes through one"
+    elif not stat.S_ISREG(st.st_mode):
+        what = f"exists and is {_kind(st.st_mode) or 'not a regular file'}"
+    elif (mine(path) if callable(mine) else mine) or written_here(path):
+        return path
+    else:
+        what = "exists and was not written by grpo-trl: it is never replaced"
+    raise GrpoTrlError([Problem(where, flag, f"{str(path)!r} {what}", other)])
+
+
+def _why(exc: BaseException) -> str:
+    return str(getattr(exc, "strerror", None) or exc)
+
+
+def write(
+    path: str | Path,
+    data: str | bytes,
+    *,
+    flag: str = "",
+    where: str = "",
+    mine: bool | Callable[[Path], bool] = False,
+    ledger: bool = False,
+    parents: bool = True,
+) -> Path:
+    """Write ``data`` to ``path`` whole or not at all, where ``writable`` allows; ``ledger``: record its sha256 in
+    ``.grpo-trl/written.json`` beside it, so a later command may replace it (only while it is unchanged) without
+    an owner test of its own (``eval``'s results);
+    ``parents``: make the missing folders above it."""
+    path = writable(path, flag=flag, where=where, mine=mine)
+    raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+    try:
+        if parents:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        _atomic(path, raw)
+        if ledger and (book := _ledger_path(path.parent)) is not None:
+            entries = {**_ledger(path.parent), path.name: hashlib.sha256(raw).hexdigest()}
+            book.parent.mkdir(exist_ok=True)
+            _atomic(book, json.dumps(entries, indent=1, sort_keys=True).encode())
+    except OSError as exc:
+        why = f"{str(path)!r} cannot be written ({_why(exc)})"
+        raise GrpoTrlError([Problem(where, flag, why, f"choose another {flag or 'path'}")]) from exc
+    _WRITTEN.add(os.path.abspath(path))
+    return path
+
+
+def write_json(path: str | Path, value: Any, **kwargs: Any) -> Path:
+    """``write`` of ``value`` as indented JSON."""
+    return write(path, json.dumps(value, indent=1, default=str), **kwargs)
+
+
+def open_regular(path: str | Path, what: str = "file", pipe: bool = False) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file (a symlink to one is fine); a FIFO, device, socket or
+    folder is refused without blocking on it (``GrpoTrlError``, file: ``path``); ``OSError`` if it cannot be opened."""
+    file = str(path)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # OSError: missing, no permission
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISREG(mode) or (pipe and stat.S_ISFIFO(mode))):
+        os.close(fd)
+        kind = _kind(mode) or "not a regular file"
+        raise GrpoTrlError(f"is {kind}, not a {what}", file=file, fix=f"name the {what} itself")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_bytes(path: str | Path, limit: int, what: str = "file") -> bytes:
+    """At most ``limit`` bytes of the regular file ``path`` (``open_regular``); a larger one is refused unread. A
+    pipe (``/dev/stdin``, ``<(...)``) is read up to ``limit``; one nothing writes to is refused at once (empty)."""
+    file = str(path)
+    with open_regular(path, what, pipe=True) as fh:
+        st = os.fstat(fh.fileno())
+        size, fifo = st.st_size, stat.S_ISFIFO(st.st_mode)
+        if size > limit:
+            raise GrpoTrlError(f"{size:,} bytes: too large for a {what} (limit {limit:,})", file=file)
+        try:
+            raw = fh.read(limit + 1)
+        except OSError as exc:
+            raise GrpoTrlError(f"cannot read the {what}: {exc.strerror or exc}", file=file) from None
+    if not raw and fifo:
+        raise GrpoTrlError(f"a named pipe with nothing writing to it, not a {what}", file=file, fix=f"name the {what}")
+    if len(raw) > limit:  # it grew while read, or a pipe
+        raise GrpoTrlError(f"more than {limit:,} bytes: too large for a {what}", file=file)
+    return raw
+
+
+def read_text(path: str | Path, limit: int, what: str = "file") -> str:
+    """``read_bytes`` decoded as UTF-8 (one error naming the first bad byte)."""
+    raw = read_bytes(path, limit, what)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = raw[exc.start : exc.start + 1]
+        raise GrpoTrlError(
+            f"not UTF-8 text (byte {exc.start}: {bad!r})", file=str(path), fix="save it as UTF-8"
+        ) from None
+
+
+def read_json(path: str | Path, limit: int = STATE_BYTES) -> Any:
+    """The JSON in the regular file ``path`` (a run's state, a log, a config), read through ``read_bytes``.
+    Raises ``OSError`` or ``ValueError`` (``GrpoTrlError`` included)."""
+    return json.loads(read_bytes(path, limit, "JSON file"))
+
+
+def read_yaml(path: str | Path, limit: int = 2**24) -> Any:
+    """The YAML in the regular file ``path`` (a run's ``recipe.yaml``), bounded as ``load_yaml``. Raises ``OSError``,
+    ``ValueError`` or ``yaml.YAMLError``."""
+    return load_yaml(read_bytes(path, limit, "YAML file").decode(errors="replace"), str(path))[0]
+
+
+def check_yaml_size(
+    node: yaml.Node, file: str, max_nodes: int = MAX_YAML_NODES, max_depth: int = MAX_YAML_DEPTH
+) -> None:
+    """Refuse a composed YAML document whose alias expansion or nesting exceeds the bounds, before it is built
+    (each node's expanded size computed once, so the check itself is linear in the document)."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, int, bool]] = [(node, 1, False)]
+    while stack:
+        current, depth, done = stack.pop()
+        if depth > max_depth:
+            raise GrpoTrlError(
+                f"nested more than {max_depth} levels deep", file=file, fix="a config is a few levels of sections"
+            )
+        if id(current) in sizes and not done:
+            continue
+        children = current.value if isinstance(current, yaml.SequenceNode) else []
+        if isinstance(current, yaml.MappingNode):
+            children = [n for pair in current.value for n in pair]
+        if done:
+            sizes[id(current)] = total = 1 + sum(sizes[id(c)] for c in children)
+            if total > max_nodes:
+                raise GrpoTrlError(
+                    f"the YAML expands to more than {max_nodes:,} values (aliases/anchors repeating each other)",
+                    file=file,
+                    fix="write the values out; a config needs no nested aliases",
+                )
+            continue
+        stack.append((current, depth, True))
+        stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+
+
+def load_yaml(text: str, file: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader) -> tuple[Any, yaml.SafeLoader]:
+    """YAML ``text`` -> (data, the loader used), bounded by ``check_yaml_size``. Raises ``yaml.YAMLError`` for bad
+    YAML, ``GrpoTrlError`` for a bomb."""
+    reader = loader(text)
+    try:
+        node = reader.get_single_node()  # PyYAML composes recursively: a deep enough document overflows the stack
+        if node is None:
+            return None, reader
+        check_yaml_size(node, file)
+        return reader.construct_document(node), reader
+    except RecursionError:
+        raise GrpoTrlError(f"nested more than {MAX_YAML_DEPTH} levels deep", file=file) from None
+    finally:
+        reader.dispose()

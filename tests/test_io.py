@@ -1,0 +1,296 @@
+"""The one writer, the one bounded reader and the one redaction (grpo_trl/io.py, grpo_trl/errors.py), each tested
+on classes of inputs: every name x every thing found there, every special file, YAML bombs of many shapes, every
+secret form x every place a secret could leak to."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from grpo_trl import io
+from grpo_trl.cli import main as cli_main
+from grpo_trl.errors import GrpoTrlError, Problem, format_error_lines, redact
+from grpo_trl.recipe.load import read_recipe
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+NAMES = st.text(st.characters(categories=["L", "N"], include_characters="._- "), min_size=1, max_size=40).filter(
+    lambda n: n.strip(" ") == n and n not in (".", "..") and not n.startswith(".grpo-trl")
+)
+THINGS = ("user file", "symlink to a user file", "folder", "fifo", "dangling symlink")
+
+
+def _plant(path: Path, thing: str, elsewhere: Path) -> Path | None:
+    """Put ``thing`` at ``path``; returns the user's file that must stay as it is (None when there is none)."""
+    victim = elsewhere / f"victim-{time.monotonic_ns()}"
+    victim.write_text("the user's own")
+    if thing == "user file":
+        path.write_text("the user's own")
+        return path
+    if thing == "symlink to a user file":
+        path.symlink_to(victim)
+        return victim
+    if thing == "dangling symlink":
+        path.symlink_to(elsewhere / "not-yet")
+        return None
+    if thing == "folder":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    return victim
+
+
+def _clear(folder: Path) -> None:
+    for p in folder.iterdir():
+        if p.name != io.STATE:
+            p.unlink() if p.is_symlink() or not p.is_dir() else p.rmdir()
+
+
+# ---------------------------------------------------------------------------------------------------- the writer
+@SETTINGS
+@given(name=NAMES, thing=st.sampled_from(THINGS))
+def test_the_writer_never_writes_over_or_through_what_it_did_not_write(tmp_path, name, thing):
+    folder, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    folder.mkdir(exist_ok=True), elsewhere.mkdir(exist_ok=True)
+    _clear(folder)
+    target = folder / name
+    victim = _plant(target, thing, elsewhere)
+    with pytest.raises(GrpoTrlError) as caught:
+        io.write(target, "grpo-trl's", flag="--output-dir", where="grpo-trl eval")
+    (line,) = format_error_lines(caught.value)
+    assert line.startswith("error: grpo-trl eval: --output-dir: ") and repr(str(target))[1:-1] in line, line
+    if victim is not None:
+        assert victim.read_text() == "the user's own"
+    assert not (elsewhere / "not-yet").exists()  # nothing created through a dangling link
+    assert [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@SETTINGS
+@given(name=NAMES, text=st.text(max_size=200))
+def test_the_writer_replaces_its_own_file_only_while_unchanged(tmp_path, name, text):
+    folder = tmp_path / "out"
+    folder.mkdir(exist_ok=True)
+    _clear(folder)
+    path = io.write(folder / name, text, ledger=True)
+    assert path.read_bytes() == text.encode("utf-8", "surrogateescape")
+    io.write(path, text + "again", ledger=True)  # this process wrote it
+    io._WRITTEN.clear()  # a later command: only the ledger beside it vouches for it
+    io.write(path, "a later command", ledger=True)
+    io._WRITTEN.clear()
+    path.write_text("edited by the user")
+    with pytest.raises(GrpoTrlError, match="not written by grpo-trl"):
+        io.write(path, "overwrite?")
+    assert path.read_text() == "edited by the user"
+
+
+@pytest.mark.parametrize("thing", THINGS)
+def test_eval_output_dir_never_overwrites_or_writes_through(make_recipe, tmp_path, capsys, thing):
+    out, elsewhere = tmp_path / "results", tmp_path / "elsewhere"
+    out.mkdir(), elsewhere.mkdir()
+    victim = _plant(out / "eval_completions.jsonl", thing, elsewhere)
+    flags = ["--split", "train", "--n", "1", "--limit", "1", "--max-new-tokens", "2", "--output-dir", str(out)]
+    assert cli_main(["eval", str(make_recipe()), *flags]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and ": --output-dir: " in err[0] and "eval_completions.jsonl" in err[0], err
+    assert victim is None or victim.read_text() == "the user's own"
+    assert not (out / "eval.json").exists()  # refused before generating, not after
+
+
+@pytest.mark.parametrize("thing", THINGS)
+@pytest.mark.parametrize("command", ["schema", "import"])
+def test_schema_and_import_outputs_never_overwrite_or_write_through(tmp_path, capsys, thing, command):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = tmp_path / "out.yaml"
+    victim = _plant(target, thing, elsewhere)
+    config = tmp_path / "peer.yaml"
+    config.write_text(
+        "model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: trl-lib/DeepMath-103K\nreward_funcs: [accuracy_reward]\n"
+    )
+    argv = ["schema", "-o", str(target)] if command == "schema" else ["import", str(config), "-o", str(target)]
+    force = command == "import" and thing != "user file"  # --force replaces a file, never writes through a link
+    assert cli_main([*argv, *(["--force"] if force else [])]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert victim is None or victim.read_text() == "the user's own"
+
+
+# ---------------------------------------------------------------------------------------------------- the reader
+def _special(kind: str, tmp_path: Path) -> tuple[Path, object]:
+    path = tmp_path / f"special-{kind.rsplit('/', 1)[-1]}.yaml"
+    keep = None
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        keep = socket.socket(socket.AF_UNIX)
+        keep.bind(str(path))
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "large":
+        path.write_bytes(b"a: 1\n" + b"#" * 3_000_000)
+    else:
+        path.symlink_to(kind)
+    return path, keep
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "folder", "/dev/zero", "/dev/urandom", "/dev/null", "large"])
+@pytest.mark.parametrize("command", ["check", "import", "extends"])
+def test_the_reader_refuses_special_and_huge_files_at_once(tmp_path, capsys, kind, command):
+    path, keep = _special(kind, tmp_path)
+    named = path
+    if command == "extends":
+        named = tmp_path / "child.yaml"
+        named.write_text(f"extends: {path.name}\n")
+    start = time.monotonic()
+    assert cli_main([command if command != "extends" else "check", str(named)]) == 1
+    assert time.monotonic() - start < 60  # never waits on the pipe (imports on a busy machine take ~10 s)
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("error: ") and "internal error" not in err[0], err
+    if keep is not None:
+        keep.close()
+
+
+def _bomb(width: int, depth: int, style: str) -> str:
+    items = ", ".join(["x"] * width)
+    lines = [f"a0: &a0 [{items}]" if style == "list" else f"a0: &a0 {{{', '.join(f'k{i}: x' for i in range(width))}}}"]
+    for level in range(1, depth):
+        refs = [f"*a{level - 1}"] * width
+        body = (
+            f"[{', '.join(refs)}]"
+            if style == "list"
+            else "{" + ", ".join(f"k{i}: {r}" for i, r in enumerate(refs)) + "}"
+        )
+        lines.append(f"a{level}: &a{level} {body}")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=30, deadline=None)
+@given(width=st.integers(2, 12), depth=st.integers(2, 40), style=st.sampled_from(["list", "map"]))
+def test_yaml_bombs_of_every_shape_are_refused_quickly(width, depth, style):
+    text = _bomb(width, depth, style)
+    sizes = [1 + width * (1 if style == "list" else 2)]  # values after expansion, as io.check_yaml_size counts them
+    for _ in range(1, depth):
+        sizes.append(1 + width * (sizes[-1] + (0 if style == "list" else 1)))
+    start = time.monotonic()
+    if 1 + sum(1 + n for n in sizes) <= io.MAX_YAML_NODES:
+        io.load_yaml(text, "bomb.yaml")  # small enough: read as it is
+        return
+    with pytest.raises(GrpoTrlError, match="expands to more than"):
+        io.load_yaml(text, "bomb.yaml")
+    assert time.monotonic() - start < 2
+
+
+@settings(max_examples=15, deadline=None)
+@given(depth=st.integers(io.MAX_YAML_DEPTH + 1, 3000), opener=st.sampled_from(["[", "{a: ", "- "]))
+def test_deep_nesting_is_refused(depth, opener):
+    text = opener * depth if opener != "- " else "".join("  " * i + "- \n" for i in range(depth))
+    with pytest.raises((GrpoTrlError, yaml.YAMLError)):
+        io.load_yaml(text, "deep.yaml")
+
+
+@pytest.mark.parametrize("command", ["check", "import"])
+def test_a_600_byte_alias_bomb_is_one_error_line(tmp_path, capsys, command):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(_bomb(9, 9, "list"))
+    assert path.stat().st_size < 600
+    start = time.monotonic()
+    assert cli_main([command, str(path)]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "expands to more than" in err[0], err
+    assert time.monotonic() - start < 5
+
+
+# ---------------------------------------------------------------------------------------------------- redaction
+SECRET_BODY = st.text("abcdefghijkLMNOPQRSTUVWXYZ0123456789", min_size=12, max_size=30)
+FORMS = {
+    "hf token": lambda s: f"hf_{s}",
+    "openai key": lambda s: f"sk-{s}",
+    "password in a URL": lambda s: f"https://bob:{s}@judge.example/v1",
+    "token in a query": lambda s: f"https://x.example/v1?access_token={s}",
+    "bearer": lambda s: f"Authorization: Bearer {s}",
+}
+
+
+@SETTINGS
+@given(body=SECRET_BODY, form=st.sampled_from(sorted(FORMS)), before=st.text(max_size=20))
+def test_no_secret_form_reaches_an_error_line(body, form, before):
+    assume(body not in before)
+    secret = FORMS[form](body)
+    exc = GrpoTrlError([Problem(f"r-{secret}.yaml", "rewards.0.args.base_url", f"{before} cannot reach {secret}")])
+    assert all(body not in line for line in format_error_lines(exc))
+
+
+@SETTINGS
+@given(
+    body=SECRET_BODY,
+    key=st.sampled_from(["hub_token", "api_key", "password", "HF_TOKEN", "secret", "access_key", "auth_token"]),
+    section=st.sampled_from(["trainer", "model", "data", "rewards.0.args"]),
+)
+def test_a_secret_key_in_a_recipe_is_refused_and_redacted_everywhere(tmp_path, body, key, section):
+    data = {
+        "model": {"name": "builtin:tiny"},
+        "data": {},
+        "trainer": {},
+        "rewards": [{"name": "countdown", "args": {}}],
+    }
+    node = data
+    for part in section.split("."):
+        node = node[int(part)] if part.isdigit() else node[part]
+    node[key] = f"hf_{body}"
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(GrpoTrlError) as caught:
+        read_recipe(path)
+    lines = format_error_lines(caught.value)
+    assert any(f"{section}.{key}" in line and "HF_TOKEN" in line for line in lines), lines
+    assert body not in yaml.safe_dump(redact(data)) and body not in "".join(lines)
+
+
+def test_secrets_never_reach_the_recipe_copy_card_or_console(make_recipe, capsys):
+    """A real tiny run whose recipe carries a password in a URL and a token in free text: neither is in the run's
+    recipe.yaml, its card, or anything printed."""
+    from grpo_trl.cli import train_main
+
+    url, token = "https://bob:hunter2hunter2@judge.example/v1", "hf_abcdefghijklmnopqrstu"
+    path = make_recipe(trainer={"max_steps": 1, "run_name": f"{url} {token}"})
+    assert train_main([str(path)]) == 0
+    out = path.parent / "out"
+    shown = capsys.readouterr()
+    for text in (shown.out, shown.err, (out / "recipe.yaml").read_text(), (out / "README.md").read_text()):
+        assert "hunter2hunter2" not in text and token not in text
+    assert "https://<redacted>@judge.example/v1" in (out / "recipe.yaml").read_text()
+
+
+def test_hub_token_given_through_the_api_is_refused_before_anything_is_written(make_recipe, tmp_path):
+    from grpo_trl.recipe import open_recipe
+    from grpo_trl.run.session import RunSession
+
+    recipe = open_recipe(make_recipe())
+    config = recipe.to_grpo_config()
+    config.hub_token = "hf_abcdefghijklmnop"
+    with pytest.raises(GrpoTrlError, match="HF_TOKEN"):
+        RunSession(recipe, config)
+    assert not Path(config.output_dir).exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "folder"])
+def test_a_special_file_a_recipe_names_is_one_error_line(tmp_path, capsys, kind):
+    """``data.pass_rate.file`` as a FIFO nothing writes to was waited on forever by ``check``."""
+    rates = tmp_path / "rates.json"
+    os.mkfifo(rates) if kind == "fifo" else rates.mkdir() if kind == "folder" else rates.symlink_to(kind)
+    recipe = {
+        "model": {"name": "builtin:tiny"},
+        "data": {"builder": "countdown", "source": "generate", "size": 16, "pass_rate": {"file": "rates.json"}},
+        "rewards": [{"name": "countdown"}],
+        "trainer": {"output_dir": str(tmp_path / "out"), "max_steps": 1},
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
+    assert cli_main(["check", str(tmp_path / "r.yaml")]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "data.pass_rate.file" in err[0], err
