@@ -2,7 +2,8 @@
 
 Example:
     >>> sorted(BUILDERS)
-    ['builtin:tiny', 'builtin:tiny-countdown', 'builtin:tiny-reward', 'builtin:tiny-tools', 'builtin:tiny-vlm']
+    ['builtin:tiny', 'builtin:tiny-countdown', 'builtin:tiny-gsm8k', 'builtin:tiny-reward', 'builtin:tiny-tools',
+     'builtin:tiny-vlm']
     >>> folder_name("builtin:tiny"), folder_name("builtin:tiny-tools")
     ('tiny-model', 'tiny-tools')
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from grpo_trl.models.tiny import build_tiny_model, build_tiny_reward_model, build_tiny_tool_model
 from grpo_trl.models.tiny_countdown import build_tiny_countdown_model
+from grpo_trl.models.tiny_gsm8k import build_tiny_gsm8k_model
 from grpo_trl.models.tiny_vlm import build_tiny_vlm_model
 
 BUILTIN_TINY = "builtin:tiny"
@@ -20,6 +22,7 @@ BUILDERS = {
     "builtin:tiny-tools": build_tiny_tool_model,
     "builtin:tiny-reward": build_tiny_reward_model,
     "builtin:tiny-countdown": build_tiny_countdown_model,
+    "builtin:tiny-gsm8k": build_tiny_gsm8k_model,
     "builtin:tiny-vlm": build_tiny_vlm_model,
 }
 

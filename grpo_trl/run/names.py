@@ -31,6 +31,7 @@ OWN_NAMES = (
     "tiny-model",
     "tiny-tools",
     "tiny-countdown",
+    "tiny-gsm8k",
     "tiny-reward",
     "tiny-vlm",
     "report",
@@ -49,7 +50,7 @@ def kind_of(name: str) -> str:
         return "log"
     if name.startswith("recipe"):
         return "recipe"
-    caches = ("tiny-model", "tiny-tools", "tiny-countdown", "tiny-reward", "tiny-vlm")
+    caches = ("tiny-model", "tiny-tools", "tiny-countdown", "tiny-gsm8k", "tiny-reward", "tiny-vlm")
     return "cache" if name in caches else "report" if name == "report" else "model"
 
 
