@@ -15,8 +15,8 @@ from pathlib import Path
 from grpo_trl.data.countdown import split_seed
 from grpo_trl.data.gsm8k import ITEMS, NAMES, STEPS, apply, generate_problems
 from grpo_trl.data.prompts import SYSTEM_PROMPTS
-from grpo_trl.models.tiny import TAG_TOKENS
-from grpo_trl.models.tiny_countdown import number_tokenizer, warm_up
+from grpo_trl.models.tiny import _CORPUS, CHAT_TEMPLATE, TAG_TOKENS
+from grpo_trl.models.tiny_countdown import warm_up
 
 _LINE = re.compile(r"(\d+) ([-+*]) (\d+) = (\d+)")
 
@@ -57,9 +57,28 @@ def story_chunks() -> list[str]:
 
 
 def _tokenizer(vocab_size: int = 768):
-    """The system prompt, ``story_chunks``, the tags and the numbers 0..99 one token each."""
+    """Byte-level BPE; the system prompt, ``story_chunks``, the tags and the numbers 0..99 one token each."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
     added = [SYSTEM_PROMPTS["xml"], "system\n", "assistant\n", "user\n"] + story_chunks() + TAG_TOKENS
-    return number_tokenizer(added + [str(n) for n in range(100)], vocab_size)
+    added += [str(n) for n in range(100)]
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size - len(added),
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(_CORPUS, trainer=trainer)
+    bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None, unk_token=None
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
 
 
 def prompt_messages(question: str) -> list[dict]:
