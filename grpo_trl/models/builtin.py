@@ -1,9 +1,8 @@
 """The built-in offline models a recipe names as ``model.name: builtin:<name>``, and where each is built.
 
 Example:
-    >>> sorted(BUILDERS)
-    ['builtin:tiny', 'builtin:tiny-countdown', 'builtin:tiny-gsm8k', 'builtin:tiny-reward', 'builtin:tiny-tools',
-     'builtin:tiny-vlm']
+    >>> " ".join(sorted(BUILDERS))
+    'builtin:tiny builtin:tiny-countdown builtin:tiny-gsm8k builtin:tiny-reward builtin:tiny-tools builtin:tiny-vlm'
     >>> folder_name("builtin:tiny"), folder_name("builtin:tiny-tools")
     ('tiny-model', 'tiny-tools')
 """
