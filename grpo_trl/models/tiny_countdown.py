@@ -6,7 +6,7 @@ parts of the Countdown prompt one token each) are warmed by TRL ``SFTTrainer`` o
 seeds) to answer ``<answer>a op b</answer>``. The warm-up is partial on purpose: ``noise`` (60%) of its answers are
 "larger - smaller" whatever the target, so the model learns the answer format and to copy the numbers but mostly
 subtracts (20% of held-out problems solved greedily), which leaves GRPO room to improve it
-(``recipes/demo/tiny-countdown.yaml``, ``make demo``: 52% after 150 steps). Deterministic for a given seed.
+(``recipes/demo/tiny-countdown.yaml``, ``make demo``). Deterministic for a given seed.
 
 Example:
     >>> rows = warmup_rows(2, seed=0)
