@@ -111,7 +111,8 @@ def test_grpo_lifts_held_out_accuracy(tmp_path, warm_model):
     (before, before_unseen), (after, after_unseen) = _run(tmp_path, warm_model)
     assert 0.1 <= before <= 0.35  # the warm-up solves some problems, leaving room
     # measured at 150 steps over trainer seeds 0-3 on an AMD EPYC: +24.8 to +32.4 points (all), +19.8 to +24.4 (never
-    # seen); at 150 steps on an Intel Xeon only +12.8 (the warm-up differs by CPU), at 300 steps there +27.2 and +21.2
+    # seen); at 150 steps on an Intel Xeon only +12.8 (the warm-up differs by CPU), at 300 steps there +27.2 and +21.2;
+    # at 450 steps (now) on the AMD EPYC, seed 0: +35.6 and +29.0
     assert after - before >= 0.15, (before, after)
     assert after_unseen - before_unseen >= 0.12, (before_unseen, after_unseen)  # not only problems seen in training
 
@@ -127,11 +128,11 @@ def test_shuffled_reward_does_not_lift_accuracy(tmp_path, warm_model):
 def test_grpo_lifts_gsm8k_accuracy_on_never_seen_problems(tmp_path, gsm8k_model):
     (before, _), (after, _) = _run(tmp_path, gsm8k_model, demo=GSM8K_DEMO)
     assert 0.2 <= before <= 0.6  # the warm-up answers in format and mostly adds, leaving room
-    assert after - before >= 0.25, (before, after)
+    assert after - before >= 0.25, (before, after)  # measured 42.0% -> 76.0% (AMD EPYC, trainer seed 0)
 
 
 @pytest.mark.slow
 def test_shuffled_gsm8k_reward_does_not_lift_accuracy(tmp_path, gsm8k_model):
     control = [{"name": "tests.demo_control:shuffled_gsm8k"}, {"name": "xml_format"}]
     (before, _), (after, _) = _run(tmp_path, gsm8k_model, rewards=control, demo=GSM8K_DEMO)
-    assert after - before <= 0.05, (before, after)
+    assert after - before <= 0.05, (before, after)  # measured 42.0% -> 17.4% (trainer seed 0)
