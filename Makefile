@@ -17,8 +17,8 @@ SET ?=
 PYTEST_ARGS ?=
 UV := $(VENV)/bin/uv
 
-.PHONY: install test lint format demo train check serve bench faults clean install-vllm test-vllm test-trl-oldest \
-	gpu-wheels lock test-newest test-verifiers install-verifiers
+.PHONY: install test lint format demo demo-gsm8k train check serve bench faults clean install-vllm test-vllm \
+	test-trl-oldest gpu-wheels lock test-newest test-verifiers
 
 # uv itself, at the version and hashes the lock pins (pip checks them)
 $(UV):
@@ -120,6 +120,16 @@ demo: install
 	@$(DEMO_EVAL) --output-dir outputs/tiny-countdown-eval/after > /dev/null
 	@$(PY) -c "from grpo_trl.models.tiny_countdown import accuracy_table as t; print(t(*__import__('sys').argv[1:]))" \
 		outputs/tiny-countdown-eval/before outputs/tiny-countdown-eval/after
+
+# The GSM8K demo: the same with builtin:tiny-gsm8k on generated word problems (the `test` split: none in training).
+GSM8K_EVAL = OMP_NUM_THREADS=1 $(VENV)/bin/grpo-trl eval recipes/demo/tiny-gsm8k.yaml $(SET) --split test --n 1 \
+	--temperature 0 --limit 500 --batch-size 250
+demo-gsm8k: install
+	OMP_NUM_THREADS=1 $(VENV)/bin/grpo-trl train recipes/demo/tiny-gsm8k.yaml --overwrite $(SET)
+	$(GSM8K_EVAL) --model outputs/tiny-gsm8k/tiny-gsm8k --output-dir outputs/tiny-gsm8k-eval/before > /dev/null
+	$(GSM8K_EVAL) --output-dir outputs/tiny-gsm8k-eval/after > /dev/null
+	$(PY) -c "from grpo_trl.models.tiny_countdown import accuracy_table as t; print(t(*__import__('sys').argv[1:]))" \
+		outputs/tiny-gsm8k-eval/before outputs/tiny-gsm8k-eval/after
 
 check: install
 	$(VENV)/bin/grpo-trl check $(RECIPE) $(SET)

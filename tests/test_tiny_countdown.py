@@ -28,10 +28,12 @@ def test_warmup_rows_are_other_draws_than_the_train_and_test_splits():
 def test_accuracy_table(tmp_path):
     for name, acc in (("before", 0.2), ("after", 0.524)):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "eval.json").write_text(json.dumps({"pass@1": acc, "prompts": 500, "split": "test"}))
+        (tmp_path / name / "eval.json").write_text(
+            json.dumps({"pass@1": acc, "prompts": 500, "split": "test", "pass_reward": "countdown"})
+        )
     table = accuracy_table(tmp_path / "before", tmp_path / "after")
     assert "20.0%" in table and "52.4%" in table and "+32.4 points" in table
-    assert "500 problems of the 'test' split" in table
+    assert "(countdown reward, greedy, 500 problems of the 'test' split)" in table
 
 
 def test_builtin_and_its_folder_are_known():

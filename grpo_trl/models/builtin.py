@@ -2,8 +2,8 @@
 share (a misspelt name is the same error in both), each model's builder and the config.json it writes.
 
 Example:
-    >>> sorted(BUILDERS)
-    ['builtin:tiny', 'builtin:tiny-countdown', 'builtin:tiny-reward', 'builtin:tiny-tools', 'builtin:tiny-vlm']
+    >>> " ".join(sorted(BUILDERS))
+    'builtin:tiny builtin:tiny-countdown builtin:tiny-gsm8k builtin:tiny-reward builtin:tiny-tools builtin:tiny-vlm'
     >>> folder_name("builtin:tiny"), builtin_config("builtin:tiny-tools")["hidden_size"]
     ('tiny-model', 128)
 """
@@ -16,6 +16,7 @@ from typing import Any
 from grpo_trl.errors import Problem, RecipeError, suggest
 from grpo_trl.models.tiny import build_tiny_model, build_tiny_reward_model, build_tiny_tool_model
 from grpo_trl.models.tiny_countdown import build_tiny_countdown_model
+from grpo_trl.models.tiny_gsm8k import build_tiny_gsm8k_model
 from grpo_trl.models.tiny_vlm import build_tiny_vlm_model
 
 BUILTIN_TINY = "builtin:tiny"
@@ -25,6 +26,7 @@ BUILDERS = {
     "builtin:tiny-tools": build_tiny_tool_model,
     "builtin:tiny-reward": build_tiny_reward_model,
     "builtin:tiny-countdown": build_tiny_countdown_model,
+    "builtin:tiny-gsm8k": build_tiny_gsm8k_model,
     "builtin:tiny-vlm": build_tiny_vlm_model,
 }
 # (vocab, hidden, layers, heads, kv heads) of the Qwen2 each text builder makes (tiny: from model.tiny)
@@ -32,6 +34,7 @@ _SIZES = {
     "builtin:tiny-tools": (1024, 128, 2, 2, 1),
     "builtin:tiny-reward": (512, 64, 2, 4, 2),
     "builtin:tiny-countdown": (512, 128, 2, 4, 1),
+    "builtin:tiny-gsm8k": (740, 128, 2, 4, 1),
 }
 
 VISION_BUILTINS = ("builtin:tiny-vlm",)  # vision-language models: their processing class is a processor

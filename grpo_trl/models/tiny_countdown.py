@@ -6,7 +6,7 @@ parts of the Countdown prompt one token each) are warmed by TRL ``SFTTrainer`` o
 seeds) to answer ``<answer>a op b</answer>``. The warm-up is partial on purpose: ``noise`` (60%) of its answers are
 "larger - smaller" whatever the target, so the model learns the answer format and to copy the numbers but mostly
 subtracts (20% of held-out problems solved greedily), which leaves GRPO room to improve it
-(``recipes/demo/tiny-countdown.yaml``, ``make demo``: 52% after 150 steps). Deterministic for a given seed.
+(``recipes/demo/tiny-countdown.yaml``, ``make demo``). Deterministic for a given seed.
 
 Example:
     >>> rows = warmup_rows(2, seed=0)
@@ -51,19 +51,16 @@ def _answer(row: dict, noisy: bool = False) -> str:
     return f"{a} {op} {b}" if value == row["target"] else f"{b} {op} {a}"
 
 
-def _tokenizer(vocab_size: int):
-    """Byte-level BPE: the Countdown prompt's fixed text, the tags and the numbers 10..99 one token each."""
+def number_tokenizer(added: list[str], vocab_size: int = 512):
+    """Byte-level BPE (digits split) with ``added`` one token each: a task's fixed text, its tags, its numbers."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    fixed = [c for c in re.split(r"\{numbers\}|\{target\}", USER_TEMPLATE) if c] + ["assistant\n", "user\n"]
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.Sequence(
         [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
     )
     bpe.decoder = decoders.ByteLevel()
-    # numbers 10..99 one token each (a three-digit target is two: "73" "7"), so the answer copies two tokens
-    added = TAG_TOKENS + fixed + [str(n) for n in range(10, 100)]
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size - len(added),
         special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
@@ -79,36 +76,17 @@ def _tokenizer(vocab_size: int):
     return tokenizer
 
 
-def build_tiny_countdown_model(
-    output_dir: str | Path,
-    *,
-    seed: int = 0,
-    warm_steps: int = 600,
-    problems: int = 4000,
-    learning_rate: float = 3e-3,
-    hidden_size: int = 128,
-    num_layers: int = 2,
-    num_heads: int = 4,
-    noise: float = 0.6,
-) -> str:
-    """Write the warmed-up model and its tokenizer to ``output_dir`` and return the path as a string."""
+def warm_up(out: Path, tokenizer, messages: list[list[dict]], completions: list[str], *, seed: int, warm_steps: int,
+            learning_rate: float, hidden_size: int, num_layers: int, num_heads: int) -> str:  # fmt: skip
+    """A random Qwen2 trained by TRL ``SFTTrainer`` (batch 32, constant ``learning_rate``) to answer each prompt
+    ``messages`` with its completion; saved with ``tokenizer`` into ``out``."""
     from datasets import Dataset
     from trl import SFTConfig
 
-    out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = _tokenizer(512)
     model = _model(tokenizer, seed, hidden_size, num_layers, num_heads, 1)
-    rows = warmup_rows(problems, seed, noise=noise)
-    prompts = [
-        tokenizer.apply_chat_template(
-            [{"role": "user", "content": USER_TEMPLATE.format(numbers=r["nums"], target=r["target"])}],
-            tokenize=False,
-            add_generation_prompt=True,
-        )
-        for r in rows
-    ]
-    data = Dataset.from_dict({"prompt": prompts, "completion": [r["completion"] + "<|im_end|>\n" for r in rows]})
+    prompts = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in messages]
+    data = Dataset.from_dict({"prompt": prompts, "completion": [c + "<|im_end|>\n" for c in completions]})
     args = SFTConfig(
         output_dir=str(out / "sft"),
         max_steps=warm_steps,
@@ -127,12 +105,37 @@ def build_tiny_countdown_model(
     return sft_warm_up(model, tokenizer, args, data, out, {"seed": seed, "warm_steps": warm_steps})
 
 
+def build_tiny_countdown_model(
+    output_dir: str | Path,
+    *,
+    seed: int = 0,
+    warm_steps: int = 600,
+    problems: int = 4000,
+    learning_rate: float = 3e-3,
+    hidden_size: int = 128,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    noise: float = 0.6,
+) -> str:
+    """Write the warmed-up model and its tokenizer to ``output_dir`` and return the path as a string."""
+    # the prompt's fixed text and the numbers 10..99 one token each (a three-digit target is two: "73" "7"), so the
+    # answer copies two tokens
+    fixed = [c for c in re.split(r"\{numbers\}|\{target\}", USER_TEMPLATE) if c] + ["assistant\n", "user\n"]
+    tokenizer = number_tokenizer(TAG_TOKENS + fixed + [str(n) for n in range(10, 100)])
+    rows = warmup_rows(problems, seed, noise=noise)
+    user = [[{"role": "user", "content": USER_TEMPLATE.format(numbers=r["nums"], target=r["target"])}] for r in rows]
+    return warm_up(Path(output_dir), tokenizer, user, [r["completion"] for r in rows], seed=seed,
+                   warm_steps=warm_steps, learning_rate=learning_rate, hidden_size=hidden_size, num_layers=num_layers,
+                   num_heads=num_heads)  # fmt: skip
+
+
 def accuracy_table(before: str | Path, after: str | Path) -> str:
-    """The demo's last lines: held-out greedy accuracy before -> after GRPO, from two ``grpo-trl eval`` folders."""
+    """The demos' last lines: held-out greedy accuracy before -> after GRPO, from two ``grpo-trl eval`` folders."""
     runs = [json.loads((Path(d) / "eval.json").read_text()) for d in (before, after)]
-    (b, a), prompts = (r["pass@1"] for r in runs), runs[1]["prompts"]
+    (b, a), last = (r["pass@1"] for r in runs), runs[1]
     return (
-        f"held-out accuracy (countdown reward, greedy, {prompts} problems of the '{runs[1]['split']}' split)\n"
+        f"held-out accuracy ({last['pass_reward']} reward, greedy, {last['prompts']} problems of the "
+        f"'{last['split']}' split)\n"
         f"  before GRPO (warm-up only)  {b:6.1%}\n"
         f"  after GRPO                  {a:6.1%}   ({(a - b) * 100:+.1f} points)"
     )

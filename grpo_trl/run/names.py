@@ -28,6 +28,7 @@ OWN_NAMES = (
     "tiny-model",
     "tiny-tools",
     "tiny-countdown",
+    "tiny-gsm8k",
     "tiny-reward",
     "tiny-vlm",
     "report",
@@ -46,7 +47,7 @@ def kind_of(name: str) -> str:
         return "log"
     if name.startswith("recipe"):
         return "recipe"
-    caches = ("tiny-model", "tiny-tools", "tiny-countdown", "tiny-reward", "tiny-vlm")
+    caches = ("tiny-model", "tiny-tools", "tiny-countdown", "tiny-gsm8k", "tiny-reward", "tiny-vlm")
     return "cache" if name in caches else "report" if name == "report" else "model"
 
 

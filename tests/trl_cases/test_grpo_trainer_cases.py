@@ -297,10 +297,7 @@ def _same(expected: list[dict], got: list[dict]) -> None:
 
 @pytest.mark.parametrize(
     "case",
-    [
-        pytest.param(c, id=c.trl_test)
-        for c in CASES
-    ],
+    [pytest.param(c, id=c.trl_test) for c in CASES],
 )
 def test_trl_case_trains_as_trl_trains_it(case: Case, world: dict, tmp_path: Path) -> None:
     expected = _trl_side(case, world, tmp_path / "trl")

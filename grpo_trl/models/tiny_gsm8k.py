@@ -1,0 +1,104 @@
+"""``builtin:tiny-gsm8k``: a tiny model that partly solves generated GSM8K-shaped stories, built offline in seconds.
+
+A random ``Qwen2ForCausalLM`` and a byte-level tokenizer (numbers 0..99 one token each) are warmed by TRL
+``SFTTrainer`` on ``warmup`` stories of ``grpo_trl.data.gsm8k.generate_problems`` to answer in the seed's
+``<reasoning>/<answer>`` format. Partial on purpose: ``noise`` of the steps are written as ``+`` whatever the story
+says, so the model learns the format and the sums but mostly adds, which leaves GRPO room (``make demo-gsm8k``).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+from grpo_trl.data.countdown import split_seed
+from grpo_trl.data.gsm8k import ITEMS, NAMES, STEPS, apply, generate_problems
+from grpo_trl.data.prompts import SYSTEM_PROMPTS
+from grpo_trl.models.tiny import _CORPUS, CHAT_TEMPLATE, TAG_TOKENS
+from grpo_trl.models.tiny_countdown import warm_up
+
+_LINE = re.compile(r"(\d+) ([-+*]) (\d+) = (\d+)")
+
+
+def completion(steps: list[tuple[int, str, int]]) -> str:
+    """The answer the seed's format asks for: each step ``a op n = r`` in ``<reasoning>``, the last ``r`` in
+    ``<answer>``."""
+    lines, value = [], steps[0][0]
+    for _, op, n in steps:
+        new = apply(op, value, n)
+        lines.append(f"{value} {op} {n} = {new}")
+        value = new
+    return "<reasoning>\n" + "\n".join(lines) + f"\n</reasoning>\n<answer>\n{value}\n</answer>"
+
+
+def warmup_rows(n: int, seed: int = 0, noise: float = 0.0) -> list[dict]:
+    """``n`` stories (``question``, ``answer``) of the ``warmup`` split (never a ``test`` one) with the completion
+    the warm-up teaches; each step is written ``+`` with probability ``noise`` (and the sum carried on)."""
+    rng = random.Random(seed)
+    rows = generate_problems(n, split_seed("warmup", seed))
+    out = []
+    for row in rows:
+        steps = [(int(a), "+" if rng.random() < noise else op, int(b)) for a, op, b, _ in _LINE.findall(row["answer"])]
+        out.append({"question": row["question"], "answer": row["answer"], "completion": completion(steps)})
+    return out
+
+
+def story_chunks() -> list[str]:
+    """Every text between two numbers of a story, and the completion's fixed parts: one token each, so a story's
+    numbers sit at the same places whatever its names and words (a tiny model copies them by position)."""
+    steps = {
+        t.format(p=p, o=o, n="{n}") for ts in STEPS.values() for t in ts for p, o in (("she", "her"), ("he", "him"))
+    }
+    parts = [f"{name} has " for name in NAMES] + [f" {item}." for item in ITEMS]
+    parts += [f" How many {item} does {name} have now?" for item in ITEMS for name in NAMES]
+    parts += sorted({c for t in steps for c in (" " + t).split("{n}")})
+    return parts + ["<reasoning>\n", "\n</reasoning>\n<answer>\n", "\n</answer>", " + ", " - ", " * ", " = "]
+
+
+def _tokenizer(vocab_size: int = 768):
+    """Byte-level BPE; the system prompt, ``story_chunks``, the tags and the numbers 0..99 one token each."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    added = [SYSTEM_PROMPTS["xml"], "system\n", "assistant\n", "user\n"] + story_chunks() + TAG_TOKENS
+    added += [str(n) for n in range(100)]
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size - len(added),
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(_CORPUS, trainer=trainer)
+    bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None, unk_token=None
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def prompt_messages(question: str) -> list[dict]:
+    return [{"role": "system", "content": SYSTEM_PROMPTS["xml"]}, {"role": "user", "content": question}]
+
+
+def build_tiny_gsm8k_model(
+    output_dir: str | Path,
+    *,
+    seed: int = 0,
+    warm_steps: int = 600,
+    problems: int = 4000,
+    learning_rate: float = 3e-3,
+    hidden_size: int = 128,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    noise: float = 0.6,
+) -> str:
+    """Write the warmed-up model and its tokenizer to ``output_dir`` and return the path as a string."""
+    rows = warmup_rows(problems, seed, noise=noise)
+    return warm_up(Path(output_dir), _tokenizer(), [prompt_messages(r["question"]) for r in rows],
+                   [r["completion"] for r in rows], seed=seed, warm_steps=warm_steps, learning_rate=learning_rate,
+                   hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads)  # fmt: skip
