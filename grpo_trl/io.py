@@ -1,7 +1,8 @@
 """The one writer and the one bounded reader every command uses (redaction is ``errors.redact``, a floor below).
 
 ``write``: never through a symlink, never over a file grpo-trl did not write (this process, the caller's owner test,
-or the sha256 ``.grpo-trl/written.json`` records beside it), atomically (temp file + ``os.replace``). ``read_bytes``:
+or the sha256 ``.grpo-trl/written.json`` records beside it), atomically (temp file + ``os.replace``); ``append_lines``
+(the run's logs): never through a symlink, redacted. ``read_bytes``:
 regular files only, opened without blocking, size capped. ``load_yaml``: alias expansion and nesting bounded.
 """
 
@@ -17,7 +18,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from grpo_trl.errors import GrpoTrlError, Problem
+from grpo_trl.errors import GrpoTrlError, Problem, redact
 
 STATE = ".grpo-trl"
 LEDGER = "written.json"
@@ -134,6 +135,23 @@ def write(
         raise GrpoTrlError([Problem(where, flag, why, f"choose another {flag or 'path'}")]) from exc
     _WRITTEN.add(os.path.abspath(path))
     return path
+
+
+def append_lines(path: str | Path, lines: list[str], *, where: str = "") -> None:
+    """Append ``lines`` (secrets redacted) to the log file ``path`` (``completions.jsonl``, ``alerts.jsonl``),
+    creating it; never through a symlink nor onto a FIFO, device or folder (one ``GrpoTrlError`` naming it)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags, 0o644)  # a symlink: ELOOP; a FIFO nothing reads: ENXIO, never a wait
+        if not stat.S_ISREG(mode := os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"it is {_kind(mode) or 'not a regular file'}")
+    except OSError as exc:
+        raise GrpoTrlError(
+            [Problem(where, "", f"{str(path)!r} cannot be appended to ({_why(exc)})", "move it away")]
+        ) from None
+    with os.fdopen(fd, "ab") as fh:
+        fh.write("".join(redact(line).rstrip("\n") + "\n" for line in lines).encode("utf-8", "surrogateescape"))
 
 
 def write_json(path: str | Path, value: Any, **kwargs: Any) -> Path:
