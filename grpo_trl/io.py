@@ -25,7 +25,7 @@ LEDGER = "written.json"
 MAX_YAML_NODES = 100_000  # YAML values after alias expansion (a 447-byte "billion laughs" expands to ~10^9)
 MAX_YAML_DEPTH = 64
 STATE_BYTES = 2**28  # a trainer_state.json, a manifest, a config: larger is not one
-_WRITTEN: set[str] = set()  # what this process wrote (replaced freely again within the same command)
+_WRITTEN: dict[str, str] = {}  # path -> sha256 of what this process wrote there (replaced again while unchanged)
 
 
 def _kind(mode: int) -> str:
@@ -59,8 +59,8 @@ def _ledger(folder: Path) -> dict[str, str]:
 def written_here(path: str | Path) -> bool:
     """Whether ``path`` is a file grpo-trl wrote and nobody changed since (its sha256 in the ledger beside it)."""
     path = Path(path)
-    if os.path.abspath(path) in _WRITTEN:
-        return True
+    if (mine := _WRITTEN.get(os.path.abspath(path))) is not None and _digest(path) == mine:
+        return True  # this process wrote it and nobody edited it since
     recorded = _ledger(path.parent).get(path.name)
     return isinstance(recorded, str) and _digest(path) == recorded
 
@@ -133,7 +133,7 @@ def write(
     except OSError as exc:
         why = f"{str(path)!r} cannot be written ({_why(exc)})"
         raise GrpoTrlError([Problem(where, flag, why, f"choose another {flag or 'path'}")]) from exc
-    _WRITTEN.add(os.path.abspath(path))
+    _WRITTEN[os.path.abspath(path)] = hashlib.sha256(raw).hexdigest()
     return path
 
 

@@ -82,8 +82,7 @@ def test_the_writer_replaces_its_own_file_only_while_unchanged(tmp_path, name, t
     io.write(path, text + "again", ledger=True)  # this process wrote it
     io._WRITTEN.clear()  # a later command: only the ledger beside it vouches for it
     io.write(path, "a later command", ledger=True)
-    io._WRITTEN.clear()
-    path.write_text("edited by the user")
+    path.write_text("edited by the user")  # this process wrote it, but not this: the user's again
     with pytest.raises(GrpoTrlError, match="not written by grpo-trl"):
         io.write(path, "overwrite?")
     assert path.read_text() == "edited by the user"

@@ -10,7 +10,9 @@ from typing import Any
 from grpo_trl.errors import Problem, RecipeError
 from grpo_trl.eval.backends import Sampling, generate, preflight
 from grpo_trl.eval.benchmarks import WHERE, build, references, spec_of, with_defaults
-from grpo_trl.eval.run import _ours, check_arguments, writable
+from grpo_trl.eval.run import check_arguments, writable
+from grpo_trl.io import writable as writable_path
+from grpo_trl.io import write
 
 
 def _tokenizer(model: str, backend: str, endpoint: dict | None) -> Any:
@@ -64,10 +66,8 @@ def run_benchmark(
     out = Path(output_dir) if output_dir else Path(model) if local else Path("outputs") / "benchmarks"
     report_path, rows_path = out / f"benchmark-{name}.json", out / f"benchmark-{name}_completions.jsonl"
     writable(report_path, WHERE, "--output-dir")
-    theirs = [p.name for p in (report_path, rows_path) if p.exists() and not _ours(p)]
-    if theirs:
-        why = f"{out} holds {', '.join(theirs)} not written by grpo-trl eval"
-        raise RecipeError([Problem(WHERE, "--output-dir", why, "move it away")])
+    for path in (report_path, rows_path):  # before generating: the one writer's own rule (no link, not theirs)
+        writable_path(path, flag="--output-dir", where=WHERE)
     preflight(backend, endpoint)
     bench = build(name, data, limit, seed)
     tokenizer = _tokenizer(model, backend, endpoint)
@@ -93,9 +93,8 @@ def run_benchmark(
     }
     if gens.errors:
         report["generation_error_examples"] = gens.errors[:5]
-    report_path.write_text(json.dumps(report, indent=2))
-    with rows_path.open("w") as fh:
-        for row in scored.rows:
-            fh.write(json.dumps(row) + "\n")
+    rows = "".join(json.dumps(row) + "\n" for row in scored.rows)
+    for path, text in ((report_path, json.dumps(report, indent=2)), (rows_path, rows)):
+        write(path, text, flag="--output-dir", where=WHERE, ledger=True)  # a later eval may replace them, unedited
     report["output_dir"] = str(out)
     return report
