@@ -115,12 +115,15 @@ def write(
     mine: bool | Callable[[Path], bool] = False,
     ledger: bool = False,
     parents: bool = True,
+    hide: bool = False,
 ) -> Path:
     """Write ``data`` to ``path`` whole or not at all, where ``writable`` allows; ``ledger``: record its sha256 in
     ``.grpo-trl/written.json`` beside it, so a later command may replace it (only while it is unchanged) without
     an owner test of its own (``eval``'s results);
-    ``parents``: make the missing folders above it."""
+    ``parents``: make the missing folders above it; ``hide``: text for people (results holding prompts and
+    completions), secrets redacted."""
     path = writable(path, flag=flag, where=where, mine=mine)
+    data = redact(data) if hide and isinstance(data, str) else data
     raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
     try:
         if parents:

@@ -95,6 +95,8 @@ def run_benchmark(
         report["generation_error_examples"] = gens.errors[:5]
     rows = "".join(json.dumps(row) + "\n" for row in scored.rows)
     for path, text in ((report_path, json.dumps(report, indent=2)), (rows_path, rows)):
-        write(path, text, flag="--output-dir", where=WHERE, ledger=True)  # a later eval may replace them, unedited
+        write(
+            path, text, flag="--output-dir", where=WHERE, ledger=True, hide=True
+        )  # a later eval may replace them, unedited
     report["output_dir"] = str(out)
     return report
