@@ -211,7 +211,10 @@ def read_text(path: str | Path, limit: int, what: str = "file") -> str:
 def read_json(path: str | Path, limit: int = STATE_BYTES) -> Any:
     """The JSON in the regular file ``path`` (a run's state, a log, a config), read through ``read_bytes``.
     Raises ``OSError`` or ``ValueError`` (``GrpoTrlError`` included)."""
-    return json.loads(read_bytes(path, limit, "JSON file"))
+    try:
+        return json.loads(read_bytes(path, limit, "JSON file"))
+    except RecursionError:  # json nests by recursion: [[[[...]]]] a few thousand deep
+        raise GrpoTrlError("nested too deep to be a JSON file grpo-trl reads", file=str(path)) from None
 
 
 def read_yaml(path: str | Path, limit: int = 2**24) -> Any:

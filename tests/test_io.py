@@ -4,6 +4,7 @@ secret form x every place a secret could leak to."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -348,3 +349,26 @@ def test_a_special_file_a_recipe_names_is_one_error_line(tmp_path, capsys, kind)
     assert cli_main(["check", str(tmp_path / "r.yaml")]) == 1
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(err) == 1 and "data.pass_rate.file" in err[0], err
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    depth=st.integers(2_000, 200_000),
+    bracket=st.sampled_from(["[]", '{"a":}']),
+    where=st.sampled_from(["state", "log"]),
+)
+def test_json_nested_too_deep_is_one_error_never_a_crash(tmp_path, capsys, depth, bracket, where):
+    """JSON decodes nesting by recursion: a trainer_state.json or a log line nested thousands deep raised
+    RecursionError through ``report`` (exit 70). The bounded reader refuses the state; a log line costs its line."""
+    run = tmp_path / f"run-{time.monotonic_ns()}"
+    run.mkdir()
+    nested = bracket[:-1] * depth + "1" + bracket[-1] * depth
+    state = {"log_history": [{"step": 1, "reward": 0.5, "loss": 0.0}]}
+    if where == "state":
+        (run / "trainer_state.json").write_text('{"log_history": ' + nested + "}")
+    else:
+        (run / "trainer_state.json").write_text(json.dumps(state))
+        (run / "completions.jsonl").write_text('{"step": 1, "x": ' + nested + "}\n")
+    code = cli_main(["report", str(run)])
+    err = capsys.readouterr().err
+    assert "internal error" not in err and code == (1 if where == "state" else 0), err
