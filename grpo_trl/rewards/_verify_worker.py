@@ -3,7 +3,6 @@
 cwd). Protocol: ``"ready"`` once warm, then one JSON ``[gold, answer, latex]`` per stdin line, one ``verdict`` per
 stdout line. Math-verify's signal timeouts are off: the parent bounds each item by killing this process.
 """
-
 from __future__ import annotations
 
 import functools
