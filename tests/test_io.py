@@ -273,7 +273,7 @@ def test_secrets_never_reach_any_file_of_the_run_or_the_console(make_recipe, cap
 
 @SETTINGS
 @given(
-    body=SECRET_BODY,
+    body=st.text("abcdefghijkLMNOPQRSTUVWXYZ0123456789", min_size=32, max_size=40).map(lambda s: s + "Z9"),
     form=st.sampled_from(sorted(FORMS)),
     field=st.sampled_from(["run_name", "hub_model_id", "vllm_server_base_url"]),
 )
@@ -372,3 +372,21 @@ def test_json_nested_too_deep_is_one_error_never_a_crash(tmp_path, capsys, depth
     code = cli_main(["report", str(run)])
     err = capsys.readouterr().err
     assert "internal error" not in err and code == (1 if where == "state" else 0), err
+
+
+@SETTINGS
+@given(
+    prefix=st.sampled_from(["hf_", "sk-", "ghp_", "AKIA"]),
+    words=st.lists(st.text("abcdefghijklmnop", min_size=2, max_size=8), min_size=2, max_size=4),
+    field=st.sampled_from(["output_dir", "run_name", "hub_model_id"]),
+)
+def test_a_name_that_only_starts_like_a_token_is_not_refused(make_recipe, tmp_path, prefix, words, field):
+    """``outputs/hf_baseline_run`` is a name, not a token: the refusal of secret values in trainer fields matches
+    tokens as issued (``hf_`` + 34 letters and digits...), never a path or run name that starts the same way."""
+    from grpo_trl.check import load_recipe
+    from grpo_trl.check.validate import validate
+
+    name = prefix + "_".join(words)
+    value = str(tmp_path / "runs" / name) if field != "run_name" else name
+    problems = validate(load_recipe(make_recipe(trainer={"max_steps": 1, field: value}), validate=False))
+    assert not [p for p in problems if p.key == f"trainer.{field}"], problems
