@@ -180,6 +180,42 @@ def is_secret_key(key: object) -> bool:
     return bool(SECRET_KEY.search(str(key)))
 
 
+# a token as issued (hf_ + 34 letters and digits...), not a name that merely starts so (outputs/hf_baseline_run)
+ISSUED_TOKEN = re.compile(
+    r"\b(hf_[A-Za-z0-9]{30,}|sk-(?=[\w-]*\d)(?=[\w-]*[A-Z])[\w-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,}|glpat-[\w-]{20,}"
+    r"|xox[abpr]-[\w-]{10,}|AKIA[A-Z0-9]{16})"
+)
+
+
+def _secret_text(value: str) -> bool:
+    """An issued token, or a password, bearer or ``token=`` the redaction hides, in ``value``."""
+    return bool(ISSUED_TOKEN.search(value)) or any(p.search(value) for p, _ in SECRET_TEXT[1:])
+
+
+def config_secrets(config: Any, file: str = "") -> list[Problem]:
+    """A problem per field of a dataclass config (``trl.GRPOConfig``) holding a secret: a key named like one, or a
+    value ``redact`` would hide (a URL's password, a token in free text). transformers saves the whole config in
+    clear (every checkpoint's ``training_args.bin``) and sends it to trackers, so such a config is refused.
+
+    >>> from dataclasses import make_dataclass
+    >>> [p.key for p in config_secrets(make_dataclass("C", ["run_name", "hub_token", "seed"])("http://u:pw@h", "", 1))]
+    ['trainer.run_name']
+    """
+    import dataclasses
+
+    found = []
+    for field in dataclasses.fields(config) if dataclasses.is_dataclass(config) else ():
+        value = getattr(config, field.name, None)
+        if value in (None, "", False) or not isinstance(value, (str, dict, list, tuple)):
+            continue
+        text = isinstance(value, str)
+        if is_secret_key(field.name) or (_secret_text(value) if text else redact(value) != value):
+            why = "a secret here is saved in clear in every checkpoint's training_args.bin and sent to trackers"
+            fix = "put it in the environment: HF_TOKEN (huggingface_hub reads it); a server's key: its api_key_env"
+            found.append(Problem(file, f"trainer.{field.name}", why, fix))
+    return found
+
+
 def redact(value: Any) -> Any:
     """``value`` with every secret hidden: tokens (``hf_...``, ``sk-...``), ``user:password@`` in URLs,
     ``token=...`` in text, and in mappings the values of keys named like secrets (``is_secret_key``).

@@ -1,7 +1,8 @@
 """The one writer and the one bounded reader every command uses (redaction is ``errors.redact``, a floor below).
 
 ``write``: never through a symlink, never over a file grpo-trl did not write (this process, the caller's owner test,
-or the sha256 ``.grpo-trl/written.json`` records beside it), atomically (temp file + ``os.replace``). ``read_bytes``:
+or the sha256 ``.grpo-trl/written.json`` records beside it), atomically (temp file + ``os.replace``); ``append_lines``
+(the run's logs): never through a symlink, redacted. ``read_bytes``:
 regular files only, opened without blocking, size capped. ``load_yaml``: alias expansion and nesting bounded.
 """
 
@@ -17,14 +18,14 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from grpo_trl.errors import GrpoTrlError, Problem
+from grpo_trl.errors import GrpoTrlError, Problem, redact
 
 STATE = ".grpo-trl"
 LEDGER = "written.json"
 MAX_YAML_NODES = 100_000  # YAML values after alias expansion (a 447-byte "billion laughs" expands to ~10^9)
 MAX_YAML_DEPTH = 64
 STATE_BYTES = 2**28  # a trainer_state.json, a manifest, a config: larger is not one
-_WRITTEN: set[str] = set()  # what this process wrote (replaced freely again within the same command)
+_WRITTEN: dict[str, str] = {}  # path -> sha256 of what this process wrote there (replaced again while unchanged)
 
 
 def _kind(mode: int) -> str:
@@ -58,8 +59,8 @@ def _ledger(folder: Path) -> dict[str, str]:
 def written_here(path: str | Path) -> bool:
     """Whether ``path`` is a file grpo-trl wrote and nobody changed since (its sha256 in the ledger beside it)."""
     path = Path(path)
-    if os.path.abspath(path) in _WRITTEN:
-        return True
+    if (mine := _WRITTEN.get(os.path.abspath(path))) is not None and _digest(path) == mine:
+        return True  # this process wrote it and nobody edited it since
     recorded = _ledger(path.parent).get(path.name)
     return isinstance(recorded, str) and _digest(path) == recorded
 
@@ -114,12 +115,15 @@ def write(
     mine: bool | Callable[[Path], bool] = False,
     ledger: bool = False,
     parents: bool = True,
+    hide: bool = False,
 ) -> Path:
     """Write ``data`` to ``path`` whole or not at all, where ``writable`` allows; ``ledger``: record its sha256 in
     ``.grpo-trl/written.json`` beside it, so a later command may replace it (only while it is unchanged) without
     an owner test of its own (``eval``'s results);
-    ``parents``: make the missing folders above it."""
+    ``parents``: make the missing folders above it; ``hide``: text for people (results holding prompts and
+    completions), secrets redacted."""
     path = writable(path, flag=flag, where=where, mine=mine)
+    data = redact(data) if hide and isinstance(data, str) else data
     raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
     try:
         if parents:
@@ -132,8 +136,25 @@ def write(
     except OSError as exc:
         why = f"{str(path)!r} cannot be written ({_why(exc)})"
         raise GrpoTrlError([Problem(where, flag, why, f"choose another {flag or 'path'}")]) from exc
-    _WRITTEN.add(os.path.abspath(path))
+    _WRITTEN[os.path.abspath(path)] = hashlib.sha256(raw).hexdigest()
     return path
+
+
+def append_lines(path: str | Path, lines: list[str], *, where: str = "") -> None:
+    """Append ``lines`` (secrets redacted) to the log file ``path`` (``completions.jsonl``, ``alerts.jsonl``),
+    creating it; never through a symlink nor onto a FIFO, device or folder (one ``GrpoTrlError`` naming it)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags, 0o644)  # a symlink: ELOOP; a FIFO nothing reads: ENXIO, never a wait
+        if not stat.S_ISREG(mode := os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"it is {_kind(mode) or 'not a regular file'}")
+    except OSError as exc:
+        raise GrpoTrlError(
+            [Problem(where, "", f"{str(path)!r} cannot be appended to ({_why(exc)})", "move it away")]
+        ) from None
+    with os.fdopen(fd, "ab") as fh:
+        fh.write("".join(redact(line).rstrip("\n") + "\n" for line in lines).encode("utf-8", "surrogateescape"))
 
 
 def write_json(path: str | Path, value: Any, **kwargs: Any) -> Path:
@@ -190,7 +211,10 @@ def read_text(path: str | Path, limit: int, what: str = "file") -> str:
 def read_json(path: str | Path, limit: int = STATE_BYTES) -> Any:
     """The JSON in the regular file ``path`` (a run's state, a log, a config), read through ``read_bytes``.
     Raises ``OSError`` or ``ValueError`` (``GrpoTrlError`` included)."""
-    return json.loads(read_bytes(path, limit, "JSON file"))
+    try:
+        return json.loads(read_bytes(path, limit, "JSON file"))
+    except RecursionError:  # json nests by recursion: [[[[...]]]] a few thousand deep
+        raise GrpoTrlError("nested too deep to be a JSON file grpo-trl reads", file=str(path)) from None
 
 
 def read_yaml(path: str | Path, limit: int = 2**24) -> Any:

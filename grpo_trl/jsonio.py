@@ -26,7 +26,7 @@ def read_json_head(path: Path, max_bytes: int, first_line: bool = False, empty: 
         with open_regular(path) as fh:
             data = fh.readline(max_bytes) if first_line else fh.read(max_bytes)
         return json.loads(data) if data else empty
-    except (OSError, ValueError):  # GrpoTrlError is a ValueError
+    except (OSError, ValueError, RecursionError):  # GrpoTrlError is a ValueError; Recursion: nested too deep
         return None
 
 
@@ -39,7 +39,7 @@ def read_jsonl(path: Path) -> list[dict]:
         for line in text.splitlines():  # a bad byte costs its line, not the resume
             try:
                 row = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(row, dict):
                 rows.append(row)

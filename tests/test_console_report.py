@@ -316,3 +316,35 @@ def test_the_warm_up_prints_one_line_not_trls_dicts(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "{'loss'" not in out and "'train_runtime'" not in out
     assert re.search(r"^warm-up \(SFT, 2 steps\): loss [\d.]+ -> [\d.]+$", out, re.M)
+
+
+REPORT_FILES = ("report.html", "report.json", "rewards.png", "heldout.png", "kl.png", "clip_ratio.png")
+
+
+@pytest.mark.parametrize("where", ["a file it writes", "report/ itself"])
+@pytest.mark.parametrize("name", REPORT_FILES)
+def test_the_report_never_writes_through_a_symlink_onto_a_users_file(tmp_path, capsys, name, where):
+    """Every file of report/ (matplotlib's PNGs too, which ``savefig(path)`` wrote through a link) goes through the
+    one writer; report/ itself a link to a folder of the user's: nothing of theirs is replaced, one error line."""
+    from grpo_trl.cli import main
+
+    run = _run(tmp_path, "run", [0.1, 0.2, 0.3])
+    assert main(["report", str(run)]) == 0  # a first report: report/ is grpo-trl's from now on
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / name).write_text("the user's own")
+    target = run / "report" / name
+    if where == "report/ itself":
+        target = run / "report"
+        for f in target.iterdir():
+            f.unlink()
+        target.rmdir()
+        target.symlink_to(mine, target_is_directory=True)
+    else:
+        target.unlink()
+        target.symlink_to(mine / name)
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "symbolic link" in err[0], err
+    assert (mine / name).read_text() == "the user's own" and sorted(p.name for p in mine.iterdir()) == [name]

@@ -4,6 +4,7 @@ secret form x every place a secret could leak to."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -82,8 +83,7 @@ def test_the_writer_replaces_its_own_file_only_while_unchanged(tmp_path, name, t
     io.write(path, text + "again", ledger=True)  # this process wrote it
     io._WRITTEN.clear()  # a later command: only the ledger beside it vouches for it
     io.write(path, "a later command", ledger=True)
-    io._WRITTEN.clear()
-    path.write_text("edited by the user")
+    path.write_text("edited by the user")  # this process wrote it, but not this: the user's again
     with pytest.raises(GrpoTrlError, match="not written by grpo-trl"):
         io.write(path, "overwrite?")
     assert path.read_text() == "edited by the user"
@@ -252,19 +252,74 @@ def test_a_secret_key_in_a_recipe_is_refused_and_redacted_everywhere(tmp_path, b
     assert body not in yaml.safe_dump(redact(data)) and body not in "".join(lines)
 
 
-def test_secrets_never_reach_the_recipe_copy_card_or_console(make_recipe, capsys):
-    """A real tiny run whose recipe carries a password in a URL and a token in free text: neither is in the run's
-    recipe.yaml, its card, or anything printed."""
+def test_secrets_never_reach_any_file_of_the_run_or_the_console(make_recipe, capsys):
+    """A real tiny run whose recipe carries a password in a URL and a token in free text (the system prompt, which
+    every logged prompt holds): neither is in any file of the run folder (recipe.yaml, the card, completions.jsonl,
+    training_args.bin...) or anything printed."""
     from grpo_trl.cli import train_main
 
     url, token = "https://bob:hunter2hunter2@judge.example/v1", "hf_abcdefghijklmnopqrstu"
-    path = make_recipe(trainer={"max_steps": 1, "run_name": f"{url} {token}"})
+    data = {"builder": "countdown", "source": "generate", "size": 16, "system_prompt": f"{url} {token} {{question}}"}
+    path = make_recipe(trainer={"max_steps": 1, "save_strategy": "steps", "save_steps": 1}, data=data)
     assert train_main([str(path)]) == 0
     out = path.parent / "out"
     shown = capsys.readouterr()
-    for text in (shown.out, shown.err, (out / "recipe.yaml").read_text(), (out / "README.md").read_text()):
+    files = [f for f in out.rglob("*") if f.is_file()]
+    assert out / "completions.jsonl" in files and any(f.name == "training_args.bin" for f in files)
+    for text in [shown.out, shown.err] + [f.read_bytes().decode("latin-1") for f in files]:
         assert "hunter2hunter2" not in text and token not in text
     assert "https://<redacted>@judge.example/v1" in (out / "recipe.yaml").read_text()
+
+
+@SETTINGS
+@given(
+    body=st.text("abcdefghijkLMNOPQRSTUVWXYZ0123456789", min_size=32, max_size=40).map(lambda s: s + "Z9"),
+    form=st.sampled_from(sorted(FORMS)),
+    field=st.sampled_from(["run_name", "hub_model_id", "vllm_server_base_url"]),
+)
+def test_a_secret_value_in_any_trainer_field_is_refused_by_check_and_train(make_recipe, tmp_path, body, form, field):
+    """transformers pickles the whole GRPOConfig into every checkpoint's training_args.bin (and sends it to
+    trackers): a secret in any of its fields, whatever the key's name, is refused by check and by train (the
+    Python API's config too) before anything is written; the error line does not show it."""
+    from grpo_trl.check import load_recipe
+    from grpo_trl.check.validate import validate
+    from grpo_trl.recipe import open_recipe
+    from grpo_trl.run.session import RunSession
+
+    secret = FORMS[form](body)
+    path = make_recipe(trainer={"max_steps": 1, field: secret})
+    problems = validate(load_recipe(path, validate=False))
+    assert [p.key for p in problems] == [f"trainer.{field}"] and body not in str(problems[0]), problems
+    clean = open_recipe(make_recipe())
+    config = clean.to_grpo_config()
+    setattr(config, field, secret)
+    with pytest.raises(GrpoTrlError) as caught:
+        RunSession(clean, config)
+    assert f"trainer.{field}" in str(caught.value) and not Path(config.output_dir).exists()
+
+
+@SETTINGS
+@given(
+    thing=st.sampled_from(["symlink to a user file", "folder", "fifo", "dangling symlink", "none"]),
+    body=SECRET_BODY,
+    form=st.sampled_from(sorted(FORMS)),
+)
+def test_the_run_logs_are_appended_redacted_never_through_a_link_nor_onto_a_fifo(tmp_path, thing, body, form):
+    """completions.jsonl and alerts.jsonl (appended during training) go through ``io.append_lines``: a symlink,
+    folder or FIFO at the name is one error at once (the linked file unchanged), and no secret form is written."""
+    folder = Path(tmp_path) / f"run-{time.monotonic_ns()}"
+    folder.mkdir()
+    path = folder / "completions.jsonl"
+    victim = None if thing == "none" else _plant(path, thing, folder)
+    line = f'{{"prompt": "see {FORMS[form](body)}"}}'
+    if thing == "none":
+        io.append_lines(path, [line, line])
+        assert path.read_text().count("\n") == 2 and body not in path.read_text()
+        return
+    with pytest.raises(GrpoTrlError, match="cannot be appended"):
+        io.append_lines(path, [line])
+    if victim is not None and victim.is_file():
+        assert victim.read_text() == "the user's own"
 
 
 def test_hub_token_given_through_the_api_is_refused_before_anything_is_written(make_recipe, tmp_path):
@@ -294,3 +349,44 @@ def test_a_special_file_a_recipe_names_is_one_error_line(tmp_path, capsys, kind)
     assert cli_main(["check", str(tmp_path / "r.yaml")]) == 1
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(err) == 1 and "data.pass_rate.file" in err[0], err
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    depth=st.integers(2_000, 200_000),
+    bracket=st.sampled_from(["[]", '{"a":}']),
+    where=st.sampled_from(["state", "log"]),
+)
+def test_json_nested_too_deep_is_one_error_never_a_crash(tmp_path, capsys, depth, bracket, where):
+    """JSON decodes nesting by recursion: a trainer_state.json or a log line nested thousands deep raised
+    RecursionError through ``report`` (exit 70). The bounded reader refuses the state; a log line costs its line."""
+    run = tmp_path / f"run-{time.monotonic_ns()}"
+    run.mkdir()
+    nested = bracket[:-1] * depth + "1" + bracket[-1] * depth
+    state = {"log_history": [{"step": 1, "reward": 0.5, "loss": 0.0}]}
+    if where == "state":
+        (run / "trainer_state.json").write_text('{"log_history": ' + nested + "}")
+    else:
+        (run / "trainer_state.json").write_text(json.dumps(state))
+        (run / "completions.jsonl").write_text('{"step": 1, "x": ' + nested + "}\n")
+    code = cli_main(["report", str(run)])
+    err = capsys.readouterr().err
+    assert "internal error" not in err and code == (1 if where == "state" else 0), err
+
+
+@SETTINGS
+@given(
+    prefix=st.sampled_from(["hf_", "sk-", "ghp_", "AKIA"]),
+    words=st.lists(st.text("abcdefghijklmnop", min_size=2, max_size=8), min_size=2, max_size=4),
+    field=st.sampled_from(["output_dir", "run_name", "hub_model_id"]),
+)
+def test_a_name_that_only_starts_like_a_token_is_not_refused(make_recipe, tmp_path, prefix, words, field):
+    """``outputs/hf_baseline_run`` is a name, not a token: the refusal of secret values in trainer fields matches
+    tokens as issued (``hf_`` + 34 letters and digits...), never a path or run name that starts the same way."""
+    from grpo_trl.check import load_recipe
+    from grpo_trl.check.validate import validate
+
+    name = prefix + "_".join(words)
+    value = str(tmp_path / "runs" / name) if field != "run_name" else name
+    problems = validate(load_recipe(make_recipe(trainer={"max_steps": 1, field: value}), validate=False))
+    assert not [p for p in problems if p.key == f"trainer.{field}"], problems

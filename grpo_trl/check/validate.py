@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from grpo_trl.check.model import model_problems
 from grpo_trl.check.rewards import columns_check, reward_problems
 from grpo_trl.data.checks import data_problems
-from grpo_trl.errors import GrpoTrlError, Problem, located, suggest
+from grpo_trl.errors import GrpoTrlError, Problem, config_secrets, located, suggest
 from grpo_trl.recipe.trl_schema import BACKENDS, GENERATION_FIELDS
 from grpo_trl.run.directory import output_dir_problems
 
@@ -166,7 +166,7 @@ def generation_problems(recipe: Recipe) -> list[Problem]:
 def trl_problems(recipe: Recipe, world_size: int) -> list[Problem]:
     """Let TRL's own ``GRPOConfig.__post_init__`` check the batch arithmetic for ``world_size`` processes."""
     try:
-        recipe.to_grpo_config(world_size=world_size, planning=True)
+        config = recipe.to_grpo_config(world_size=world_size, planning=True)
     except (ValueError, TypeError) as exc:
         msg = str(exc).strip().split("\n")[0]
         fix = ""
@@ -177,7 +177,7 @@ def trl_problems(recipe: Recipe, world_size: int) -> list[Problem]:
                 "trainer.per_device_train_batch_size, trainer.gradient_accumulation_steps or trainer.num_generations"
             )
         return [Problem(recipe.file, "trainer", msg, fix)]
-    return []
+    return config_secrets(config, recipe.file)  # as training refuses it (RunSession): no secret in training_args.bin
 
 
 def refill_problems(recipe: Recipe, world_size: int) -> list[Problem]:

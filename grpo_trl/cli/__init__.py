@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import sys
 import traceback
@@ -25,6 +26,9 @@ from grpo_trl.errors import GrpoTrlError, format_error_lines, one_line, redact_r
 __all__ = ["BUG_EXIT", "build_parser", "main", "print_summary", "run_cli", "train_main"]
 
 BUG_EXIT = 70  # EX_SOFTWARE: an exception grpo-trl did not expect, i.e. a bug
+# an OSError naming a path with one of these is about that path (its name, a link loop, a file used as a folder,
+# permissions, a read-only or full disk), never a bug
+PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.EROFS}
 
 
 def train_main(argv: list[str] | None = None) -> int:
@@ -83,12 +87,25 @@ def _main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except (OSError, RuntimeError) as exc:
+        if isinstance(exc, RuntimeError) and str(exc).startswith("Symlink loop from "):  # Path.resolve() < 3.13
+            exc = OSError(errno.ELOOP, "Too many levels of symbolic links", str(exc)[18:].strip("'"))
+        if not isinstance(exc, OSError) or exc.errno not in PATH_ERRNOS or not exc.filename:
+            return _bug(exc, debug)
+        name = str(exc.filename)  # a path the OS refuses by its name or place: the user's input, not a bug
+        shown = name if len(name) <= 80 else f"{name[:60]}... ({len(name)} characters)"
+        print(f"error: {one_line(shown)}: {exc.strerror} (name another path)", file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001 - a bug: say so in one line, the traceback only when asked
-        if debug:
-            traceback.print_exc()
-        print(
-            f"grpo-trl: internal error ({type(exc).__name__}: {one_line(str(exc))[:200]}). This is a bug in grpo-trl: "
-            "please report it with the command and the recipe" + ("" if debug else " (add --debug for the traceback)"),
-            file=sys.stderr,
-        )
-        return BUG_EXIT
+        return _bug(exc, debug)
+
+
+def _bug(exc: BaseException, debug: bool) -> int:
+    if debug:
+        traceback.print_exception(exc)
+    print(
+        f"grpo-trl: internal error ({type(exc).__name__}: {one_line(str(exc))[:200]}). This is a bug in grpo-trl: "
+        "please report it with the command and the recipe" + ("" if debug else " (add --debug for the traceback)"),
+        file=sys.stderr,
+    )
+    return BUG_EXIT

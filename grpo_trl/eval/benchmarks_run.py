@@ -66,7 +66,7 @@ def run_benchmark(
     out = Path(output_dir) if output_dir else Path(model) if local else Path("outputs") / "benchmarks"
     report_path, rows_path = out / f"benchmark-{name}.json", out / f"benchmark-{name}_completions.jsonl"
     writable(report_path, WHERE, "--output-dir")
-    for path in (report_path, rows_path):  # before generating: the one writer's own rule
+    for path in (report_path, rows_path):  # before generating: the one writer's own rule (no link, not theirs)
         writable_path(path, flag="--output-dir", where=WHERE)
     preflight(backend, endpoint)
     bench = build(name, data, limit, seed)
@@ -95,6 +95,8 @@ def run_benchmark(
         report["generation_error_examples"] = gens.errors[:5]
     rows = "".join(json.dumps(row) + "\n" for row in scored.rows)
     for path, text in ((report_path, json.dumps(report, indent=2)), (rows_path, rows)):
-        write(path, text, flag="--output-dir", where=WHERE, ledger=True)  # a later run may replace them, unedited
+        write(
+            path, text, flag="--output-dir", where=WHERE, ledger=True, hide=True
+        )  # a later eval may replace them, unedited
     report["output_dir"] = str(out)
     return report

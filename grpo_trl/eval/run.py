@@ -252,6 +252,8 @@ def evaluate(
         report["generation_error_examples"] = gens.errors[:5]
     rows = "".join(json.dumps(r) + "\n" for r in scored.rows)
     for name, text in (("eval.json", json.dumps(report, indent=2)), ("eval_completions.jsonl", rows)):
-        write(out / name, text, flag=flag, where=WHERE, ledger=True)  # a later eval may replace them, unedited
+        write(
+            out / name, text, flag=flag, where=WHERE, ledger=True, hide=True
+        )  # a later eval may replace them, unedited
     report["output_dir"] = str(out)
     return report

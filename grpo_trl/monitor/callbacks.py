@@ -16,6 +16,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from grpo_trl import trl_adapter
+from grpo_trl.io import append_lines
 from grpo_trl.monitor.entropy import KIND as COLLAPSE
 from grpo_trl.monitor.entropy import Collapse
 from grpo_trl.monitor.heldout import KIND as DIVERGING
@@ -70,20 +71,20 @@ class CompletionSamples(TrainerCallback):
                 seen.add(key)
                 order.append(i)
         order += [i for i in range(len(prompts)) if i not in order]
-        path = Path(args.output_dir) / "completions.jsonl"
-        with path.open("a") as fh:
-            for i in order[: self.samples]:
-                row = {
-                    "step": state.global_step,
-                    "prompt": _text(prompts[i]),
-                    "completion": completion_text(completions[i]),
-                    "rewards": {name: _clean(values[i]) for name, values in rewards.items() if i < len(values)},
-                    "advantage": _clean(advantages[i]) if i < len(advantages) else None,
-                }
-                tool_turns = turns(completions[i])  # tool calls and results as separate turns
-                if tool_turns:
-                    row["turns"] = tool_turns
-                fh.write(json.dumps(row) + "\n")
+        lines = []
+        for i in order[: self.samples]:
+            row = {
+                "step": state.global_step,
+                "prompt": _text(prompts[i]),
+                "completion": completion_text(completions[i]),
+                "rewards": {name: _clean(values[i]) for name, values in rewards.items() if i < len(values)},
+                "advantage": _clean(advantages[i]) if i < len(advantages) else None,
+            }
+            tool_turns = turns(completions[i])  # tool calls and results as separate turns
+            if tool_turns:
+                row["turns"] = tool_turns
+            lines.append(json.dumps(row))
+        append_lines(Path(args.output_dir) / "completions.jsonl", lines)  # the one writer: no link, redacted
 
 
 class GenerationTimer(TrainerCallback):
@@ -223,8 +224,7 @@ class Alerts(TrainerCallback):
         self.fired.append(alert)
         logger.warning("ALERT at step %d (%s): %s", state.global_step, kind, message)
         if state.is_world_process_zero:
-            with self.path.open("a") as fh:
-                fh.write(json.dumps(alert) + "\n")
+            append_lines(self.path, [json.dumps(alert)])  # the one writer: no link, redacted
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs is not None and "loss" not in logs and is_heldout(logs):

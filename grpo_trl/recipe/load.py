@@ -148,6 +148,14 @@ def deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
+def _is(path: Path, test: Any) -> bool:
+    """``test(path)`` (``Path.exists``...), False where the path cannot even be looked at (a name too long, a loop)."""
+    try:
+        return test(path)
+    except (OSError, ValueError):
+        return False
+
+
 def resolve_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     """The recipe at ``path`` merged on top of the chain of recipes it ``extends``."""
     given, path = path, path.resolve()
@@ -156,7 +164,7 @@ def resolve_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         raise _error(str(path), "extends", f"circular extends: {chain}")
     if len(seen) >= MAX_EXTENDS:
         raise _error(str(path), "extends", f"more than {MAX_EXTENDS} recipes in the extends chain")
-    data = read_yaml(path if path.exists() else given)  # /dev/stdin or <(...) resolve to "pipe:[n]", not a path
+    data = read_yaml(path if _is(path, Path.exists) else given)  # /dev/stdin, <(...) resolve to "pipe:[n]"
     parent = data.pop("extends", None)
     if parent is None:
         return data
@@ -165,7 +173,7 @@ def resolve_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
             str(path), "extends", f"must be the path of another recipe (a string), got {type(parent).__name__}"
         )
     parent_path = path.parent / parent
-    if not parent_path.is_file():
+    if not _is(parent_path, Path.is_file):
         raise _error(str(path), "extends", f"{parent!r} not found (looked at {parent_path})")
     return deep_merge(resolve_extends(parent_path, (*seen, path)), data)
 

@@ -162,6 +162,8 @@ def write_report(output_dir: str | Path, others: Sequence[str | Path] = ()) -> s
 
 def _write_report(output_dir: Path, history: list[dict], name: str = "", overlaid: list = (), others=()) -> str:
     out = output_dir / "report"
+    if out.is_symlink():  # its files are replaced as grpo-trl's own: never in a folder elsewhere
+        raise GrpoTrlError(f"{out} is a symbolic link: grpo-trl never writes through one", file=str(output_dir))
     manifest = Manifest.load(output_dir)
     if out.exists() and manifest.exists and "report" not in manifest.entries:
         raise GrpoTrlError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from io import BytesIO
 from pathlib import Path
 
 MAX_PLOTTED = 1e300
@@ -66,6 +67,18 @@ EVAL_DETAILS = ("loss", "reward_std")  # the rest of the eval metrics get the tr
 # bookkeeping, not curves
 NOT_PLOTTED = {"step", "epoch", "num_tokens", "total_flos", "train_runtime", "train_loss", "runtime"}  # eval_runtime
 NOT_PLOTTED_SUFFIXES = ("_per_second", "_runtime")
+
+
+def _save(fig, path: Path) -> None:
+    """The figure as a PNG through the one writer (matplotlib's own ``savefig(path)`` follows a symlink there)."""
+    import matplotlib.pyplot as plt
+
+    from grpo_trl.io import write
+
+    buf = BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    write(path, buf.getvalue(), mine=True)  # report/ is grpo-trl's; never through a link
 
 
 def _other_groups(keys: list[str], drawn: set[str]) -> dict[str, list[str]]:
@@ -153,8 +166,7 @@ def _draw(plt, title: str, series: list[str], runs: Runs, path: Path, zero: set[
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _save(fig, path)
     if zero is not None and all(v == 0 for k in drawn for _, h in runs for _, v in _points(h, k)):
         zero.add(path.name)
     return True
@@ -207,8 +219,7 @@ def plot_heldout(
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
-    fig.savefig(out_dir / HELDOUT_PLOT)
-    plt.close(fig)
+    _save(fig, out_dir / HELDOUT_PLOT)
     return {HELDOUT_PLOT: series}
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from grpo_trl.errors import GrpoTrlError, redact
+from grpo_trl.errors import GrpoTrlError, config_secrets, redact
 from grpo_trl.io import read_json, read_yaml, write
 from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError
 from grpo_trl.run.directory import STATE, Heartbeat, Manifest, RunLock, describe, predictable
@@ -58,9 +58,8 @@ class RunSession:
         self.main = is_main_process()  # under accelerate launch, only rank 0 owns the directory
         if resume and overwrite:
             raise RecipeError([Problem(recipe.file, "", "--resume and --overwrite together: one would be ignored")])
-        if getattr(config, "hub_token", None):  # saved in clear in every checkpoint's training_args.bin
-            why = "a token would be saved in clear in every checkpoint's training_args.bin and pushed with it"
-            raise RecipeError([Problem(recipe.file, "trainer.hub_token", why, "unset it and export HF_TOKEN instead")])
+        if found := config_secrets(config, recipe.file):  # saved in clear in every checkpoint's training_args.bin
+            raise RecipeError(found)
         self.resume_from: Path | None = None
         self.finished: dict | None = None  # the saved trainer state of a run already at max_steps
         self.manifest: Manifest | None = None

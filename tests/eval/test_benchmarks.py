@@ -204,3 +204,32 @@ def test_an_empty_local_copy_is_one_error_line(capsys, tmp_path, tiny_model):
     assert main([*argv, "--output-dir", str(tmp_path / "out")]) == 1
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(err) == 1 and "--data" in err[0]
+
+
+@pytest.mark.parametrize("thing", ["user file", "symlink to a user file", "dangling symlink", "fifo"])
+@pytest.mark.parametrize("name", ["benchmark-gsm8k.json", "benchmark-gsm8k_completions.jsonl"])
+def test_a_benchmark_never_writes_over_or_through_what_is_in_its_output_dir(tmp_path, tiny_model, capsys, name, thing):
+    """``eval --benchmark`` writes through the one writer (it wrote with ``open`` and imported a helper that no
+    longer existed: exit 70 on every run): a file it did not write, a link or a FIFO at either name is one error
+    line before anything is generated, the user's file unchanged; its own files it replaces on the next run."""
+    import os
+
+    data, out = _write(tmp_path, "gsm8k", GSM8K), tmp_path / "out"
+    argv = ["eval", "--benchmark", "gsm8k", "--model", tiny_model, "--data", data, "--max-new-tokens", "2"]
+    assert main([*argv, "--output-dir", str(out)]) == 0 and main([*argv, "--output-dir", str(out)]) == 0
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's own")
+    (out / name).unlink()
+    if thing == "user file":
+        (out / name).write_text("the user's own")
+    elif thing == "fifo":
+        os.mkfifo(out / name)
+    else:
+        (out / name).symlink_to(victim if thing == "symlink to a user file" else tmp_path / "not-yet")
+    capsys.readouterr()
+    assert main([*argv, "--output-dir", str(out)]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "--output-dir" in err[0] and name in err[0], err
+    assert victim.read_text() == "the user's own" and not (tmp_path / "not-yet").exists()
+    if thing == "user file":
+        assert (out / name).read_text() == "the user's own"

@@ -193,3 +193,24 @@ def test_prompts_are_rendered_with_the_trainers_chat_template_kwargs(tmp_path, m
         assert all(body["prompt"].endswith("<|im_start|>assistant\n[terse]") for body in posts)
     else:
         assert all(body["chat_template_kwargs"] == {"mode": "terse"} for body in posts)
+
+
+def test_no_secret_in_the_prompts_reaches_evals_files(make_recipe, tiny_model, tmp_path, capsys):
+    """eval.json and eval_completions.jsonl hold every prompt: a token or a URL's password in the recipe's system
+    prompt (any form the one redaction knows) is hidden in them, as in every file grpo-trl writes for people."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from tests.test_io import FORMS, SECRET_BODY
+
+    @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(body=SECRET_BODY, form=st.sampled_from(sorted(FORMS)))
+    def probe(body, form):
+        data = {"builder": "countdown", "source": "generate", "size": 8, "system_prompt": f"{FORMS[form](body)} {{q}}"}
+        path, out = make_recipe(data=data), tmp_path / f"out-{form}-{body}"
+        argv = ["eval", str(path), "--split", "train", "--model", tiny_model, "--limit", "1", "--n", "1"]
+        assert main([*argv, "--max-new-tokens", "2", "--output-dir", str(out)]) == 0
+        texts = [(out / name).read_text() for name in ("eval.json", "eval_completions.jsonl")]
+        assert "<redacted>" in texts[1] and all(body not in text for text in texts)
+
+    probe()
