@@ -7,7 +7,7 @@ import time
 import warnings
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from grpo_trl.check.model import model_problems
@@ -208,3 +208,24 @@ def test_each_class_is_one_error_line_and_exit_1(capsys, override, key, fix):
     assert main(["check", "recipes/demo/tiny-cpu.yaml", "--set", override]) == 1
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert any(f": {key}: " in line and fix in line for line in lines), lines
+
+
+# ------------------------------------------------------------------------------------------------ LoRA init values
+INITS = [True, False, "gaussian", "eva", "olora", "pissa", "pissa_niter_2", "corda", "loftq", "orthogonal"]
+
+
+@FAST
+@given(init=st.one_of(st.sampled_from(INITS), st.text(alphabet="abcegiloprstv_", max_size=8)))
+@example(init="loftq")  # needs scipy: peft raises ImportError making the config
+def test_a_lora_init_check_accepts_is_one_train_can_build(tmp_path_factory, tiny_path, init):
+    """check never crashes on a LoRA init (loftq without scipy was exit 70), and what it accepts, peft builds around
+    the real model as train does."""
+    from peft import get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    r = recipe(tmp_path_factory.mktemp("i"), {"name": "builtin:tiny", "lora": {"init_lora_weights": init}})
+    found = [p for p in [*r.problems, *model_problems(r)] if p.key.startswith("model.lora")]
+    if not found:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_path), r.lora_config())
