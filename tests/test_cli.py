@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_trl.cli import main as cli_main
@@ -212,3 +212,42 @@ def test_ctrl_c_during_train_names_the_last_checkpoint_and_the_resume_command(tm
     finally:
         unregister_reward("t_ctrl_c")
     assert json.loads((tmp_path / "out" / "trainer_state.json").read_text())["global_step"] == 4
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    root=st.sampled_from(["ConnectionError", "TimeoutError", "ConnectionRefusedError", "ConnectError", "ReadTimeout"]),
+    wrappers=st.lists(st.sampled_from([RuntimeError, OSError, ValueError]), max_size=3),
+    cause=st.booleans(),
+)
+def test_a_server_not_reached_is_one_error_line_and_exit_1_never_70(capsys, monkeypatch, root, wrappers, cause):
+    """A connection failure anywhere under a command (push_to_hub creating its repo, a download) is the network's:
+    one ``error:`` line, exit 1, however deep it is chained."""
+    import builtins
+
+    import httpx2
+
+    import grpo_trl.cli as cli
+
+    exc: BaseException = (getattr(builtins, root, None) or getattr(httpx2, root))("no route to host")
+    for wrap in wrappers:
+        outer = wrap("while making the trainer")
+        if cause:
+            outer.__cause__ = exc
+        else:
+            outer.__context__ = exc
+        exc = outer
+
+    def fails(args):
+        raise exc
+
+    monkeypatch.setattr(cli.argparse.ArgumentParser, "parse_args", lambda self, argv=None: _Args(fails))
+    assert cli._main(["check", "r.yaml"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: a server could not be reached")
+    assert cli.unreachable(ValueError("not the network")) is False
+
+
+class _Args:
+    def __init__(self, func):
+        self.func, self.recipe = func, "r.yaml"

@@ -60,6 +60,23 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def unreachable(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or what caused it) is a connection failure: no route, no name, refused, timed out."""
+    import importlib
+
+    kinds: tuple[type, ...] = (ConnectionError, TimeoutError)
+    for client in ("httpx2", "httpx"):  # huggingface_hub's HTTP client (httpx2 in 2.x): its network failures
+        try:
+            kinds += (importlib.import_module(client).TransportError,)
+        except (ImportError, AttributeError):
+            pass
+    while exc is not None:
+        if isinstance(exc, kinds):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def _main(argv: list[str]) -> int:
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
@@ -84,6 +101,13 @@ def _main(argv: list[str]) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - a bug: say so in one line, the traceback only when asked
+        if unreachable(exc):  # the network's, not a bug: the Hub (push_to_hub, a download) or a server not reached
+            print(
+                f"error: a server could not be reached ({type(exc).__name__}: {one_line(str(exc))[:200]}); run where "
+                "the Hugging Face Hub (or the server the recipe names) answers, or use local copies",
+                file=sys.stderr,
+            )
+            return 1
         if debug:
             traceback.print_exc()
         print(
