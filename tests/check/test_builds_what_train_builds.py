@@ -229,3 +229,28 @@ def test_a_lora_init_check_accepts_is_one_train_can_build(tmp_path_factory, tiny
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_path), r.lora_config())
+
+
+# ------------------------------------------------------------------------------------------------ optimizers
+def _optimizers() -> list[str]:
+    from transformers.training_args import OptimizerNames
+
+    return sorted(o.value for o in OptimizerNames)
+
+
+@FAST
+@given(optim=st.sampled_from(_optimizers()))
+def test_an_optimizer_whose_package_is_missing_is_refused_at_check(tmp_path_factory, tiny_path, optim):
+    """``trainer.optim`` needing a package not installed here (adamw_bnb_8bit without bitsandbytes) failed when
+    training started (exit 70), after check said OK: check asks transformers for it as the Trainer does."""
+    from transformers import AutoModelForCausalLM, Trainer
+
+    from grpo_trl.check.validate import trl_problems
+
+    r = recipe(tmp_path_factory.mktemp("o"), trainer={"optim": optim})
+    try:
+        Trainer.get_optimizer_cls_and_kwargs(r.to_grpo_config(), AutoModelForCausalLM.from_pretrained(tiny_path))
+        missing = False
+    except (ImportError, ValueError):  # transformers says "please install" in both
+        missing = True
+    assert ("trainer.optim" in keys(trl_problems(r, 1))) == missing
