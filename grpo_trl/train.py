@@ -164,7 +164,7 @@ def build_trainer(
     rewards, _weights = build_rewards(recipe, output_dir=config.output_dir)
     rm_classes = [processing_class(s, recipe.base_dir) if is_model_entry(s) else None for s in recipe.rewards]
     extra = kw.pop("reward_funcs", None) or []
-    extra = extra if isinstance(extra, list) else [extra]
+    extra = list(extra) if isinstance(extra, (list, tuple)) else [extra]  # a tuple was one "reward" to TRL
     rewards, extra = [guarded(r) for r in rewards], [guarded(r) for r in extra]  # one wrapper, recipe's and API's
     extra_classes = kw.pop("reward_processing_classes", None) or [None] * len(extra)
     if extra:

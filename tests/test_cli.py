@@ -264,3 +264,42 @@ def test_a_path_the_os_refuses_is_one_error_line_in_every_command(tmp_path_facto
     assert code in (0, 1) and "internal error" not in err, err  # check may take a missing source for a Hub id
     assert code == 1 or command.startswith("check, "), err
     assert code == 0 or any(line.startswith("error:") for line in err.splitlines()), err
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    root=st.sampled_from(["ConnectionError", "TimeoutError", "ConnectionRefusedError", "ConnectError", "ReadTimeout"]),
+    wrappers=st.lists(st.sampled_from([RuntimeError, OSError, ValueError]), max_size=3),
+    cause=st.booleans(),
+)
+def test_a_server_not_reached_is_one_error_line_and_exit_1_never_70(capsys, monkeypatch, root, wrappers, cause):
+    """A connection failure anywhere under a command (push_to_hub creating its repo, a download) is the network's:
+    one ``error:`` line, exit 1, however deep it is chained."""
+    import builtins
+
+    import httpx2
+
+    import grpo_trl.cli as cli
+
+    exc: BaseException = (getattr(builtins, root, None) or getattr(httpx2, root))("no route to host")
+    for wrap in wrappers:
+        outer = wrap("while making the trainer")
+        if cause:
+            outer.__cause__ = exc
+        else:
+            outer.__context__ = exc
+        exc = outer
+
+    def fails(args):
+        raise exc
+
+    monkeypatch.setattr(cli.argparse.ArgumentParser, "parse_args", lambda self, argv=None: _Args(fails))
+    assert cli._main(["check", "r.yaml"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: a server could not be reached")
+    assert cli.unreachable(ValueError("not the network")) is False
+
+
+class _Args:
+    def __init__(self, func):
+        self.func, self.recipe = func, "r.yaml"

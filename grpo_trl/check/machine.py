@@ -65,6 +65,15 @@ def machine_warnings(recipe: Recipe, config: Any) -> list[str]:
             out.append("model.quantization needs bitsandbytes, not installed here: pip install 'grpo-trl[qlora]'")
     if recipe.uses_vllm:
         out += _vllm_warnings(recipe, config, gpu)
+    if trainer.get("push_to_hub"):
+        from huggingface_hub import get_token
+
+        if constants.HF_HUB_OFFLINE or get_token() is None:  # transformers creates the repo when the trainer is made
+            out.append(
+                "trainer.push_to_hub: train creates the Hub repo when it starts, and this machine has "
+                + ("HF_HUB_OFFLINE set" if constants.HF_HUB_OFFLINE else "no Hub token")
+                + ": set HF_TOKEN (or `hf auth login`) where the Hub answers, or push_to_hub: false"
+            )
     hub = [("model.name", hub_model(str(recipe.model.get("name")), recipe.base_dir), "model")]
     hub += [("data", hub_dataset(recipe.dataset), "dataset")]
     for key, repo, kind in hub:

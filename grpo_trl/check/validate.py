@@ -177,6 +177,15 @@ def trl_problems(recipe: Recipe, world_size: int) -> list[Problem]:
                 "trainer.per_device_train_batch_size, trainer.gradient_accumulation_steps or trainer.num_generations"
             )
         return [Problem(recipe.file, "trainer", msg, fix)]
+    if "optim" in recipe.trainer:  # the optimizer as the Trainer picks it when training starts (bnb, torchao...)
+        from transformers import Trainer
+
+        try:
+            Trainer.get_optimizer_cls_and_kwargs(config)
+        except (ImportError, ValueError) as exc:  # a package missing here (bitsandbytes, torchao, galore...)
+            return [
+                Problem(recipe.file, "trainer.optim", str(exc).strip().split("\n")[0], "install it, or drop optim")
+            ]
     return config_secrets(config, recipe.file)  # as training refuses it (RunSession): no secret in training_args.bin
 
 

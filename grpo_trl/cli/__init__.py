@@ -64,6 +64,23 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def unreachable(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or what caused it) is a connection failure: no route, no name, refused, timed out."""
+    import importlib
+
+    kinds: tuple[type, ...] = (ConnectionError, TimeoutError)
+    for client in ("httpx2", "httpx"):  # huggingface_hub's HTTP client (httpx2 in 2.x): its network failures
+        try:
+            kinds += (importlib.import_module(client).TransportError,)
+        except (ImportError, AttributeError):
+            pass
+    while exc is not None:
+        if isinstance(exc, kinds):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def _main(argv: list[str]) -> int:
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
@@ -91,16 +108,24 @@ def _main(argv: list[str]) -> int:
         if isinstance(exc, RuntimeError) and str(exc).startswith("Symlink loop from "):  # Path.resolve() < 3.13
             exc = OSError(errno.ELOOP, "Too many levels of symbolic links", str(exc)[18:].strip("'"))
         if not isinstance(exc, OSError) or exc.errno not in PATH_ERRNOS or not exc.filename:
-            return _bug(exc, debug)
+            return _unexpected(exc, debug)
         name = str(exc.filename)  # a path the OS refuses by its name or place: the user's input, not a bug
         shown = name if len(name) <= 80 else f"{name[:60]}... ({len(name)} characters)"
         print(f"error: {one_line(shown)}: {exc.strerror} (name another path)", file=sys.stderr)
         return 1
     except Exception as exc:  # noqa: BLE001 - a bug: say so in one line, the traceback only when asked
-        return _bug(exc, debug)
+        return _unexpected(exc, debug)
 
 
-def _bug(exc: BaseException, debug: bool) -> int:
+def _unexpected(exc: BaseException, debug: bool) -> int:
+    """A server not reached is the network's (one ``error:`` line, exit 1); anything else is a bug (exit 70)."""
+    if unreachable(exc):  # the Hub (push_to_hub, a download) or a server the recipe names
+        print(
+            f"error: a server could not be reached ({type(exc).__name__}: {one_line(str(exc))[:200]}); run where "
+            "the Hugging Face Hub (or the server the recipe names) answers, or use local copies",
+            file=sys.stderr,
+        )
+        return 1
     if debug:
         traceback.print_exception(exc)
     print(

@@ -26,7 +26,7 @@ from grpo_trl.data.prompts import resolve_system_prompt
 from grpo_trl.data.registry import get_builder, to_conversation
 from grpo_trl.data.render import Rendering
 from grpo_trl.data.rows import drop_bad_rows
-from grpo_trl.data.sources import column_names
+from grpo_trl.data.sources import column_names, first_row
 from grpo_trl.errors import DataError, Problem
 
 STREAM_REFUSES = ("mixture", "eval_size", "pass_rate", "sampler", "dynamic_sampling")  # they need every row at once
@@ -113,6 +113,11 @@ def build_one(
         ds = keep_band(ds, pass_rate, base_dir, dropped)
         if cfg.get("limit") is not None:
             ds = ds.select(range(min(cfg["limit"], len(ds))))
+    if first_row(ds) is None:  # streamed too (read up to the first row that passes); train, data and check alike
+        raise DataError(
+            f"the dataset is empty after filtering ({DataResult(ds, None, loaded, dropped).summary()}); raise "
+            "data.max_prompt_tokens / max_solution_tokens, fill in the rows without a value, or check the source"
+        )
     return ds, loaded, dropped
 
 
@@ -182,9 +187,4 @@ def build_dataset(
             raise DataError(f"data.eval_size ({n}) must be smaller than the dataset ({len(result.train)} rows)")
         split = result.train.train_test_split(test_size=n, seed=cfg.get("seed", 42), shuffle=True)
         result.train, result.eval = split["train"], split["test"]
-    if hasattr(result.train, "__len__") and len(result.train) == 0:
-        raise DataError(
-            f"the dataset is empty after filtering ({result.summary()}); raise data.max_prompt_tokens / "
-            "max_solution_tokens or check the source"
-        )
     return result

@@ -57,10 +57,17 @@ def _read(kind: str, p: Path, streaming: bool = False) -> Any:
 
 
 def load_hub_or_file(
-    source: str, config: str | None, split: str, path: str | None, base_dir: Path | None, streaming: bool = False
+    source: str,
+    config: str | None,
+    split: str,
+    path: str | None,
+    base_dir: Path | None,
+    streaming: bool = False,
+    local: str = "data.path",
 ) -> Any:
     """``load_dataset(source, config, split=split)``, or a local file at ``path``; clear error when unreachable.
-    ``streaming``: a ``datasets.IterableDataset`` read as it is consumed (``data.streaming``)."""
+    ``streaming``: a ``datasets.IterableDataset`` read as it is consumed (``data.streaming``); ``local``: the key
+    that names a local copy instead (the error's fix)."""
     from datasets import load_dataset
 
     if path is not None:
@@ -70,7 +77,7 @@ def load_hub_or_file(
     except Exception as exc:  # noqa: BLE001 - offline, missing split, gated...
         raise DataError(
             f"cannot load dataset {source!r} (config {config!r}, split {split!r}): {type(exc).__name__}: "
-            f"{str(exc)[:200]}. Offline? Download it elsewhere and set data.path to a local JSONL/Parquet/CSV file "
+            f"{str(exc)[:200]}. Offline? Download it elsewhere and set {local} to a local JSONL/Parquet/CSV file "
             "with the same columns."
         ) from exc
 

@@ -37,9 +37,11 @@ def load_rows(name: str, data: str | None = None, key: str = "--data") -> list[d
     """The benchmark's rows in its own format: ``datasets.load_dataset`` from the Hub, or the local file ``data``."""
     from datasets import load_dataset
 
-    if data is None:
+    from grpo_trl.data.sources import load_hub_or_file
+
+    if data is None:  # the one Hub loader: unreachable is one error line naming the local copy's key
         hub_id, config, split = spec_of(name)["hub"]
-        return list(load_dataset(hub_id, config, split=split))
+        return list(load_hub_or_file(hub_id, config, split, None, None, local=f"{key} (heldout.data in a recipe)"))
     path = Path(data)
     if not path.is_file():
         raise RecipeError([Problem(WHERE, key, f"{data!r} is not a file", "give a local copy of the benchmark")])

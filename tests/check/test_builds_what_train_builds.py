@@ -7,7 +7,7 @@ import time
 import warnings
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from grpo_trl.check.model import model_problems
@@ -208,3 +208,49 @@ def test_each_class_is_one_error_line_and_exit_1(capsys, override, key, fix):
     assert main(["check", "recipes/demo/tiny-cpu.yaml", "--set", override]) == 1
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert any(f": {key}: " in line and fix in line for line in lines), lines
+
+
+# ------------------------------------------------------------------------------------------------ LoRA init values
+INITS = [True, False, "gaussian", "eva", "olora", "pissa", "pissa_niter_2", "corda", "loftq", "orthogonal"]
+
+
+@FAST
+@given(init=st.one_of(st.sampled_from(INITS), st.text(alphabet="abcegiloprstv_", max_size=8)))
+@example(init="loftq")  # needs scipy: peft raises ImportError making the config
+def test_a_lora_init_check_accepts_is_one_train_can_build(tmp_path_factory, tiny_path, init):
+    """check never crashes on a LoRA init (loftq without scipy was exit 70), and what it accepts, peft builds around
+    the real model as train does."""
+    from peft import get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    r = recipe(tmp_path_factory.mktemp("i"), {"name": "builtin:tiny", "lora": {"init_lora_weights": init}})
+    found = [p for p in [*r.problems, *model_problems(r)] if p.key.startswith("model.lora")]
+    if not found:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_path), r.lora_config())
+
+
+# ------------------------------------------------------------------------------------------------ optimizers
+def _optimizers() -> list[str]:
+    from transformers.training_args import OptimizerNames
+
+    return sorted(o.value for o in OptimizerNames)
+
+
+@FAST
+@given(optim=st.sampled_from(_optimizers()))
+def test_an_optimizer_whose_package_is_missing_is_refused_at_check(tmp_path_factory, tiny_path, optim):
+    """``trainer.optim`` needing a package not installed here (adamw_bnb_8bit without bitsandbytes) failed when
+    training started (exit 70), after check said OK: check asks transformers for it as the Trainer does."""
+    from transformers import AutoModelForCausalLM, Trainer
+
+    from grpo_trl.check.validate import trl_problems
+
+    r = recipe(tmp_path_factory.mktemp("o"), trainer={"optim": optim})
+    try:
+        Trainer.get_optimizer_cls_and_kwargs(r.to_grpo_config(), AutoModelForCausalLM.from_pretrained(tiny_path))
+        missing = False
+    except (ImportError, ValueError):  # transformers says "please install" in both
+        missing = True
+    assert ("trainer.optim" in keys(trl_problems(r, 1))) == missing

@@ -117,3 +117,16 @@ def test_a_wrong_builder_hides_no_other_typo(tmp_path):
     )
     keys = {p.key for p in validate(r)}
     assert {"model.name", "data.builder", "data.sistem_prompt", "rewards.0.name", "trainer.learnin_rate"} <= keys
+
+
+@pytest.mark.parametrize("offline", [True, False])
+def test_push_to_hub_without_a_token_or_offline_is_a_warning_naming_the_key(tmp_path, monkeypatch, offline):
+    """transformers creates the Hub repo when the trainer is made: without the Hub, train stopped there (exit 70)."""
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", offline)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
+    found = [w for w in warnings_of(recipe(tmp_path, push_to_hub=True, hub_model_id="me/x")) if "push_to_hub" in w]
+    assert len(found) == 1 and ("HF_HUB_OFFLINE" if offline else "no Hub token") in found[0]
+    assert not [w for w in warnings_of(recipe(tmp_path)) if "push_to_hub" in w]

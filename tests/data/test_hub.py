@@ -5,9 +5,12 @@ run on plain-string prompts."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grpo_trl.data import DataError, build_dataset, expected_size
 from grpo_trl.data.shape import dataset_columns
+from grpo_trl.eval.benchmark_table import BENCHMARKS
 from tests.data.test_builders import write_jsonl
 
 ROWS = [
@@ -159,3 +162,23 @@ def test_data_command_shows_string_prompts_as_they_are(tmp_path, make_recipe, ca
     assert cli_main(["data", str(path), "-n", "1"]) == 0
     out = capsys.readouterr().out
     assert "--- prompt 0 as the model sees it ---\nWhat is 2 + 3?\n" in out and "<|im_start|>" not in out
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    benchmark=st.sampled_from(sorted(BENCHMARKS)),
+    failure=st.sampled_from([ConnectionError("no route"), OSError("offline"), ValueError("gated"), TimeoutError()]),
+)
+def test_a_benchmark_the_hub_cannot_serve_is_one_error_naming_its_local_copy(monkeypatch, benchmark, failure):
+    """``heldout.benchmark`` and ``eval --benchmark`` load through ``load_hub_or_file``: a Hub that does not answer is
+    one error line naming the key of a local copy (it was exit 70 in a training run)."""
+    import datasets
+
+    from grpo_trl.eval.benchmarks import load_rows
+
+    def unreachable(*args, **kwargs):
+        raise failure
+
+    monkeypatch.setattr(datasets, "load_dataset", unreachable)
+    with pytest.raises(DataError, match=r"--data \(heldout.data in a recipe\)"):
+        load_rows(benchmark)

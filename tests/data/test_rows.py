@@ -166,3 +166,29 @@ def test_check_data_and_train_count_the_same_rows(bad_data_recipe, capsys, caplo
     assert main(["check", refused]) == 1
     err = capsys.readouterr().err
     assert "error: " in err and "data.bad_rows" in err and "2 row(s) with a missing or empty user/answer" in err
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=st.lists(
+        st.fixed_dictionaries({"question": st.one_of(GOOD, BAD), "solution": st.one_of(GOOD, BAD)}), min_size=1
+    ),
+    how=st.sampled_from(["drop", "error"]),
+)
+def test_check_refuses_a_file_iff_train_refuses_it(tmp_path, rows, how):
+    """A file whose every row lacks a value: check said OK (it warned of the drops), then train stopped on an empty
+    dataset. One rule in ``build_one`` now: check's scan and train's build refuse the same files."""
+    from grpo_trl.data.shape import check_rows
+
+    write(tmp_path / "d.jsonl", rows)
+    cfg = {"builder": "files", "path": "d.jsonl", "system_prompt": "none", "bad_rows": how}
+    verdicts = []
+    for run in (lambda: check_rows(cfg, tmp_path, ["solution"]), lambda: build_dataset(cfg, base_dir=tmp_path)):
+        with needing(["solution"]):
+            try:
+                run()
+                verdicts.append("ok")
+            except DataError as exc:
+                verdicts.append(str(exc).split(":")[0])
+    assert verdicts[0] == verdicts[1]
+    assert (verdicts[0] == "ok") == (all(not bad(r) for r in rows) or (how == "drop" and not all(map(bad, rows))))

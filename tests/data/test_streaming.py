@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from grpo_trl.check import load_recipe
@@ -81,6 +81,7 @@ def test_the_stream_is_read_as_it_is_consumed(tmp_path):
     limit=st.none() | st.integers(1, 10),
     shuffle=st.booleans(),
 )
+@example(words=[30], bound=4, limit=None, shuffle=False)  # every row dropped
 def test_token_filters_keep_the_rows_they_keep_in_memory(tmp_path_factory, tiny_model, words, bound, limit, shuffle):
     from grpo_trl.models.load import load_tokenizer
 
@@ -89,19 +90,20 @@ def test_token_filters_keep_the_rows_they_keep_in_memory(tmp_path_factory, tiny_
     rows = [{"prompt": [{"role": "user", "content": "word " * w}], "n": i} for i, w in enumerate(words)]
     (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     cfg = {"builder": "hub", "path": str(folder / "rows.jsonl"), "max_prompt_tokens": bound, "limit": limit}
-    in_memory = [r["n"] for r in build_dataset(cfg, tokenizer=tokenizer).train] if _any_fits(cfg, tokenizer) else []
-    streamed = [r["n"] for r in build_dataset({**cfg, "streaming": True}, tokenizer=tokenizer).train]
-    assert streamed == in_memory
+    in_memory, streamed = (_kept(c, tokenizer) for c in (cfg, {**cfg, "streaming": True}))
+    assert streamed == in_memory  # the same rows, or the same refusal when the filters drop every row
 
 
-def _any_fits(cfg: dict, tokenizer) -> bool:
+def _kept(cfg: dict, tokenizer) -> list[int] | str:
+    """The rows kept, or the refusal: a stream whose filters drop every row is refused as the list is (check and
+    train build it; it would otherwise reach TRL empty and fail there)."""
     from grpo_trl.errors import DataError
 
     try:
-        build_dataset(cfg, tokenizer=tokenizer)
-    except DataError:  # every row dropped: the in-memory build says so; the stream just yields nothing
-        return False
-    return True
+        return [r["n"] for r in build_dataset(cfg, tokenizer=tokenizer).train]
+    except DataError as exc:
+        assert "empty after filtering" in str(exc)
+        return "refused"
 
 
 def test_a_resumed_streamed_run_continues_where_the_stream_stopped(tmp_path, tiny_model, monkeypatch):

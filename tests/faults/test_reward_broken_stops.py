@@ -169,3 +169,16 @@ def test_python_api_reward_broken_on_every_row_stops_train(make_recipe):
     message = str(info.value)
     assert "reward 'wrong_length' failed on all 8 rows" in message and "returned 1 values for 8 completions" in message
     assert f"defined at {HERE}:{wrong_length.__code__.co_firstlineno}" in message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("given", [list, tuple, lambda fs: fs[0]])
+def test_rewards_given_through_the_api_as_a_list_a_tuple_or_one_function_all_train(make_recipe, given):
+    """``reward_funcs=(f,)`` reached TRL as one reward that is a tuple: AttributeError inside GRPOTrainer."""
+    from grpo_trl.train import build_trainer
+
+    def mine(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    trainer = build_trainer(str(make_recipe()), reward_funcs=given([mine]))
+    assert trainer.reward_func_names[-1] == "mine"
