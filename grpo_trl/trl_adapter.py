@@ -23,6 +23,8 @@ What grpo-trl reads or wraps, and why:
 - ``trl.chat_template_utils.is_chat_template_prefix_preserving`` / ``get_training_chat_template`` (documented, but not
   exported from ``trl``): whether TRL swaps in its training chat template, and which (``prefix_preserving``,
   ``training_chat_template``).
+- ``trl.experimental.async_grpo`` (``AsyncGRPOConfig``, ``AsyncGRPOTrainer``, ``round_lora_rank``): the
+  ``async_grpo:`` section (``async_grpo``); TRL marks the module experimental, so it is checked here like the rest.
 - ``Trainer.save_model(..., _internal_call=True)``: the final save without transformers' push (``save_model_only``);
   with ``push_to_hub`` its push would save again straight into output_dir, write TRL's model card over grpo-trl's and
   upload the whole folder (logs, ``.grpo-trl/``, a user's files): ``report.card.publish`` pushes instead.
@@ -67,9 +69,12 @@ MODULE_NAMES = {
     "trl.scripts.vllm_serve:build_command": "the `grpo-trl serve` command (vllm_serve_command)",
     "trl.chat_template_utils:is_chat_template_prefix_preserving": "tool-calling chat templates (prefix_preserving)",
     "trl.chat_template_utils:get_training_chat_template": "tool-calling chat templates (training_chat_template)",
+    "trl.experimental.async_grpo:AsyncGRPOConfig": "the async_grpo: section (async_grpo)",
+    "trl.experimental.async_grpo:AsyncGRPOTrainer": "the async_grpo: section (async_grpo)",
+    "trl.experimental.async_grpo.async_grpo_trainer:round_lora_rank": "grpo-trl serve with async_grpo (async_grpo)",
 }
 # names the oldest supported TRL (1.0) lacks: only the feature that needs them fails there, with one error line
-LATER_NAMES = {"trl.scripts.vllm_serve:build_command"}
+LATER_NAMES = {"trl.scripts.vllm_serve:build_command"} | {k for k in MODULE_NAMES if ".async_grpo" in k}
 
 
 def checkpoint_step(name: str) -> int | None:
@@ -112,6 +117,12 @@ def _trl_name(key: str) -> Any:
 
     module, name = key.split(":")
     return getattr(importlib.import_module(module), name)
+
+
+def async_grpo(name: str) -> Any:
+    """``AsyncGRPOConfig``, ``AsyncGRPOTrainer`` or ``round_lora_rank`` of ``trl.experimental.async_grpo``."""
+    module = "trl.experimental.async_grpo" + (".async_grpo_trainer" if name == "round_lora_rank" else "")
+    return _trl_name(f"{module}:{name}")
 
 
 def check_module_names(names: dict[str, str] | None = None) -> list[str]:

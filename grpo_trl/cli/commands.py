@@ -154,6 +154,8 @@ def first_sentence(text: str) -> str:
     'Scores <answer> tags (App. C.1), e.g. 1.0.'
     """
     text = " ".join(text.split())
+    if not text:
+        return "(no description)"
     match = re.search(rf"{ABBREVIATIONS}(?<!\.)[.!?](?=\s+[A-Z(`]|$)", text)  # a code name may start one
     return (text[: match.end()] if match else text).replace("`", "")
 

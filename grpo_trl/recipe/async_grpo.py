@@ -32,7 +32,9 @@ UNSUPPORTED = {
 
 def config_class() -> type:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from trl.experimental.async_grpo import AsyncGRPOConfig
+    from grpo_trl.trl_adapter import async_grpo
+
+    AsyncGRPOConfig = async_grpo("AsyncGRPOConfig")
 
     return AsyncGRPOConfig
 
@@ -152,7 +154,9 @@ class AsyncPlan:
 
 
 def async_plan(recipe: Any, world_size: int, dataset_rows: int | None) -> AsyncPlan:
-    from trl.experimental.async_grpo.async_grpo_trainer import round_lora_rank
+    from grpo_trl.trl_adapter import async_grpo
+
+    round_lora_rank = async_grpo("round_lora_rank")
 
     cfg = to_async_config(recipe, world_size=world_size, planning=True)
     per_step = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps * world_size
@@ -228,7 +232,9 @@ def trainer_class(recipe: Any) -> Callable[..., Any]:
     if not enabled(recipe):
         return GRPOTrainer
     config_class()
-    from trl.experimental.async_grpo import AsyncGRPOTrainer
+    from grpo_trl.trl_adapter import async_grpo
+
+    AsyncGRPOTrainer = async_grpo("AsyncGRPOTrainer")
 
     takes = set(inspect.signature(AsyncGRPOTrainer.__init__).parameters)
 

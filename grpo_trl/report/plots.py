@@ -116,6 +116,8 @@ def smooth(values: list[float], window: int) -> list[float]:
     >>> smooth([0.0, 2.0, 4.0, 6.0, 8.0], 3)
     [1.0, 2.0, 4.0, 6.0, 7.0]
     """
+    if window <= 1:  # nothing to average: the values as logged (a running sum would round them)
+        return list(values)
     sums, half = [0.0, *itertools.accumulate(values)], window // 2
     spans = ((max(0, i - half), min(len(values), i + window - half)) for i in range(len(values)))
     return [(sums[b] - sums[a]) / (b - a) for a, b in spans]
