@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import Field, create_model
 
-from grpo_trl.errors import Problem
+from grpo_trl.errors import Problem, RecipeError
 from grpo_trl.fields import Section, field_type, jsonable
 
 SECTION = "async_grpo"
@@ -31,12 +31,18 @@ UNSUPPORTED = {
 
 
 def config_class() -> type:
+    """The installed ``AsyncGRPOConfig``; ``RecipeError`` naming ``async_grpo`` where this TRL cannot load it (TRL 1.0
+    ships the module, but it needs aiohttp)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from grpo_trl.trl_adapter import async_grpo
+    from grpo_trl.trl_adapter import async_grpo, trl_version
 
-    AsyncGRPOConfig = async_grpo("AsyncGRPOConfig")
-
-    return AsyncGRPOConfig
+    try:
+        return async_grpo("AsyncGRPOConfig")
+    except (ImportError, AttributeError) as exc:
+        why = f"this TRL ({trl_version()}) cannot load AsyncGRPOTrainer ({type(exc).__name__}: {exc})"
+        raise RecipeError(
+            [Problem("", "async_grpo", why, "pip install -U trl aiohttp, or remove async_grpo:")]
+        ) from None
 
 
 def _fields(cls: type) -> dict[str, dataclasses.Field]:
@@ -48,7 +54,10 @@ def async_model() -> type[Section]:
     """``async_grpo:``: every ``AsyncGRPOConfig`` field that ``GRPOConfig`` lacks, typed by the installed TRL."""
     from trl import GRPOConfig
 
-    cls = config_class()
+    try:
+        cls = config_class()
+    except RecipeError:  # the section takes nothing here; check says why when a recipe has one
+        return create_model("AsyncGrpoSection", __base__=Section, __doc__="AsyncGRPOTrainer is not loadable here")
     hints, shared = typing.get_type_hints(cls), _fields(GRPOConfig)
     fields: dict[str, Any] = {}
     for name, f in _fields(cls).items():
