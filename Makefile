@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 UV := $(VENV)/bin/uv
 
 .PHONY: install test lint format demo demo-gsm8k train check serve bench faults clean install-vllm test-vllm \
-	test-trl-oldest gpu-wheels lock test-newest test-verifiers
+	test-trl-oldest gpu-wheels lock test-newest test-verifiers install-verifiers
 
 # uv itself, at the version and hashes the lock pins (pip checks them)
 $(UV):
@@ -77,6 +77,8 @@ $(VF_VENV)/.installed: $(VENV)/.installed
 	$(PY) -c "import site; print(site.getsitepackages()[0])" > $$(ls -d $(VF_VENV)/lib/python3*/site-packages)/base-venv.pth
 	$(VF_VENV)/bin/python -m pip install -q "$(VERIFIERS)"
 	touch $@
+
+install-verifiers: $(VF_VENV)/.installed
 
 test-verifiers: $(VF_VENV)/.installed
 	$(VF_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/tools/test_verifiers_env.py $(PYTEST_ARGS)
