@@ -1,12 +1,13 @@
-"""The HTTP side of :mod:`grpo_trl.endpoint`: its one error type, the ``openai`` import, URL checks and the
-bounded transport (``timeout`` seconds from connecting to the answer's last byte, at most ``MAX_RESPONSE_BYTES`` read).
-
-``grpo_trl.endpoint`` re-exports every public name here; use it from there.
+"""The HTTP side of :mod:`grpo_trl.endpoint` (which re-exports it): its error, the ``openai`` import, the URL and
+key checks, one line per failure, and the transport that bounds each attempt to ``timeout`` seconds in all and
+``MAX_RESPONSE_BYTES``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
+import os
 from typing import Any
 
 from grpo_trl.errors import GrpoTrlError, Problem
@@ -16,9 +17,7 @@ MAX_RESPONSE_BYTES = 16 * 2**20  # one answer (a judge's score, a batch of compl
 
 
 class EndpointError(GrpoTrlError):
-    """An OpenAI-compatible server could not be used: ``where: key: message`` in one line.
-
-    ``status`` is the HTTP status when the server answered with one (else ``None``).
+    """An OpenAI-compatible server could not be used; ``status``: the HTTP status it answered, if any.
 
     >>> str(EndpointError("no answer", where="recipe.yaml", key="rewards[0].args.base_url"))
     'recipe.yaml: rewards[0].args.base_url: no answer'
@@ -26,8 +25,7 @@ class EndpointError(GrpoTrlError):
 
     def __init__(self, message: str, *, where: str = "endpoint", key: str = "base_url", status: int | None = None):
         super().__init__([Problem(where, key, message)])
-        self.message = message
-        self.status = status
+        self.message, self.status = message, status
 
 
 def _openai() -> Any:
@@ -39,15 +37,13 @@ def _openai() -> Any:
 
 
 def _http() -> Any:
-    """The HTTP package the installed ``openai`` is built on (``httpx``; ``httpx2`` from openai 3)."""
-    import importlib
-
+    """The HTTP package the installed ``openai`` is built on (``httpx``)."""
     base = next(c for c in _openai().DefaultAsyncHttpxClient.__mro__[1:] if c.__name__ == "AsyncClient")
     return importlib.import_module(base.__module__.partition(".")[0])
 
 
 def check_url(base_url: Any, where: str = "endpoint", key: str = "base_url") -> str:
-    """``base_url`` without its trailing ``/`` if it is an http(s) URL the client can use, else one EndpointError.
+    """``base_url`` without its trailing ``/`` if it is a usable http(s) URL, else one EndpointError.
 
     >>> check_url("http://[::1")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -61,7 +57,7 @@ def check_url(base_url: Any, where: str = "endpoint", key: str = "base_url") -> 
     httpx = _http()
     try:
         url = httpx.URL(base_url)
-        if url.port is not None and not 0 < url.port < 65536:  # parsing it refuses ':1' of a broken IPv6 address
+        if url.port is not None and not 0 < url.port < 65536:
             raise ValueError(f"port {url.port} out of range")
         if not url.host:
             raise ValueError("no host")
@@ -72,32 +68,26 @@ def check_url(base_url: Any, where: str = "endpoint", key: str = "base_url") -> 
     return base_url.rstrip("/")
 
 
-def _bounded_transport(timeout: float) -> Any:
-    """An ``httpx`` transport that gives each request ``timeout`` seconds in all (connect, send, every byte of the
-    answer) and reads at most ``MAX_RESPONSE_BYTES``; httpx's own timeouts bound each read, not their sum."""
+def _client(base_url: str, key: str, timeout: float, retries: int) -> Any:
+    """``AsyncOpenAI`` whose transport gives each attempt ``timeout`` s in all (httpx's own timeouts bound each read,
+    not their sum: a server trickling a byte a second would live on) and reads at most ``MAX_RESPONSE_BYTES``."""
     httpx = _http()
 
-    class Bounded(httpx.AsyncBaseTransport):
-        def __init__(self) -> None:
-            self.inner = httpx.AsyncHTTPTransport()
-
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    class Bounded(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: Any) -> Any:
             try:
                 return await asyncio.wait_for(self._whole(request), timeout)
             except TimeoutError:
                 raise httpx.ReadTimeout(f"no complete answer within {timeout:g} s", request=request) from None
 
-        async def _whole(self, request: httpx.Request) -> httpx.Response:
-            response = await self.inner.handle_async_request(request)
+        async def _whole(self, request: Any) -> Any:
+            response = await super().handle_async_request(request)
             body, size = [], 0
             try:
                 async for chunk in response.stream:
-                    size += len(chunk)
-                    if size > MAX_RESPONSE_BYTES:
-                        raise httpx.RemoteProtocolError(
-                            f"the answer is longer than {MAX_RESPONSE_BYTES // 2**20} MiB (stopped reading)",
-                            request=request,
-                        )
+                    if (size := size + len(chunk)) > MAX_RESPONSE_BYTES:
+                        why = f"the answer is longer than {MAX_RESPONSE_BYTES // 2**20} MiB (stopped reading)"
+                        raise httpx.RemoteProtocolError(why, request=request)
                     body.append(chunk)
             finally:
                 await response.aclose()
@@ -109,13 +99,61 @@ def _bounded_transport(timeout: float) -> Any:
                 extensions=response.extensions,
             )
 
-        async def aclose(self) -> None:
-            await self.inner.aclose()
+    http = httpx.AsyncClient(transport=Bounded(), timeout=timeout)
+    return _openai().AsyncOpenAI(
+        base_url=base_url, api_key=key, timeout=timeout, max_retries=retries, http_client=http
+    )
 
-    return Bounded()
+
+def api_key(api_key_env: str | None, where: str = "endpoint", key: str = "api_key_env") -> str:
+    """The key held by the environment variable NAMED ``api_key_env``; ``"EMPTY"`` if None.
+
+    >>> api_key(None)
+    'EMPTY'
+    """
+    if not api_key_env:
+        return "EMPTY"
+    if not isinstance(api_key_env, str) or not api_key_env.replace("_", "").isalnum() or api_key_env[0].isdigit():
+        raise EndpointError(  # the value is not echoed: it may be the key itself
+            "must be the NAME of an environment variable (letters, digits, _), e.g. OPENAI_API_KEY, never the key",
+            where=where,
+            key=key,
+        )
+    if not (value := os.environ.get(api_key_env)):
+        raise EndpointError(f"environment variable {api_key_env} is not set (export it first)", where=where, key=key)
+    return value
 
 
-def _async_client(base_url: str, key: str, timeout: float, retries: int) -> Any:
+def describe(exc: BaseException, base_url: str, model: str, timeout: float, retries: int) -> EndpointError:
+    """One :class:`EndpointError` for an ``openai`` exception (or any other), never quoting the key."""
     openai = _openai()
-    http = _http().AsyncClient(transport=_bounded_transport(timeout), timeout=timeout)
-    return openai.AsyncOpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=retries, http_client=http)
+    after = f" after {retries + 1} attempt(s)" if retries else ""
+    if isinstance(exc, EndpointError):
+        return exc
+    if isinstance(exc, openai.APITimeoutError):
+        return EndpointError(
+            f"no answer from {base_url} within {timeout:g} s{after} (raise timeout, check the server)"
+        )
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc
+        why = f"{type(cause).__name__}: {cause} (is the server running there?)"
+        return EndpointError(f"cannot reach {base_url}{after}: {why}")
+    if isinstance(exc, openai.APIResponseValidationError):
+        return EndpointError(
+            f"{base_url} answered HTTP {exc.status_code} with a malformed body", status=exc.status_code
+        )
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        after = after if status in (408, 409, 429) or status >= 500 else ""  # the only ones retried
+        refused = "the server refused the API key: set api_key_env to the NAME of the variable holding it"
+        hint = {
+            401: refused,
+            403: refused,
+            404: f"is model {model!r} served there, and does base_url end in /v1?",
+            429: "rate limited: lower max_concurrency or raise retries",
+        }.get(status, "the server's own log says why" if status >= 500 else "check the request parameters")
+        detail = str(getattr(exc, "message", "") or "")[:200]
+        return EndpointError(f"{base_url} answered HTTP {status}{after}: {detail} ({hint})", status=status)
+    if isinstance(exc, ValueError | TypeError | KeyError | IndexError | AttributeError):  # an unreadable answer
+        return EndpointError(f"{base_url} sent an answer that is not OpenAI-compatible: {type(exc).__name__}: {exc}")
+    return EndpointError(f"{base_url}: {type(exc).__name__}: {exc}")

@@ -1,9 +1,6 @@
-"""The one writer and the one bounded reader every command uses (redaction is ``errors.redact``, a floor below).
-
-``write``: never through a symlink, never over a file grpo-trl did not write (this process, the caller's owner test,
-or the sha256 ``.grpo-trl/written.json`` records beside it), atomically (temp file + ``os.replace``); ``append_lines``
-(the run's logs): never through a symlink, redacted. ``read_bytes``:
-regular files only, opened without blocking, size capped. ``load_yaml``: alias expansion and nesting bounded.
+"""The one writer and the one bounded reader every command uses (redaction is ``errors.redact``). ``write``: never
+through a symlink, never over a file grpo-trl did not write, atomically (temp + ``os.replace``). ``read_bytes``:
+regular files only, opened without blocking, size capped; ``load_yaml``: aliases and depth bounded.
 """
 
 from __future__ import annotations
@@ -25,19 +22,23 @@ LEDGER = "written.json"
 MAX_YAML_NODES = 100_000  # YAML values after alias expansion (a 447-byte "billion laughs" expands to ~10^9)
 MAX_YAML_DEPTH = 64
 STATE_BYTES = 2**28  # a trainer_state.json, a manifest, a config: larger is not one
-_WRITTEN: dict[str, str] = {}  # path -> sha256 of what this process wrote there (replaced again while unchanged)
+_WRITTEN: dict[str, str] = {}  # path -> sha256 of what this process wrote there
 
 
 def _kind(mode: int) -> str:
-    for test, what in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return what
-    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else ""
+    kinds = [(stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")]
+    return next(
+        (what for is_, what in [*kinds, (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device")] if is_(mode)), ""
+    )
+
+
+def _why(exc: BaseException) -> str:
+    return str(getattr(exc, "strerror", None) or exc)
 
 
 def _digest(path: Path) -> str | None:
     try:
-        return hashlib.sha256(read_bytes(path, STATE_BYTES)).hexdigest()  # eval's results: a few MB
+        return hashlib.sha256(read_bytes(path, STATE_BYTES)).hexdigest()
     except (OSError, ValueError):
         return None
 
@@ -48,21 +49,18 @@ def _ledger_path(folder: Path) -> Path | None:
 
 
 def _ledger(folder: Path) -> dict[str, str]:
-    path = _ledger_path(folder)
     try:
-        data = json.loads(read_bytes(path, 2**22)) if path is not None and path.is_file() else {}
-    except (GrpoTrlError, ValueError):
+        data = json.loads(read_bytes(path, 2**22)) if (path := _ledger_path(folder)) and path.is_file() else {}
+    except ValueError:  # GrpoTrlError is one
         return {}
     return data if isinstance(data, dict) else {}
 
 
 def written_here(path: str | Path) -> bool:
-    """Whether ``path`` is a file grpo-trl wrote and nobody changed since (its sha256 in the ledger beside it)."""
+    """Whether grpo-trl wrote ``path`` (this process, or the ledger beside it) and nobody changed it since."""
     path = Path(path)
-    if (mine := _WRITTEN.get(os.path.abspath(path))) is not None and _digest(path) == mine:
-        return True  # this process wrote it and nobody edited it since
-    recorded = _ledger(path.parent).get(path.name)
-    return isinstance(recorded, str) and _digest(path) == recorded
+    mine, book = _WRITTEN.get(os.path.abspath(path)), _ledger(path.parent).get(path.name)
+    return (digest := _digest(path)) is not None and digest in (mine, book)
 
 
 def _atomic(path: Path, data: bytes) -> None:
@@ -80,9 +78,8 @@ def _atomic(path: Path, data: bytes) -> None:
 def writable(
     path: str | Path, *, flag: str = "", where: str = "", mine: bool | Callable[[Path], bool] = False
 ) -> Path:
-    """``path`` when ``write`` may write it, else one ``GrpoTrlError`` naming it and ``flag``: a symlink or anything
-    but a regular file there, or a file grpo-trl did not write (``mine``: the caller owns it, e.g. by its manifest;
-    else this process wrote it, or its sha256 in ``.grpo-trl/written.json`` beside it says grpo-trl did)."""
+    """``path`` when ``write`` may write it, else one ``GrpoTrlError`` naming it and ``flag``: refused are a symlink,
+    anything but a regular file, and a file grpo-trl did not write (``mine``: the caller owns it)."""
     path = Path(path)
     other = f"move it away or choose another {flag or 'path'}"
     try:
@@ -102,10 +99,6 @@ def writable(
     raise GrpoTrlError([Problem(where, flag, f"{str(path)!r} {what}", other)])
 
 
-def _why(exc: BaseException) -> str:
-    return str(getattr(exc, "strerror", None) or exc)
-
-
 def write(
     path: str | Path,
     data: str | bytes,
@@ -117,32 +110,33 @@ def write(
     parents: bool = True,
     hide: bool = False,
 ) -> Path:
-    """Write ``data`` to ``path`` whole or not at all, where ``writable`` allows; ``ledger``: record its sha256 in
-    ``.grpo-trl/written.json`` beside it, so a later command may replace it (only while it is unchanged) without
-    an owner test of its own (``eval``'s results);
-    ``parents``: make the missing folders above it; ``hide``: text for people (results holding prompts and
-    completions), secrets redacted."""
+    """Write ``data`` to ``path`` whole or not at all, where ``writable`` allows. ``ledger``: record its sha256 in
+    ``.grpo-trl/written.json`` so a later command may replace it while unchanged; ``hide``: redact secrets."""
     path = writable(path, flag=flag, where=where, mine=mine)
     data = redact(data) if hide and isinstance(data, str) else data
     raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+    digest = hashlib.sha256(raw).hexdigest()
     try:
         if parents:
             path.parent.mkdir(parents=True, exist_ok=True)
         _atomic(path, raw)
         if ledger and (book := _ledger_path(path.parent)) is not None:
-            entries = {**_ledger(path.parent), path.name: hashlib.sha256(raw).hexdigest()}
+            entries = {**_ledger(path.parent), path.name: digest}
             book.parent.mkdir(exist_ok=True)
             _atomic(book, json.dumps(entries, indent=1, sort_keys=True).encode())
     except OSError as exc:
         why = f"{str(path)!r} cannot be written ({_why(exc)})"
         raise GrpoTrlError([Problem(where, flag, why, f"choose another {flag or 'path'}")]) from exc
-    _WRITTEN[os.path.abspath(path)] = hashlib.sha256(raw).hexdigest()
+    _WRITTEN[os.path.abspath(path)] = digest
     return path
 
 
+def write_json(path: str | Path, value: Any, **kwargs: Any) -> Path:
+    return write(path, json.dumps(value, indent=1, default=str), **kwargs)
+
+
 def append_lines(path: str | Path, lines: list[str], *, where: str = "") -> None:
-    """Append ``lines`` (secrets redacted) to the log file ``path`` (``completions.jsonl``, ``alerts.jsonl``),
-    creating it; never through a symlink nor onto a FIFO, device or folder (one ``GrpoTrlError`` naming it)."""
+    """Append ``lines``, redacted, to the log ``path``; never through a symlink nor onto a FIFO, device or folder."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
     try:
         fd = os.open(path, flags, 0o644)  # a symlink: ELOOP; a FIFO nothing reads: ENXIO, never a wait
@@ -157,39 +151,30 @@ def append_lines(path: str | Path, lines: list[str], *, where: str = "") -> None
         fh.write("".join(redact(line).rstrip("\n") + "\n" for line in lines).encode("utf-8", "surrogateescape"))
 
 
-def write_json(path: str | Path, value: Any, **kwargs: Any) -> Path:
-    """``write`` of ``value`` as indented JSON."""
-    return write(path, json.dumps(value, indent=1, default=str), **kwargs)
-
-
 def open_regular(path: str | Path, what: str = "file", pipe: bool = False) -> BinaryIO:
-    """``path`` opened for reading when it is a regular file (a symlink to one is fine); a FIFO, device, socket or
-    folder is refused without blocking on it (``GrpoTrlError``, file: ``path``); ``OSError`` if it cannot be opened."""
-    file = str(path)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # OSError: missing, no permission
+    """``path`` opened for reading: a regular file (or with ``pipe``, a FIFO), else refused without blocking."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     mode = os.fstat(fd).st_mode
     if not (stat.S_ISREG(mode) or (pipe and stat.S_ISFIFO(mode))):
         os.close(fd)
         kind = _kind(mode) or "not a regular file"
-        raise GrpoTrlError(f"is {kind}, not a {what}", file=file, fix=f"name the {what} itself")
+        raise GrpoTrlError(f"is {kind}, not a {what}", file=str(path), fix=f"name the {what} itself")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
 
 
 def read_bytes(path: str | Path, limit: int, what: str = "file") -> bytes:
-    """At most ``limit`` bytes of the regular file ``path`` (``open_regular``); a larger one is refused unread. A
-    pipe (``/dev/stdin``, ``<(...)``) is read up to ``limit``; one nothing writes to is refused at once (empty)."""
+    """At most ``limit`` bytes of the regular file (or pipe) ``path``; a larger one is refused unread."""
     file = str(path)
     with open_regular(path, what, pipe=True) as fh:
         st = os.fstat(fh.fileno())
-        size, fifo = st.st_size, stat.S_ISFIFO(st.st_mode)
-        if size > limit:
-            raise GrpoTrlError(f"{size:,} bytes: too large for a {what} (limit {limit:,})", file=file)
+        if st.st_size > limit:
+            raise GrpoTrlError(f"{st.st_size:,} bytes: too large for a {what} (limit {limit:,})", file=file)
         try:
             raw = fh.read(limit + 1)
         except OSError as exc:
             raise GrpoTrlError(f"cannot read the {what}: {exc.strerror or exc}", file=file) from None
-    if not raw and fifo:
+    if not raw and stat.S_ISFIFO(st.st_mode):
         raise GrpoTrlError(f"a named pipe with nothing writing to it, not a {what}", file=file, fix=f"name the {what}")
     if len(raw) > limit:  # it grew while read, or a pipe
         raise GrpoTrlError(f"more than {limit:,} bytes: too large for a {what}", file=file)
@@ -209,8 +194,7 @@ def read_text(path: str | Path, limit: int, what: str = "file") -> str:
 
 
 def read_json(path: str | Path, limit: int = STATE_BYTES) -> Any:
-    """The JSON in the regular file ``path`` (a run's state, a log, a config), read through ``read_bytes``.
-    Raises ``OSError`` or ``ValueError`` (``GrpoTrlError`` included)."""
+    """The JSON in ``path`` through ``read_bytes``; raises ``OSError`` or ``ValueError``."""
     try:
         return json.loads(read_bytes(path, limit, "JSON file"))
     except RecursionError:  # json nests by recursion: [[[[...]]]] a few thousand deep
@@ -218,16 +202,13 @@ def read_json(path: str | Path, limit: int = STATE_BYTES) -> Any:
 
 
 def read_yaml(path: str | Path, limit: int = 2**24) -> Any:
-    """The YAML in the regular file ``path`` (a run's ``recipe.yaml``), bounded as ``load_yaml``. Raises ``OSError``,
-    ``ValueError`` or ``yaml.YAMLError``."""
     return load_yaml(read_bytes(path, limit, "YAML file").decode(errors="replace"), str(path))[0]
 
 
 def check_yaml_size(
     node: yaml.Node, file: str, max_nodes: int = MAX_YAML_NODES, max_depth: int = MAX_YAML_DEPTH
 ) -> None:
-    """Refuse a composed YAML document whose alias expansion or nesting exceeds the bounds, before it is built
-    (each node's expanded size computed once, so the check itself is linear in the document)."""
+    """Refuse a composed YAML document whose alias expansion or nesting exceeds the bounds, before it is built."""
     sizes: dict[int, int] = {}
     stack: list[tuple[yaml.Node, int, bool]] = [(node, 1, False)]
     while stack:
@@ -241,22 +222,21 @@ def check_yaml_size(
         children = current.value if isinstance(current, yaml.SequenceNode) else []
         if isinstance(current, yaml.MappingNode):
             children = [n for pair in current.value for n in pair]
-        if done:
-            sizes[id(current)] = total = 1 + sum(sizes[id(c)] for c in children)
-            if total > max_nodes:
-                raise GrpoTrlError(
-                    f"the YAML expands to more than {max_nodes:,} values (aliases/anchors repeating each other)",
-                    file=file,
-                    fix="write the values out; a config needs no nested aliases",
-                )
-            continue
-        stack.append((current, depth, True))
-        stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+        if not done:
+            stack.append((current, depth, True))
+            stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+        elif (total := 1 + sum(sizes[id(c)] for c in children)) > max_nodes:
+            raise GrpoTrlError(
+                f"the YAML expands to more than {max_nodes:,} values (aliases/anchors repeating each other)",
+                file=file,
+                fix="write the values out; a config needs no nested aliases",
+            )
+        else:
+            sizes[id(current)] = total
 
 
 def load_yaml(text: str, file: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader) -> tuple[Any, yaml.SafeLoader]:
-    """YAML ``text`` -> (data, the loader used), bounded by ``check_yaml_size``. Raises ``yaml.YAMLError`` for bad
-    YAML, ``GrpoTrlError`` for a bomb."""
+    """YAML ``text`` -> (data, the loader), bounded by ``check_yaml_size``; ``yaml.YAMLError`` for bad YAML."""
     reader = loader(text)
     try:
         node = reader.get_single_node()  # PyYAML composes recursively: a deep enough document overflows the stack

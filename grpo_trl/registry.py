@@ -1,21 +1,10 @@
 """One registry type for rewards, dataset builders, tools and environments, and the one loader of plugin files.
 
-A ``Registry`` maps a name to an ``Entry`` (the object, where it was defined, what it declared). Its duplicate
-policy, for every kind: registering a name again from the *same* definition (``module:qualname``; a module or plugin
-file executed twice) replaces the entry, from any other definition is an error. A lookup of an unknown name says
-what is close (``grpo_trl.errors.suggest``); ``module.path:attribute`` names go through ``grpo_trl.targets``.
-Built-ins register themselves when their package ``__init__`` imports them: a registry never imports its members.
+Registering a name again from the same definition (``module:qualname``) replaces it, from another is an error; an
+unknown name says what is close; ``module.path:attribute`` names go through ``grpo_trl.targets``.
 
-A file under ``plugins:`` is executed here, once, whatever it registers (rewards, builders, tools, environments).
-
-Example:
-    >>> shapes = Registry("shape", GrpoTrlError, duplicate="shape {name!r} is taken by {prev}",
-    ...                   unknown="unknown shape {name!r}{hint}")
-    >>> @shapes.decorator("square", sides=4)
-    ... def square():
-    ...     "Four sides."
-    >>> shapes.get("square").meta, shapes.resolve("os.path:join").__name__
-    ({'sides': 4}, 'join')
+    >>> shapes = Registry("shape", GrpoTrlError, duplicate="{name!r} is taken", unknown="unknown shape {name!r}{hint}")
+    >>> _ = shapes.add("square", object())
     >>> shapes.get("sqare")
     Traceback (most recent call last):
     ...
@@ -56,13 +45,8 @@ def source_of(obj: Any, name: str = "?") -> str:
 
 
 class Registry:
-    """Names -> ``Entry`` for one kind of thing (``kind`` starts its messages: reward, tool...).
-
-    ``error`` is the ``GrpoTrlError`` subclass raised (``error(message, key=key)`` for lookups, ``error(message)``
-    for duplicates); ``duplicate`` and ``unknown`` are the messages, ``str.format`` templates over ``name``, ``prev``
-    and ``source`` (duplicates), ``name``, ``hint`` (the did-you-mean) and ``names`` (the registered names, sorted
-    and comma-separated; lookups). ``hint`` replaces the did-you-mean for a registry that knows better ones.
-    """
+    """Names -> ``Entry`` for one ``kind``. ``duplicate`` (over ``name``, ``prev``, ``source``) and ``unknown`` (over
+    ``name``, ``hint``: the did-you-mean, ``names``) are ``str.format`` messages of ``error``."""
 
     def __init__(
         self,
@@ -92,20 +76,14 @@ class Registry:
 
     def decorator(self, name: str | None = None, **meta: Any) -> Callable[[Any], Any]:
         """``@registry.decorator(name, **meta)``: ``add`` under ``name`` (default: the object's ``__name__``)."""
-
-        def register(obj: Any) -> Any:
-            return self.add(name or obj.__name__, obj, **meta)
-
-        return register
+        return lambda obj: self.add(name or obj.__name__, obj, **meta)
 
     def remove(self, name: str) -> None:
-        """Forget ``name`` (tests and notebooks that redefine one)."""
         self._entries.pop(name, None)
 
     def get(self, name: str) -> Entry:
         """The entry of a registered ``name``; ``error`` with the did-you-mean and the known names otherwise."""
-        entry = self._entries.get(name)
-        if entry is None:
+        if (entry := self._entries.get(name)) is None:
             names = sorted(self._entries)
             hint = self.hint(name, names)
             raise self.error(self.unknown.format(name=name, hint=hint, names=", ".join(names)), key=self.key)
@@ -125,7 +103,6 @@ class Registry:
         return name in self._entries
 
     def __iter__(self) -> Iterator[Entry]:
-        """The entries, sorted by name."""
         return iter([self._entries[k] for k in sorted(self._entries)])
 
     def names(self) -> list[str]:
@@ -152,8 +129,8 @@ def load_plugins(folder: str | Path, files: list[str]) -> None:
 
 
 def load_plugin(path: str | Path) -> None:
-    """Execute a Python file that registers rewards, builders, tools or environments (ms-swift's
-    ``--external_plugins``), once: again, or after it was imported as a ``module:attr``, it is not run again."""
+    """Execute a Python file that registers rewards, builders, tools or environments, once (not again, nor after it
+    was imported as a ``module:attr``)."""
     try:
         p = Path(path).expanduser().resolve()
     except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
@@ -192,7 +169,7 @@ def load_plugin(path: str | Path) -> None:
 
 
 def plugin_unregistered(path: str | Path) -> list[str]:
-    """Public functions of a loaded plugin file that registered nothing at all (empty when it registered one)."""
+    """Public functions of a loaded plugin file that registered nothing at all."""
     try:
         return list(_UNREGISTERED.get(str(Path(path).expanduser().resolve()), []))
     except (OSError, RuntimeError, ValueError):  # a path load_plugin refused

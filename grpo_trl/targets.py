@@ -1,12 +1,11 @@
 """``module.path:attribute`` targets (rewards, tools, environments): one importer with one set of errors.
 
-Example:
-    >>> import_target("os.path:join", "tool", ValueError).__name__
-    'join'
-    >>> import_target("os.path:nope", "tool", ValueError)
-    Traceback (most recent call last):
-    ...
-    ValueError: tool 'os.path:nope': module 'os.path' has no attribute 'nope'
+>>> import_target("os.path:join", "tool", ValueError).__name__
+'join'
+>>> import_target("os.path:nope", "tool", ValueError)
+Traceback (most recent call last):
+...
+ValueError: tool 'os.path:nope': module 'os.path' has no attribute 'nope'
 """
 
 from __future__ import annotations
@@ -24,8 +23,7 @@ _FILES: dict[str, ModuleType] = {}  # plugin files already executed, by resolved
 
 
 def remember_file(path: str | Path, module: ModuleType) -> None:
-    """``module`` is the file at ``path``, executed once (a plugin): a ``module:attr`` naming the same file gets it
-    instead of executing the file a second time (its registrations would then be duplicates)."""
+    """``module`` is the plugin file at ``path``: a ``module:attr`` naming that file gets it, not a second run."""
     _FILES[str(Path(path).resolve())] = module
 
 
@@ -63,9 +61,8 @@ def _already_run(mod_name: str) -> None:
 def import_target(
     name: str, what: str, error: Callable[..., Exception], form: str = "function", **error_kwargs: Any
 ) -> Any:
-    """The object ``module.path:attribute`` names; ``error(message, **error_kwargs)`` is raised for a malformed
-    name (``form`` says what the attribute should be: function, Class), a module that cannot be imported or fails
-    while importing (an exception, ``exit()``; Ctrl-C still stops), or an attribute missing or failing to read."""
+    """The object ``module.path:attribute`` names, else ``error(message, **error_kwargs)`` saying why (``form``: what
+    the attribute should be); a module raising or calling ``exit()`` while importing is one error."""
     mod_name, _, attr = name.partition(":")
     if not mod_name or not attr or not all(p.isidentifier() for p in [*mod_name.split("."), attr]):
         raise error(f"{what} {name!r} is neither a registered name nor module.path:{form}", **error_kwargs)
@@ -89,10 +86,12 @@ def import_target(
 
 
 def import_failure(exc: BaseException) -> str:
-    """What went wrong while importing user code, in one line: ``exit(3) called while importing``, or the error."""
-    if isinstance(exc, SystemExit):
-        return f"exit({exc.code!r}) called while importing"
-    return f"{type(exc).__name__}: {_message(exc)}"
+    """What went wrong while importing user code, in one line."""
+    return (
+        f"exit({exc.code!r}) called while importing"
+        if isinstance(exc, SystemExit)
+        else f"{type(exc).__name__}: {_message(exc)}"
+    )
 
 
 def _message(exc: BaseException) -> str:

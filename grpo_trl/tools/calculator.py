@@ -1,7 +1,6 @@
-"""The ``calculator`` tool: exact arithmetic on ``+ - * / ( )`` with integers, through the Countdown reward's AST
-evaluator (never ``eval``). Results are exact fractions, printed as integers when whole.
+"""The ``calculator`` tool: exact arithmetic on integers with ``+ - * / ( )``, through the Countdown reward's AST
+evaluator (never ``eval``).
 
-Example:
     >>> calculator("(78 + 9) - (58 - 44)")
     '73'
     >>> calculator("7 / 2")
@@ -31,6 +30,4 @@ def calculator(expression: str) -> str:
             f"(at most {MAX_EQUATION_CHARS} characters; division by zero is undefined)"
         )
     value = result[0]
-    if value.denominator == 1:
-        return str(value.numerator)
-    return f"{value} = {float(value):.6g}"
+    return str(value.numerator) if value.denominator == 1 else f"{value} = {float(value):.6g}"

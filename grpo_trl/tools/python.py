@@ -1,11 +1,6 @@
-"""The ``python`` tool: run a Python snippet with ``grpo_trl.sandbox`` and return what it printed.
+"""The ``python`` tool: a snippet run in ``grpo_trl.sandbox`` (a fresh bounded process, see docs/safety.md), what it
+printed returned. Its deadline sits below the tool's own time bound, so the sandbox always answers first.
 
-Each call is a fresh ``python -I`` process in an empty temporary directory with a stripped environment, CPU-time,
-memory, file-size and process-count limits, a wall-clock deadline and bounded output; under root it runs as its own
-unprivileged uid. It is not a VM: the network is reachable and world-writable directories are writable (see
-``grpo_trl.sandbox``). The tool's own time bound sits above the sandbox deadline, so the sandbox always answers first.
-
-Example:
     >>> python("print(6 * 7)")
     '42'
     >>> python("while True: pass", timeout_s=1).startswith(("timed out", "error"))  # wall clock or CPU limit

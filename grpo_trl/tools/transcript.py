@@ -21,10 +21,7 @@ from typing import Any
 def _call(call: Any) -> str:
     fn = call.get("function", call) if isinstance(call, dict) else {}
     args = fn.get("arguments", {})
-    if isinstance(args, dict):
-        shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in args.items())
-    else:
-        shown = str(args)
+    shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in args.items()) if isinstance(args, dict) else str(args)
     return f"{fn.get('name', '?')}({shown})"
 
 
