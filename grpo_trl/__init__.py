@@ -1,8 +1,8 @@
 """grpo-trl: GRPO training on verifiable tasks, as a thin layer over TRL's ``GRPOTrainer``.
 
-    >>> import grpo_trl
-    >>> [r["name"] for r in grpo_trl.load_recipe("recipes/demo/tiny-cpu.yaml").rewards]
-    ['xml_format', 'countdown', 'soft_overlong']
+>>> import grpo_trl
+>>> [r["name"] for r in grpo_trl.load_recipe("recipes/demo/tiny-cpu.yaml").rewards]
+['xml_format', 'countdown', 'soft_overlong']
 """
 
 import sys as _sys

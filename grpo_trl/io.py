@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import stat
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -23,6 +24,7 @@ MAX_YAML_NODES = 100_000  # YAML values after alias expansion (a 447-byte "billi
 MAX_YAML_DEPTH = 64
 STATE_BYTES = 2**28  # a trainer_state.json, a manifest, a config: larger is not one
 _WRITTEN: dict[str, str] = {}  # path -> sha256 of what this process wrote there
+Mine = bool | Callable[[Path], bool]  # the caller owns the file there (e.g. by its manifest)
 
 
 def _kind(mode: int) -> str:
@@ -75,13 +77,16 @@ def _atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def writable(
-    path: str | Path, *, flag: str = "", where: str = "", mine: bool | Callable[[Path], bool] = False
-) -> Path:
+def writable(path: str | Path, *, flag: str = "", where: str = "", mine: Mine = False, folder: bool = False) -> Path:
     """``path`` when ``write`` may write it, else one ``GrpoTrlError`` naming it and ``flag``: refused are a symlink,
-    anything but a regular file, and a file grpo-trl did not write (``mine``: the caller owns it)."""
-    path = Path(path)
-    other = f"move it away or choose another {flag or 'path'}"
+    anything but a regular file, and a file grpo-trl did not write (unless ``mine``)."""
+    path, other = Path(path), f"move it away or choose another {flag or 'path'}"
+    try:  # folder: made now and a file tried there, so long work (eval's generation) never ends unwritable
+        if folder:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tempfile.TemporaryFile(dir=path.parent).close()
+    except (OSError, ValueError) as exc:
+        raise GrpoTrlError([Problem(where, flag, f"cannot write {str(path)!r} ({_why(exc)})", other)]) from None
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -105,7 +110,7 @@ def write(
     *,
     flag: str = "",
     where: str = "",
-    mine: bool | Callable[[Path], bool] = False,
+    mine: Mine = False,
     ledger: bool = False,
     parents: bool = True,
     hide: bool = False,
@@ -144,9 +149,8 @@ def append_lines(path: str | Path, lines: list[str], *, where: str = "") -> None
             os.close(fd)
             raise OSError(f"it is {_kind(mode) or 'not a regular file'}")
     except OSError as exc:
-        raise GrpoTrlError(
-            [Problem(where, "", f"{str(path)!r} cannot be appended to ({_why(exc)})", "move it away")]
-        ) from None
+        why = f"{str(path)!r} cannot be appended to ({_why(exc)})"
+        raise GrpoTrlError([Problem(where, "", why, "move it away")]) from None
     with os.fdopen(fd, "ab") as fh:
         fh.write("".join(redact(line).rstrip("\n") + "\n" for line in lines).encode("utf-8", "surrogateescape"))
 
@@ -187,10 +191,8 @@ def read_text(path: str | Path, limit: int, what: str = "file") -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        bad = raw[exc.start : exc.start + 1]
-        raise GrpoTrlError(
-            f"not UTF-8 text (byte {exc.start}: {bad!r})", file=str(path), fix="save it as UTF-8"
-        ) from None
+        why = f"not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r})"
+        raise GrpoTrlError(why, file=str(path), fix="save it as UTF-8") from None
 
 
 def read_json(path: str | Path, limit: int = STATE_BYTES) -> Any:
@@ -205,9 +207,7 @@ def read_yaml(path: str | Path, limit: int = 2**24) -> Any:
     return load_yaml(read_bytes(path, limit, "YAML file").decode(errors="replace"), str(path))[0]
 
 
-def check_yaml_size(
-    node: yaml.Node, file: str, max_nodes: int = MAX_YAML_NODES, max_depth: int = MAX_YAML_DEPTH
-) -> None:
+def check_yaml_size(node: yaml.Node, file: str, max_nodes: int = MAX_YAML_NODES, max_depth: int = 64) -> None:
     """Refuse a composed YAML document whose alias expansion or nesting exceeds the bounds, before it is built."""
     sizes: dict[int, int] = {}
     stack: list[tuple[yaml.Node, int, bool]] = [(node, 1, False)]
@@ -226,11 +226,8 @@ def check_yaml_size(
             stack.append((current, depth, True))
             stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
         elif (total := 1 + sum(sizes[id(c)] for c in children)) > max_nodes:
-            raise GrpoTrlError(
-                f"the YAML expands to more than {max_nodes:,} values (aliases/anchors repeating each other)",
-                file=file,
-                fix="write the values out; a config needs no nested aliases",
-            )
+            why = f"the YAML expands to more than {max_nodes:,} values (aliases/anchors repeating each other)"
+            raise GrpoTrlError(why, file=file, fix="write the values out; a config needs no nested aliases")
         else:
             sizes[id(current)] = total
 
