@@ -105,6 +105,7 @@ def test_no_answer_times_out_in_bounded_time(behaviour):
     assert elapsed < 3
 
 
+@pytest.mark.fault  # a fault probe: make faults runs it
 def test_a_trickling_answer_is_cut_off_at_timeout_per_attempt():
     """A server sending one byte every 0.2 s keeps each read short: the attempt still ends at `timeout`, wall clock
     (it took 42 s for timeout 2, retries 1, and was reported as "within 2 s")."""
@@ -116,6 +117,7 @@ def test_a_trickling_answer_is_cut_off_at_timeout_per_attempt():
     assert len(server.requests) == 2 and elapsed < 2 * 1.0 + 3  # two attempts of 1 s, plus the backoff between
 
 
+@pytest.mark.fault  # a fault probe: make faults runs it
 def test_an_endless_answer_is_bounded_in_bytes():
     """A 200 whose chunked body never ends (1.17 GB in 6 s) is cut at MAX_RESPONSE_BYTES: one failed row."""
     with FakeOpenAI(models=["m"], default="endless", hang_limit=30) as server:
@@ -126,6 +128,7 @@ def test_an_endless_answer_is_bounded_in_bytes():
     assert elapsed < 15
 
 
+@pytest.mark.fault  # a fault probe: make faults runs it
 @pytest.mark.parametrize("url", ["http://[::1", "http://[::1]:99999/v1", "http://", "http://:80/v1"])
 def test_a_malformed_url_is_one_error(url):
     with pytest.raises(EndpointError) as info:
@@ -135,6 +138,7 @@ def test_a_malformed_url_is_one_error(url):
         probe(url, "m", where="r.yaml", key="rewards.0.args.base_url")
 
 
+@pytest.mark.fault  # a fault probe: make faults runs it
 def test_probe_is_bounded_in_wall_time_against_a_trickling_server():
     """`check`'s probe took 65 s for its 5 s: its whole wall time is now bounded."""
     with FakeOpenAI(models=["m"], default="trickle:0.2", hang_limit=30) as server:

@@ -203,6 +203,7 @@ def test_environment_reward_needs_an_environment_with_get_reward(tmp_path):
         ("huge", "returned a value of type int; TRL appends it to the prompt"),
     ],
 )
+@pytest.mark.fault  # a fault probe: make faults runs it
 def test_a_misbehaving_reset_is_one_error_naming_the_environment(how, says, monkeypatch):
     # TRL calls reset() outside any guard: a traceback, a silent exit 2, or a TypeError deep in prompt building
     from tests.tools.tool_plugin import BadReset
@@ -216,6 +217,7 @@ def test_a_misbehaving_reset_is_one_error_naming_the_environment(how, says, monk
     assert len(str(caught.value)) < 600  # 10**5000 is never printed
 
 
+@pytest.mark.fault  # a fault probe: make faults runs it
 @pytest.mark.parametrize("tool", ["huge_result", "unprintable_result"])
 def test_a_result_str_cannot_render_costs_the_call(tool):
     # TRL's str(result) sits outside its try: 2**20000 or a raising __str__ would end the run there
