@@ -44,8 +44,7 @@ def closest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str
     ('learning_rate', 'model.name')
     """
     names, text = [str(c) for c in choices], str(word)
-    renamed = renames().get(text)
-    if renamed is not None and (renamed in names or "." in renamed):
+    if (renamed := renames().get(text)) is not None and (renamed in names or "." in renamed):
         return renamed
     close = difflib.get_close_matches(text, names, n=1, cutoff=cutoff)
     return close[0] if close else None
@@ -53,8 +52,7 @@ def closest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str
 
 def suggest_fix(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str:
     """``did you mean 'x'?`` for the closest choice, or ``""``."""
-    match = closest(word, choices, cutoff)
-    return f"did you mean {match!r}?" if match else ""
+    return f"did you mean {match!r}?" if (match := closest(word, choices, cutoff)) else ""
 
 
 def suggest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str:
@@ -63,8 +61,7 @@ def suggest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str
     >>> suggest("format", ["think_format", "xml_format", "countdown"])
     " (did you mean 'think_format'?)"
     """
-    fix = suggest_fix(word, choices, cutoff)
-    return f" ({fix})" if fix else ""
+    return f" ({fix})" if (fix := suggest_fix(word, choices, cutoff)) else ""
 
 
 @dataclass(frozen=True)
