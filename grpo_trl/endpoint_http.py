@@ -17,11 +17,7 @@ MAX_RESPONSE_BYTES = 16 * 2**20  # one answer (a judge's score, a batch of compl
 
 
 class EndpointError(GrpoTrlError):
-    """An OpenAI-compatible server could not be used; ``status``: the HTTP status it answered, if any.
-
-    >>> str(EndpointError("no answer", where="recipe.yaml", key="rewards[0].args.base_url"))
-    'recipe.yaml: rewards[0].args.base_url: no answer'
-    """
+    """An OpenAI-compatible server could not be used; ``status``: the HTTP status it answered, if any."""
 
     def __init__(self, message: str, *, where: str = "endpoint", key: str = "base_url", status: int | None = None):
         super().__init__([Problem(where, key, message)])
@@ -43,13 +39,8 @@ def _http() -> Any:
 
 
 def check_url(base_url: Any, where: str = "endpoint", key: str = "base_url") -> str:
-    """``base_url`` without its trailing ``/`` if it is a usable http(s) URL, else one EndpointError.
-
-    >>> check_url("http://[::1")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    grpo_trl.endpoint_http.EndpointError: endpoint: base_url: not a valid URL ('http://[::1': ...) (e.g. http://...)
-    """
+    """``base_url`` without its trailing ``/`` if it is a usable http(s) URL, else one EndpointError (a port out of
+    range included: parsing refuses ':1' of a broken IPv6 address)."""
     if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
         raise EndpointError(
             f"must be an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}"[:300], where=where, key=key
