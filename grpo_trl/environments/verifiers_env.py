@@ -1,13 +1,16 @@
-"""verifiers (0.4, ``verifiers.v1``) tasksets as GRPO data and rewards: each task's prompt is a row (with its index in
-``vf_task``), and each ``@vf.reward`` of the task is one TRL reward function, scored by the task's own ``score()``.
-Tasksets load with verifiers' own ``load_taskset`` (an installed Environments Hub package or a local module).
+"""verifiers (0.4, ``verifiers.v1``) tasksets as GRPO data, rewards and multi-turn tools: each task's prompt is a row
+(its index in ``vf_task``), each ``@vf.reward`` one TRL reward function scored by the task's own ``score()``, and the
+``@vf.tool`` methods of the task's toolsets an ``environment_factory`` (TRL runs the turns). Tasksets load with
+verifiers' own ``load_taskset`` (an installed Environments Hub package or a local module).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import json
+import typing
 from typing import Any
 
 from grpo_trl.errors import GrpoTrlError
@@ -56,8 +59,9 @@ def rows(taskset: str, args: dict | None = None, limit: int | None = None) -> di
 
 
 def _text(completion: Any) -> str:
-    if isinstance(completion, list):  # conversational: the last assistant turn
-        return str(completion[-1].get("content") or "") if completion else ""
+    if isinstance(completion, list):  # conversational (tool turns too): the last assistant turn's text
+        replies = [m for m in completion if isinstance(m, dict) and m.get("role", "assistant") == "assistant"]
+        return str(replies[-1].get("content") or "") if replies else ""
     return str(completion)
 
 
@@ -107,3 +111,68 @@ def reward_specs(taskset: str, args: dict | None = None) -> list[dict[str, Any]]
         {"name": f"{__name__}:reward", "alias": name, "weight": weight, "args": {**bound, "rubric": name}}
         for name, weight in reward_names(taskset, args).items()
     ]
+
+
+class VerifiersTools:
+    """TRL's environment for a verifiers taskset whose tasks have toolsets (multi-turn): ``reset(vf_task=i)`` builds
+    that task's toolsets afresh (their state is per rollout), and each ``@vf.tool`` is a method TRL offers the model.
+    ``tools(taskset)`` makes the subclass carrying the taskset's tool methods."""
+
+    taskset, args_json = "", "{}"
+
+    def __init__(self) -> None:
+        self.task: Any = None
+        self.toolsets: list = []
+
+    def reset(self, vf_task: int = 0, **row: Any) -> None:
+        self.task = _tasks(self.taskset, self.args_json)[int(vf_task)]
+        self.toolsets = list(type(self.task).toolsets(self.task.config))
+
+
+def tools(taskset: str, args: dict | None = None) -> VerifiersTools:
+    """``environment: {factory: grpo_trl.environments.verifiers_env:tools, args: {taskset: ID}}``: one instance."""
+    return _tools_class(taskset, json.dumps(args or {}, sort_keys=True))()
+
+
+@functools.lru_cache(maxsize=8)
+def _tools_class(taskset: str, args_json: str) -> type:
+    from verifiers.v1.utils.decorators import discover_decorated
+
+    task = _tasks(taskset, args_json)[0]
+    methods: dict[str, Any] = {}
+    for index, toolset in enumerate(type(task).toolsets(task.config)):
+        for fn in discover_decorated(toolset, "tool"):
+            method = _tool_method(index, fn)
+            methods[method.__name__] = method
+    if not methods:
+        raise GrpoTrlError(
+            f"verifiers taskset {taskset!r} has no @vf.tool in its tasks' toolsets",
+            key="environment",
+            fix="leave out environment: (its rewards score single replies), or give the task toolsets()",
+        )
+    return type("VerifiersTools", (VerifiersTools,), {**methods, "taskset": taskset, "args_json": args_json})
+
+
+def _tool_method(index: int, fn: Any) -> Any:
+    """A method calling ``fn`` on this rollout's toolset ``index``, with ``fn``'s name, parameters and docstring (an
+    ``Args:`` section is added for parameters the docstring leaves out: TRL's schema needs one per parameter)."""
+    attr, signature, hints = fn.__name__, inspect.signature(fn), typing.get_type_hints(fn)
+    if inspect.iscoroutinefunction(fn):
+
+        async def method(self: Any, **kwargs: Any) -> Any:
+            return await getattr(self.toolsets[index], attr)(**kwargs)
+    else:
+
+        def method(self: Any, **kwargs: Any) -> Any:
+            return getattr(self.toolsets[index], attr)(**kwargs)
+
+    doc = inspect.cleandoc(fn.__doc__ or f"The {attr} tool.")
+    lines = "".join(f"    {p}: {p}.\n" for p in signature.parameters if f"{p}:" not in doc.partition("Args:")[2])
+    if lines:
+        doc = doc.replace("Args:\n", "Args:\n" + lines, 1) if "Args:\n" in doc else f"{doc}\n\nArgs:\n{lines}"
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__name__ = method.__qualname__ = getattr(fn, "tool_name", None) or attr
+    method.__doc__ = doc
+    method.__signature__ = signature.replace(parameters=[self_param, *signature.parameters.values()])
+    method.__annotations__ = hints
+    return method

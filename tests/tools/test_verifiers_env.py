@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import yaml
@@ -118,3 +119,153 @@ def test_two_steps_on_the_tiny_model_log_each_rubric_function(tmp_path):
     assert result.global_step == 2
     logged = result.log_history[0]
     assert {"rewards/exact/mean", "rewards/short/mean"} <= set(logged)
+
+
+# Multi-turn: a taskset whose tasks carry a verifiers Toolset; its @vf.tool methods are the environment's tools and
+# TRL runs the turns (call, result, answer). Countdown prompts and grpo-trl's calculator schema (the one the tiny
+# tool-calling model was warmed on), so the model calls it; calc1_vf_env has that tool alone.
+TOOL_TASKSET = textwrap.dedent(
+    '''
+    import verifiers.v1 as vf
+
+    from grpo_trl.data.countdown import USER_TEMPLATE
+    from grpo_trl.tools.calculator import calculator
+
+    __all__ = ["CalcTaskset", "CalcTask"]
+    CALLS = []
+
+
+    class CalcToolset(vf.Toolset[vf.ToolsetConfig]):
+        def __init__(self, config):
+            super().__init__(config)
+            self.used = 0
+
+        @vf.tool
+        def calculator(self, expression: str) -> str:
+            """Evaluate an arithmetic expression exactly.
+
+            Args:
+                expression: Integers combined with +, -, *, / and parentheses, e.g. "(3 + 5) * 2".
+
+            Returns:
+                The exact value: an integer, or a fraction with its decimal value.
+            """
+            self.used += 1
+            CALLS.append(expression)
+            return calculator(expression)
+
+        @vf.tool(name="count_numbers")
+        async def count(self, numbers: list[int]) -> int:
+            return len(numbers)
+
+
+    class CalcData(vf.TaskData):
+        answer: str
+
+
+    class CalcTask(vf.Task[CalcData, vf.State, vf.TaskConfig]):
+        @classmethod
+        def toolsets(cls, config):
+            return [CalcToolset(vf.ToolsetConfig())]
+
+        @vf.reward
+        async def answered(self, trace) -> float:
+            return float("<answer>" in trace.last_reply)
+
+
+    class CalcTaskset(vf.Taskset[CalcTask, vf.TasksetConfig]):
+        def load(self):
+            for nums, target in [([3, 5, 2], 16), ([7, 4, 9], 19), ([12, 30, 2], 84), ([6, 8, 5], 53)]:
+                yield CalcTask(CalcData(prompt=USER_TEMPLATE.format(numbers=nums, target=target), answer=str(target)))
+    '''
+)
+
+
+@pytest.fixture(scope="module")
+def calc_module(echo_module):
+    folder = sys.path[0]  # echo_module's folder, on the path for this module's tests
+    (Path(folder) / "calc_vf_env.py").write_text(TOOL_TASKSET)
+    (Path(folder) / "calc1_vf_env.py").write_text(TOOL_TASKSET.replace('@vf.tool(name="count_numbers")', ""))
+    yield "calc_vf_env"
+    sys.modules.pop("calc_vf_env", None)
+    sys.modules.pop("calc1_vf_env", None)
+
+
+def test_a_tasksets_tools_are_environment_methods_with_their_schemas(calc_module):
+    from grpo_trl.environments import build_environment_factory
+    from grpo_trl.environments.verifiers_env import VerifiersTools, tools
+    from grpo_trl.tools.registry import tool_schema
+
+    factory = build_environment_factory(
+        {"factory": "grpo_trl.environments.verifiers_env:tools", "args": {"taskset": calc_module}}
+    )
+    env = factory()
+    assert isinstance(env, VerifiersTools)
+    schemas = {
+        s["function"]["name"]: s["function"] for s in (tool_schema(env.calculator), tool_schema(env.count_numbers))
+    }
+    assert schemas["calculator"]["parameters"]["properties"]["expression"]["type"] == "string"
+    assert schemas["count_numbers"]["parameters"]["properties"]["numbers"]["type"] == "array"  # Args: added
+    env.reset(vf_task=2, prompt="ignored")
+    assert env.calculator(expression="12 * 2 + 30 * 2") == "84"
+    assert env.calculator(expression="7 / 2") == "7/2 = 3.5" and env.toolsets[0].used == 2
+    env.reset(vf_task=0)  # a new rollout: fresh toolsets, fresh state
+    assert env.calculator(expression="3 + 5 * 2") == "13" and env.toolsets[0].used == 1
+    assert __import__("asyncio").run(env.count_numbers(numbers=[1, 2, 3])) == 3  # an async tool, awaited
+    assert type(tools(calc_module)) is type(env).__mro__[1]  # one class per taskset
+
+
+def test_a_taskset_without_tools_is_one_error_naming_the_fix():
+    from grpo_trl.environments.verifiers_env import tools
+
+    with pytest.raises(GrpoTrlError, match="no @vf.tool") as caught:
+        tools("echo_vf_env")
+    assert "leave out environment:" in caught.value.problems[0].fix
+
+
+@settings(max_examples=30, deadline=None)
+@given(turns=st.lists(st.sampled_from(["tool", "assistant", "user"]), max_size=5), text=st.text(max_size=12))
+def test_multi_turn_rewards_score_the_last_assistant_reply(turns, text):
+    completion = [{"role": r, "content": "<answer>x</answer>" if r != "assistant" else "noise"} for r in turns]
+    completion.append({"role": "assistant", "content": text})
+    completion += [{"role": "tool", "content": "<answer>late</answer>"}]  # a tool result after it is not the reply
+    got = reward([completion], [0], taskset="echo_vf_env", rubric="exact")
+    assert got == [float(text.strip() == WORDS[0])]
+
+
+def test_multi_turn_training_calls_the_tasksets_tool(tmp_path, calc_module, tool_model):
+    import json
+
+    from grpo_trl import load_recipe, train
+
+    calc_module = "calc1_vf_env"  # the calculator alone: the system prompt the tiny model was warmed on
+
+    recipe = {
+        "model": {"name": tool_model, "dtype": "float32"},
+        "data": {"builder": "verifiers", "taskset": calc_module},
+        "environment": {"factory": "grpo_trl.environments.verifiers_env:tools", "args": {"taskset": calc_module}},
+        "rewards": reward_specs(calc_module),
+        "logging": {"completions_every": 1, "completions_samples": 8},
+        "trainer": {
+            "output_dir": str(tmp_path / "out"),
+            "max_steps": 3,
+            "num_generations": 4,
+            "per_device_train_batch_size": 4,
+            "max_completion_length": 40,
+            "logging_steps": 1,
+            "save_strategy": "no",
+            "report_to": "none",
+            "use_cpu": True,
+            "bf16": False,
+        },
+    }
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    result = train(load_recipe(path))
+    assert result.global_step == 3
+    assert max(h.get("tools/call_frequency", 0) for h in result.log_history) > 0
+    assert "rewards/answered/mean" in result.log_history[0]
+    assert sys.modules[calc_module].CALLS  # the toolset's own method ran
+    rows = [json.loads(line) for line in (Path(result.output_dir) / "completions.jsonl").read_text().splitlines()]
+    calls = [t for r in rows for t in r.get("turns") or [] if t["role"] == "tool_call"]
+    assert any(t["content"].startswith("calculator(") for t in calls)
