@@ -1,12 +1,5 @@
-"""Reading a builder's source: a Hub dataset or a local JSONL / JSON / Parquet / CSV file, with one clear
-``DataError`` when it cannot be read, and the check that it has the columns a builder needs.
-
-Example:
-    >>> load_file("nope.jsonl")
-    Traceback (most recent call last):
-    ...
-    grpo_trl.errors.DataError: data file 'nope.jsonl' does not exist (looked at nope.jsonl)
-"""
+"""Reading a builder's source: a Hub dataset or a local JSONL / JSON / Parquet / CSV file through ``load_dataset``,
+with one clear ``DataError`` when it cannot be read, and the check that it has the columns a builder needs."""
 
 from __future__ import annotations
 
@@ -26,9 +19,8 @@ _IN_MEMORY = contextvars.ContextVar("grpo_trl_data_in_memory", default=False)
 
 @contextlib.contextmanager
 def without_cache() -> Iterator[None]:
-    """Local files are read into memory (streamed), nothing is written to the ``datasets`` cache: what ``check``
-    reads. (``load_dataset`` writes an Arrow copy of a local file into ``~/.cache/huggingface/datasets``: 146 MB
-    for a 50 MB file, and with that cache read-only the error blamed the data file.)"""
+    """Local files are read into memory, nothing written to the ``datasets`` cache (``check``: a 50 MB file's Arrow
+    copy is 146 MB, and a read-only cache was blamed on the data file)."""
     token = _IN_MEMORY.set(True)
     try:
         yield
@@ -65,9 +57,8 @@ def load_hub_or_file(
     streaming: bool = False,
     local: str = "data.path",
 ) -> Any:
-    """``load_dataset(source, config, split=split)``, or a local file at ``path``; clear error when unreachable.
-    ``streaming``: a ``datasets.IterableDataset`` read as it is consumed (``data.streaming``); ``local``: the key
-    that names a local copy instead (the error's fix)."""
+    """``load_dataset(source, config, split=split, streaming=...)``, or a local file at ``path``; one clear error
+    when unreachable (``local``: the key naming a local copy instead)."""
     from datasets import load_dataset
 
     if path is not None:
@@ -83,8 +74,14 @@ def load_hub_or_file(
 
 
 def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = False) -> Any:
-    """A local JSONL, JSON, Parquet or CSV file as a ``Dataset`` (``path`` relative to the recipe's folder), or
-    ``streaming``: as an ``IterableDataset`` read as training consumes it."""
+    """A local JSONL, JSON, Parquet or CSV file (``path`` relative to the recipe's folder) as a ``Dataset``, or an
+    ``IterableDataset`` when ``streaming``.
+
+    >>> load_file("nope.jsonl")
+    Traceback (most recent call last):
+    ...
+    grpo_trl.errors.DataError: data file 'nope.jsonl' does not exist (looked at nope.jsonl)
+    """
     p = Path(path).expanduser()
     if "\0" in str(p):
         raise DataError(f"data file {str(path)!r}: a path cannot hold a NUL byte")
@@ -128,8 +125,8 @@ def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = 
 
 
 def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:
-    """A JSON/JSONL/CSV file must be UTF-8 text: the first NUL byte or invalid byte is one ``DataError`` naming
-    its line, found in one pass (about 1 s per GB; a 1 GB file of NULs failed after 3.5 min with StopIteration)."""
+    """A JSON/JSONL/CSV file must be UTF-8 text: the first NUL or invalid byte is one ``DataError`` naming its line,
+    in one pass (about 1 s per GB)."""
     import codecs
 
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -164,10 +161,8 @@ def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:
 
 
 def _keep_mixed_columns(ds: Any, path: Path) -> Any:
-    """A JSON column mixing types (``"007"`` and ``7``) becomes text as written (``"007"``, ``"7"``).
-
-    ``datasets`` stores such a column as ``Json`` and decodes the string ``"007"`` into the number 7.
-    """
+    """A JSON column mixing types (``"007"`` and ``7``) becomes text as written: ``datasets`` would decode
+    ``"007"`` into 7."""
     from datasets import Json
 
     mixed = [name for name, feature in ds.features.items() if isinstance(feature, Json)]
