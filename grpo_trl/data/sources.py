@@ -7,6 +7,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,23 +30,12 @@ def without_cache() -> Iterator[None]:
 
 
 def _read(kind: str, p: Path, streaming: bool = False) -> Any:
-    from datasets import Dataset, load_dataset
+    from datasets import load_dataset
 
-    if streaming:
-        return load_dataset(kind, data_files=str(p), split="train", streaming=True)
-    if not _IN_MEMORY.get():
-        return load_dataset(kind, data_files=str(p), split="train")
-    import tempfile
-
-    import pyarrow as pa
-    from datasets.table import InMemoryTable
-
-    with tempfile.TemporaryDirectory(prefix="grpo-trl-check-") as scratch:  # its lock files too: not the cache
-        stream = load_dataset(kind, data_files=str(p), split="train", streaming=True, cache_dir=scratch)
-        tables = list(stream.with_format("arrow").iter(batch_size=10_000))
-    if not tables:
-        raise ValueError("no rows")
-    return Dataset(InMemoryTable(pa.concat_tables(tables, promote_options="default")))
+    if streaming or not _IN_MEMORY.get():
+        return load_dataset(kind, data_files=str(p), split="train", streaming=streaming)
+    with tempfile.TemporaryDirectory(prefix="grpo-trl-check-") as scratch:  # the Arrow copy, its locks: not the cache
+        return load_dataset(kind, data_files=str(p), split="train", cache_dir=scratch, keep_in_memory=True)
 
 
 def load_hub_or_file(
