@@ -252,8 +252,8 @@ def run(
     (lock, manifest, foreign files, recipe changes) are ``grpo_trl.run.session.RunSession``'s.
     ``trainer_kwargs``: extra ``GRPOTrainer`` arguments merged with the recipe's (see ``build_trainer``).
     """
-    from grpo_trl.data.sampler import install as install_sampler
     from grpo_trl.data.refill import install as install_refill
+    from grpo_trl.data.sampler import install as install_sampler
     from grpo_trl.eval.during import install_heldout
     from grpo_trl.generation import preflight
     from grpo_trl.jsonio import read_jsonl

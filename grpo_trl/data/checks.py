@@ -90,6 +90,4 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
     return out
 
 
-def validate_data_config(cfg: dict) -> list[Problem]:
-    """Problems in a ``data:`` section (no file named); empty when it is fine. Builds nothing."""
-    return data_section_problems(cfg)
+validate_data_config = data_section_problems  # problems of a data: section (no file named); builds nothing

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -13,7 +14,6 @@ from typing import Any
 from grpo_trl.errors import DataError
 
 logger = logging.getLogger(__name__)
-_WARNED: set[str] = set()  # check builds a section more than once: each warning once
 PROMPT_COLUMNS = ("user", "prompt")  # what a builder makes the prompt from: one of them is always needed
 # set by the commands (train, data, check), which then also log what was dropped; unset: a one-row peek, quiet
 _NEEDED: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar("grpo_trl_needed", default=None)
@@ -108,7 +108,6 @@ def drop_bad_rows(
     return ds.select([i for i in range(len(ds)) if i not in drop]), {f"{what} (first: {first})": len(bad)}
 
 
+@functools.cache  # check builds a section more than once: each warning once
 def _warn(message: str) -> None:
-    if message not in _WARNED:
-        _WARNED.add(message)
-        logger.warning(message)
+    logger.warning(message)
