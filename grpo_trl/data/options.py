@@ -91,7 +91,11 @@ RULES: dict[str, tuple[str, dict[str, tuple[Any, Any, str]]]] = {
     "pass_rate": (
         "{file: pass_rates.json, above: 0.0, below: 1.0}",
         {
-            "file": (None, lambda v: isinstance(v, str) and v, "required: the file `grpo-trl filter` wrote"),
+            "file": (
+                None,
+                lambda v: isinstance(v, str) and v,
+                "required: the file `grpo-trl filter` wrote (relative to the recipe)",
+            ),
             "above": (0.0, lambda v: v is None or _number(v), "must be a number (or null for no bound)"),
             "below": (1.0, lambda v: v is None or _number(v), "must be a number (or null for no bound)"),
             "unscored": ("keep", lambda v: v in ("keep", "drop"), "must be keep or drop"),
