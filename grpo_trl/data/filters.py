@@ -1,34 +1,8 @@
-"""Token-length filters (``data.max_prompt_tokens`` / ``max_solution_tokens``) and ``limit``, at corpus scale.
-
-``filter_by_tokens`` keeps exactly the rows a row-at-a-time filter keeps (each prompt rendered and tokenized as
-``GRPOTrainer`` does it: the chat template with the trainer's tools and ``chat_template_kwargs``, see
-``grpo_trl.data.render``; a standard string prompt with the tokenizer's special tokens; each solution tokenized;
-then the first ``limit`` rows), but:
-
-- batched: one ``apply_chat_template`` call renders a whole batch, one call to the Rust tokenizer counts it, each
-  distinct text once (``token_lengths``);
-- short texts skip the tokenizer: for byte-level BPE tokenizers a text of at most ``max_tokens`` bytes cannot have
-  more tokens than that (``byte_bound_mode``);
-- parallel: ``datasets.map(num_proc=...)`` with one process per core once there are enough rows to pay for it;
-- lazy: with ``limit``, rows are examined in growing chunks until ``limit`` rows pass, not the whole source;
-- bounded: a row whose text has more characters than ``max_tokens x`` (the longest token, in characters)
-  ``x CHAR_SLACK`` cannot fit and is dropped without being rendered or tokenized, so one pathological row of
-  hundreds of MB costs no tokenizer memory;
-- cached by content: the kept row indices are stored under a key made of the rows' content, the tokenizer (its
-  full ``tokenizer.json`` and chat template) and the options, in ``$GRPO_TRL_CACHE`` (default
-  ``~/.cache/grpo-trl``) ``/token-filter/``; a second ``check``/``train`` on the same data and tokenizer reads the
-  data and one small file;
-- once per launch: under a multi-process launch the local main process builds and the others then read its cache
-  (``accelerate``'s ``local_main_process_first``);
-- streamed (``data.streaming``): the same counter runs batch by batch as training reads the rows, nothing cached.
-
-``dropped`` counts what the filters removed among the rows examined (all rows without ``limit``).
-
-Example:
-    >>> from datasets import Dataset
-    >>> ds = Dataset.from_list([{"prompt": [{"role": "user", "content": "hi"}], "solution": "1"}])
-    >>> filter_by_tokens(ds, {"limit": 1}, tokenizer=None)[0].num_rows  # no token filter: limit only
-    1
+"""Token-length filters (``data.max_prompt_tokens`` / ``max_solution_tokens``) and ``limit``: exactly the rows a
+row-at-a-time filter keeps (prompts rendered as ``GRPOTrainer`` renders them, see ``render.py``), but batched, short
+texts never tokenized (``token_count.py``), in parallel processes, lazily up to ``limit``, rows far too long dropped
+unread, the kept indices cached by content in ``$GRPO_TRL_CACHE/token-filter`` (built once per node), and on a
+stream counted batch by batch as training reads it.
 """
 
 from __future__ import annotations
@@ -57,29 +31,17 @@ FORMAT_VERSION = "2"  # bump when what is cached changes meaning
 PARALLELISM = "TOKENIZERS_PARALLELISM"
 
 
-def cache_dir() -> Path:
-    """Where filter results live: ``$GRPO_TRL_CACHE/token-filter`` (default ``~/.cache/grpo-trl``)."""
-    root = os.environ.get("GRPO_TRL_CACHE") or Path.home() / ".cache" / "grpo-trl"
-    return Path(root) / "token-filter"
-
-
 def num_proc_for(rows: int) -> int | None:
-    """Processes for ``rows`` rows: one per available core, at least ``MIN_ROWS_PER_PROC`` rows each.
-
-    >>> num_proc_for(10)
-    """
+    """Processes for ``rows`` rows: one per available core, at least ``MIN_ROWS_PER_PROC`` rows each."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     n = min(cores, rows // MIN_ROWS_PER_PROC)
     return n if n > 1 else None
 
 
 def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col: str, rendering: Rendering):
-    """A batched ``datasets.map`` function adding ``_ok_p`` and ``_ok_s`` (prompt / solution within bounds).
-
-    A conversational prompt is counted as TRL renders it (``rendering``, by the row's environment) and then
-    tokenizes it (no special tokens added: the template writes them); a standard (string) prompt as
-    ``processing_class(text=prompts)`` tokenizes it, with the tokenizer's special tokens; a solution without. With a
-    processor (a vision-language model) a conversational prompt is counted by the processor, its images included."""
+    """A batched ``datasets.map`` function adding ``_ok_p`` / ``_ok_s`` (prompt / solution within bounds), counted
+    as TRL tokenizes: a chat rendered (no special tokens added), a string prompt with them, a solution without, a
+    processor's prompt with its images."""
     processor = tokenizer if is_processor(tokenizer) else None
     tokenizer = text_tokenizer(tokenizer)
     longest = max_token_chars(tokenizer)
@@ -137,39 +99,12 @@ def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col
                 lengths_ok(texts, strings, max_p, ok_p, special=True)
         if max_s:  # only rows the prompt filter kept, as when the filters ran one after the other
             texts = [str(x) for x in batch[sol_col]]
-            fits = []
-            for i in range(n):
-                if ok_p[i] and len(texts[i]) <= s_chars:
-                    fits.append(i)
-                elif ok_p[i]:
-                    ok_s[i] = False
+            fits = [i for i in range(n) if ok_p[i] and len(texts[i]) <= s_chars]
+            ok_s = [not ok_p[i] or len(texts[i]) <= s_chars for i in range(n)]  # too long: never tokenized
             lengths_ok(texts, fits, max_s, ok_s)
         return {"_ok_p": ok_p, "_ok_s": ok_s}
 
     return count
-
-
-def tokenizer_fingerprint(tokenizer: Any) -> str | None:
-    """A hash of everything that decides token counts (``None`` for a tokenizer without ``tokenizer.json``)."""
-    backend = getattr(text_tokenizer(tokenizer), "backend_tokenizer", None)
-    if backend is None:
-        return None
-    h = hashlib.sha256(backend.to_str().encode())
-    h.update(str(tokenizer.chat_template).encode())
-    if is_processor(tokenizer):  # its image processor's settings decide the image tokens
-        h.update(tokenizer.to_json_string().encode())
-    return h.hexdigest()
-
-
-def content_fingerprint(ds: Any, columns: list[str]) -> str:
-    """A hash of ``columns`` of ``ds`` in row order (Arrow IPC bytes; the indices mapping is applied)."""
-    import pyarrow as pa
-
-    table = ds.select_columns(columns).with_format("arrow")[:]
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return hashlib.sha256(sink.getvalue()).hexdigest()
 
 
 def _once_per_node():
@@ -183,9 +118,8 @@ def _once_per_node():
 
 @contextlib.contextmanager
 def _tokenizers_parallelism_kept():
-    """``datasets.map(num_proc>1)`` sets ``TOKENIZERS_PARALLELISM=false`` for its workers, then restores ``os.environ``
-    by swapping the Python mapping, which leaves ``false`` in the C environment the Rust tokenizer reads: every later
-    batch tokenization in this process (TRL's prompts at each step included) would run on one core. Put it back."""
+    """``datasets.map(num_proc>1)`` leaves ``TOKENIZERS_PARALLELISM=false`` in the C environment (it restores only
+    ``os.environ``): every later tokenization here would run on one core. Put it back."""
     before = os.environ.get(PARALLELISM)
     try:
         yield
@@ -224,50 +158,55 @@ def _kept(ds: Any, counter, limit: int | None, max_p: Any, max_s: Any) -> tuple[
             dropped_p += not ok_p
             dropped_s += ok_p and not ok_s
         start, chunk = end, chunk * 2
-    dropped = {}
-    if max_p:
-        dropped["max_prompt_tokens"] = dropped_p
-    if max_s:
-        dropped["max_solution_tokens"] = dropped_s
-    return kept, dropped
+    counts = (("max_prompt_tokens", max_p, dropped_p), ("max_solution_tokens", max_s, dropped_s))
+    return kept, {name: count for name, on, count in counts if on}
 
 
 def _cache_key(ds: Any, tokenizer: Any, columns: list[str], options: dict) -> str | None:
-    tok = tokenizer_fingerprint(tokenizer)
-    if tok is None:
+    """A hash of the rows' content, the tokenizer (``tokenizer.json``, template, processor) and the options."""
+    import pyarrow as pa
+
+    backend = getattr(text_tokenizer(tokenizer), "backend_tokenizer", None)
+    if backend is None:
         return None
+    table = ds.select_columns(columns).with_format("arrow")[:]
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
     h = hashlib.sha256(FORMAT_VERSION.encode())
-    h.update(content_fingerprint(ds, columns).encode())
-    h.update(tok.encode())
+    processor = tokenizer.to_json_string() if is_processor(tokenizer) else ""  # its settings decide image tokens
+    for part in (sink.getvalue(), backend.to_str(), str(tokenizer.chat_template), processor):
+        h.update(part.encode() if isinstance(part, str) else part)
     h.update(json.dumps(options, sort_keys=True, default=str).encode())
     return h.hexdigest()
 
 
-def _read_cache(path: Path) -> tuple[list[int], dict[str, int]] | None:
+def _cached(path: Path, result: tuple[list[int], dict[str, int]] | None = None) -> Any:
+    """Read the cached result at ``path`` (None when absent or unreadable), or write ``result`` there."""
     try:
-        data = json.loads(path.read_text())
-        return [int(i) for i in data["kept"]], {k: int(v) for k, v in data["dropped"].items()}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _write_cache(path: Path, kept: list[int], dropped: dict[str, int]) -> None:
-    try:
+        if result is None:
+            data = json.loads(path.read_text())
+            return [int(i) for i in data["kept"]], {k: int(v) for k, v in data["dropped"].items()}
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
-            json.dump({"kept": kept, "dropped": dropped}, fh)
+            json.dump({"kept": result[0], "dropped": result[1]}, fh)
         os.replace(fh.name, path)
-    except OSError as exc:  # a read-only home: filter every time rather than fail
-        logger.warning("token-length filter: cannot write the cache %s (%s)", path, exc)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        if result is not None:  # a read-only home: filter every time rather than fail
+            logger.warning("token-length filter: cannot write the cache %s (%s)", path, exc)
+    return None
 
 
 def filter_by_tokens(
     ds: Any, cfg: dict, tokenizer: Any, rendering: Rendering | None = None
 ) -> tuple[Any, dict[str, int]]:
-    """Apply ``max_prompt_tokens``, ``max_solution_tokens`` and ``limit`` of ``cfg`` to ``ds`` (with a ``prompt``
-    column), prompts rendered as the trainer renders them (``rendering``: tools, chat template,
-    ``chat_template_kwargs``, environments' tools). Returns the kept rows and ``{filter: rows dropped}``. Raises
-    ``DataError`` for an unusable option."""
+    """``max_prompt_tokens``, ``max_solution_tokens`` and ``limit`` of ``cfg`` applied to ``ds``: the kept rows and
+    ``{filter: rows dropped}``.
+
+    >>> from datasets import Dataset
+    >>> filter_by_tokens(Dataset.from_list([{"prompt": "hi"}]), {"limit": 1}, tokenizer=None)[0].num_rows
+    1
+    """
     from grpo_trl.errors import DataError
 
     max_p, max_s, limit = cfg.get("max_prompt_tokens"), cfg.get("max_solution_tokens"), cfg.get("limit")
@@ -297,14 +236,13 @@ def filter_by_tokens(
     options["rendering"] = [rendering.common, rendering.by_environment]
     with _once_per_node():
         key = _cache_key(ds, tokenizer, columns, options)
-        path = cache_dir() / f"{key}.json" if key else None
-        hit = _read_cache(path) if path is not None and path.exists() else None
+        root = Path(os.environ.get("GRPO_TRL_CACHE") or Path.home() / ".cache" / "grpo-trl")
+        path = root / "token-filter" / f"{key}.json" if key else None
+        hit = _cached(path) if path is not None and path.exists() else None
         if hit is None:
             counter = _token_counter(tokenizer, max_p, max_s, sol_col, rendering)
-            kept, dropped = _kept(ds.select_columns(columns), counter, limit, max_p, max_s)
+            hit = _kept(ds.select_columns(columns), counter, limit, max_p, max_s)
             if path is not None:
-                _write_cache(path, kept, dropped)
-        else:
-            kept, dropped = hit
-            logger.debug("token-length filter: cached result %s", path)
+                _cached(path, hit)
+        kept, dropped = hit
     return ds.select(kept), dropped

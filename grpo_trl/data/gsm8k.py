@@ -1,12 +1,6 @@
 """GSM8K (``openai/gsm8k``, config ``main``): the question as the user turn, ``solution`` = the answer after ``####``.
-
-``source: generate`` makes GSM8K-shaped stories offline instead (one or two +, -, * steps, the gold after ``####``);
-each problem's numbers and operations fall in the ``test`` split or in the others, never both (``held_out``).
-
-Example:
-    >>> gsm8k_solution("Natalia sold 48/2 = 24 clips in May.\\n#### 72")
-    '72'
-"""
+``source: generate`` makes GSM8K-shaped stories offline (one or two +, -, * steps); each problem's numbers and
+operations fall in the ``test`` split or in the others, never both (``held_out``)."""
 
 from __future__ import annotations
 
@@ -66,7 +60,11 @@ def generate_problems(size: int, seed: int = 0, test: bool = False) -> list[dict
 
 
 def gsm8k_solution(answer: str) -> str:
-    """The short answer after ``####`` with thousands commas removed (GSM8K writes e.g. ``#### 1,000``)."""
+    """The short answer after ``####`` with thousands commas removed.
+
+    >>> gsm8k_solution("Natalia sold 48/2 = 24 clips in May.\\n#### 1,072")
+    '1072'
+    """
     return (extract_hash_answer(answer) or answer).replace(",", "").strip()
 
 

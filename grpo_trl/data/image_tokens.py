@@ -1,12 +1,5 @@
-"""Prompt lengths of rows with images, counted as a vision-language model's processor counts them.
-
-``GRPOTrainer`` with a processor (a VLM) turns each prompt's text into text entries, puts the row's images before the
-first user turn as image entries (``trl.data_utils.prepare_multimodal_messages``) and calls
-``processor.apply_chat_template(..., tokenize=True)``, which expands each image placeholder to the image's tokens
-(a number that depends on the image's size for Qwen2-VL and others). The token-length filter
-(``data/filters.py``) asks the processor the same way, in small batches (each image is processed once, pixels and
-all: exact, not fast).
-"""
+"""Prompts with images counted as ``GRPOTrainer`` counts them: ``trl.data_utils.prepare_multimodal_messages``, then
+``processor.apply_chat_template(tokenize=True)``, which expands each image to its tokens (exact, in small batches)."""
 
 from __future__ import annotations
 
@@ -29,8 +22,7 @@ def text_tokenizer(processing_class: Any) -> Any:
 
 
 def row_images(batch: dict, i: int | None) -> list:
-    """Row ``i``'s images from a batch (``i`` None: ``batch`` is one row), as TRL reads its ``images`` (a list) or
-    ``image`` (one) column."""
+    """Row ``i``'s images from a batch (``i`` None: one row), from TRL's ``images`` or ``image`` column."""
     cell = (lambda column: batch[column]) if i is None else (lambda column: batch[column][i])
     if batch.get("images") is not None:
         return [im for im in (cell("images") or []) if im is not None]
@@ -70,8 +62,7 @@ def prompt_lengths(processor: Any, prompts: list, images: list[list], kwargs: di
 
 
 def as_trainer_prompt(processing_class: Any, row: dict) -> Any:
-    """Row ``row``'s prompt as ``GRPOTrainer`` renders it: for a processor, text entries and the row's images as
-    image entries before the first user turn; otherwise (and for a plain-string prompt) the prompt itself."""
+    """``row``'s prompt as ``GRPOTrainer`` renders it: for a processor, with the row's images as image entries."""
     prompt = row["prompt"]
     if not is_processor(processing_class) or isinstance(prompt, str):
         return prompt

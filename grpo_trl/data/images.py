@@ -1,26 +1,7 @@
-"""Image + question + answer rows for vision-language models: a local file, or a Hub dataset with an image column.
-
-Each row becomes a ``user`` turn (the question), an ``images`` column (a list of images: TRL's ``images`` column, which
-``GRPOTrainer`` puts into the user turn as image entries) and ``solution`` (the answer, for the rewards). An image
-may be a path (relative to the data file's folder, else to the recipe's), a ``{"bytes": ..., "path": ...}`` mapping
-(how ``datasets`` and Parquet store images), a PIL image, or a list of these (several images in one prompt). Every
-image is opened when the data is built (``check`` too, for a local file), so a missing, empty or unreadable image is
-one ``error:`` line naming its row, not a crash mid-run.
-
-The question is a string (the images go before it, as TRL places them), or TRL's multi-image form that keeps where
-each image sits among the text: a list of ``{"type": "image"}`` / ``{"type": "text", "text": ...}`` parts, or a list
-of messages whose ``content`` is such a list; its image parts are filled, in order, from the row's images.
-
-Example recipe section::
-
-    data:
-      builder: images
-      path: shapes.jsonl             # {"image": "img/0.png", "question": "How many squares?", "answer": "3"}
-      # name: HuggingFaceM4/ChartQA  # or a Hub dataset with an image column (and config:)
-      image_column: image
-      question_column: question
-      answer_column: answer
-"""
+"""``builder: images``: image + question + answer rows for vision-language models, from a local file or a Hub
+dataset: ``user`` (or TRL's multi-image ``prompt`` of text and image parts), ``images`` (TRL's column, a list per
+row) and ``solution``. Every image is opened when the data is built (``check`` too, for a local file), so a missing or
+unreadable image is one ``error:`` line naming its row, not a crash mid-run."""
 
 from __future__ import annotations
 
@@ -38,15 +19,13 @@ KEY = "data.image_column"
 
 
 def _columns(options: dict, base_dir: Path | None) -> set[str]:
-    """The columns rewards will see: a local file is built (every image opened); a Hub dataset is not downloaded."""
     if options.get("path"):
         return set(images(split="train", **options, base_dir=base_dir).column_names) - {"user"}
     return {IMAGES, "solution"}
 
 
 def _decodes_not(ds: Any, column: str) -> Any:
-    """``column`` as ``{"bytes", "path"}`` mappings rather than decoded PIL images (an ``Image`` feature or a list
-    of them), so each image is opened once, by ``load_image``."""
+    """``column`` as undecoded ``{"bytes", "path"}`` mappings, so each image is opened once, by ``load_image``."""
     from datasets import Image, List, Sequence
 
     feature = ds.features[column]
@@ -101,23 +80,19 @@ def load_image(value: Any, folders: list[Path]) -> dict:
 
 
 def images_of(value: Any, folders: list[Path]) -> list[dict]:
-    """A cell of the image column as a list of opened images (a list cell: several images, none when empty)."""
-    if isinstance(value, str) and value.startswith(("[", "{")):  # a JSON column mixing types is read as text
-        try:
-            value = json.loads(value)
-        except ValueError:
-            pass  # a file name that starts with a bracket
+    """A cell of the image column as a list of opened images (a list cell: several, none when empty)."""
+    value = _json(value, ("[", "{"))
     values = list(value) if isinstance(value, (list, tuple)) else [value]
     return [load_image(v, folders) for v in values]
 
 
-def _json(value: Any) -> Any:
-    """A cell read as text by a JSON column that mixes types: the list it holds, else the value."""
-    if isinstance(value, str) and value.startswith("["):
+def _json(value: Any, openers: tuple[str, ...] = ("[",)) -> Any:
+    """A cell read as text by a JSON column that mixes types: what it holds, else the value (a file name)."""
+    if isinstance(value, str) and value.startswith(openers):
         try:
             return json.loads(value)
         except ValueError:
-            return value
+            pass
     return value
 
 
@@ -134,8 +109,8 @@ def _parts(content: Any, images: int | None) -> list[dict]:
 
 
 def interleave(question: Any, images: int, system: str | None = None) -> list[dict]:
-    """TRL's multi-image prompt from a question: parts (one user turn) or messages, images kept where they are
-    (a string user turn gets them first, as TRL does). ``ValueError`` when the image parts and images differ.
+    """TRL's multi-image prompt from a question (parts or messages), images kept where they are; a string user turn
+    gets them first, as TRL does. ``ValueError`` when the image parts and images differ.
 
     >>> [p["type"] for p in interleave([{"type": "text", "text": "a"}, {"type": "image"}], 1)[0]["content"]]
     ['text', 'image']
@@ -179,23 +154,20 @@ def images(
         raise DataError("builder images needs exactly one of path (a local file) or name (a Hub dataset)", key="data")
     ds = load_hub_or_file(name, config, split, path, base_dir)
     where = f"dataset {path or name!r}"
-    for key, column in (("image_column", image_column), ("question_column", question_column)):
+    answer = " (the answer rewards read as `solution`)"
+    for key, column, why in (
+        ("image", image_column, ""),
+        ("question", question_column, ""),
+        ("answer", answer_column, answer),
+    ):
         if column not in ds.column_names:
-            raise DataError(
-                f"{where} has no column {column!r}; its columns: {', '.join(ds.column_names)}", key=f"data.{key}"
-            )
-    if answer_column not in ds.column_names:
-        raise DataError(
-            f"{where} has no column {answer_column!r} (the answer rewards read as `solution`); its columns: "
-            f"{', '.join(ds.column_names)}",
-            key="data.answer_column",
-        )
+            names = ", ".join(ds.column_names)
+            raise DataError(f"{where} has no column {column!r}{why}; its columns: {names}", key=f"data.{key}_column")
     ds = _decodes_not(ds, image_column)
-    folders = [Path(path).expanduser().resolve().parent] if path else []
     local = Path(path).expanduser() if path else None
     if local is not None and not local.is_absolute() and base_dir is not None and not local.exists():
-        folders = [(base_dir / local).resolve().parent]
-    folders += [base_dir] if base_dir is not None else []
+        local = base_dir / local
+    folders = ([local.resolve().parent] if local else []) + ([base_dir] if base_dir is not None else [])
 
     interleaved = any(not isinstance(_json(q), str) for q in ds[question_column])
 

@@ -1,24 +1,21 @@
-"""The ``data:`` section's options, owned by the data capability: the common options every builder shares, a
-mixture's, and each builder's own (typed from its function's keyword-only parameters). ``recipe/schema.py``
-registers ``DataSection`` as the recipe's ``data:``; ``data/checks.py`` checks a section against these.
-
-Example:
-    >>> DataSection.model_validate({"builder": "gsm8k", "limit": 8}).limit
-    8
-    >>> "mixture" in MIXTURE_KEYS and "weight" not in COMMON_DATA_KEYS
-    True
-"""
+"""The ``data:`` section's options: the common ones, a mixture's, each builder's (typed from its keyword-only
+parameters), and the rules of the ``pass_rate`` / ``sampler`` / ``dynamic_sampling`` mappings as one table."""
 
 from __future__ import annotations
 
 import functools
 import inspect
+import math
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from grpo_trl.errors import Problem
 from grpo_trl.fields import Hints, Section, YamlFloat, signature_model
 
+# data.dynamic_sampling with images: refused before training (multimodal batches cannot be joined)
+IMAGES = "cannot join generation batches of prompts with images (multimodal inputs)"
+IMAGES_FIX = "remove data.dynamic_sampling for this model, or use data.sampler"
 DATA_REQUIRED = "name a dataset builder, e.g. data: {builder: gsm8k}"
 
 
@@ -69,9 +66,8 @@ def builder_options_model(builder: Any) -> type[Section]:
 
 @functools.cache
 def _builder_model(func: Any) -> type[Section]:
-    skip = ("split", "base_dir")
     sig = inspect.signature(func)
-    keep = [n for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY and n not in skip]
+    keep = [n for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY and n not in ("split", "base_dir")]
     return signature_model(f"{func.__name__}_options", func, skip=[n for n in sig.parameters if n not in keep])
 
 
@@ -80,3 +76,89 @@ def hints() -> Hints:
     return Hints(
         required={"data": DATA_REQUIRED}, sections={"data": (inspect.getdoc(DataSection) or "").split("\n")[0]}
     )
+
+
+def _number(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
+
+
+def _count(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int) and v >= 1
+
+
+# option -> (example, {key: (default, valid, what it must be)}); a key without a default is required
+RULES: dict[str, tuple[str, dict[str, tuple[Any, Any, str]]]] = {
+    "pass_rate": (
+        "{file: pass_rates.json, above: 0.0, below: 1.0}",
+        {
+            "file": (
+                None,
+                lambda v: isinstance(v, str) and v,
+                "required: the file `grpo-trl filter` wrote (relative to the recipe)",
+            ),
+            "above": (0.0, lambda v: v is None or _number(v), "must be a number (or null for no bound)"),
+            "below": (1.0, lambda v: v is None or _number(v), "must be a number (or null for no bound)"),
+            "unscored": ("keep", lambda v: v in ("keep", "drop"), "must be keep or drop"),
+        },
+    ),
+    "sampler": (
+        "{zero_variance_weight: 0.1, cooldown_epochs: 2}",
+        {
+            "zero_variance_weight": (0.1, lambda v: _number(v) and 0 < v <= 1, "must be a number in (0, 1]"),
+            "cooldown_epochs": (2, _count, "must be an integer >= 1"),
+        },
+    ),
+    "dynamic_sampling": (
+        "{max_resample: 2}",
+        {"max_resample": (2, _count, "must be an integer >= 1 (extra generation rounds per batch)")},
+    ),
+}
+
+
+def defaults(name: str) -> dict[str, Any]:
+    """The defaults of ``data.<name>`` (``sampler``, ``dynamic_sampling``, ``pass_rate``)."""
+    return {k: rule[0] for k, rule in RULES[name][1].items()}
+
+
+def rule_problems(name: str, option: Any) -> list[Problem]:
+    """Problems of ``data.<name>`` by ``RULES`` (no file named); empty when it is fine or unset."""
+    key, (example, rules) = f"data.{name}", RULES[name]
+    if option is None:
+        return []
+    if not isinstance(option, dict):
+        return [Problem("", key, f"must be a mapping like {example}, got {option!r}")]
+    known = ", ".join(sorted(rules))
+    found = [Problem("", f"{key}.{k}", f"unknown option; options: {known}") for k in option if k not in rules]
+    for k, (default, valid, what) in rules.items():
+        value = option.get(k, default)
+        if not valid(value):
+            found.append(Problem("", f"{key}.{k}", what + (f", got {value!r}" if k in option else "")))
+    low, high = option.get("above", 0.0), option.get("below", 1.0)
+    if name == "pass_rate" and _number(low) and _number(high) and low >= high:
+        found.append(Problem("", key, f"above ({low}) must be smaller than below ({high})"))
+    return found
+
+
+def option_problems(cfg: dict) -> list[Problem]:
+    """Problems of ``data.pass_rate``, ``data.sampler`` and ``data.dynamic_sampling`` (no file named)."""
+    return [p for name in RULES for p in rule_problems(name, cfg.get(name))]
+
+
+def whole_groups_problems(per_device_batch: int, steps_per_generation: int, num_generations: int) -> list[Problem]:
+    """Each process keeps its own groups, so a group must not span two processes.
+
+    >>> [p.key for p in whole_groups_problems(2, 1, 4)], whole_groups_problems(4, 2, 8)
+    (['data.dynamic_sampling'], [])
+    """
+    local = per_device_batch * steps_per_generation
+    if local % num_generations == 0:
+        return []
+    return [
+        Problem(
+            "",
+            "data.dynamic_sampling",
+            f"needs whole groups on each process: per_device_train_batch_size x steps_per_generation = {local} is "
+            f"not a multiple of num_generations = {num_generations}",
+            "make trainer.per_device_train_batch_size (or steps_per_generation) a multiple of num_generations",
+        )
+    ]

@@ -1,11 +1,4 @@
-"""System prompts shipped with grpo-trl, chosen by name in a recipe's ``data.system_prompt``.
-
-Example:
-    >>> resolve_system_prompt("r1").startswith("A conversation between User and Assistant")
-    True
-    >>> resolve_system_prompt("Answer briefly.")
-    'Answer briefly.'
-"""
+"""System prompts shipped with grpo-trl, chosen by name in a recipe's ``data.system_prompt``."""
 
 from __future__ import annotations
 
@@ -30,22 +23,18 @@ SYSTEM_PROMPTS: dict[str, str | None] = {
 }
 
 
-class PromptError(DataError):
-    """An unknown system prompt name."""
-
-
 def resolve_system_prompt(value: str | None) -> str | None:
-    """A shipped prompt by name, or ``value`` itself when it is literal text (it contains a space or newline).
+    """A shipped prompt by name, or ``value`` itself when it is literal text (it holds a space or newline); a
+    single word that is not a shipped name is an error (a typo would otherwise become the prompt).
 
-    A single word that is not a shipped name is an error (a typo would otherwise become the prompt).
+    >>> resolve_system_prompt("Answer briefly.")
+    'Answer briefly.'
     """
-    if value is None:
-        return None
-    if value in SYSTEM_PROMPTS:
-        return SYSTEM_PROMPTS[value]
+    if value is None or value in SYSTEM_PROMPTS:
+        return SYSTEM_PROMPTS.get(value) if value is not None else None
     if any(ch.isspace() for ch in value.strip()):
         return value
     hint = suggest(value, SYSTEM_PROMPTS, cutoff=0.5)
-    raise PromptError(
+    raise DataError(
         f"unknown system prompt {value!r}{hint}; use one of {', '.join(SYSTEM_PROMPTS)} or write the literal text"
     )

@@ -1,96 +1,35 @@
-"""DAPO dynamic sampling (``data.dynamic_sampling``): the pieces that decide, with no trainer in sight.
-
-A group whose completions all get the same total reward has zero advantage: it costs a generation and teaches
-nothing. With ``data.dynamic_sampling: {max_resample: N}``, such groups are dropped from the generation batch and
-replaced by groups of fresh prompts, generated in up to ``N`` extra rounds, until the batch is full::
-
-    data:
-      builder: countdown
-      dynamic_sampling: {max_resample: 2}
-
-This module holds the parts that need no trainer: the option's check, which groups have zero variance, which
-groups make the batch (:func:`choose_groups`), the order fresh prompts come in (:class:`RefillOrder`) and the
-concatenation of batches from different generation calls (:func:`merge_batches`).
-:mod:`grpo_trl.data.refill_install` wires them into ``GRPOTrainer``.
-
-Example:
-    >>> zero_variance([1.0, 1.0, 0.0, 1.0, float("nan"), 2.0, 2.0, 2.0], group_size=4)
-    [False, True]
-    >>> choose_groups([[False, True], [True, False]], need=2)   # (round, group): round 0's good group, then round 1's
-    [(0, 0), (1, 1)]
-"""
+"""DAPO dynamic sampling (``data.dynamic_sampling: {max_resample: N}``): zero-variance groups are dropped from the
+generation batch and replaced by groups of fresh prompts, in up to ``N`` extra generation rounds. :class:`Refill`
+wraps TRL's one generation call per batch (``trl_adapter.wrap_generation``); every decision that sets the number of
+calls is taken on gathered numbers, so all processes make the same calls."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
-from grpo_trl.errors import GrpoTrlError, Problem
+from grpo_trl.data.options import IMAGES, IMAGES_FIX, defaults, rule_problems, whole_groups_problems
+from grpo_trl.errors import GrpoTrlError
 
-KEYS = {"max_resample": 2}
-FIX = "a mapping like {max_resample: 2} (extra generation rounds per batch, an integer >= 1)"
+STATE_FILE = "dynamic_sampling.json"
+METRIC = "dynamic_sampling/"
 # tensors aligned with the completion tokens (right-padded) and their padding; the prompt's are left-padded
-COMPLETION_PAD = {
-    "completion_mask": 0,
-    "old_per_token_logps": 0.0,
-    "ref_per_token_logps": 0.0,
-    "sampling_per_token_logps": 0.0,
-    "importance_sampling_ratio": 1.0,
-    "tool_mask": 1,
+COMPLETION_PAD = {"completion_mask": 0, "tool_mask": 1, "importance_sampling_ratio": 1.0} | {
+    f"{k}_per_token_logps": 0.0 for k in ("old", "ref", "sampling")
 }
-
-
 JOINED = ("prompt_ids", "prompt_mask", "completion_ids", "advantages")
-# the same refusal as merge_batches', before training: data with images makes multimodal batches
-IMAGES = "cannot join generation batches of prompts with images (multimodal inputs)"
-IMAGES_FIX = "remove data.dynamic_sampling for this model, or use data.sampler"
-
-
-def dynamic_sampling_problems(option: Any) -> list[Problem]:
-    """Problems in a ``data.dynamic_sampling`` option (no file named).
-
-    >>> [str(p) for p in dynamic_sampling_problems({"max_resample": 0})]
-    ['data.dynamic_sampling.max_resample: must be an integer >= 1 (extra generation rounds per batch), got 0']
-    """
-    if option is None:
-        return []
-    if not isinstance(option, dict):
-        return [Problem("", "data.dynamic_sampling", f"must be {FIX}, got {option!r}")]
-    known = ", ".join(sorted(KEYS))
-    problems = [
-        Problem("", f"data.dynamic_sampling.{k}", f"unknown option; options: {known}") for k in option if k not in KEYS
-    ]
-    n = option.get("max_resample", KEYS["max_resample"])
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        what = "must be an integer >= 1 (extra generation rounds per batch)"
-        problems.append(Problem("", "data.dynamic_sampling.max_resample", f"{what}, got {n!r}"))
-    return problems
-
-
-def whole_groups_problems(per_device_batch: int, steps_per_generation: int, num_generations: int) -> list[Problem]:
-    """``data.dynamic_sampling`` keeps each process's own groups, so a group must not span two processes.
-
-    >>> [p.key for p in whole_groups_problems(2, 1, 4)], whole_groups_problems(4, 2, 8)
-    (['data.dynamic_sampling'], [])
-    """
-    local = per_device_batch * steps_per_generation
-    if local % num_generations == 0:
-        return []
-    return [
-        Problem(
-            "",
-            "data.dynamic_sampling",
-            f"needs whole groups on each process: per_device_train_batch_size x steps_per_generation = {local} is "
-            f"not a multiple of num_generations = {num_generations}",
-            "make trainer.per_device_train_batch_size (or steps_per_generation) a multiple of num_generations",
-        )
-    ]
+dynamic_sampling_problems = functools.partial(rule_problems, "dynamic_sampling")
+__all__ = ["IMAGES", "IMAGES_FIX", "Refill", "RefillOrder", "install", "merge_batches", "whole_groups_problems"]
 
 
 def zero_variance(rewards: list[float], group_size: int) -> list[bool]:
-    """Per group of ``group_size`` consecutive total rewards: True when it teaches nothing, i.e. its scorable rewards
-    (NaN: every reward function returned None) number fewer than two or are all equal (spread <= 1e-8), as TRL's
-    ``frac_reward_zero_std`` counts them."""
+    """Per group: True when fewer than two of its total rewards are scorable (NaN: none) or they are all equal
+    (spread <= 1e-8), as TRL's ``frac_reward_zero_std`` counts them.
+
+    >>> zero_variance([1.0, 1.0, 0.0, 1.0, float("nan"), 2.0, 2.0, 2.0], group_size=4)
+    [False, True]
+    """
     flags = []
     for start in range(0, len(rewards), group_size):
         valid = [r for r in rewards[start : start + group_size] if not math.isnan(r)]
@@ -108,9 +47,12 @@ def total_rewards(rewards_per_func: Any, weights: Any) -> list[float]:
 
 
 def choose_groups(flags: list[list[bool]], need: int) -> list[tuple[int, int]]:
-    """The groups that make a batch of ``need`` groups, as ``(round, group)``, from each round's zero-variance flags:
-    the groups with variance in generation order; when the rounds are spent and they are too few, the zero-variance
-    groups fill the rest, earliest first (a full batch keeps TRL's step shapes; they add no gradient)."""
+    """The ``(round, group)`` pairs that make a batch of ``need`` groups: those with variance in generation order,
+    then zero-variance ones, earliest first, when the rounds are spent (a full batch keeps TRL's step shapes).
+
+    >>> choose_groups([[False, True], [True, False]], need=2)
+    [(0, 0), (1, 1)]
+    """
     good = [(r, g) for r, row in enumerate(flags) for g, zero in enumerate(row) if not zero]
     if len(good) >= need:
         return good[:need]
@@ -119,10 +61,9 @@ def choose_groups(flags: list[list[bool]], need: int) -> list[tuple[int, int]]:
 
 
 class RefillOrder:
-    """Where fresh prompts come from: every dataset index once per pass, each pass a seeded permutation (as TRL's
-    ``RepeatSampler`` shuffles, with its own seed so it does not replay the training order). Its position is saved
-    in checkpoints, so a resumed run takes the same prompts. ``skip(index)``: pass over indices for now (prompts
-    ``data.sampler`` holds in cooldown), unless a whole pass offers nothing else."""
+    """Fresh prompts: every dataset index once per pass, each pass a seeded permutation (its own seed, so it does
+    not replay the training order); its position is checkpointed. ``skip(index)``: pass over an index for now
+    (``data.sampler``'s cooldown), unless a whole pass offers nothing else."""
 
     def __init__(self, size: int, seed: int = 0):
         self.size, self.seed = size, seed
@@ -153,7 +94,7 @@ class RefillOrder:
     def state(self) -> dict:
         return {"epoch": self.epoch, "position": self.position}
 
-    def load_state(self, state: dict) -> None:
+    def load_state(self, state: dict, replay: bool = False) -> None:
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
 
 
@@ -168,9 +109,8 @@ def _pad(tensor: Any, width: int, value: float, left: bool) -> Any:
 
 
 def merge_batches(batches: list[dict], rows: list[list[int]], pad_token_id: int) -> dict:
-    """One generation batch from the rows ``rows[i]`` of ``batches[i]`` (outputs of TRL's generation, each padded
-    to its own widths): prompts left-padded, completions and what aligns with them right-padded to the widest.
-    ``num_items_in_batch`` is left out (the caller counts it across processes)."""
+    """One generation batch from rows ``rows[i]`` of ``batches[i]``: prompts left-padded, completions and what
+    aligns with them right-padded to the widest. ``num_items_in_batch`` is left to the caller."""
     import torch
 
     keys = [k for k in batches[0] if k != "num_items_in_batch"]
@@ -179,7 +119,7 @@ def merge_batches(batches: list[dict], rows: list[list[int]], pad_token_id: int)
         raise GrpoTrlError(
             f"data.dynamic_sampling cannot join generation batches holding {', '.join(unknown)} (multimodal inputs)",
             key="data.dynamic_sampling",
-            fix="remove data.dynamic_sampling for this model, or use data.sampler",
+            fix=IMAGES_FIX,
         )
     prompt_width = max(b["prompt_ids"].size(1) for b in batches)
     completion_width = max(b["completion_ids"].size(1) for b in batches)
@@ -197,3 +137,112 @@ def merge_batches(batches: list[dict], rows: list[list[int]], pad_token_id: int)
             parts.append(tensor)
         merged[key] = torch.cat(parts, dim=0)
     return merged
+
+
+class Refill:
+    """``wrapper(generate, inputs)`` for ``trl_adapter.wrap_generation``: one generation batch, its zero-variance
+    groups replaced by fresh ones while the budget lasts."""
+
+    def __init__(self, trainer: Any, max_resample: int, order: RefillOrder, sampler: Any = None):
+        self.trainer, self.max_resample, self.order = trainer, max_resample, order
+        self.sampler = sampler  # data.sampler: prompts it holds in cooldown are passed over
+
+    def _flags(self, rewards: Any, local_groups: int) -> list[bool]:
+        """This process's groups: zero variance or not, from the rewards of all processes (same on each)."""
+        if rewards is None:  # no rewards seen (a TRL that scores elsewhere): nothing to refill
+            return [False] * local_groups
+        flags = zero_variance(total_rewards(rewards, self.trainer.reward_weights), self.trainer.num_generations)
+        start = self.trainer.accelerator.process_index * local_groups
+        return flags[start : start + local_groups]
+
+    def _skip(self) -> Any:
+        if self.sampler is None:
+            return None
+        weights = self.sampler.weights(self.sampler.history, self.sampler.epoch)
+        return lambda index: weights[index] < 1.0
+
+    def _max(self, value: int) -> int:
+        import torch
+
+        accelerator = self.trainer.accelerator
+        return int(accelerator.gather(torch.tensor([value], device=accelerator.device)).max().item())
+
+    def __call__(self, generate: Any, inputs: list) -> dict:
+        trainer = self.trainer
+        if not trainer.model.training:
+            return generate(inputs)[0]
+        size, accelerator = trainer.num_generations, trainer.accelerator
+        need = len(inputs) // size
+        output, rewards = generate(inputs)
+        outputs, flags = [output], [self._flags(rewards, need)]
+        while len(outputs) <= self.max_resample:
+            have = sum(not zero for row in flags for zero in row)
+            lacking = self._max(max(0, need - have))  # the same on every process: same number of calls
+            if lacking == 0:
+                break
+            indices = self.order.take(lacking * accelerator.num_processes, self._skip())
+            mine = indices[accelerator.process_index * lacking : (accelerator.process_index + 1) * lacking]
+            output, rewards = generate([trainer.train_dataset[i] for i in mine for _ in range(size)])
+            outputs.append(output)
+            flags.append(self._flags(rewards, lacking))
+        chosen = choose_groups(flags, need)
+        self._log(flags, chosen, need)
+        if len(outputs) == 1:
+            return outputs[0]  # nothing to refill: TRL's batch as it is
+        rows: list[list[int]] = [[] for _ in outputs]
+        for r, g in chosen:
+            rows[r].extend(range(g * size, (g + 1) * size))
+        tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+        merged = merge_batches(outputs, rows, tokenizer.pad_token_id)
+        mask = merged["completion_mask"] * merged["tool_mask"] if "tool_mask" in merged else merged["completion_mask"]
+        merged["num_items_in_batch"] = accelerator.gather(mask.sum()).sum()  # the loss normalizer, all processes
+        return merged
+
+    def _log(self, flags: list[list[bool]], chosen: list[tuple[int, int]], need: int) -> None:
+        import torch
+
+        from grpo_trl.trl_adapter import add_train_metric
+
+        zero, kept_zero = sum(z for row in flags for z in row), sum(flags[r][g] for r, g in chosen)
+        local = torch.tensor([sum(len(row) for row in flags), zero, kept_zero, need], dtype=torch.float64)
+        accelerator = self.trainer.accelerator
+        generated, zero, kept_zero, need = accelerator.gather(local.to(accelerator.device)).view(-1, 4).sum(0).tolist()
+        for name, value in (
+            ("zero_std_generated", zero / generated),  # of all groups generated for this batch
+            ("dropped", (generated - need) / generated),  # generated, not trained on
+            ("zero_std_kept", kept_zero / need),  # of the groups in the optimized batch
+            ("generations", generated * self.trainer.num_generations),  # completions, all processes
+            ("resample_rounds", len(flags) - 1),
+        ):
+            add_train_metric(self.trainer, METRIC + name, float(value))
+
+
+def install(trainer: Any, data_cfg: dict) -> Refill | None:
+    """With ``data.dynamic_sampling`` set: refill ``trainer``'s generation batches; else nothing. Install after
+    ``data.sampler`` (its cooldown steers the fresh prompts)."""
+    from grpo_trl.data.image_tokens import IMAGE_COLUMNS
+    from grpo_trl.data.sampler import CheckpointState, ZeroVarianceSampler
+    from grpo_trl.trl_adapter import train_sampler, wrap_generation
+
+    option = data_cfg.get("dynamic_sampling")
+    if option is None:
+        return None
+    args, dataset = trainer.args, trainer.train_dataset
+    found = whole_groups_problems(args.per_device_train_batch_size, args.steps_per_generation, args.num_generations)
+    if found:
+        raise GrpoTrlError(found)
+    if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
+        raise GrpoTrlError(
+            "data.dynamic_sampling draws fresh prompts by index; this training dataset is a stream",
+            key="data.dynamic_sampling",
+            fix="use a map-style dataset, or remove data.dynamic_sampling",
+        )
+    if set(IMAGE_COLUMNS) & set(getattr(dataset, "column_names", None) or ()):
+        raise GrpoTrlError(IMAGES, key="data.dynamic_sampling", fix=IMAGES_FIX)  # not at the first refill, mid-run
+    probe = train_sampler(trainer)
+    order = RefillOrder(len(dataset), seed=args.seed)
+    max_resample = int({**defaults("dynamic_sampling"), **option}["max_resample"])
+    refill = Refill(trainer, max_resample, order, probe if isinstance(probe, ZeroVarianceSampler) else None)
+    wrap_generation(trainer, refill)
+    trainer.add_callback(CheckpointState(STATE_FILE, order))
+    return refill

@@ -1,20 +1,6 @@
-"""How ``GRPOTrainer`` renders a recipe's prompts, in one place: the keyword arguments it passes to
-``apply_chat_template`` for every prompt (``GRPOTrainer._tokenize_prompts``).
-
-TRL renders a conversational prompt with ``tools=<the trainer's tools> or None``, ``chat_template=`` the training
-template it swaps in when tools meet a template that is not prefix-preserving (else the tokenizer's own), and the
-config's ``chat_template_kwargs`` (``enable_thinking``...). With environments, each row's tools are the trainer's
-tools plus the tool methods of that row's environment, listed from one probed instance per environment (TRL probes
-one too). The token-length filter counts the prompt TRL will feed the model with these, and ``grpo-trl data`` shows
-it: tool schemas alone can add hundreds of tokens.
-
-Not rendered here: the text an environment's ``reset(**row)`` returns, which TRL appends to the last message at
-rollout time (calling ``reset`` for every row of a corpus would run the environment itself).
-
-Example:
-    >>> Rendering.of(None, [], {"enable_thinking": False}).kwargs_for(None)
-    {'enable_thinking': False}
-"""
+"""How ``GRPOTrainer`` renders a recipe's prompts: the ``apply_chat_template`` keyword arguments it passes (tools,
+its training template, ``chat_template_kwargs``; with environments, each row's environment's tool methods too), so
+the token-length filter and ``grpo-trl data`` count the prompt the model is fed. ``reset()`` text is not rendered."""
 
 from __future__ import annotations
 
@@ -33,8 +19,7 @@ def _schemas(tools: list) -> list[dict]:
 
 
 def _trainer_template(tokenizer: Any, tools: list) -> dict:
-    """``{"chat_template": ...}`` when TRL swaps in its training template (tools and a template that is not
-    prefix-preserving), else ``{}``."""
+    """``{"chat_template": ...}`` when TRL swaps in its training template (tools, not prefix-preserving)."""
     if not tools:
         return {}
     try:
@@ -49,8 +34,12 @@ def _trainer_template(tokenizer: Any, tools: list) -> dict:
 
 @dataclass
 class Rendering:
-    """``apply_chat_template`` keyword arguments for a prompt: ``common`` for every row, ``by_environment`` per
-    environment name (``None``: a single environment) when the recipe has environments."""
+    """``apply_chat_template`` keyword arguments: ``common`` for every row, ``by_environment`` per environment name
+    (``None``: a single environment).
+
+    >>> Rendering.of(None, [], {"enable_thinking": False}).kwargs_for(None)
+    {'enable_thinking': False}
+    """
 
     common: dict = field(default_factory=dict)
     by_environment: dict[Any, dict] | None = None

@@ -1,20 +1,12 @@
 """Rows without a value where the prompt or a reward needs one (a missing key, null, "" or []): dropped with a count
-and the first offending line, or refused (``data.bad_rows: error``). One function, ``drop_bad_rows``, used by
-``build_dataset`` for ``train``, ``grpo-trl data`` and ``check`` (which say what the rewards read: ``needing``);
-lazily (``IterableDataset.filter``) when streaming.
-
-Example:
-    >>> from datasets import Dataset
-    >>> ds = Dataset.from_list([{"user": "1+1?", "solution": "2"}, {"user": None, "solution": "3"}])
-    >>> kept, dropped = drop_bad_rows(ds, ["solution"], where="data.jsonl")
-    >>> len(kept), dropped
-    (1, {'a missing or empty user/solution (first: line 2 of data.jsonl)': 1})
-"""
+and the first offending line, or refused (``data.bad_rows: error``). One function, ``drop_bad_rows``, for ``train``,
+``grpo-trl data`` and ``check`` (which say what the rewards read: ``needing``); lazily when streaming."""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -22,7 +14,6 @@ from typing import Any
 from grpo_trl.errors import DataError
 
 logger = logging.getLogger(__name__)
-_WARNED: set[str] = set()  # check builds a section more than once: each warning once
 PROMPT_COLUMNS = ("user", "prompt")  # what a builder makes the prompt from: one of them is always needed
 # set by the commands (train, data, check), which then also log what was dropped; unset: a one-row peek, quiet
 _NEEDED: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar("grpo_trl_needed", default=None)
@@ -53,8 +44,7 @@ def missing(value: Any) -> bool:
 
 
 def _bad(column: str, value: Any) -> bool:
-    """A builder's prompt is missing when None (it says so for an empty question; the ``environment`` builder's
-    empty turn is a placeholder ``reset()`` fills); a reward's column when ``missing``."""
+    """A prompt column is bad only when None (the ``environment`` builder's empty turn is a placeholder)."""
     return value is None if column in PROMPT_COLUMNS else missing(value)
 
 
@@ -69,15 +59,16 @@ def _place(index: int, where: str) -> str:
 def drop_bad_rows(
     ds: Any, needed: Iterable[str] | None = None, how: str = "drop", where: str = ""
 ) -> tuple[Any, dict]:
-    """``ds`` without the rows that lack a value in the prompt column or a ``needed`` column it has (default: those
-    of ``needing``), and ``{reason: count}`` for ``DataResult.dropped``. ``how="error"``: raise ``DataError``.
+    """``ds`` without the rows lacking a value in the prompt column or a ``needed`` column (default: ``needing``'s),
+    and ``{reason: count}``; ``how="error"`` raises ``DataError``. A stream is filtered lazily (nothing counted).
 
-    A ``Dataset`` is checked at once (the count and first line are known); an ``IterableDataset`` lazily, the first
-    bad row logged (``error``: raised) when training reaches it.
+    >>> from datasets import Dataset
+    >>> ds = Dataset.from_list([{"user": "1+1?", "solution": "2"}, {"user": None, "solution": "3"}])
+    >>> drop_bad_rows(ds, ["solution"], where="data.jsonl")[1]
+    {'a missing or empty user/solution (first: line 2 of data.jsonl)': 1}
     """
     told = needed if needed is not None else _NEEDED.get()
-    needed, quiet = told or (), told is None
-    columns = [c for c in (*PROMPT_COLUMNS, *needed) if c in (ds.column_names or ())]
+    columns = [c for c in (*PROMPT_COLUMNS, *(told or ())) if c in (ds.column_names or ())]
     columns = list(dict.fromkeys(c for c in columns if c != "prompt" or "user" not in columns))
     if not columns:
         return ds, {}
@@ -98,7 +89,7 @@ def drop_bad_rows(
                 return True
             if how == "error":
                 raise refuse(index, "a row")
-            if not seen and not quiet:
+            if not seen and told is not None:
                 seen.append(index)
                 _warn(f"dropping rows with {what} (first: {_place(index, where)})")
             return False
@@ -111,14 +102,12 @@ def drop_bad_rows(
     if how == "error":
         raise refuse(bad[0], f"{len(bad)} row(s)")
     first = _place(bad[0], where)
-    if not quiet:
+    if told is not None:
         _warn(f"dropped {len(bad)} row(s) with {what} (first: {first}); data.bad_rows: error refuses them")
     drop = set(bad)
-    kept = ds.select([i for i in range(len(ds)) if i not in drop])
-    return kept, {f"{what} (first: {first})": len(bad)}
+    return ds.select([i for i in range(len(ds)) if i not in drop]), {f"{what} (first: {first})": len(bad)}
 
 
+@functools.cache  # check builds a section more than once: each warning once
 def _warn(message: str) -> None:
-    if message not in _WARNED:
-        _WARNED.add(message)
-        logger.warning(message)
+    logger.warning(message)

@@ -1,69 +1,29 @@
-"""An online sampler that spends fewer generations on prompts whose groups taught nothing (``data.sampler``).
-
-A group whose completions all get the same reward has zero advantage. After such a group, the prompt's sampling
-weight drops to ``zero_variance_weight`` for ``cooldown_epochs`` epochs, then returns to 1 (so a prompt the model
-has since learned, or forgotten, is tried again); a group with variance restores it at once::
-
-    data:
-      builder: countdown
-      sampler: {zero_variance_weight: 0.1, cooldown_epochs: 2}
-
-How it sits on TRL: :class:`ZeroVarianceSampler` runs TRL's own ``RepeatSampler`` over each epoch's order (same
-groups, same repeats for ``num_iterations`` and ``steps_per_generation``); only the order of prompts changes.
-With every weight 1 an epoch is TRL's own shuffled permutation; otherwise each prompt appears about
-``N * w / sum(w)`` times (systematic sampling: the epoch keeps its length, low-weight prompts appear rarely, the
-others sometimes twice). The outcome of each group is read after each generation by
-:mod:`grpo_trl.data.dynamic_sampling` from the trainer's gathered per-completion advantages (the same on every process,
-so all processes keep the same weights); that read, and installing the sampler, are the two TRL internals used, both
-in :mod:`grpo_trl.trl_adapter`. The state is saved in every checkpoint (``zero_variance_sampler.json``) and restored
-on ``--resume``, so a resumed epoch replays the same order.
-
-Example:
-    >>> from datasets import Dataset
-    >>> prompts = Dataset.from_dict({"prompt": ["a", "b", "c", "d"]})
-    >>> sampler = ZeroVarianceSampler(prompts, mini_repeat_count=2, batch_size=2, seed=0)
-    >>> sorted(set(sampler)) == [0, 1, 2, 3]          # epoch 1: every prompt, as TRL would
-    True
-    >>> sampler.observe(["a", "a", "b", "b"], [0.0, 0.0, 1.0, -1.0], group_size=2)  # "a" taught nothing
-    >>> [round(w, 1) for w in sampler.weights(sampler.history, sampler.epoch + 1)]
-    [0.1, 1.0, 1.0, 1.0]
-"""
+"""``data.sampler``: fewer generations on prompts whose groups taught nothing. After a zero-variance group the
+prompt's weight drops to ``zero_variance_weight`` for ``cooldown_epochs`` epochs; TRL's ``RepeatSampler`` runs over
+each epoch's weighted order. The state is saved in every checkpoint and restored on ``--resume``."""
 
 from __future__ import annotations
 
+import functools
+import json
 import math
+import os
+from pathlib import Path
 from typing import Any
 
+from transformers import TrainerCallback
+
+from grpo_trl.data.options import defaults, rule_problems
 from grpo_trl.data.pass_rate import prompt_hash
-from grpo_trl.errors import Problem
+from grpo_trl.trl_adapter import last_batch, train_sampler, use_train_sampler
 
-KEYS = {"zero_variance_weight": 0.1, "cooldown_epochs": 2}
-
-
-def sampler_problems(option: Any) -> list[Problem]:
-    """Problems in a ``data.sampler`` option (no file named).
-
-    >>> [str(p) for p in sampler_problems({"zero_variance_weight": 0})]
-    ['data.sampler.zero_variance_weight: must be a number in (0, 1], got 0']
-    """
-    if option is None:
-        return []
-    if not isinstance(option, dict):
-        return [Problem("", "data.sampler", "must be a mapping like {zero_variance_weight: 0.1, cooldown_epochs: 2}")]
-    known = ", ".join(sorted(KEYS))
-    problems = [Problem("", f"data.sampler.{k}", f"unknown option; options: {known}") for k in option if k not in KEYS]
-    w = option.get("zero_variance_weight", KEYS["zero_variance_weight"])
-    if isinstance(w, bool) or not isinstance(w, int | float) or not (0 < w <= 1):
-        problems.append(Problem("", "data.sampler.zero_variance_weight", f"must be a number in (0, 1], got {w!r}"))
-    c = option.get("cooldown_epochs", KEYS["cooldown_epochs"])
-    if isinstance(c, bool) or not isinstance(c, int) or c < 1:
-        problems.append(Problem("", "data.sampler.cooldown_epochs", f"must be an integer >= 1, got {c!r}"))
-    return problems
+STATE_FILE = "zero_variance_sampler.json"
+sampler_problems = functools.partial(rule_problems, "sampler")
 
 
 def systematic_counts(weights: list[float], total: int, u: float) -> list[int]:
     """How often each index appears among ``total`` draws proportional to ``weights`` (systematic sampling with
-    offset ``u`` in [0, 1)): every count is the floor or the ceiling of its expectation, and they sum to ``total``.
+    offset ``u`` in [0, 1)): each count is the floor or ceiling of its expectation, and they sum to ``total``.
 
     >>> systematic_counts([1, 1, 1, 1], 4, 0.5), systematic_counts([1, 0.1, 1, 0.1], 4, 0.0)
     ([1, 1, 1, 1], [2, 0, 2, 0])
@@ -82,8 +42,8 @@ def systematic_counts(weights: list[float], total: int, u: float) -> list[int]:
 
 
 class ZeroVarianceSampler:
-    """TRL's ``RepeatSampler`` over each epoch's prompt order, drawn from per-prompt weights (see the module doc).
-    Same arguments as ``RepeatSampler``, plus the two of ``data.sampler``."""
+    """TRL's ``RepeatSampler`` over each epoch's prompt order, drawn from per-prompt weights; with every weight 1 an
+    epoch is TRL's own permutation. Same arguments as ``RepeatSampler``, plus the two of ``data.sampler``."""
 
     def __init__(
         self,
@@ -97,22 +57,16 @@ class ZeroVarianceSampler:
         zero_variance_weight: float = 0.1,
         cooldown_epochs: int = 2,
     ):
-        self.data_source = data_source
-        self.mini_repeat_count = mini_repeat_count
-        self.batch_size = batch_size
-        self.repeat_count = repeat_count
-        self.shuffle = shuffle
-        self.seed = seed
+        self.data_source, self.mini_repeat_count, self.batch_size = data_source, mini_repeat_count, batch_size
+        self.repeat_count, self.shuffle, self.seed = repeat_count, shuffle, seed
         self.num_samples = len(data_source)
-        self.zero_variance_weight = float(zero_variance_weight)
-        self.cooldown_epochs = int(cooldown_epochs)
+        self.zero_variance_weight, self.cooldown_epochs = float(zero_variance_weight), int(cooldown_epochs)
         self.epoch = 0  # epochs started
         self.history: dict[str, int] = {}  # prompt hash -> epoch of its last group, kept only if zero-variance
         self.epoch_start_history: dict[str, int] = {}  # the history the current epoch was drawn from
         self._replay = False
         self._hashes: list[str] | None = None
-        self.observed_groups = 0
-        self.zero_variance_groups = 0
+        self.observed_groups = self.zero_variance_groups = 0
 
     @property
     def hashes(self) -> list[str]:
@@ -139,8 +93,7 @@ class ZeroVarianceSampler:
         if all(w == 1.0 for w in weights):
             return torch.randperm(self.num_samples, generator=generator).tolist()
         u = torch.rand(1, generator=generator).item()
-        counts = systematic_counts(weights, self.num_samples, u)
-        pool = [i for i, c in enumerate(counts) for _ in range(c)]
+        pool = [i for i, c in enumerate(systematic_counts(weights, self.num_samples, u)) for _ in range(c)]
         return [pool[j] for j in torch.randperm(len(pool), generator=generator).tolist()]
 
     def __len__(self) -> int:
@@ -150,8 +103,7 @@ class ZeroVarianceSampler:
         from grpo_trl.trl_adapter import repeat_sampler
 
         order = self.epoch_order()
-        inner = repeat_sampler(order, self.mini_repeat_count, self.batch_size, self.repeat_count)
-        for position in inner:
+        for position in repeat_sampler(order, self.mini_repeat_count, self.batch_size, self.repeat_count):
             yield order[position]
 
     def observe(self, prompts: list, advantages: list[float], group_size: int) -> None:
@@ -166,20 +118,74 @@ class ZeroVarianceSampler:
                 self.history.pop(key, None)
 
     def state(self) -> dict:
-        return {
-            "epoch": self.epoch,
-            "history": self.history,
-            "epoch_start_history": self.epoch_start_history,
-            "observed_groups": self.observed_groups,
-            "zero_variance_groups": self.zero_variance_groups,
-        }
+        names = ("epoch", "history", "epoch_start_history", "observed_groups", "zero_variance_groups")
+        return {name: getattr(self, name) for name in names}
 
     def load_state(self, state: dict, replay: bool = True) -> None:
-        """Continue from a checkpoint. ``replay``: the checkpoint fell inside an epoch, which the trainer restarts
-        and fast-forwards, so the next epoch drawn is that one again, in the same order."""
+        """Continue from a checkpoint. ``replay``: it fell inside an epoch, which the trainer restarts and
+        fast-forwards, so the next epoch drawn is that one again, in the same order."""
         self.epoch = int(state["epoch"])
-        self.epoch_start_history = dict(state["epoch_start_history"])
-        self.history = dict(state["history"])
+        self.epoch_start_history, self.history = dict(state["epoch_start_history"]), dict(state["history"])
         self.observed_groups = int(state.get("observed_groups", 0))
         self.zero_variance_groups = int(state.get("zero_variance_groups", 0))
         self._replay = replay and self.epoch > 0
+
+
+class CheckpointState(TrainerCallback):
+    """Saves ``obj.state()`` as ``name`` in every checkpoint (process 0, whole or not at all) and restores it on
+    resume; written before the trainer's ``trainer_state.json``, which makes a checkpoint complete for --resume."""
+
+    def __init__(self, name: str, obj: Any):
+        self.name, self.obj = name, obj
+
+    def _write(self, args: Any, state: Any, create: bool = False) -> None:
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if not state.is_world_process_zero:
+            return
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
+        if folder.is_dir():
+            tmp = folder / f".{self.name}.tmp"
+            tmp.write_text(json.dumps(self.obj.state()))
+            os.replace(tmp, folder / self.name)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if control.should_save:  # the checkpoint is saved right after this step
+            self._write(args, state, create=True)
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._write(args, state)  # saves decided after the step (save_strategy epoch or best) get it here
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        saved = Path(args.output_dir) / f"checkpoint-{state.global_step}" / self.name
+        if state.global_step > 0 and saved.exists():  # inside an epoch: the trainer restarts it, so replay it
+            self.obj.load_state(json.loads(saved.read_text()), replay=not float(state.epoch).is_integer())
+
+
+class ZeroVarianceCallback(CheckpointState):
+    """Feeds each generation's group outcomes to the sampler; saves and restores its state."""
+
+    def __init__(self, trainer: Any, sampler: ZeroVarianceSampler):
+        super().__init__(STATE_FILE, sampler)
+        self.trainer, self._last = trainer, None
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        batch = last_batch(self.trainer)
+        prompts, advantages = (batch["prompt"], batch["advantages"]) if batch else ([], [])
+        if advantages and advantages[-1] is not self._last:  # a new generation since the last step
+            self._last = advantages[-1]  # held, so its identity cannot be reused by a new float
+            self.obj.observe(prompts, advantages, self.trainer.num_generations)
+        super().on_step_end(args, state, control)
+
+
+def install(trainer: Any, data_cfg: dict) -> ZeroVarianceSampler | None:
+    """With ``data.sampler`` set: train ``trainer`` through a :class:`ZeroVarianceSampler`; else do nothing."""
+    option = data_cfg.get("sampler")
+    if option is None:
+        return None
+    probe = train_sampler(trainer)  # TRL's own sampler, for its exact arguments
+    args = (probe.data_source, probe.mini_repeat_count, probe.batch_size, probe.repeat_count)
+    sampler = ZeroVarianceSampler(*args, shuffle=probe.shuffle, seed=probe.seed, **{**defaults("sampler"), **option})
+    use_train_sampler(trainer, sampler)
+    trainer.add_callback(ZeroVarianceCallback(trainer, sampler))
+    return sampler

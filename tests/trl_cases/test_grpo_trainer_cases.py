@@ -171,7 +171,7 @@ SKIPPED = {  # TRL test (or family) -> why it is not in CASES
     "test_train[other architectures], test_trust_remote_code": "Hub-only architectures or remote code: the tiny "
     "offline model is one Qwen2",
     "test_train_with_mask_truncated_completions": "patches GRPOTrainer's generation with a mock (no recipe form)",
-    "TestGRPOTrainerVLM::test_train_vlm*": "not skipped: tests/test_vlm.py VLM_CASES, on builtin:tiny-vlm",
+    "TestGRPOTrainerVLM::test_train_vlm*": "not skipped: tests/data/test_vlm.py VLM_CASES, on builtin:tiny-vlm",
     "test_train_with_tools, test_train_with_*environment*, test_environment_owned_*, "
     "test_train_with_malformed_tool_calls, test_train_with_tools_multimodal_response": "not in this table: tool and "
     "environment training is compared with TRL in tests/tools/ (TRL's documented agents, tool model warmed first)",

@@ -154,7 +154,7 @@ def test_refill_order_passes_over_skipped_prompts_unless_nothing_else_is_left():
 def test_with_data_sampler_the_refill_passes_over_prompts_in_cooldown():
     from datasets import Dataset
 
-    from grpo_trl.data.refill_install import Refill
+    from grpo_trl.data.refill import Refill
     from grpo_trl.data.sampler import ZeroVarianceSampler
 
     sampler = ZeroVarianceSampler(Dataset.from_dict({"prompt": ["a", "b", "c", "d"]}), mini_repeat_count=2, seed=0)
@@ -224,7 +224,7 @@ def half_constant(completions: list, target: list, **kwargs) -> list[float]:
 
 def _refill_recipe(make_recipe, sampler=None, **trainer):
     data = {**COUNTDOWN, "dynamic_sampling": {"max_resample": 3}, **({"sampler": sampler} if sampler else {})}
-    rewards = [{"name": "tests.test_refill:half_constant"}]
+    rewards = [{"name": "tests.data.test_refill:half_constant"}]
     return make_recipe(data=data, rewards=rewards, trainer={"max_steps": 4, **trainer})
 
 
@@ -303,7 +303,7 @@ def test_check_refuses_dynamic_sampling_on_data_with_images_before_any_model_loa
 
     from grpo_trl.cli import main
 
-    recipe = yaml.safe_load((Path(__file__).parents[1] / "recipes/demo/tiny-vlm.yaml").read_text())
+    recipe = yaml.safe_load((Path(__file__).parents[2] / "recipes/demo/tiny-vlm.yaml").read_text())
     recipe["data"]["dynamic_sampling"] = {"max_resample": 2}
     recipe["trainer"]["output_dir"] = str(tmp_path / "out")
     path = tmp_path / "r.yaml"

@@ -15,7 +15,7 @@ from grpo_trl.cli import main as cli_main
 from grpo_trl.data import build_dataset
 from grpo_trl.models.load import load_processing_class, load_tokenizer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
