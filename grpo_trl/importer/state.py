@@ -1,7 +1,6 @@
-"""The state of one translation (``Translation``) and what it returns (``Imported``): the helpers every section of
-the translation uses to read a peer key, place a value with its comment, or record why a key is not mapped.
+"""One translation's state (``Translation``: read a peer key, place a value with its comment, record why a key is not
+mapped) and its result (``Imported``); the sections are mixins beside it (``model_keys``, ``data_keys``...).
 
-Example:
     >>> t = Translation({"beta": 0.1}, "c.yaml", "trl", "1.0", None)
     >>> t.put(("trainer", "beta"), t.take("beta"), "beta"); t.out.recipe, t.done
     ({'trainer': {'beta': 0.1}}, {'beta'})
@@ -49,11 +48,7 @@ def installed_fields(cls) -> dict[str, Any]:
 
 
 class Translation:
-    """One translation under way: the peer config, the recipe being written, and the keys already placed.
-
-    The sections are mixins beside this module (``model_keys``, ``data_keys``, ``reward_keys``, ``trainer_keys``),
-    each translating its keys with the helpers here.
-    """
+    """One translation under way: the peer config, the recipe being written, and the keys already placed."""
 
     def __init__(self, data: dict, file: str, flavour: str, baseline: str, out_dir: Path | None):
         from trl import GRPOConfig, ModelConfig
