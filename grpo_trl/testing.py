@@ -1,7 +1,7 @@
 """Tiny offline models for your own tests and demos (nothing is downloaded): the public face of
 ``grpo_trl.models.tiny``. The library itself never imports this module.
 
-Example (``build_tiny_model``'s own example, in ``grpo_trl/models/tiny.py``, builds one):
+Example:
     >>> from grpo_trl.testing import BUILDERS, build_tiny_model
     >>> BUILDERS["builtin:tiny"] is build_tiny_model
     True

@@ -85,7 +85,6 @@ STATE_TYPES = {
 
 def state_problem(state: Any) -> str | None:
     """What is wrong with a parsed ``trainer_state.json`` for resuming (a hand edit, another tool's file), or None.
-
     >>> state_problem({"global_step": "3"})
     "global_step is '3' (a string), not a whole number"
     """
@@ -161,10 +160,7 @@ def saved_step(path: Path) -> tuple[int, int] | None:
 
 def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(data, dict) and data:
-        out: dict[str, Any] = {}
-        for key, value in data.items():
-            out.update(_flatten(value, f"{prefix}{key}."))
-        return out
+        return {k: v for key, value in data.items() for k, v in _flatten(value, f"{prefix}{key}.").items()}
     return {prefix[:-1]: data} if prefix else {}
 
 
@@ -185,8 +181,7 @@ def blocking(key: str) -> str | None:
 
 
 def _step(row: dict) -> float:
-    step = row.get("step")
-    return step if isinstance(step, int) else float("inf")
+    return row["step"] if isinstance(row.get("step"), int) else float("inf")
 
 
 def keep_until(path: Path, step: int) -> list[dict]:
