@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from grpo_trl.errors import GrpoTrlError, Problem, RecipeError
+from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
 from grpo_trl.importer.state import Imported
 from grpo_trl.importer.translate import translate
 from grpo_trl.io import load_yaml, read_text
@@ -143,10 +143,9 @@ def read_peer_yaml(path: str | Path) -> tuple[object, list[str]]:
     return read_peer_yaml_text(text, str(path))
 
 
-def one_line(text: Any) -> str:
-    """``text`` made safe for a YAML comment: no line breaks, control characters escaped (YAML refuses them raw)."""
-    words = " ".join(str(text).split())
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in words)
+def _comment_text(text: Any) -> str:
+    """``text`` safe for a YAML comment: one line, control characters escaped (YAML refuses them raw), redacted."""
+    return one_line(" ".join(str(text).split()))
 
 
 def flow(value: Any) -> str:
@@ -167,12 +166,12 @@ def flow(value: Any) -> str:
 
 def _comment(comments: dict, path: tuple) -> str:
     note = comments.get(path)
-    return f"  # {one_line(note)}" if note else ""
+    return f"  # {_comment_text(note)}" if note else ""
 
 
 def emit(recipe: dict, comments: dict[tuple, str], header: list[str]) -> str:
     """The recipe's YAML text: sections as blocks, each value on its own commented line."""
-    lines = [f"# {one_line(h)}" if h else "#" for h in header]
+    lines = [f"# {_comment_text(h)}" if h else "#" for h in header]
     for section, value in recipe.items():
         if isinstance(value, dict):
             lines.append(f"{section}:")

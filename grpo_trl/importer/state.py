@@ -34,17 +34,12 @@ class Imported:
 
 def installed_fields(cls) -> dict[str, Any]:
     """A dataclass's init fields and their defaults (``MISSING`` where it has none), as installed."""
-    out = {}
-    for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
-        if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            out[f.name] = f.default_factory()
-        else:
-            out[f.name] = dataclasses.MISSING
-    return out
+    none = dataclasses.MISSING
+    return {
+        f.name: f.default if f.default is not none else f.default_factory() if f.default_factory is not none else none
+        for f in dataclasses.fields(cls)
+        if f.init
+    }
 
 
 class Translation:
