@@ -6,16 +6,9 @@ True
 """
 
 from grpo_trl.models.builtin import BUILDERS
-from grpo_trl.models.tiny import (
-    CHAT_TEMPLATE,
-    TAG_TOKENS,
-    TOOL_TOKENS,
-    build_tiny_model,
-    build_tiny_reward_model,
-    build_tiny_tool_model,
-    tool_conversations,
-)
+from grpo_trl.models.tiny import CHAT_TEMPLATE, TAG_TOKENS, TOOL_TOKENS, build_tiny_model, build_tiny_reward_model
 from grpo_trl.models.tiny_countdown import build_tiny_countdown_model
+from grpo_trl.models.tiny_tools import build_tiny_tool_model, tool_conversations
 from grpo_trl.models.tiny_vlm import VLM_CHAT_TEMPLATE, build_tiny_vlm_model
 
 __all__ = [

@@ -63,8 +63,8 @@ def make_recipe(tmp_path, tiny_model):
 def tool_model(tmp_path_factory) -> str:
     """``builtin:tiny-tools``: the tiny model warmed to call tools (TRL SFTTrainer, once per test session).
 
-    ``GRPO_TRL_TOOL_MODEL=DIR`` reuses one built earlier (``python -m grpo_trl.models.tiny DIR --tools``)."""
-    from grpo_trl.models.tiny import build_tiny_tool_model
+    ``GRPO_TRL_TOOL_MODEL=DIR`` reuses one built earlier (``python -m grpo_trl.models.tiny_tools DIR``)."""
+    from grpo_trl.models.tiny_tools import build_tiny_tool_model
 
     if os.environ.get("GRPO_TRL_TOOL_MODEL"):
         return os.environ["GRPO_TRL_TOOL_MODEL"]

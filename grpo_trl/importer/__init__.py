@@ -1,8 +1,7 @@
-"""``grpo-trl import``: a flat ``trl grpo --config`` YAML or an open-r1 GRPO recipe -> a grpo-trl recipe.
+"""``grpo-trl import``: a flat ``trl grpo --config`` YAML or an open-r1 GRPO recipe -> a grpo-trl recipe, written with
+a comment on each translated line. The peer's YAML is read permissively (a repeated key keeps its last value, as
+PyYAML and TRL do, and is reported) but bounded (``grpo_trl.io``).
 
-Also what ``check``/``train`` say when they are handed such a config (``peer_config_problems``).
-
-Example:
     >>> result = import_text("model_name_or_path: Qwen/Qwen2.5-0.5B\\ndataset_name: my/data\\n"
     ...                      "reward_funcs: [accuracy_reward]\\nreward_funcs: [think_format_reward]\\n")
     >>> [r["name"] for r in result.recipe["rewards"]], result.warnings[0].startswith("repeated key reward_funcs")
@@ -13,14 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from grpo_trl.errors import Problem, RecipeError
-from grpo_trl.importer.emit import emit
-from grpo_trl.importer.read import read_peer_yaml, read_peer_yaml_text
+from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
 from grpo_trl.importer.state import Imported
 from grpo_trl.importer.translate import translate
+from grpo_trl.io import load_yaml, read_text
 from grpo_trl.tables import RENAMES, peer_config_problems, rename_hint
 
 __all__ = ["RENAMES", "ImportResult", "import_config", "import_text", "peer_config_problems", "rename_hint"]
@@ -92,3 +91,103 @@ def import_config(
         trl_version=trl_version,
         out_dir=Path(out_dir) if out_dir is not None else Path(path).resolve().parent,
     )
+
+
+MAX_BYTES = 2_000_000  # a config, not a dataset
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that records keys repeated within one mapping (the last value wins, as in plain PyYAML)."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.duplicates: list[str] = []
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, value_node in node.value:
+            try:
+                key = self.construct_object(key_node, deep=True)
+                hash(key)
+            except TypeError:
+                continue  # unhashable key: the base class reports it
+            if key in seen:
+                value = self.construct_object(value_node, deep=True)
+                self.duplicates.append(
+                    f"{key} (lines {seen[key] + 1} and {key_node.start_mark.line + 1}): the last value, "
+                    f"{value!r}, is kept"
+                )
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _Loader.construct_mapping)
+
+
+def read_peer_yaml_text(text: str, file: str = "<config>") -> tuple[object, list[str]]:
+    """Parse ``text`` (alias expansion and depth bounded: ``grpo_trl.io.load_yaml``); returns the data and one line
+    per repeated key. Raises ``yaml.YAMLError``, or ``ValueError`` for a bomb."""
+    try:
+        data, loader = load_yaml(text, file, _Loader)
+    except GrpoTrlError as exc:
+        raise ValueError(exc.problems[0].text) from None
+    return data, loader.duplicates
+
+
+def read_peer_yaml(path: str | Path) -> tuple[object, list[str]]:
+    """Read a peer's config file (``grpo_trl.io``'s bounded reader). Raises ``ValueError`` or ``yaml.YAMLError``."""
+    try:
+        text = read_text(path, MAX_BYTES, "config file")
+    except GrpoTrlError as exc:
+        raise ValueError(exc.problems[0].text) from None
+    return read_peer_yaml_text(text, str(path))
+
+
+def _comment_text(text: Any) -> str:
+    """``text`` safe for a YAML comment: one line, control characters escaped (YAML refuses them raw), redacted."""
+    return one_line(" ".join(str(text).split()))
+
+
+def flow(value: Any) -> str:
+    """``value`` as one line of YAML (strings with line breaks or unusual characters double-quoted, escaped)."""
+    style = None
+    if isinstance(value, str) and not (value.isprintable() and value.isascii()):
+        style = '"'
+    out = yaml.safe_dump(
+        value, default_flow_style=True, default_style=style, width=float("inf"), allow_unicode=False, sort_keys=False
+    )
+    out = out.strip()
+    if out.endswith("\n..."):
+        out = out[: -len("\n...")]
+    if out.endswith("..."):
+        out = out[:-3].rstrip()
+    return out
+
+
+def _comment(comments: dict, path: tuple) -> str:
+    note = comments.get(path)
+    return f"  # {_comment_text(note)}" if note else ""
+
+
+def emit(recipe: dict, comments: dict[tuple, str], header: list[str]) -> str:
+    """The recipe's YAML text: sections as blocks, each value on its own commented line."""
+    lines = [f"# {_comment_text(h)}" if h else "#" for h in header]
+    for section, value in recipe.items():
+        if isinstance(value, dict):
+            lines.append(f"{section}:")
+            for key, item in value.items():
+                if isinstance(item, list) and item and all(isinstance(x, dict) for x in item):
+                    lines.append(f"  {flow(key)}:{_comment(comments, (section, key))}")
+                    lines += [f"    - {flow(x)}" for x in item]
+                elif isinstance(item, dict) and item:
+                    lines.append(f"  {flow(key)}:")
+                    for k, v in item.items():
+                        lines.append(f"    {flow(k)}: {flow(v)}{_comment(comments, (section, key, k))}")
+                else:
+                    lines.append(f"  {flow(key)}: {flow(item)}{_comment(comments, (section, key))}")
+        elif isinstance(value, list):
+            lines.append(f"{section}:")
+            lines += [f"  - {flow(item)}{_comment(comments, (section, i))}" for i, item in enumerate(value)]
+        else:
+            lines.append(f"{section}: {flow(value)}{_comment(comments, (section,))}")
+    return "\n".join(lines) + "\n"

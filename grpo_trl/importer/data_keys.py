@@ -1,6 +1,5 @@
-"""The dataset side of a peer config: ``dataset_name`` or a mixture, splits, the prompt column and the system prompt
--> the recipe's ``data:`` section (the ``hub`` builder; a local data file becomes ``path:``).
-"""
+"""The dataset side of a peer config (``dataset_name`` or a mixture, splits, prompt column, system prompt) -> the
+recipe's ``data:`` (the ``hub`` builder; a local data file becomes ``path:``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The model side of a peer config: ``model_name_or_path``, dtype, ``model_init_kwargs`` and ``trl.ModelConfig``'s
-LoRA and quantization keys -> the recipe's ``model:`` section.
-"""
+"""The model side of a peer config (``model_name_or_path``, dtype, ``model_init_kwargs``, ``trl.ModelConfig``'s LoRA
+and quantization keys) -> the recipe's ``model:``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``reward_funcs`` / ``reward_weights`` and open-r1's reward settings -> the recipe's ``rewards:`` list, each peer
-reward mapped to its grpo-trl equivalent with the args its semantics need (``tables.REWARDS``).
-"""
+"""``reward_funcs``/``reward_weights`` and open-r1's reward settings -> the recipe's ``rewards:``, each peer reward
+mapped by ``tables.REWARDS`` to its grpo-trl equivalent with the args its semantics need."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The state of one translation (``Translation``) and what it returns (``Imported``): the helpers every section of
-the translation uses to read a peer key, place a value with its comment, or record why a key is not mapped.
+"""One translation's state (``Translation``: read a peer key, place a value with its comment, record why a key is not
+mapped) and its result (``Imported``); the sections are mixins beside it (``model_keys``, ``data_keys``...).
 
-Example:
     >>> t = Translation({"beta": 0.1}, "c.yaml", "trl", "1.0", None)
     >>> t.put(("trainer", "beta"), t.take("beta"), "beta"); t.out.recipe, t.done
     ({'trainer': {'beta': 0.1}}, {'beta'})
@@ -35,25 +34,16 @@ class Imported:
 
 def installed_fields(cls) -> dict[str, Any]:
     """A dataclass's init fields and their defaults (``MISSING`` where it has none), as installed."""
-    out = {}
-    for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
-        if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            out[f.name] = f.default_factory()
-        else:
-            out[f.name] = dataclasses.MISSING
-    return out
+    none = dataclasses.MISSING
+    return {
+        f.name: f.default if f.default is not none else f.default_factory() if f.default_factory is not none else none
+        for f in dataclasses.fields(cls)
+        if f.init
+    }
 
 
 class Translation:
-    """One translation under way: the peer config, the recipe being written, and the keys already placed.
-
-    The sections are mixins beside this module (``model_keys``, ``data_keys``, ``reward_keys``, ``trainer_keys``),
-    each translating its keys with the helpers here.
-    """
+    """One translation under way: the peer config, the recipe being written, and the keys already placed."""
 
     def __init__(self, data: dict, file: str, flavour: str, baseline: str, out_dir: Path | None):
         from trl import GRPOConfig, ModelConfig

@@ -1,6 +1,5 @@
-"""Every other key: TRL defaults that changed since the config was written (the old value is written, so the run
-stays the same), ``max_prompt_length``, launch keys, renamed and removed fields, and ``trl.GRPOConfig`` fields.
-"""
+"""Every other key: TRL defaults changed since the config was written (the old value is written, so the run stays
+the same), ``max_prompt_length``, launch keys, renamed and removed fields, ``trl.GRPOConfig`` fields."""
 
 from __future__ import annotations
 

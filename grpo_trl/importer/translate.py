@@ -1,15 +1,8 @@
-"""Translate a flat ``trl grpo --config`` YAML or an open-r1 GRPO recipe into a grpo-trl recipe, key by key.
+"""Translate a parsed peer config key by key: every key ends in exactly one place, a recipe value (with a comment
+naming its source), a default written out because TRL's changed since, or ``unmapped`` with the reason.
 
-Every key ends in exactly one place: a recipe value (with a comment saying where it came from), a default written
-explicitly because TRL's changed since the config was written, or the ``unmapped`` list with the reason. Each
-section's keys are translated in their own module (``model_keys``, ``data_keys``, ``reward_keys``,
-``trainer_keys``), over the shared state in ``state.py``.
-
-Example:
-    >>> out = translate({"model_name_or_path": "Qwen/Qwen2.5-0.5B", "dataset_name": "my/data",
-    ...                  "reward_funcs": ["accuracy_reward"], "beta": 0.1}, file="c.yaml")
-    >>> out.recipe["model"], out.recipe["rewards"][0]["name"], out.recipe["trainer"]["beta"]
-    ({'name': 'Qwen/Qwen2.5-0.5B', 'dtype': 'float32'}, 'accuracy', 0.1)
+    >>> translate({"model_name_or_path": "m", "dataset_name": "d", "reward_funcs": ["accuracy"]}).recipe["model"]
+    {'name': 'm', 'dtype': 'float32'}
 """
 
 from __future__ import annotations

@@ -1,41 +1,47 @@
-"""The built-in offline models a recipe names as ``model.name: builtin:<name>``: the one lookup that check and train
-share (a misspelt name is the same error in both), each model's builder and the config.json it writes.
+"""The built-in offline models (``model.name: builtin:<name>``): the one lookup check and train share, each model's
+builder (imported only when called) and the config.json it writes (check's meta model, nothing built).
 
-Example:
-    >>> " ".join(sorted(BUILDERS))
-    'builtin:tiny builtin:tiny-countdown builtin:tiny-gsm8k builtin:tiny-reward builtin:tiny-tools builtin:tiny-vlm'
     >>> folder_name("builtin:tiny"), builtin_config("builtin:tiny-tools")["hidden_size"]
     ('tiny-model', 128)
 """
 
 from __future__ import annotations
 
-import inspect
+import importlib
 from typing import Any
 
 from grpo_trl.errors import Problem, RecipeError, suggest
-from grpo_trl.models.tiny import build_tiny_model, build_tiny_reward_model, build_tiny_tool_model
-from grpo_trl.models.tiny_countdown import build_tiny_countdown_model
-from grpo_trl.models.tiny_gsm8k import build_tiny_gsm8k_model
-from grpo_trl.models.tiny_vlm import build_tiny_vlm_model
+from grpo_trl.models.tiny import build_tiny_model
+
+
+def _lazy(module: str, function: str) -> Any:
+    """``grpo_trl.models.<module>.<function>``, imported when called: a tiny model's code loads only when built."""
+
+    def build(output_dir: Any, **options: Any) -> str:
+        return getattr(importlib.import_module(f"grpo_trl.models.{module}"), function)(output_dir, **options)
+
+    build.__name__ = build.__qualname__ = function
+    return build
+
 
 BUILTIN_TINY = "builtin:tiny"
-
 BUILDERS = {
     BUILTIN_TINY: build_tiny_model,
-    "builtin:tiny-tools": build_tiny_tool_model,
-    "builtin:tiny-reward": build_tiny_reward_model,
-    "builtin:tiny-countdown": build_tiny_countdown_model,
-    "builtin:tiny-gsm8k": build_tiny_gsm8k_model,
-    "builtin:tiny-vlm": build_tiny_vlm_model,
+    "builtin:tiny-tools": _lazy("tiny_tools", "build_tiny_tool_model"),
+    "builtin:tiny-reward": _lazy("tiny", "build_tiny_reward_model"),
+    "builtin:tiny-countdown": _lazy("tiny_countdown", "build_tiny_countdown_model"),
+    "builtin:tiny-gsm8k": _lazy("tiny_gsm8k", "build_tiny_gsm8k_model"),
+    "builtin:tiny-vlm": _lazy("tiny_vlm", "build_tiny_vlm_model"),
 }
 # (vocab, hidden, layers, heads, kv heads) of the Qwen2 each text builder makes (tiny: from model.tiny)
 _SIZES = {
+    BUILTIN_TINY: (512, 64, 2, 4, 2),
     "builtin:tiny-tools": (1024, 128, 2, 2, 1),
     "builtin:tiny-reward": (512, 64, 2, 4, 2),
     "builtin:tiny-countdown": (512, 128, 2, 4, 1),
     "builtin:tiny-gsm8k": (740, 128, 2, 4, 1),
 }
+_TINY_KEYS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads")
 
 VISION_BUILTINS = ("builtin:tiny-vlm",)  # vision-language models: their processing class is a processor
 
@@ -55,12 +61,9 @@ def builtin_config(name: str, tiny: dict | None = None) -> dict:
         from grpo_trl.models.tiny_vlm import TOKENS, tiny_vlm_config
 
         return tiny_vlm_config(TOKENS, TOKENS - 1, 2, 0)
+    sizes = _SIZES[name]
     if name == BUILTIN_TINY:
-        args = {k: p.default for k, p in inspect.signature(build_tiny_model).parameters.items() if k != "output_dir"}
-        args.update(tiny or {})
-        sizes = tuple(args[k] for k in ("vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads"))
-    else:
-        sizes = _SIZES[name]
+        sizes = tuple((tiny or {}).get(k, v) for k, v in zip(_TINY_KEYS, sizes, strict=True))
     vocab, hidden, layers, heads, kv = (int(v) for v in sizes)
     config = {
         "model_type": "qwen2",

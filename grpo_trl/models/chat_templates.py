@@ -1,13 +1,7 @@
-"""Chat templates for tool calling: ``model.chat_template: trl:<name>`` picks a template TRL ships, and
-``template_problems`` asks TRL's own helpers whether a tokenizer's template can carry tool calls in GRPO.
+"""Chat templates: ``model.chat_template: trl:<name>`` picks one TRL ships; ``template_problems`` asks TRL's own
+helpers whether a tokenizer's template can carry tool calls in GRPO (renders them, parses them back, prefix-preserving
+or with a training version).
 
-GRPO with tools needs a template that renders ``assistant tool_calls -> tool`` turns (``supports_tool_calling``),
-whose tool calls TRL can parse back (``add_response_schema`` knows it), and that is prefix-preserving or that TRL
-can swap for a training version (``is_chat_template_prefix_preserving`` / ``get_training_chat_template``).
-
-Example:
-    >>> "<tool_call>" in resolve_template("trl:qwen2_5")
-    True
     >>> resolve_template("trl:qwen25")
     Traceback (most recent call last):
     ...

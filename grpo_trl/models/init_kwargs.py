@@ -1,16 +1,9 @@
-"""``model.init_kwargs``: more ``from_pretrained`` keywords for the policy (TRL's ``GRPOConfig.model_init_kwargs``).
+"""``model.init_kwargs``: more ``from_pretrained`` keywords (TRL's ``model_init_kwargs``), the keys read from the
+installed transformers (``from_pretrained``'s parameters and popped kwargs, every config class's fields); a key
+another ``model:`` field owns is refused, naming the field.
 
-What a key may be is read from the installed transformers, never listed here: the parameters of
-``PreTrainedModel.from_pretrained``, the keywords it takes from ``**kwargs`` (``use_kernels``, ``device_map``...),
-and the fields any of its model configs declare (``output_router_logits`` for MoE models, ``rope_scaling``...),
-which ``from_pretrained`` hands on to the config. A key the ``model:`` section already has a field for is refused,
-naming the field, so each value is set in one place.
-
-Example:
-    >>> [p.key for p in init_kwargs_problems({"init_kwargs": {"use_kernel": True, "dtype": "bfloat16"}}, "r.yaml")]
+    >>> [p.key for p in init_kwargs_problems({"init_kwargs": {"use_kernel": True, "dtype": "bf16"}}, "r.yaml")]
     ['model.init_kwargs.use_kernel', 'model.init_kwargs.dtype']
-    >>> init_kwargs_problems({"init_kwargs": {"device_map": "auto", "output_router_logits": True}}, "r.yaml")
-    []
 """
 
 from __future__ import annotations

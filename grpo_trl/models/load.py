@@ -1,6 +1,5 @@
-"""Loading what a ``model:`` section names: the path (a ``builtin:`` model is built once, whole or not at all) and
-its tokenizer with the recipe's chat template.
-"""
+"""Loading what a ``model:`` section names: the path (a ``builtin:`` model built once, whole or not at all) and its
+tokenizer or processor with the recipe's chat template."""
 
 from __future__ import annotations
 
@@ -17,10 +16,9 @@ from grpo_trl.models.chat_templates import resolve_template
 
 
 def resolve_model(model: dict, output_dir: str | None = None, stage: Path | None = None) -> str:
-    """The path to load for the ``model:`` section. A ``builtin:`` model is built once: into
-    ``<output_dir>/tiny-model`` for a training run (staged under ``stage``, the run's state folder), otherwise
-    (``grpo-trl data``, ``eval``) into a cache folder, so those commands write nothing into the run's output_dir
-    (``GRPO_TRL_CACHE``, default ``~/.cache/grpo-trl``)."""
+    """The path to load for the ``model:`` section. A ``builtin:`` model is built once: into a training run's
+    output_dir (staged under ``stage``), else (``data``, ``eval``) into ``GRPO_TRL_CACHE`` (``~/.cache/grpo-trl``),
+    so those commands write nothing into a run's output_dir."""
     name = model["name"]
     if not str(name).startswith("builtin:"):
         return name

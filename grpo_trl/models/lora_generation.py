@@ -1,10 +1,6 @@
-"""LoRA generation with the adapters folded into the weights: ``generate`` at full-model speed.
-
-Unmerged adapters add two small matmuls per adapted layer and token; on an H200 that halves ``generate`` throughput
-(172 vs 385 tokens/s, Qwen2.5-0.5B shapes). peft's ``merge_adapter``/``unmerge_adapter`` closes the gap but leaves the
-frozen base drifting in bf16 (W + d - d != W). Here each adapted weight is swapped for a merged copy and the original
-tensor swapped back afterwards: the base is restored bit for bit, at the cost of one copy of the adapted weights.
-"""
+"""LoRA generation with the adapters folded into the weights: ``generate`` at full-model speed (unmerged adapters
+halve it on an H200). Each adapted weight is swapped for a merged copy and swapped back after, so the base is restored
+bit for bit (peft's ``merge_adapter``/``unmerge_adapter`` drifts in bf16)."""
 
 from __future__ import annotations
 

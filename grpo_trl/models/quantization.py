@@ -1,14 +1,6 @@
-"""QLoRA: ``model.quantization`` -> ``transformers.BitsAndBytesConfig``, trained through the recipe's ``model.lora``.
+"""QLoRA: ``model.quantization`` -> ``transformers.BitsAndBytesConfig`` (TRL loads the policy with it and casts the
+adapters); this module maps and checks the section. bitsandbytes' kernels need a CUDA GPU.
 
-TRL loads the policy with ``GRPOTrainer(quantization_config=...)`` and casts the LoRA adapters to bf16 itself; this
-module only maps and checks the recipe section. bitsandbytes' 4-bit and 8-bit kernels need a CUDA GPU.
-
-Example:
-    >>> section = {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_compute_dtype": "bfloat16"}
-    >>> quantization_problems(section, has_lora=True)
-    []
-    >>> bnb_config(section).bnb_4bit_quant_type
-    'nf4'
     >>> quantization_problems({"load_in_4bit": True}, has_lora=False)[0].key
     'model.lora'
 """

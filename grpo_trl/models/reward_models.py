@@ -1,14 +1,7 @@
-"""Reward models in a recipe: ``rewards: - {model: <Hub id or local path>, weight: 1.0, tokenizer: optional}``.
+"""Reward models in a recipe: ``rewards: - {model: <Hub id or path>, weight, tokenizer}``, loaded by TRL as a
+one-label sequence classifier and logged as ``rewards/<last path part>/mean``. ``check`` reads only the config, never
+online; ``grpo-trl eval`` scores with :class:`RewardModel`, the way TRL's trainer does.
 
-TRL loads each one as ``AutoModelForSequenceClassification(num_labels=1)`` and logs it as ``rewards/<last path
-part>/mean``. ``check`` reads only the config (no weights), from a local folder or the local Hugging Face cache,
-never online: it must be a sequence classifier with one label (a Hub model not downloaded yet is TRL's to fetch).
-``builtin:tiny-reward`` is a tiny random classifier built offline (``grpo_trl.models.tiny.build_tiny_reward_model``).
-``grpo-trl eval`` scores with the same models through :class:`RewardModel`, the way TRL's trainer scores them.
-
-Example:
-    >>> is_model_entry({"model": "builtin:tiny-reward"}), is_model_entry({"name": "countdown"})
-    (True, False)
     >>> model_label({"model": "org/my-rm-7b"})
     'my-rm-7b'
 """
@@ -105,16 +98,9 @@ def processing_class(spec: dict, base_dir: Path):
 
 
 class RewardModel:
-    """A reward model as a reward callable, scoring exactly as TRL 1.16's ``GRPOTrainer`` scores one (for ``eval``).
-
-    The same loading (``AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, **model_init_kwargs)``,
-    the recipe's ``model:`` dtype, attention, revision and remote code as TRL passes them; the tokenizer named
-    by ``tokenizer:``, else the model's own, its pad token set on the model's config) and the same texts as
-    ``GRPOTrainer._calculate_rewards``: a conversational prompt and completion rendered together with
-    ``trl.data_utils.apply_chat_template`` on ``{"messages": prompt + completion}``, a standard (string) one
-    concatenated; tokenized with right padding and no special tokens; the score is ``logits[:, 0]``.
-    ``__name__`` is the name TRL logs it under (``rewards/<name>/mean``).
-    """
+    """A reward model as a reward callable for ``eval``, loaded and scoring exactly as TRL's ``GRPOTrainer``
+    (``_calculate_rewards``): one-label classifier with the policy's init kwargs, conversations rendered with
+    ``trl.data_utils.apply_chat_template``, right padding, no special tokens, score ``logits[:, 0]``."""
 
     def __init__(
         self,

@@ -1,10 +1,5 @@
-"""A transformer's shape from its config.json alone (no weights loaded): what the memory plan
-(check/memory.py) counts parameters, LoRA adapters, activations and the KV cache from.
-
-Parameter and LoRA counts come from the model transformers builds from the config on the ``meta`` device (no
-memory, no weights; about 0.05 s for a 1.5B model): its ``num_parameters()`` and its ``nn.Linear`` modules, matched
-against ``target_modules`` by peft's own rule. Activations and the KV cache are estimated from the config's sizes.
-"""
+"""A transformer's shape from its config.json alone, for the memory plan: parameter and LoRA counts from the model
+transformers builds on the ``meta`` device (peft matching ``target_modules``), activations and KV cache from sizes."""
 
 from __future__ import annotations
 

@@ -1,17 +1,9 @@
-"""``builtin:tiny-countdown``: a tiny model that can partly do two-number Countdown, built offline in seconds.
+"""``builtin:tiny-countdown``: a tiny Qwen2 warmed by TRL ``SFTTrainer`` on generated two-number Countdown problems
+(a ``warmup`` split, never a recipe's rows) to answer ``<answer>a op b</answer>``. Partial on purpose: ``noise`` of
+the answers are "larger - smaller", so it mostly subtracts (20% solved greedily), leaving GRPO room (``make demo``).
 
-A random ``Qwen2ForCausalLM`` (hidden 128, 2 layers) and a byte-level BPE tokenizer (numbers 10..99 and the fixed
-parts of the Countdown prompt one token each) are warmed by TRL ``SFTTrainer`` on generated two-number problems
-(``grpo_trl.data.countdown.generate_problems``: never the rows a recipe trains or evaluates on, which come from other
-seeds) to answer ``<answer>a op b</answer>``. The warm-up is partial on purpose: ``noise`` (60%) of its answers are
-"larger - smaller" whatever the target, so the model learns the answer format and to copy the numbers but mostly
-subtracts (20% of held-out problems solved greedily), which leaves GRPO room to improve it
-(``recipes/demo/tiny-countdown.yaml``, ``make demo``). Deterministic for a given seed.
-
-Example:
-    >>> rows = warmup_rows(2, seed=0)
-    >>> sorted(rows[0]), rows[0]["completion"].startswith("<answer>")
-    (['completion', 'nums', 'target'], True)
+    >>> sorted(warmup_rows(2, seed=0)[0])
+    ['completion', 'nums', 'target']
 """
 
 from __future__ import annotations
@@ -22,7 +14,7 @@ import re
 from pathlib import Path
 
 from grpo_trl.data.countdown import USER_TEMPLATE, generate_problems, split_seed
-from grpo_trl.models.tiny import _CORPUS, CHAT_TEMPLATE, TAG_TOKENS, _model, sft_warm_up
+from grpo_trl.models.tiny import _CORPUS, CHAT_TEMPLATE, TAG_TOKENS, _model, _tokenizer, sft_args, sft_warm_up
 
 
 def warmup_rows(n: int, seed: int = 0, max_number: int = 99, noise: float = 0.0) -> list[dict]:
@@ -53,25 +45,7 @@ def _answer(row: dict, noisy: bool = False) -> str:
 
 def number_tokenizer(added: list[str], vocab_size: int = 512):
     """Byte-level BPE (digits split) with ``added`` one token each: a task's fixed text, its tags, its numbers."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
-    )
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size - len(added),
-        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    bpe.train_from_iterator(_CORPUS * 4, trainer=trainer)
-    bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None, unk_token=None
-    )
+    tokenizer = _tokenizer(_CORPUS * 4, vocab_size, added, digits=True)
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
 
@@ -81,27 +55,12 @@ def warm_up(out: Path, tokenizer, messages: list[list[dict]], completions: list[
     """A random Qwen2 trained by TRL ``SFTTrainer`` (batch 32, constant ``learning_rate``) to answer each prompt
     ``messages`` with its completion; saved with ``tokenizer`` into ``out``."""
     from datasets import Dataset
-    from trl import SFTConfig
 
     out.mkdir(parents=True, exist_ok=True)
     model = _model(tokenizer, seed, hidden_size, num_layers, num_heads, 1)
     prompts = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in messages]
     data = Dataset.from_dict({"prompt": prompts, "completion": [c + "<|im_end|>\n" for c in completions]})
-    args = SFTConfig(
-        output_dir=str(out / "sft"),
-        max_steps=warm_steps,
-        per_device_train_batch_size=32,
-        learning_rate=learning_rate,
-        lr_scheduler_type="constant",
-        logging_steps=max(1, warm_steps // 4),
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        seed=seed,
-        max_length=128,
-        disable_tqdm=True,
-    )
+    args = sft_args(out, warm_steps, 32, learning_rate, seed, 128, disable_tqdm=True)
     return sft_warm_up(model, tokenizer, args, data, out, {"seed": seed, "warm_steps": warm_steps})
 
 
@@ -139,19 +98,3 @@ def accuracy_table(before: str | Path, after: str | Path) -> str:
         f"  before GRPO (warm-up only)  {b:6.1%}\n"
         f"  after GRPO                  {a:6.1%}   ({(a - b) * 100:+.1f} points)"
     )
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m grpo_trl.models.tiny_countdown BEFORE AFTER``: print the accuracy table of two eval folders."""
-    import argparse
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("before")
-    parser.add_argument("after")
-    args = parser.parse_args(argv)
-    print(accuracy_table(args.before, args.after))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,10 +1,6 @@
-"""``builtin:tiny-gsm8k``: a tiny model that partly solves generated GSM8K-shaped stories, built offline in seconds.
-
-A random ``Qwen2ForCausalLM`` and a byte-level tokenizer (numbers 0..99 one token each) are warmed by TRL
-``SFTTrainer`` on ``warmup`` stories of ``grpo_trl.data.gsm8k.generate_problems`` to answer in the seed's
-``<reasoning>/<answer>`` format. Partial on purpose: ``noise`` of the steps are written as ``+`` whatever the story
-says, so the model learns the format and the sums but mostly adds, which leaves GRPO room (``make demo-gsm8k``).
-"""
+"""``builtin:tiny-gsm8k``: a tiny Qwen2 warmed by TRL ``SFTTrainer`` on generated GSM8K-shaped stories
+(``grpo_trl.data.gsm8k``, ``warmup`` split) to answer in the ``<reasoning>/<answer>`` format. Partial on purpose:
+``noise`` of the steps are written ``+``, so it learns the format but mostly adds (``make demo-gsm8k``)."""
 
 from __future__ import annotations
 
@@ -15,7 +11,8 @@ from pathlib import Path
 from grpo_trl.data.countdown import split_seed
 from grpo_trl.data.gsm8k import ITEMS, NAMES, STEPS, apply, generate_problems
 from grpo_trl.data.prompts import SYSTEM_PROMPTS
-from grpo_trl.models.tiny import _CORPUS, CHAT_TEMPLATE, TAG_TOKENS
+from grpo_trl.models import tiny
+from grpo_trl.models.tiny import TAG_TOKENS
 from grpo_trl.models.tiny_countdown import warm_up
 
 _LINE = re.compile(r"(\d+) ([-+*]) (\d+) = (\d+)")
@@ -58,26 +55,9 @@ def story_chunks() -> list[str]:
 
 def _tokenizer(vocab_size: int = 768):
     """Byte-level BPE; the system prompt, ``story_chunks``, the tags and the numbers 0..99 one token each."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
     added = [SYSTEM_PROMPTS["xml"], "system\n", "assistant\n", "user\n"] + story_chunks() + TAG_TOKENS
-    added += [str(n) for n in range(100)]
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size - len(added),
-        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    bpe.train_from_iterator(_CORPUS, trainer=trainer)
-    bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None, unk_token=None
-    )
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer = tiny._tokenizer(tiny._CORPUS, vocab_size, added + [str(n) for n in range(100)])
+    tokenizer.chat_template = tiny.CHAT_TEMPLATE
     return tokenizer
 
 

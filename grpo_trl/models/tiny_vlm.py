@@ -1,22 +1,6 @@
-"""``builtin:tiny-vlm``: a tiny random vision-language model, built offline in about a second.
-
-A ``LlavaForConditionalGeneration`` from transformers: a CLIP vision tower (28x28 images in 7x7 patches: 16 image
-tokens per image, plus the CLS token the processor counts and drops) and a tiny ``Qwen2`` language model with the
-byte-level BPE tokenizer of ``builtin:tiny``; its ``LlavaProcessor`` (with the PIL image processor, so torchvision is
-not needed) and a chat template that renders ``{"type": "image"}`` entries as ``<image>``, which the processor expands
-to the image's tokens. ``AutoProcessor`` and TRL's ``GRPOTrainer`` load the folder like any Hub VLM.
-
-Why LLaVA and not Qwen2-VL: in transformers 5 the Qwen2-VL / Qwen2.5-VL processors need a video processor, which
-needs torchvision, not installed here; the LLaVA processor has none. Real recipes use Qwen2.5-VL
-(``recipes/vlm/``) the same way.
-
-Example:
-    >>> import tempfile
-    >>> from transformers import AutoProcessor
-    >>> processor = AutoProcessor.from_pretrained(build_tiny_vlm_model(tempfile.mkdtemp()))  # doctest: +SKIP
-    >>> type(processor).__name__, processor.image_token  # doctest: +SKIP
-    ('LlavaProcessor', '<image>')
-"""
+"""``builtin:tiny-vlm``: a tiny random ``LlavaForConditionalGeneration`` (CLIP tower on 28x28 images, 16 image tokens,
+a tiny Qwen2 with builtin:tiny's tokenizer) and its ``LlavaProcessor``, built offline in about a second. LLaVA, not
+Qwen2-VL: transformers 5's Qwen2-VL processors need torchvision, not installed here."""
 
 from __future__ import annotations
 
@@ -80,10 +64,7 @@ def tiny_vlm_config(tokenizer_size: int, image_token_id: int, eos: int, pad: int
 
 
 def build_tiny_vlm_model(output_dir: str | Path, *, seed: int = 0, hidden_size: int = 64) -> str:
-    """Write the tiny random LLaVA-style VLM, its processor and chat template to ``output_dir``; return the path.
-
-    Deterministic for a given ``seed``.
-    """
+    """Write the tiny random VLM (deterministic for ``seed``), its processor and chat template; return the path."""
     import torch
     from transformers import LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
     from transformers.models.llava.image_processing_pil_llava import LlavaImageProcessorPil

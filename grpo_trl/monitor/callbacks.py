@@ -1,124 +1,66 @@
-"""Trainer callbacks that show what training does, reading what TRL already computes: ``completions.jsonl`` (a few
-prompts with completions, per-reward scores and advantages every ``completions_every`` logs), ``timing/generation_s``,
-and ``alerts.jsonl`` plus a logged warning when a run shows the signs of not learning (:class:`Alerts`).
-"""
+"""``alerts.jsonl`` plus a logged warning when a run shows the signs of not learning (:class:`Alerts`), read from the
+metrics TRL logs; ``install_monitors`` puts the recipe's ``logging:`` callbacks on a trainer."""
 
 from __future__ import annotations
 
 import inspect
 import json
 import logging
-import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
-from grpo_trl import trl_adapter
 from grpo_trl.io import append_lines
-from grpo_trl.monitor.entropy import KIND as COLLAPSE
-from grpo_trl.monitor.entropy import Collapse
+from grpo_trl.monitor.console import CompletionSamples, GenerationTimer, install_console
 from grpo_trl.monitor.heldout import KIND as DIVERGING
-from grpo_trl.monitor.heldout import Divergence, is_heldout
-from grpo_trl.rewards.text import completion_text
-from grpo_trl.tools.transcript import turns
+from grpo_trl.monitor.heldout import Divergence, finite, is_heldout
 
 logger = logging.getLogger("grpo_trl")
-
-
-def _text(messages: Any) -> str:
-    if isinstance(messages, list):
-        return "\n".join(
-            f"[{m.get('role', '?')}] {m.get('content', '')}" if isinstance(m, dict) else str(m) for m in messages
-        )
-    return str(messages)
-
-
-def _clean(x: float) -> float | None:
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 6)
-
-
-class CompletionSamples(TrainerCallback):
-    """Append a few prompts with their completions, per-reward scores and advantages to ``completions.jsonl``."""
-
-    def __init__(self, trainer: Any, every: int = 10, samples: int = 4):
-        self.trainer = trainer
-        self.every = max(1, int(every))
-        self.samples = int(samples)
-        self._logged = 0
-
-    def restore(self, history: list[dict]) -> None:
-        """Resuming: carry the sample cadence on from a checkpoint's ``log_history`` (one count per training log)."""
-        self._logged = sum(1 for h in history if "loss" in h)
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if not state.is_world_process_zero or logs is None or "loss" not in logs:
-            return
-        self._logged += 1
-        if (self._logged - 1) % self.every and state.global_step != state.max_steps:
-            return
-        batch = trl_adapter.last_batch(self.trainer)
-        if batch is None:
-            return
-        prompts, completions = batch["prompt"], batch["completion"]
-        rewards, advantages = batch["rewards"], batch["advantages"]
-        # one completion per distinct prompt first, so the sample covers several prompts
-        order, seen = [], set()
-        for i, p in enumerate(prompts):
-            key = _text(p)
-            if key not in seen:
-                seen.add(key)
-                order.append(i)
-        order += [i for i in range(len(prompts)) if i not in order]
-        lines = []
-        for i in order[: self.samples]:
-            row = {
-                "step": state.global_step,
-                "prompt": _text(prompts[i]),
-                "completion": completion_text(completions[i]),
-                "rewards": {name: _clean(values[i]) for name, values in rewards.items() if i < len(values)},
-                "advantage": _clean(advantages[i]) if i < len(advantages) else None,
-            }
-            tool_turns = turns(completions[i])  # tool calls and results as separate turns
-            if tool_turns:
-                row["turns"] = tool_turns
-            lines.append(json.dumps(row))
-        append_lines(Path(args.output_dir) / "completions.jsonl", lines)  # the one writer: no link, redacted
-
-
-class GenerationTimer(TrainerCallback):
-    """Times TRL's generation (``trainer._generate``) and reports it as the metric ``timing/generation_s``."""
-
-    def __init__(self, trainer: Any):
-        self.trainer = trainer
-        trl_adapter.time_generation(trainer, "timing/generation_s")  # another TRL version: no timing, no crash
-
-
 ALERT_PATIENCE = 10  # consecutive logged steps a sign must last before it is reported
+COLLAPSE, EARLY_LOGS, FRACTION, FLAT_GAIN = "entropy_collapse", 3, 0.2, 0.05
+
+
+class Collapse:
+    """Entropy collapse: a log's ``entropy`` below ``FRACTION`` of its early level (mean of the first ``EARLY_LOGS``
+    logs) while its reward gained less than the early ``reward_std`` (``FLAT_GAIN`` without it).
+
+    >>> c = Collapse()
+    >>> [c.sign({"entropy": e, "reward": 0.3, "reward_std": 0.2}) is not None for e in (1.2, 1.0, 0.8, 0.5, 0.1)]
+    [False, False, False, False, True]
+    """
+
+    def __init__(self) -> None:
+        self.early: list[tuple[float, float, float | None]] = []
+
+    def sign(self, logs: dict) -> str | None:
+        entropy, reward = finite(logs.get("entropy")), finite(logs.get("reward"))
+        if entropy is None or reward is None:
+            return None
+        if len(self.early) < EARLY_LOGS:
+            self.early.append((entropy, reward, finite(logs.get("reward_std"))))
+            return None
+        level = sum(e for e, _, _ in self.early) / EARLY_LOGS
+        base = sum(r for _, r, _ in self.early) / EARLY_LOGS
+        stds = [s for _, _, s in self.early if s is not None]
+        flat = sum(stds) / len(stds) if stds else FLAT_GAIN
+        if level <= 0 or entropy >= FRACTION * level or reward - base >= max(flat, 1e-9):
+            return None
+        return (
+            f"entropy fell to {entropy:.3g} from its early {level:.3g} (below {FRACTION:g}x) while the reward stayed "
+            f"flat ({base:.3f} -> {reward:.3f}): the policy stopped exploring without learning the task. Raise "
+            "trainer.temperature, lower the learning rate, add trainer.beta (KL to the reference), or clip higher "
+            "(trainer.epsilon_high); completions.jsonl shows whether the samples of a prompt became identical"
+        )
 
 
 class Alerts(TrainerCallback):
-    """Warn (log + ``alerts.jsonl``) once per kind when, for ``patience`` consecutive logged steps:
-
-    - ``no_signal``: ``frac_reward_zero_std`` >= 0.95: every completion of a prompt scores the same, no gradient;
-    - ``reward_zero:<name>``: a reward's mean is exactly 0 (a format regex that never matches, a template that
-      pre-fills ``<think>``, a missing column...); the hint names the options that reward really takes;
-    - ``reward_none:<name>``: a reward scored ``None`` on every row (``reward_none_frac/<name>`` is 1): it raises,
-      returns the wrong length, a coroutine...; the message gives the first cause the safety wrapper recorded;
-    - ``all_clipped``: ``completions/clipped_ratio`` >= 0.99: every completion hits ``max_completion_length``;
-    - ``tools_failing``: ``tools/failure_frequency`` > 0.5: most tool calls come back as ``{"error": ...}`` (a tool
-      that cannot run here, arguments the model gets wrong...); the message gives the first error a tool raised;
-    - ``entropy_collapse``: ``entropy`` below 0.2x its early level while the reward stays flat
-      (``grpo_trl.monitor.entropy.Collapse`` has the rule);
-    - ``heldout_diverging``: for ``patience`` held-out evaluations in a row (``heldout:``, not logged steps), the
-      training reward rose while held-out accuracy fell (``grpo_trl.monitor.heldout.Divergence``).
-
-    ``rewards``: the trainer's reward callables (``SafeReward``), read for their options and fault causes.
-    ``columns``: the training dataset's columns; a parameter named like one is that column, never an arg to set
-    (``check`` refuses binding it), so hints leave it out. ``tools``: the trainer's tools (``trainer.tools``), read
-    for the first error each recorded (``cause``, see ``grpo_trl.tools.registry.bounded``).
-    """
+    """Warn (log + ``alerts.jsonl``) once per kind when a sign lasts ``patience`` logged steps: ``no_signal``,
+    ``reward_zero:<name>``, ``reward_none:<name>``, ``all_clipped``, ``tools_failing``, ``entropy_collapse``
+    (:class:`Collapse`); ``heldout_diverging`` over ``patience`` held-out evaluations (``heldout.Divergence``).
+    ``rewards`` and ``tools`` are read for their options and first fault causes; ``columns`` (the dataset's) are
+    left out of hints."""
 
     def __init__(
         self,
@@ -245,8 +187,6 @@ def install_monitors(
 ) -> Alerts | None:
     """The recipe's ``logging:`` on ``trainer``: completion samples, generation time, alerts (returned, or None when
     off), the caller's ``extra`` callbacks, and one compact console line per logging step unless ``console`` is off."""
-    from grpo_trl.monitor.console import install_console
-
     alerts = (
         Alerts(
             output_dir,

@@ -1,30 +1,27 @@
-"""One readable console line per logging step instead of TRL's whole metrics dict.
+"""What a run shows as it trains: one readable console line per logging step instead of TRL's whole metrics dict
+(which still goes to ``trainer_state.json`` and ``report_to``), completion samples and generation time.
 
-``install_console(trainer)`` (done by ``grpo_trl.train.run`` unless ``--verbose``) removes the dict printing of
-transformers' ``PrinterCallback``/``ProgressCallback`` (the progress bar stays) and adds ``ConsoleLine``, which
-prints, on the main process::
-
-    step 12/300 | reward 0.412 ±0.310 (countdown 0.200, think_format 0.900) | kl 0.0021 | entropy 1.23 | len 87 |
-    clipped 0.12 | 1.41 s/step | ETA 6m46s
-
-(one line). The full dict still goes to ``trainer_state.json`` and every ``report_to`` logger.
-
-Example:
     >>> format_line({"reward": 0.5, "reward_std": 0.25, "rewards/acc/mean": 0.5, "kl": 0.001}, 3, 10, 2.0)
     'step 3/10 | reward 0.500 ±0.250 (acc 0.500) | kl 0.0010 | 2.00 s/step | ETA 14s'
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+from grpo_trl import trl_adapter
+from grpo_trl.io import append_lines
 from grpo_trl.monitor.heldout import GREEDY_KEY, PREFIX, TIME_KEY, is_heldout
+from grpo_trl.rewards.text import completion_text
+from grpo_trl.tools.transcript import turns
 
 
 def _duration(seconds: float) -> str:
@@ -155,3 +152,71 @@ def install_console(trainer: Any) -> ConsoleLine:
     line = ConsoleLine()
     trainer.add_callback(line)
     return line
+
+
+def _text(messages: Any) -> str:
+    if isinstance(messages, list):
+        return "\n".join(
+            f"[{m.get('role', '?')}] {m.get('content', '')}" if isinstance(m, dict) else str(m) for m in messages
+        )
+    return str(messages)
+
+
+def _clean(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 6)
+
+
+class CompletionSamples(TrainerCallback):
+    """Append a few prompts with their completions, per-reward scores and advantages to ``completions.jsonl``."""
+
+    def __init__(self, trainer: Any, every: int = 10, samples: int = 4):
+        self.trainer = trainer
+        self.every = max(1, int(every))
+        self.samples = int(samples)
+        self._logged = 0
+
+    def restore(self, history: list[dict]) -> None:
+        """Resuming: carry the sample cadence on from a checkpoint's ``log_history`` (one count per training log)."""
+        self._logged = sum(1 for h in history if "loss" in h)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or logs is None or "loss" not in logs:
+            return
+        self._logged += 1
+        if (self._logged - 1) % self.every and state.global_step != state.max_steps:
+            return
+        batch = trl_adapter.last_batch(self.trainer)
+        if batch is None:
+            return
+        prompts, completions = batch["prompt"], batch["completion"]
+        rewards, advantages = batch["rewards"], batch["advantages"]
+        # one completion per distinct prompt first, so the sample covers several prompts
+        order, seen = [], set()
+        for i, p in enumerate(prompts):
+            key = _text(p)
+            if key not in seen:
+                seen.add(key)
+                order.append(i)
+        order += [i for i in range(len(prompts)) if i not in order]
+        lines = []
+        for i in order[: self.samples]:
+            row = {
+                "step": state.global_step,
+                "prompt": _text(prompts[i]),
+                "completion": completion_text(completions[i]),
+                "rewards": {name: _clean(values[i]) for name, values in rewards.items() if i < len(values)},
+                "advantage": _clean(advantages[i]) if i < len(advantages) else None,
+            }
+            tool_turns = turns(completions[i])  # tool calls and results as separate turns
+            if tool_turns:
+                row["turns"] = tool_turns
+            lines.append(json.dumps(row))
+        append_lines(Path(args.output_dir) / "completions.jsonl", lines)  # the one writer: no link, redacted
+
+
+class GenerationTimer(TrainerCallback):
+    """Times TRL's generation (``trainer._generate``) and reports it as the metric ``timing/generation_s``."""
+
+    def __init__(self, trainer: Any):
+        self.trainer = trainer
+        trl_adapter.time_generation(trainer, "timing/generation_s")  # another TRL version: no timing, no crash

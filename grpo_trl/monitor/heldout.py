@@ -1,16 +1,6 @@
-"""Held-out accuracy during training: the ``heldout:`` section's options and checks, the names its metrics are logged
-under (``heldout/pass@<k>``, ``heldout/greedy/pass@1``, ``heldout/reward``, ``heldout/time_s``; the evaluation itself
-is ``grpo_trl.eval.during``), and ``Divergence``: training reward up while held-out accuracy falls, which
-:class:`grpo_trl.monitor.callbacks.Alerts` reports as ``heldout_diverging``.
-
-Example:
-    >>> d = Divergence(min_drop=0.1)
-    >>> for step, reward, accuracy in [(5, 0.2, 0.6), (10, 0.5, 0.4), (15, 0.8, 0.3)]:
-    ...     d.train({"reward": reward})
-    ...     found = d.evaluated(step, {"heldout/pass@1": accuracy})
-    >>> d.streak, found[:41]
-    (2, 'training reward rose 0.200 -> 0.800 while')
-"""
+"""Held-out accuracy during training: the ``heldout:`` section and its checks, the metric names (``heldout/pass@<k>``,
+``heldout/greedy/pass@1``...; the evaluation is ``grpo_trl.eval.during``) and :class:`Divergence`, training reward
+up while held-out accuracy falls (the ``heldout_diverging`` alert)."""
 
 from __future__ import annotations
 
@@ -29,7 +19,7 @@ TIME_KEY = "heldout/time_s"
 GREEDY_KEY = "heldout/greedy/pass@1"
 ACCURACY_KEYS = ("heldout/pass@1", GREEDY_KEY)  # the held-out accuracy the alert follows: sampled, else greedy
 KIND = "heldout_diverging"
-# grpo_trl/eval/benchmark_table.py's names (a higher layer; tests/test_heldout.py keeps the two equal)
+# grpo_trl/eval/benchmark_table.py's names (a higher layer; tests/monitor/test_heldout.py keeps the two equal)
 BENCHMARKS = ("math500", "aime24", "aime25", "gsm8k", "gpqa-diamond", "humaneval")
 
 
@@ -95,7 +85,7 @@ def heldout_problems(section: dict, data: dict, file: str) -> list[Problem]:
     return out
 
 
-def _finite(value: Any) -> float | None:
+def finite(value: Any) -> float | None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     return float(value) if ok else None
 
@@ -107,7 +97,7 @@ def is_heldout(logs: dict) -> bool:
 def accuracy(logs: dict) -> tuple[str, float] | None:
     """``(key, value)`` of the held-out accuracy in a log entry (sampled pass@1, else greedy), or None."""
     for key in ACCURACY_KEYS:
-        value = _finite(logs.get(key))
+        value = finite(logs.get(key))
         if value is not None:
             return key, value
     return None
@@ -121,13 +111,16 @@ class Point:
 
 
 class Divergence:
-    """Training reward up while held-out accuracy down, evaluation after evaluation.
+    """Fed every training log (``train``) and held-out entry (``evaluated``): an evaluation diverges when its accuracy
+    is ``min_drop`` below the best so far while the mean training reward since the last one is above the best's;
+    ``streak`` counts them in a row (no finite accuracy: no evidence). A baseline gets the first logs' reward after it.
 
-    Fed every training log (``train``) and every held-out entry (``evaluated``). An evaluation *diverges* when its
-    accuracy is at least ``min_drop`` below the best evaluation so far while the training reward (the mean of the
-    training logs since the previous evaluation) is above the reward at that best one. ``streak`` counts the
-    evaluations in a row that diverge; an evaluation without a finite accuracy is no evidence and leaves it as is.
-    A baseline taken before any training log gets the reward of the first logs after it.
+    >>> d = Divergence(min_drop=0.1)
+    >>> for step, reward, accuracy in [(5, 0.2, 0.6), (10, 0.5, 0.4), (15, 0.8, 0.3)]:
+    ...     d.train({"reward": reward})
+    ...     found = d.evaluated(step, {"heldout/pass@1": accuracy})
+    >>> d.streak, found[:41]
+    (2, 'training reward rose 0.200 -> 0.800 while')
     """
 
     def __init__(self, min_drop: float = 0.1):
@@ -137,7 +130,7 @@ class Divergence:
         self.streak = 0
 
     def train(self, logs: dict) -> None:
-        reward = _finite(logs.get("reward"))
+        reward = finite(logs.get("reward"))
         if reward is not None:
             self.pending.append(reward)
 

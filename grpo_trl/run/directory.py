@@ -1,9 +1,6 @@
-"""The output directory is the user's: what grpo-trl wrote there (``.grpo-trl/manifest.json``), and where it may write.
-
-A run records each entry before it writes it; what the trainer writes unannounced (``TRAINER_NAMES``) is the run's
-when modified inside the run's window (start to end, or to a killed run's last heartbeat). Anything else not in the
-manifest is foreign and never touched. The rules: docs/safety.md.
-"""
+"""The output directory is the user's: ``.grpo-trl/manifest.json`` records each entry grpo-trl writes before it
+writes it; what the trainer writes unannounced (``TRAINER_NAMES``) is the run's when modified within the run's
+window (to a killed run's last heartbeat). Anything else is foreign and never touched (docs/safety.md)."""
 
 from __future__ import annotations
 

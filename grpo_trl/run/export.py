@@ -1,7 +1,6 @@
-"""``grpo-trl export OUTPUT_DIR [--to DIR]``: a LoRA run's adapter merged into its base model (peft's
-``merge_and_unload``), with the run's tokenizer, written whole into a new or empty folder (a hidden one beside it,
-then renamed; default ``<OUTPUT_DIR>-merged``). The base comes from the run's ``recipe.yaml`` or the adapter config.
-"""
+"""``grpo-trl export OUTPUT_DIR [--to DIR]``: a LoRA run's adapter merged into its base (peft's
+``merge_and_unload``) with the run's tokenizer, written whole into a new or empty folder (default
+``<OUTPUT_DIR>-merged``). The base comes from the run's ``recipe.yaml`` or the adapter config."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Names in an output directory: grpo-trl's state folder, what the trainer and grpo-trl write, and what kind each is.
-
-``predictable`` names are the only ones a killed run's manifest may adopt (see grpo_trl/run/directory.py).
-"""
+"""Names in an output directory: grpo-trl's state folder, what the trainer and grpo-trl write, and what kind each
+is; only ``predictable`` names may be adopted by a killed run's manifest."""
 
 from __future__ import annotations
 
@@ -19,20 +17,9 @@ TRAINER_NAMES = (
     "preprocessor_config.json", "processor_config.json", "training_args.bin", "trainer_state.json",
     "train_results.json", "eval_results.json", "all_results.json", "README.md", "runs", "completions",
 )  # fmt: skip
-# what grpo-trl itself writes: logs, recipe copies, the built tiny model, `grpo-trl report`
-OWN_NAMES = (
-    "completions.jsonl",
-    "alerts.jsonl",
-    "recipe.yaml",
-    "recipe.step-*.yaml",
-    "tiny-model",
-    "tiny-tools",
-    "tiny-countdown",
-    "tiny-gsm8k",
-    "tiny-reward",
-    "tiny-vlm",
-    "report",
-)
+CACHES = ("tiny-model", "tiny-tools", "tiny-countdown", "tiny-gsm8k", "tiny-reward", "tiny-vlm")  # built-in models
+# what grpo-trl itself writes: logs, recipe copies, the built tiny models, `grpo-trl report`
+OWN_NAMES = ("completions.jsonl", "alerts.jsonl", "recipe.yaml", "recipe.step-*.yaml", *CACHES, "report")
 
 
 def kind_of(name: str) -> str:
@@ -47,8 +34,7 @@ def kind_of(name: str) -> str:
         return "log"
     if name.startswith("recipe"):
         return "recipe"
-    caches = ("tiny-model", "tiny-tools", "tiny-countdown", "tiny-gsm8k", "tiny-reward", "tiny-vlm")
-    return "cache" if name in caches else "report" if name == "report" else "model"
+    return "cache" if name in CACHES else "report" if name == "report" else "model"
 
 
 def predictable(name: str) -> bool:

@@ -1,5 +1,5 @@
-"""What a fresh run and ``--overwrite`` refuse in an output directory, and what ``--overwrite`` removes (only what
-``.grpo-trl/manifest.json`` records; never an entry the trainer would overwrite or rotate away)."""
+"""What a fresh run and ``--overwrite`` refuse in an output directory; ``--overwrite`` moves aside only what the
+manifest records, never an entry the trainer would overwrite or rotate away."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""``--resume`` rules: which checkpoint is complete (its state parses, its weights load, optimizer/scheduler/RNG state
-whole), when a run is finished, which recipe changes a resume survives, and how the logs continue from its step.
+"""``--resume`` rules: which checkpoint is complete, when a run is finished, which recipe changes a resume survives,
+and how the logs continue from its step.
 
     >>> recipe_differences({"trainer": {"max_steps": 4}}, {"trainer": {"max_steps": 8}})
     [('trainer.max_steps', 4, 8)]
@@ -13,7 +13,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.io import read_json, write
+import yaml
+
+from grpo_trl.errors import Problem, RecipeError, redact
+from grpo_trl.io import read_json, read_yaml, write
 from grpo_trl.jsonio import read_jsonl
 from grpo_trl.trl_adapter import checkpoint_step
 
@@ -82,7 +85,6 @@ STATE_TYPES = {
 
 def state_problem(state: Any) -> str | None:
     """What is wrong with a parsed ``trainer_state.json`` for resuming (a hand edit, another tool's file), or None.
-
     >>> state_problem({"global_step": "3"})
     "global_step is '3' (a string), not a whole number"
     """
@@ -158,10 +160,7 @@ def saved_step(path: Path) -> tuple[int, int] | None:
 
 def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(data, dict) and data:
-        out: dict[str, Any] = {}
-        for key, value in data.items():
-            out.update(_flatten(value, f"{prefix}{key}."))
-        return out
+        return {k: v for key, value in data.items() for k, v in _flatten(value, f"{prefix}{key}.").items()}
     return {prefix[:-1]: data} if prefix else {}
 
 
@@ -182,8 +181,7 @@ def blocking(key: str) -> str | None:
 
 
 def _step(row: dict) -> float:
-    step = row.get("step")
-    return step if isinstance(step, int) else float("inf")
+    return row["step"] if isinstance(row.get("step"), int) else float("inf")
 
 
 def keep_until(path: Path, step: int) -> list[dict]:
@@ -214,3 +212,38 @@ def continue_callbacks(trainer: Any, output_dir: Path, ckpt: Path, write: bool =
             cb.restore(history, fired)
         elif isinstance(cb, CompletionSamples):
             cb.restore(history)
+
+
+def compare_recipe(recipe: Any, folder: Path, m: Any, ckpt: Path, world_size: int) -> None:
+    """Resuming from ``ckpt``: refuse a recipe change that makes it meaningless (``BLOCKING``), warn of any other
+    and keep the earlier recipe as ``recipe.step-<N>.yaml``."""
+    saved = folder / "recipe.yaml"
+    try:
+        old = read_yaml(saved) if "recipe.yaml" in m.entries else None
+    except (OSError, ValueError, yaml.YAMLError):
+        old = None
+    diffs = recipe_differences(old, redact(recipe.data)) if isinstance(old, dict) else []
+    problems = [
+        Problem(recipe.file, key, f"{a!r} -> {b!r} since {ckpt.name}: {why}")
+        for key, a, b in diffs
+        if (why := blocking(key))
+    ]
+    last = next((r.get("batch") for r in reversed(m.runs) if r.get("batch")), None) or {}
+    if last.get("world_size") not in (None, world_size):
+        problems.append(Problem(recipe.file, "launch", f"{last['world_size']} -> {world_size} processes: batch"))
+    if problems:
+        fix = (
+            f"; resuming would be meaningless: restore the saved value, or train into a new output_dir with "
+            f"model.name: {ckpt} to start from these weights"
+        )
+        raise RecipeError([Problem(p.file, p.key, p.message + fix) for p in problems])
+    if diffs:
+        listed = "; ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in diffs)
+        logger.warning("the recipe differs from the saved recipe.yaml (resuming anyway): %s", listed)
+        step = int(ckpt.name.split("-")[-1])
+        keep = folder / f"recipe.step-{step}.yaml"
+        if not keep.exists():
+            m.record(keep.name)
+            m.save()
+            saved.replace(keep)
+            logger.info("kept the earlier recipe as %s", keep.name)

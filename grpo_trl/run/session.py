@@ -1,33 +1,24 @@
-"""What ``grpo-trl train`` decides about its output directory before it loads a model, and records while it trains.
-
-``RunSession`` takes the directory's lock, records what a killed run left, then prepares a fresh run, ``--overwrite``
-(moves grpo-trl's entries aside) or ``--resume`` (the newest complete checkpoint; recipe changes checked);
-while training it records each checkpoint before it is saved and stages the final save. The rules: docs/safety.md.
-"""
+"""``RunSession``: what ``grpo-trl train`` decides about its output directory before a model loads (the lock, what a
+killed run left, a fresh run, ``--overwrite`` moving grpo-trl's entries aside, ``--resume``), and records while it
+trains (each checkpoint before it is saved, the staged final save). The rules: docs/safety.md."""
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from grpo_trl.errors import GrpoTrlError, config_secrets, redact
-from grpo_trl.io import read_json, read_yaml, write
-from grpo_trl.recipe import BUILTIN_TINY, Problem, Recipe, RecipeError
+from grpo_trl.io import read_json, write
+from grpo_trl.models.builtin import folder_name
+from grpo_trl.recipe import Problem, Recipe, RecipeError
 from grpo_trl.run.directory import STATE, Heartbeat, Manifest, RunLock, describe, predictable
 from grpo_trl.run.overwrite import prepare_fresh, refuse_collisions
-from grpo_trl.run.resume import (
-    blocking,
-    continue_callbacks,
-    newest_complete,
-    recipe_differences,
-    saved_step,
-)
-from grpo_trl.run.writes import ManifestCallback, no_space, place, stage, stage_from_checkpoint
+from grpo_trl.run.resume import compare_recipe, continue_callbacks, newest_complete, saved_step
+from grpo_trl.run.writes import ManifestCallback, disk_full, inside, no_space, place, stage, stage_from_checkpoint
 from grpo_trl.trl_adapter import checkpoint_step, save_model_only
 
 logger = logging.getLogger("grpo_trl")
@@ -110,32 +101,15 @@ class RunSession:
                 self._lock.release()
         if exc is None or not isinstance(exc, Exception):
             return
-        if no_space(exc) or (isinstance(exc, (OSError, RuntimeError)) and self._full()):  # the writer's error too
+        if disk_full(self.folder, exc):
             raise self._error(
                 "ran out of disk space while the run was writing to it; free space, then --resume continues from "
                 "the last complete checkpoint"
             ) from exc
         if isinstance(exc, GrpoTrlError):
             return
-        if self._ours(exc):
+        if inside(self.folder, exc):
             raise self._disk_error(exc) from exc
-
-    def _full(self) -> bool:
-        """The output directory's disk has (next to) nothing left: torch's writer words a short write its own way
-        ("unexpected pos", "file write failed"), so a failed write is told by the disk it was writing to."""
-        try:
-            return shutil.disk_usage(self.folder).free < 2**20
-        except OSError:
-            return False
-
-    def _ours(self, exc: BaseException) -> bool:
-        """An ``OSError`` on a path inside the output directory (a log that is now a folder, a read-only file)."""
-        name = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
-        if not name:
-            return False
-        folder = self.folder.resolve()
-        path = Path(os.fsdecode(name)).resolve()
-        return path == folder or folder in path.parents
 
     def _disk_error(self, exc: BaseException) -> RecipeError:
         where = getattr(exc, "filename", None)
@@ -169,8 +143,7 @@ class RunSession:
         self._heartbeat.start()
         m.record("recipe.yaml", "completions.jsonl", "alerts.jsonl", run=run)  # recorded before they are written
         if str(self.recipe.model.get("name")).startswith("builtin:"):  # built into the output_dir by resolve_model
-            name = str(self.recipe.model.get("name"))
-            m.record("tiny-model" if name == BUILTIN_TINY else name.split(":", 1)[1], run=run)
+            m.record(folder_name(str(self.recipe.model.get("name"))), run=run)
         if any(spec.get("model") == "builtin:tiny-reward" for spec in self.recipe.rewards):
             m.record("tiny-reward", run=run)
         m.save()
@@ -245,40 +218,7 @@ class RunSession:
         self.resume_from = ckpt
         if self.main:
             logger.info("resuming from %s", ckpt)
-            self._compare_recipe(m, ckpt)
-
-    def _compare_recipe(self, m: Manifest, ckpt: Path) -> None:
-        saved = self.folder / "recipe.yaml"
-        try:
-            old = read_yaml(saved) if "recipe.yaml" in m.entries else None
-        except (OSError, ValueError, yaml.YAMLError):
-            old = None
-        diffs = recipe_differences(old, redact(self.recipe.data)) if isinstance(old, dict) else []
-        problems = [
-            Problem(self.recipe.file, key, f"{a!r} -> {b!r} since {ckpt.name}: {why}")
-            for key, a, b in diffs
-            if (why := blocking(key))
-        ]
-        last = next((r.get("batch") for r in reversed(m.runs) if r.get("batch")), None) or {}
-        if last.get("world_size") not in (None, self.config.world_size):
-            ws = self.config.world_size
-            problems.append(Problem(self.recipe.file, "launch", f"{last['world_size']} -> {ws} processes: batch"))
-        if problems:
-            fix = (
-                f"; resuming would be meaningless: restore the saved value, or train into a new output_dir with "
-                f"model.name: {ckpt} to start from these weights"
-            )
-            raise RecipeError([Problem(p.file, p.key, p.message + fix) for p in problems])
-        if diffs:
-            listed = "; ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in diffs)
-            logger.warning("the recipe differs from the saved recipe.yaml (resuming anyway): %s", listed)
-            step = int(ckpt.name.split("-")[-1])
-            keep = self.folder / f"recipe.step-{step}.yaml"
-            if not keep.exists():
-                m.record(keep.name)
-                m.save()
-                saved.replace(keep)
-                logger.info("kept the earlier recipe as %s", keep.name)
+            compare_recipe(self.recipe, self.folder, m, ckpt, self.config.world_size)
 
     # ------------------------------------------------------------------------------------------------ after
     def save_final(self, trainer: Any) -> None:

@@ -1,9 +1,6 @@
-"""What a training run writes into its output directory, each write safe to interrupt.
-
-``ManifestCallback`` records each ``checkpoint-<N>`` before the trainer writes it; ``stage``/``place``: the final save
-is written whole into ``.grpo-trl/final-save/``, then moved into place, ``trainer_state.json`` last (a run killed on
-the way leaves no ``trainer_state.json``, so ``--resume`` makes it again); ``no_space``: a write the full disk failed.
-"""
+"""What a run writes into its output directory, each write safe to interrupt: ``ManifestCallback`` records each
+checkpoint before the trainer writes it; the final save is staged whole, then placed (``trainer_state.json`` last, so
+a run killed on the way is made again by ``--resume``); ``no_space``/``disk_full``: a write the full disk failed."""
 
 from __future__ import annotations
 
@@ -100,3 +97,23 @@ def no_space(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def disk_full(folder: Path, exc: BaseException) -> bool:
+    """``no_space``, or an ``OSError``/``RuntimeError`` while ``folder``'s disk has (next to) nothing left: torch's
+    writer words a short write its own way ("unexpected pos", "file write failed")."""
+    if no_space(exc):
+        return True
+    try:
+        return isinstance(exc, (OSError, RuntimeError)) and shutil.disk_usage(folder).free < 2**20
+    except OSError:
+        return False
+
+
+def inside(folder: Path, exc: BaseException) -> bool:
+    """An ``OSError`` on a path inside ``folder`` (a log that is now a folder, a read-only file)."""
+    name = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
+    if not name:
+        return False
+    folder, path = folder.resolve(), Path(os.fsdecode(name)).resolve()
+    return path == folder or folder in path.parents

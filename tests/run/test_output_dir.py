@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from grpo_trl.cli import main, train_main
 from grpo_trl.run.directory import output_dir_problems
 
+pytestmark = pytest.mark.fault
+
 
 def test_output_dir_under_a_file_is_reported(tmp_path, make_recipe, capsys):
     blocker = tmp_path / "not_a_dir"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.fault, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 SLOW_REWARD = '''

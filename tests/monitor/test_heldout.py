@@ -224,7 +224,10 @@ def rigged(tmp_path, tiny_model, **trainer):
     return tiny_recipe(
         tmp_path,
         tiny_model,
-        rewards=[{"name": "tests.test_heldout:has_digit", "weight": 0.0}, {"name": "tests.test_heldout:no_digit"}],
+        rewards=[
+            {"name": "tests.monitor.test_heldout:has_digit", "weight": 0.0},
+            {"name": "tests.monitor.test_heldout:no_digit"},
+        ],
         data={"builder": "countdown", "source": "generate", "size": 256, "eval_size": 16, "system_prompt": "none"},
         trainer={
             "max_steps": 12,

@@ -44,7 +44,7 @@ def graded(completions, solution=None, bonus: float = 0.5, **kwargs):
 
 
 def test_reward_zero_hint_leaves_out_parameters_that_are_dataset_columns(tmp_path):
-    reward = SafeReward(get_reward("tests.test_alerts:graded"))
+    reward = SafeReward(get_reward("tests.monitor.test_alerts:graded"))
     alerts = Alerts(str(tmp_path), patience=2, rewards=[reward], columns=["prompt", "solution"])
     message = fire(alerts, {"rewards/graded/mean": 0.0}, 2)["reward_zero:graded"]
     assert "bonus=0.5" in message

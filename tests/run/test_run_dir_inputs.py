@@ -16,6 +16,8 @@ from grpo_trl.cli import main as cli_main
 from grpo_trl.cli import train_main
 from tests.faults.conftest import snapshot
 
+pytestmark = pytest.mark.fault
+
 
 def _one_error(err: str) -> str:
     lines = [line for line in err.splitlines() if line.startswith("error:")]

@@ -17,6 +17,8 @@ from grpo_trl.run.resume import checkpoint_problem, newest_complete
 from grpo_trl.train import train
 from tests.faults.conftest import snapshot
 
+pytestmark = pytest.mark.fault
+
 
 def _truncate(path: Path, keep: float | int = 0.5) -> None:
     data = path.read_bytes()

@@ -23,6 +23,8 @@ from grpo_trl.cli import train_main
 from grpo_trl.run.directory import Heartbeat, Manifest, RunLock, output_dir_problems
 from tests.faults.conftest import snapshot
 
+pytestmark = pytest.mark.fault
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

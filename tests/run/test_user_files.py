@@ -22,6 +22,8 @@ from grpo_trl.cli import train_main
 from grpo_trl.run.directory import Manifest
 from tests.faults.conftest import snapshot
 
+pytestmark = pytest.mark.fault
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
