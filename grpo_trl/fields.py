@@ -1,7 +1,6 @@
-"""The building blocks of the recipe schema: the ``Section`` base, the YAML quirks coerced once, and pydantic types
-read from Python annotations (a function's signature or a dataclass field), never written by hand.
+"""The recipe schema's building blocks: the ``Section`` base, YAML quirks coerced once, pydantic types read from
+annotations (a signature or a dataclass), and pydantic's errors translated into ``Problem`` s naming key and fix.
 
-Example:
     >>> field_type(float) is YamlFloat, field_type(str, ("no", "steps")) is not str
     (True, True)
     >>> def build(*, rows: int = 4, name: str = "x"): ...
@@ -24,15 +23,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter,
 from grpo_trl.errors import Problem, suggest
 
 
-# ------------------------------------------------------------------------------------------------ YAML coercions
 def _yaml_float(value: Any) -> Any:
     """PyYAML reads ``1e-6`` (no dot) as a string: accept it where a float is expected."""
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    return value
+    try:
+        return float(value) if isinstance(value, str) else value
+    except ValueError:
+        return value
 
 
 def _yaml_no(value: Any) -> Any:
@@ -49,7 +45,6 @@ class Section(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
 
 
-# ------------------------------------------------------------------------------------------------ annotations
 def field_type(hint: Any, choices: tuple | None = None) -> Any:
     """A strict pydantic type for a dataclass / signature annotation (``Any`` where it cannot be expressed)."""
     origin = typing.get_origin(hint)
@@ -97,15 +92,13 @@ def jsonable(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else None
 
 
-# Ranges by what a value is, read from its name, for every field typed here (builders, TRL, peft, rewards): a value
-# outside them is accepted by the constructor and then hangs or overflows mid-run (a 1e9 s timeout, 10**12 rows).
+# Ranges by what a value is, read from its name: outside them a constructor accepts it, then the run hangs/overflows.
 MAX_SECONDS = 7 * 24 * 3600
 MAX_COUNT = 10**8
 
 
 def name_bounds(name: str, hint: Any = None) -> dict[str, Any]:
     """Pydantic bounds for a numeric field named ``name``: ports, timeouts (seconds) and sizes/counts.
-
     >>> name_bounds("vllm_server_port"), name_bounds("timeout")["le"], name_bounds("size")
     ({'ge': 1, 'le': 65535}, 604800, {'gt': 0, 'le': 100000000})
     """
@@ -143,8 +136,7 @@ def dataclass_model(
     choices: Callable[[Any, Any, Any], Any] = lambda f, hint, default: f.metadata.get("choices"),
     bounds: Mapping[str, dict] | None = None,
 ) -> type[Section]:
-    """A ``Section`` of a dataclass's init fields (``trl.GRPOConfig``, ``peft.LoraConfig``): names, types, defaults,
-    help texts and choices read, never copied; ``bounds`` (by field) add to the ranges ``name_bounds`` gives."""
+    """A ``Section`` of a dataclass's init fields (``trl.GRPOConfig``): read, never copied; ``bounds`` add ranges."""
     import dataclasses
 
     hints = typing.get_type_hints(cls)
@@ -163,23 +155,10 @@ def dataclass_model(
     return create_model(name, __base__=Section, __doc__=doc or cls.__doc__, **fields)
 
 
-# --------------------------------------------------------------------------------------- pydantic errors -> Problems
-_TYPE_NAMES = {
-    "int_type": "int",
-    "int_parsing": "int",
-    "int_from_float": "int",
-    "float_type": "float",
-    "float_parsing": "float",
-    "string_type": "str",
-    "bool_type": "bool",
-    "bool_parsing": "bool",
-    "list_type": "list",
-    "tuple_type": "list",
-    "dict_type": "mapping",
-    "model_type": "mapping",
-    "model_attributes_type": "mapping",
-    "none_required": "null",
-}
+_TYPE_NAMES = dict.fromkeys(("int_type", "int_parsing", "int_from_float"), "int")
+_TYPE_NAMES |= {"float_type": "float", "float_parsing": "float", "string_type": "str", "bool_type": "bool"}
+_TYPE_NAMES |= {"bool_parsing": "bool", "list_type": "list", "tuple_type": "list", "none_required": "null"}
+_TYPE_NAMES |= dict.fromkeys(("dict_type", "model_type", "model_attributes_type"), "mapping")
 _BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
 MAX_REPR = 60
 
@@ -222,10 +201,8 @@ def _fields_at(kind: Any, path: list) -> list[str]:
 
 @dataclass(frozen=True)
 class Hints:
-    """What messages about one value may add, given by the layer that knows: ``required`` (dotted key -> what to
-    write when it is missing), ``sections`` (section -> what it holds), ``unknown`` (section -> the message for an
-    unknown key of it, given the key), ``bounds`` (dotted key -> why the bound), ``floats`` (is a key a float field).
-    """
+    """What messages may add, from the layer that knows: ``required``/``bounds`` (dotted key -> hint), ``sections``
+    (what each holds), ``unknown`` (section -> message for an unknown key), ``floats`` (is a key a float field)."""
 
     required: Mapping[str, str] = field(default_factory=dict)
     sections: Mapping[str, str] = field(default_factory=dict)
@@ -244,16 +221,10 @@ def translate(
     grouped: dict[str, list[tuple[dict, Any, list]]] = {}
     for err in errors:
         loc = tuple(err["loc"])
-        if err["type"] == "missing":
-            path, node = list(loc), None
-        else:
-            path, node = _path(loc, value)
+        path, node = (list(loc), None) if err["type"] == "missing" else _path(loc, value)
         key = ".".join([prefix, *[str(p) for p in path]])
         grouped.setdefault(key, []).append((err, node, path))
-    problems = []
-    for key, errs in grouped.items():
-        problems.append(_one(key, errs, file, prefix, kind, hints))
-    return problems
+    return [_one(key, errs, file, prefix, kind, hints) for key, errs in grouped.items()]
 
 
 def _one(key: str, errs: list[tuple[dict, Any, list]], file: str, section: str, kind: Any, hints: Hints) -> Problem:

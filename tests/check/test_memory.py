@@ -128,7 +128,7 @@ def test_sharding_from_accelerate_configs(cfg, want):
 def test_shipped_accelerate_configs_are_read():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "recipes" / "accelerate"
+    root = Path(__file__).resolve().parents[2] / "recipes" / "accelerate"
     got = {p.stem: sharding(yaml.safe_load(p.read_text())) for p in root.glob("*.yaml")}
     assert got["zero2"] == ("zero", 2) and got["zero3"] == ("zero", 3) and got["fsdp"] == ("fsdp", 3)
     assert got["ddp"] == ("ddp", 0)
