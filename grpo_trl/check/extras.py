@@ -1,7 +1,5 @@
-"""Checks of the sections ``train`` wires into ``GRPOTrainer`` besides data and rewards: tools, environments,
-``rollout_func``, quantization and the chat template (TRL's own template checks where tools are used), with the
-``check`` lines that describe them. Nothing here loads a model; a tokenizer only when it is at hand offline.
-"""
+"""Checks of what ``train`` wires into ``GRPOTrainer`` besides data and rewards (tools, environments, ``rollout_func``,
+the chat template with TRL's own template checks), and ``check``'s lines describing them; no model is loaded."""
 
 from __future__ import annotations
 
@@ -96,8 +94,7 @@ def _template_problems_offline(recipe: Recipe) -> list[str]:
 
 
 def describe_extras(recipe: Recipe) -> list[str]:
-    """``check`` lines for tools, environments and quantization; ``warning:`` lines for what this machine lacks
-    (``machine.py``) and a note on a run already in ``output_dir``."""
+    """``check`` lines for tools, environments and quantization, then ``machine.py``'s warnings."""
     from grpo_trl.environments import is_multi
     from grpo_trl.tools.registry import tool_specs
 
@@ -147,8 +144,7 @@ def check_environment_column(recipe: Recipe, columns: list[str], rows: Any) -> N
 
 
 def check_env_scores(recipe: Recipe, env: Any) -> None:
-    """Without reward functions, an environment must score the rollouts (``get_reward``), as TRL requires; read from
-    the instance grpo-trl probes anyway (``EnvironmentFactory.probe``, the one TRL's own probe then receives)."""
+    """Without reward functions, an environment must score the rollouts (``get_reward``), read from its probe."""
     factories = env.values() if isinstance(env, dict) else [env]
     instances = [getattr(f, "probe", f)() for f in factories]
     if not any(callable(getattr(type(i), "get_reward", None)) for i in instances):

@@ -1,7 +1,5 @@
-"""What this machine lacks to run a valid recipe, said by ``check`` as ``warning:`` lines (the recipe may be meant
-for another machine): a CUDA GPU, the Hugging Face Hub (offline, or not in the local cache: nothing is downloaded),
-vLLM or its server; and an existing run in ``output_dir`` with the flag that uses it.
-"""
+"""What this machine lacks for a valid recipe (a GPU, the Hub or its cache, vLLM or its server), as ``warning:``
+lines (the recipe may be meant for another machine), and a note on a run already in ``output_dir``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""Expected peak memory per GPU from a model's shape and the training settings (the accounting behind memory.py):
-model states as the ZeRO paper counts them (Rajbhandari et al., 2020), LoRA / QLoRA, the reference model, and what is
-live at the same time in a GRPO step (activations, the backward workspace of TRL's fused LM head or a recomputed
-layer, the generation KV cache or vLLM's colocate share). docs/scaling.md, "Memory plan", has each term and its
-measured check (0.93-1.02x of H100 peaks).
+"""Expected peak memory per GPU from a model's shape and the training settings: model states as the ZeRO paper counts
+them, LoRA/QLoRA, the reference model, and what a GRPO step holds at once (docs/scaling.md, "Memory plan").
 
-Example (the ZeRO paper's worked example: 7.5B parameters, 64 GPUs):
+    >>> # the ZeRO paper's worked example: 7.5B parameters, 64 GPUs
     >>> [round(model_state_bytes(7.5e9, n_gpus=64, stage=s) / 1e9, 1) for s in (0, 1, 2, 3)]
     [120.0, 31.4, 16.6, 1.9]
 """
@@ -26,7 +23,6 @@ CUDA_OVERHEAD = 0.75 * GIB  # CUDA context, cuBLAS workspaces, allocator slack
 
 def human(n: float) -> str:
     """Bytes in binary units.
-
     >>> human(3 * 2**30), human(1536 * 2**10), human(12)
     ('3.00 GiB', '1.5 MiB', '12 B')
     """
@@ -37,8 +33,7 @@ def human(n: float) -> str:
 
 
 def model_state_bytes(params: float, *, n_gpus: int = 1, stage: int = 0, precision: str = "mixed") -> float:
-    """Weights + gradients + Adam states per GPU for ``params`` trainable parameters, ZeRO ``stage`` 0-3 over
-    ``n_gpus`` (stage 3 also stands for FSDP full sharding)."""
+    """Weights + gradients + Adam states per GPU, ZeRO ``stage`` 0-3 (3 also FSDP full sharding) over ``n_gpus``."""
     w, g, o = PRECISION[precision]
     n = max(1, n_gpus)
     if stage >= 1:
@@ -105,8 +100,7 @@ def plan_memory(
     vllm_colocate_share: float | None = None,
     gpu_bytes: float | None = None,
 ) -> MemoryPlan:
-    """The plan for one training process (GPU). ``dtype``: the model's (``model.dtype``; ``auto`` reads the
-    config); ``batch``: ``per_device_train_batch_size``; ``generation_batch``: completions generated per process."""
+    """The plan for one training process (GPU); ``generation_batch``: completions generated per process."""
     plan = MemoryPlan(gpu_bytes=gpu_bytes)
     engine, stage = sharding(accelerate_config)
     dtype = shape.dtype if dtype in (None, "auto") else dtype

@@ -1,7 +1,5 @@
-"""The plan: what a run would do (batch arithmetic, optimizer steps, generation backend), as a typed object.
-
-The CLI formats it (``grpo-trl check``); tests compare it with what the trainer really does.
-"""
+"""The plan: what a run would do (batch arithmetic, optimizer steps, generation), read from TRL's own ``GRPOConfig``;
+``grpo-trl check`` prints it and tests compare it with what the trainer does."""
 
 from __future__ import annotations
 
@@ -38,14 +36,12 @@ class Plan:
 
     @property
     def micro_steps_per_generation(self) -> int:
-        """Micro-steps (forward/backward passes) between two generations: TRL's ``GRPOTrainer._prepare_inputs``
-        generates when ``step % (steps_per_generation x num_iterations) == 0`` and otherwise trains on the buffered
-        batch, split into ``steps_per_generation`` micro-batches, each used ``num_iterations`` times."""
+        """Micro-steps between two generations (TRL's ``_prepare_inputs`` generates every this many)."""
         return self.steps_per_generation * self.num_iterations
 
     @property
     def optimizer_steps_per_generation(self) -> float:
-        """Optimizer steps between two generations (one every ``gradient_accumulation_steps`` micro-steps)."""
+        """Optimizer steps between two generations."""
         return self.micro_steps_per_generation / self.gradient_accumulation_steps
 
 
@@ -99,12 +95,8 @@ def make_plan(recipe: Recipe, world_size: int | None = None, dataset_rows: int |
 
 
 def total_steps(cfg: Any, dataset_rows: int, world_size: int) -> int:
-    """Optimizer steps of an epoch-bounded run, as TRL's sampler and the Trainer count them.
-
-    TRL's ``RepeatSampler`` drops the last partial generation batch: each epoch yields ``rows // P`` generation
-    batches of ``P`` prompts x ``num_generations``, each reused ``num_iterations x steps_per_generation`` times; the
-    dataloader takes ``per_device_train_batch_size x steps_per_generation`` per process.
-    """
+    """Optimizer steps of an epoch-bounded run, as TRL's ``RepeatSampler`` (dropping the last partial generation
+    batch) and the Trainer's dataloader count them."""
     prompts = cfg.generation_batch_size // cfg.num_generations
     batches = dataset_rows // prompts
     if batches == 0:

@@ -1,9 +1,5 @@
-"""What TRL, transformers or accelerate would only reject mid-run, checked before any model loads.
-
-Run by ``validate`` once everything else passes: the chat template renders the first real prompt, ``report_to``
-integrations and optional kernels are importable, the data yields at least one optimizer step, and evaluation has an
-eval split.
-"""
+"""What TRL, transformers or accelerate would only reject mid-run: the chat template renders the first prompt,
+``report_to`` integrations and kernels import, the data yields an optimizer step, evaluation has an eval split."""
 
 from __future__ import annotations
 

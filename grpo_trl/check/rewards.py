@@ -1,7 +1,5 @@
-"""The recipe's ``rewards:`` section, checked and built: each reward exists and takes its args, names are unique
-(TRL logs rewards by name), and every column a reward reads is one the data gives; ``build_rewards`` makes them (each
-reward's args with the trainer values it declares, ``uses_trainer``, filled in, as ``check`` saw them).
-"""
+"""``rewards:``, checked and built by the same registry: each reward exists and takes its args, names are unique (TRL
+logs by name), every column a reward reads is one the data gives; ``build_rewards`` binds the args check saw."""
 
 from __future__ import annotations
 
@@ -80,8 +78,7 @@ def typed_args_problems(name: str, args: dict, file: str, key: str) -> list[Prob
 
 
 def no_reward_problems(recipe: Recipe) -> list[Problem]:
-    """A recipe without reward functions trains only when an environment scores the rollouts with ``get_reward()``
-    (TRL then adds it as a reward, logged under the class name)."""
+    """Without reward functions, an environment must score the rollouts (``get_reward()``, which TRL adds)."""
     from grpo_trl.environments.registry import owns_reward
     from grpo_trl.recipe.schema import REWARDS_HINT
 
@@ -198,11 +195,7 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
 
 
 def build_rewards(recipe: Recipe, output_dir: str | None = None) -> tuple[list, list[float]]:
-    """The recipe's rewards, each bound to its args and wrapped in ``SafeReward``, and their weights. Plugins load
-    first (once each), with the recipe's folder on the import path.
-
-    A reward-model entry becomes the path or id TRL loads as a sequence classifier (``models/reward_models.py``).
-    """
+    """The rewards (bound to their args, in ``SafeReward``; a reward model as the id TRL loads), and weights."""
     from grpo_trl.models.reward_models import is_model_entry, resolve_model
     from grpo_trl.registry import load_plugins
     from grpo_trl.rewards.registry import SafeReward, get_reward

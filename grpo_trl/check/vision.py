@@ -1,11 +1,5 @@
-"""Checks of a recipe whose data gives images, before any model loads: the model is a vision-language model, and
-its chat template (the processor's, or ``model.chat_template``) renders image entries as the processor's image token.
-
-What the model is and its template are read offline: a built-in name, a local folder, the local Hugging Face cache;
-a Hub model not downloaded yet is checked when training loads its processor (``models.load.load_processing_class``).
-That images open and the rewards' columns exist is checked with the data (the ``images`` builder opens every image
-of a local file; ``check.rewards.columns_check``).
-"""
+"""Data with images: the model is a vision-language model whose chat template renders image entries as the
+processor's image token; read offline (built-in, local folder, HF cache), else checked when training loads it."""
 
 from __future__ import annotations
 
@@ -82,8 +76,7 @@ def vision_problems(recipe: Recipe) -> list[Problem]:
 
 
 def template_image_problems(template: str, image_token: str, file: str = "", key: str = "") -> list[Problem]:
-    """The template must render an image entry (``{"type": "image"}``) so that the processor's ``image_token``
-    appears in the text; the processor expands each one to the image's tokens."""
+    """The template must render an image entry (``{"type": "image"}``) as the processor's ``image_token``."""
     from transformers.utils.chat_template_utils import render_jinja_template
 
     try:

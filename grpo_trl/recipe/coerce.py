@@ -1,9 +1,6 @@
-"""Coerce a raw recipe mapping into typed sections, once: pydantic's errors become ``Problem`` s with a fix.
+"""Coerce a raw recipe into typed sections, once (pydantic's errors become ``Problem`` s); only what the user wrote is
+kept, so ``GRPOConfig`` gets exactly the user's fields and TRL keeps its own defaults.
 
-The result keeps only what the user wrote (coerced: ``1e-6`` -> float, ``no`` -> ``"no"``), so that mapping onto
-``GRPOConfig`` passes exactly the user's fields and TRL keeps its own defaults; defaults live in the schema.
-
-Example:
     >>> data, problems = coerce({"model": {"name": "m", "dtyp": "bf16"}}, "r.yaml", sections=("model",))
     >>> [str(p).split(";")[0] for p in problems]
     ["r.yaml: model.dtyp: unknown key (did you mean 'dtype'?)"]
@@ -21,10 +18,7 @@ from grpo_trl.tables import peer_config_problems, top_level_hint
 
 
 def coerce(data: dict, file: str, sections: Iterable[str] | None = None) -> tuple[dict, list[Problem]]:
-    """Every section of ``data`` validated and coerced. Returns the coerced mapping and every problem found.
-
-    A section with problems keeps its raw value in the mapping (later checks skip it: see ``bad`` in validate).
-    """
+    """``(coerced mapping, every problem)``; a section with problems keeps its raw value (later checks skip it)."""
     peer = peer_config_problems(data, file)  # a flat TRL/open-r1 config: one line pointing at `grpo-trl import`
     if peer:
         return dict(data), peer
@@ -78,7 +72,7 @@ def _unknown_lora_key(last: str, choices: list[str]) -> str:
 
 
 def hints() -> Hints:
-    """What the recipe's messages add: required sections, what each section holds, TRL's field notes and bounds."""
+    """What the recipe's messages add: required sections, what each holds, TRL's field notes and bounds."""
     return Hints(
         required=schema.REQUIRED_SECTIONS,
         sections=schema.SECTION_HINTS,

@@ -1,13 +1,8 @@
-"""``Recipe``: a loaded, coerced recipe (immutable data) with read-only accessors and TRL's configs made from it.
+"""``Recipe``: a loaded, coerced recipe (immutable data), its read-only accessors and TRL's configs made from it.
 
-``Recipe`` holds the result of load (load.py) + coerce (coerce.py) and nothing else: it builds no reward, loads no
-plugin and checks nothing beyond the schema. Checks and the plan are ``grpo_trl.check``'s, rewards are built by
-``grpo_trl.check.rewards.build_rewards``.
-
-Example:
-    >>> recipe = open_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.learning_rate=1e-4"])
-    >>> recipe.trainer["learning_rate"], recipe.grpo_kwargs()["reward_weights"]
-    (0.0001, [1.0, 1.0, 1.0])
+>>> recipe = open_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.learning_rate=1e-4"])
+>>> recipe.trainer["learning_rate"], recipe.grpo_kwargs()["reward_weights"]
+(0.0001, [1.0, 1.0, 1.0])
 """
 
 from __future__ import annotations
@@ -28,11 +23,7 @@ from grpo_trl.recipe.trl_schema import GENERATION_FIELDS
 
 @dataclass(frozen=True)
 class Recipe:
-    """A resolved recipe (``extends`` merged, overrides applied, types coerced once). Never mutated afterwards.
-
-    ``data`` holds what the user wrote (coerced); section accessors return plain dicts/lists for reading.
-    ``problems`` lists what coercion found (``validate`` adds the checks that need registries and TRL).
-    """
+    """A resolved recipe: ``data`` holds what the user wrote (coerced), ``problems`` what coercion found."""
 
     data: dict
     path: Path | None = None
@@ -44,7 +35,6 @@ class Recipe:
         object.__setattr__(self, "data", coerced)
         object.__setattr__(self, "problems", tuple(problems))
 
-    # ------------------------------------------------------------------------------------------------ sections
     @property
     def file(self) -> str:
         return str(self.path) if self.path else "<recipe>"
@@ -120,7 +110,6 @@ class Recipe:
     def vllm_mode(self) -> str:
         return self.generation.get("vllm_mode") or self.trainer.get("vllm_mode") or "colocate"
 
-    # ------------------------------------------------------------------------------------------------ TRL's configs
     def model_init_kwargs(self) -> dict:
         """``GRPOConfig.model_init_kwargs``: ``model.init_kwargs``, then the model fields that own a key."""
         model = self.model
@@ -151,12 +140,8 @@ class Recipe:
         return kwargs
 
     def to_grpo_config(self, *, world_size: int | None = None, planning: bool = False, device_fallback: bool = True):
-        """A real ``trl.GRPOConfig``.
-
-        ``device_fallback``: with no CUDA device and no explicit ``use_cpu``/``bf16``, run on CPU in float32 (TRL's
-        bf16 default would refuse to start). ``planning``/``world_size``: build it as if ``world_size`` processes were
-        launched, for ``grpo-trl check`` (CPU settings forced, nothing else changes).
-        """
+        """A real ``trl.GRPOConfig``; without CUDA on CPU in float32 (``device_fallback``); ``planning``: as if
+        ``world_size`` processes were launched (for ``check``)."""
         import torch
         from trl import GRPOConfig
 
@@ -187,6 +172,5 @@ class Recipe:
 
 
 def open_recipe(path: str | Path, overrides: typing.Sequence[str] = ()) -> Recipe:
-    """Read a recipe (following ``extends``) and apply ``--set`` overrides; coerced, not yet checked (the checks that
-    need registries, files and TRL are ``grpo_trl.check``'s: ``grpo_trl.load_recipe`` runs both)."""
+    """Read a recipe (following ``extends``), apply ``--set`` overrides and coerce it; not yet checked."""
     return Recipe(data=read_recipe(Path(path), list(overrides)), path=Path(path))

@@ -1,10 +1,7 @@
-"""The ``trainer`` and ``generation`` sections, typed from the installed ``trl.GRPOConfig``.
+"""The ``trainer`` and ``generation`` sections, typed from the installed ``trl.GRPOConfig`` (never copied); written
+here is only what grpo-trl knows beyond TRL's types: bounds TRL accepts then crashes on mid-run, fields other
+sections set, fields TRL removed or renamed.
 
-Names, types, defaults, help texts and choices are read from ``dataclasses.fields(trl.GRPOConfig)`` (and
-transformers' enums), never copied; what is written here is only what grpo-trl knows beyond TRL's types: bounds on
-values TRL accepts and then crashes on mid-run, fields other sections set, and fields TRL removed or renamed.
-
-Example:
     >>> trainer_model().model_fields["num_generations"].default >= 2
     True
 """
@@ -22,7 +19,6 @@ from grpo_trl.fields import MAX_SECONDS, Section, YamlFloat, dataclass_model
 
 BACKENDS = ("transformers", "vllm")
 
-# What grpo-trl knows beyond TRL's types: values TRL accepts at construction and then crashes on mid-run.
 TRAINER_BOUNDS: dict[str, dict[str, float]] = {
     "temperature": {"gt": 0},
     "top_p": {"gt": 0, "le": 1},  # generate() and vLLM refuse others at the first generation
@@ -56,7 +52,7 @@ BOUND_REASONS = {  # the fix printed with a bound error, by dotted key
 }
 
 
-# TRL fields whose choices live only in their help text (TRL checks them the first time a step reaches them).
+# TRL fields whose choices live only in their help text.
 HELP_CHOICE_FIELDS = (
     "loss_type",
     "scale_rewards",
@@ -89,7 +85,6 @@ REMOVED_FIELDS = {
 
 def help_choices(help_text: str, default: Any) -> tuple[Any, ...]:
     """The quoted values a TRL help text lists (``Supported values are 'a', 'b'``), the default first if missing.
-
     >>> help_choices("Must be one of `'server'` or `'colocate'`. `'server'`: ...", "colocate")
     ('server', 'colocate')
     """
@@ -104,8 +99,7 @@ def help_choices(help_text: str, default: Any) -> tuple[Any, ...]:
 
 
 def _choices(f: Any, hint: Any, default: Any) -> tuple | None:
-    """A field's choices: TRL's ``choices`` metadata, or the values its help text lists; with ``True``/``False`` when
-    the type or the help offers them (``scale_rewards``: TRL maps True -> 'group', False -> 'none')."""
+    """A field's choices: TRL's ``choices`` metadata or its help text's values, with ``True``/``False`` if offered."""
     help_text = f.metadata.get("help", "")
     choices = help_choices(help_text, default) if f.name in HELP_CHOICE_FIELDS else f.metadata.get("choices")
     if choices and (bool in typing.get_args(hint) or ("`True`" in help_text and "`False`" in help_text)):
@@ -126,7 +120,6 @@ def trainer_model() -> type[Section]:
 @functools.cache
 def takes_float(key: str) -> bool:
     """Whether the ``GRPOConfig`` field behind a dotted ``trainer.``/``generation.`` key is typed ``float``.
-
     >>> takes_float("trainer.temperature"), takes_float("trainer.logging_steps"), takes_float("data.size")
     (True, True, False)
     """

@@ -10,8 +10,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grpo_trl.check.memory import GIB, Shape, model_state_bytes, parse_size, plan_memory, sharding
+from grpo_trl.check.memory import parse_size
+from grpo_trl.check.memory_plan import GIB, model_state_bytes, plan_memory, sharding
 from grpo_trl.cli import main as cli_main
+from grpo_trl.models.shape import Shape
 
 QWEN25_05B = {
     "model_type": "qwen2",
