@@ -18,7 +18,7 @@ import yaml
 from grpo_trl.errors import Problem
 from grpo_trl.recipe.coerce import coerce
 from grpo_trl.recipe.load import read_recipe
-from grpo_trl.recipe.trl_schema import GENERATION_FIELDS
+from grpo_trl.recipe.trl_schema import BACKENDS, GENERATION_FIELDS
 
 
 @dataclass(frozen=True)
@@ -47,13 +47,12 @@ class Recipe:
         value = self.data.get(name)
         return value if isinstance(value, dict) else {}
 
-    @property
-    def model(self) -> dict:
-        return self._mapping("model")
-
-    @property
-    def dataset(self) -> dict:
-        return self._mapping("data")
+    model = property(lambda self: self._mapping("model"), doc="The model section as written (coerced).")
+    dataset = property(lambda self: self._mapping("data"), doc="The data section as written (coerced).")
+    trainer = property(lambda self: self._mapping("trainer"), doc="The trainer section: GRPOConfig fields given.")
+    generation = property(lambda self: self._mapping("generation"), doc="The generation section as written.")
+    logging = property(lambda self: self.section("logging"), doc="The logging section, defaults filled in.")
+    launch = property(lambda self: self.section("launch"), doc="The launch section, defaults filled in.")
 
     @property
     def rewards(self) -> list[dict]:
@@ -64,23 +63,6 @@ class Recipe:
         return [{"name": s} if isinstance(s, str) else s for s in value if isinstance(s, (str, dict))]
 
     @property
-    def trainer(self) -> dict:
-        return self._mapping("trainer")
-
-    @property
-    def generation(self) -> dict:
-        return self._mapping("generation")
-
-    @property
-    def logging(self) -> dict:
-        """The logging section with every default filled in (defaults live in ``schema.LoggingSection``)."""
-        return self.section("logging")
-
-    @property
-    def launch(self) -> dict:
-        return self.section("launch")
-
-    @property
     def plugins(self) -> list[str]:
         value = self.data.get("plugins")
         return [str(p) for p in value] if isinstance(value, list) else []
@@ -89,10 +71,9 @@ class Recipe:
         """Section ``name`` with the schema's defaults filled in (a mapping; empty when the section is invalid)."""
         from grpo_trl.recipe.schema import section_type
 
-        kind = section_type(name)
         value = self._mapping(name)
         try:
-            return kind.model_validate(value).model_dump()
+            return section_type(name).model_validate(value).model_dump()
         except Exception:  # noqa: BLE001 - an invalid section: its problems are reported by validate()
             return dict(value)
 
@@ -116,24 +97,16 @@ class Recipe:
         kwargs: dict[str, Any] = dict(model.get("init_kwargs") or {})
         if model.get("dtype"):
             kwargs["dtype"] = model["dtype"]
-        for key in ("attn_implementation", "trust_remote_code", "revision"):
-            if model.get(key) is not None:
-                kwargs[key] = model[key]
-        return kwargs
+        owned = ("attn_implementation", "trust_remote_code", "revision")
+        return kwargs | {key: model[key] for key in owned if model.get(key) is not None}
 
     def grpo_kwargs(self) -> dict:
         """Keyword arguments for ``trl.GRPOConfig``: trainer fields, generation mapping, model kwargs, weights."""
-        kwargs = dict(self.trainer)
-        gen = self.generation
-        if gen.get("backend") == "vllm":
-            kwargs["use_vllm"] = True
-        elif gen.get("backend") == "transformers":
-            kwargs["use_vllm"] = False
-        for key, trl_name in GENERATION_FIELDS.items():
-            if gen.get(key) is not None:
-                kwargs[trl_name] = gen[key]
-        init = self.model_init_kwargs()
-        if init:
+        kwargs, gen = dict(self.trainer), self.generation
+        if gen.get("backend") in BACKENDS:
+            kwargs["use_vllm"] = gen["backend"] == "vllm"
+        kwargs |= {trl_name: gen[key] for key, trl_name in GENERATION_FIELDS.items() if gen.get(key) is not None}
+        if init := self.model_init_kwargs():
             kwargs["model_init_kwargs"] = init
         kwargs["reward_weights"] = [float(s.get("weight", 1.0)) for s in self.rewards] or None  # none: env-owned
         kwargs.setdefault("output_dir", "outputs/" + (self.path.stem if self.path else "run"))
