@@ -114,22 +114,14 @@ def plan_memory(
         trainable = shape.lora_params(int((lora or {}).get("r", 8)), (lora or {}).get("target_modules"))
         frozen = (total_params - linear_params) * wbytes
         base = linear_params * QUANT_BYTES[quant_bits] + frozen if quant_bits else total_params * wbytes
-        base_div = n if stage >= 3 else 1
-        plan.items.append(
-            (
-                "base weights",
-                base / base_div,
-                f"{total_params / 1e6:,.0f}M params, "
-                + (f"{quant_bits}-bit linear layers (QLoRA)" if quant_bits else str(dtype))
-                + f", frozen, {where}",
-            )
-        )
+        held = f"{quant_bits}-bit linear layers (QLoRA)" if quant_bits else str(dtype)
+        note = f"{total_params / 1e6:,.0f}M params, {held}, frozen, {where}"
+        plan.items.append(("base weights", base / (n if stage >= 3 else 1), note))
         # peft keeps adapters in fp32; TRL casts them to bf16 under quantization, and keeps the base dtype under ZeRO-3
         kept = "bf16" if half and (quant_bits or (engine == "zero" and stage >= 3)) else "fp32"
         states = model_state_bytes(trainable, n_gpus=n, stage=stage, precision=kept)
-        plan.items.append(
-            ("LoRA adapters + grads + Adam", states, f"{trainable / 1e6:,.1f}M trainable, {kept}, {where}")
-        )
+        note = f"{trainable / 1e6:,.1f}M trainable, {kept}, {where}"
+        plan.items.append(("LoRA adapters + grads + Adam", states, note))
         if beta > 0:
             plan.notes.append("reference model: the base with adapters disabled, no extra copy")
     else:
@@ -165,14 +157,9 @@ def plan_memory(
     note += f"; full logits {batch}x{completion_tokens}x{shape.vocab:,} = {human(full)}"
     plan.items.append(("backward workspace", work, note))
     if vllm_colocate_share:
+        note = f"vllm_gpu_memory_utilization={vllm_colocate_share}"
         if gpu_bytes:
-            plan.items.append(
-                (
-                    "vLLM colocate",
-                    vllm_colocate_share * gpu_bytes,
-                    f"vllm_gpu_memory_utilization={vllm_colocate_share}",
-                )
-            )
+            plan.items.append(("vLLM colocate", vllm_colocate_share * gpu_bytes, note))
         else:
             plan.notes.append(
                 f"vLLM colocate takes vllm_gpu_memory_utilization={vllm_colocate_share} of the GPU on top "

@@ -60,14 +60,9 @@ def vision_problems(recipe: Recipe) -> list[Problem]:
     name = str(recipe.model.get("name"))
     revision = {"revision": recipe.model["revision"]} if recipe.model.get("revision") else {}
     if is_vision_model(name, recipe.base_dir, **revision) is False:
-        return [
-            Problem(
-                recipe.file,
-                "model.name",
-                f"{name!r} is a text-only model (its config has no vision_config), but the data gives images",
-                "use a vision-language model (e.g. Qwen/Qwen2.5-VL-3B-Instruct, or builtin:tiny-vlm offline)",
-            )
-        ]
+        why = f"{name!r} is a text-only model (its config has no vision_config), but the data gives images"
+        fix = "use a vision-language model (e.g. Qwen/Qwen2.5-VL-3B-Instruct, or builtin:tiny-vlm offline)"
+        return [Problem(recipe.file, "model.name", why, fix)]
     found = _template_and_token(recipe)
     if found is None:
         return []
@@ -88,13 +83,7 @@ def template_image_problems(template: str, image_token: str, file: str = "", key
         return [Problem(file, key, why, "render {'type': 'image'} entries as the processor's image token")]
     text = rendered[0][0] if isinstance(rendered, tuple) else rendered
     if image_token not in str(text):
-        return [
-            Problem(
-                file,
-                key,
-                f"the chat template renders an image entry ({{'type': 'image'}}) without the image token "
-                f"{image_token!r}: the model would never see the image",
-                f"render {{'type': 'image'}} entries as {image_token!r} (the processor expands it per image)",
-            )
-        ]
+        why = f"the chat template renders an image entry ({{'type': 'image'}}) without the image token {image_token!r}"
+        fix = f"render {{'type': 'image'}} entries as {image_token!r} (the processor expands it per image)"
+        return [Problem(file, key, f"{why}: the model would never see the image", fix)]
     return []

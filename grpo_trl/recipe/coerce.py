@@ -28,13 +28,8 @@ def coerce(data: dict, file: str, sections: Iterable[str] | None = None) -> tupl
     for name, value in data.items():
         if name not in schema.SECTIONS:
             fix = top_level_hint(str(name)) or suggest_fix(name, schema.SECTIONS)
-            problems.append(
-                Problem(
-                    file,
-                    str(name),
-                    "unknown section" + (f" ({fix})" if fix else "") + f"; sections: {', '.join(schema.SECTIONS)}",
-                )
-            )
+            why = "unknown section" + (f" ({fix})" if fix else "") + f"; sections: {', '.join(schema.SECTIONS)}"
+            problems.append(Problem(file, str(name), why))
             continue
         if name not in wanted:
             out[name] = value
