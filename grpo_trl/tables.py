@@ -42,6 +42,7 @@ BASELINE_OPEN_R1: str = _DATA["BASELINE_OPEN_R1"]
 BASELINE_TRL: str = _DATA["BASELINE_TRL"]
 RENAMES: dict[str, list] = _DATA["RENAMES"]  # peer name -> [where it lives in a recipe, why]
 PEER_MARKERS: tuple[str, ...] = _DATA["PEER_MARKERS"]
+REMOVED_FIELDS: dict[str, str] = _DATA["REMOVED_FIELDS"]  # old GRPOConfig field -> the fix
 
 
 def _vkey(version: str) -> tuple[int, ...]:

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from grpo_trl.errors import Problem, suggest, suggest_fix
 from grpo_trl.fields import Hints, validate_value
 from grpo_trl.recipe import schema
-from grpo_trl.recipe.trl_schema import BOUND_REASONS, MANAGED_FIELDS, REMOVED_FIELDS, takes_float
-from grpo_trl.tables import peer_config_problems, top_level_hint
+from grpo_trl.recipe.trl_schema import BOUND_REASONS, MANAGED_FIELDS, takes_float
+from grpo_trl.tables import REMOVED_FIELDS, peer_config_problems, top_level_hint
 
 
 def coerce(data: dict, file: str, sections: Iterable[str] | None = None) -> tuple[dict, list[Problem]]:
@@ -55,10 +55,8 @@ def coerce(data: dict, file: str, sections: Iterable[str] | None = None) -> tupl
 
 
 def _unknown_trainer_key(last: str, choices: list[str]) -> str:
-    if last in MANAGED_FIELDS:
-        return MANAGED_FIELDS[last]
-    if last in REMOVED_FIELDS:
-        return REMOVED_FIELDS[last]
+    if fix := MANAGED_FIELDS.get(last) or REMOVED_FIELDS.get(last):
+        return fix
     return f"not a trl.GRPOConfig field{suggest(last, choices)} (checked against the installed TRL)"
 
 
