@@ -148,9 +148,8 @@ def resolve_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     if parent is None:
         return data
     if not isinstance(parent, str) or not parent.strip():
-        raise _error(
-            str(path), "extends", f"must be the path of another recipe (a string), got {type(parent).__name__}"
-        )
+        why = f"must be the path of another recipe (a string), got {type(parent).__name__}"
+        raise _error(str(path), "extends", why)
     parent_path = path.parent / parent
     if not _is(parent_path, Path.is_file):
         raise _error(str(path), "extends", f"{parent!r} not found (looked at {parent_path})")
@@ -165,9 +164,7 @@ def _override_value(raw: str, key: str) -> Any:
         value = parse_yaml(raw, "--set")
     except RecipeError as exc:
         raise _error("--set", key, f"value is not valid YAML: {exc.problems[0].message}") from None
-    if isinstance(value, (dict, list)) and raw.lstrip()[:1] not in ("{", "["):
-        return raw
-    return value
+    return raw if isinstance(value, (dict, list)) and raw.lstrip()[:1] not in ("{", "[") else value
 
 
 def _shown(text: str) -> str:
@@ -204,18 +201,15 @@ def apply_override(data: dict, assignment: str) -> dict:
             node = node[part]
         if not isinstance(node, (dict, list)):
             raise _error("--set", key, f"{where} is a {type(node).__name__}, not a section", f"set {where}=VALUE")
-    last = parts[-1]
+    last: Any = parts[-1]
     if isinstance(node, list):
         if not _index(last, len(node)):
             raise _error("--set", key, f"no list item {_shown(last)} (the list has {len(node)})")
-        if value is None:
-            del node[int(last)]
-        else:
-            node[int(last)] = value
-    elif value is None:
-        node.pop(last, None)
-    else:
+        last = int(last)
+    if value is not None:
         node[last] = value
+    elif isinstance(node, list) or last in node:
+        del node[last]
     return data
 
 
@@ -224,13 +218,8 @@ def read_recipe(path: str | Path, overrides: tuple[str, ...] | list[str] = ()) -
     data = resolve_extends(Path(path))
     for assignment in overrides:
         data = apply_override(data, assignment)
-    found = secrets(data)
-    if found:
+    if found := secrets(data):
+        why = "a secret in a recipe is copied into the run folder and its card"
         fix = "put it in the environment: HF_TOKEN (huggingface_hub reads it) for the Hub, api_key_env for endpoints"
-        raise RecipeError(
-            [
-                Problem(str(path), key, "a secret in a recipe is copied into the run folder and its card", fix)
-                for key in found
-            ]
-        )
+        raise RecipeError([Problem(str(path), key, why, fix) for key in found])
     return data
