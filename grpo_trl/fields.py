@@ -1,12 +1,5 @@
-"""The building blocks of the recipe schema: the ``Section`` base, the YAML quirks coerced once, and pydantic types
-read from Python annotations (a function's signature or a dataclass field), never written by hand.
-
-Example:
-    >>> field_type(float) is YamlFloat, field_type(str, ("no", "steps")) is not str
-    (True, True)
-    >>> def build(*, rows: int = 4, name: str = "x"): ...
-    >>> signature_model("BuildOptions", build).model_validate({"rows": 8}).rows
-    8
+"""The recipe schema's building blocks: the ``Section`` base, YAML quirks coerced once, pydantic types read from
+annotations (a signature or a dataclass), and pydantic's errors translated into ``Problem`` s naming key and fix.
 """
 
 from __future__ import annotations
@@ -16,7 +9,6 @@ import inspect
 import math
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, create_model
@@ -24,15 +16,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter,
 from grpo_trl.errors import Problem, suggest
 
 
-# ------------------------------------------------------------------------------------------------ YAML coercions
 def _yaml_float(value: Any) -> Any:
     """PyYAML reads ``1e-6`` (no dot) as a string: accept it where a float is expected."""
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    return value
+    try:
+        return float(value) if isinstance(value, str) else value
+    except ValueError:
+        return value
 
 
 def _yaml_no(value: Any) -> Any:
@@ -49,7 +38,6 @@ class Section(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
 
 
-# ------------------------------------------------------------------------------------------------ annotations
 def field_type(hint: Any, choices: tuple | None = None) -> Any:
     """A strict pydantic type for a dataclass / signature annotation (``Any`` where it cannot be expressed)."""
     origin = typing.get_origin(hint)
@@ -73,39 +61,32 @@ def field_type(hint: Any, choices: tuple | None = None) -> Any:
         return YamlFloat
     if hint is str:
         return Annotated[str, BeforeValidator(_yaml_no)]
-    if hint in (int, bool, type(None)):
+    if hint in (int, bool, type(None)) or origin is Literal:
         return hint
     if origin in (list, dict, tuple) or hint in (list, dict):
         args = typing.get_args(hint)
-        if not args:
-            return hint
         try:
-            return origin[tuple(field_type(a) for a in args)] if origin is not list else list[field_type(args[0])]
+            return origin[tuple(field_type(a) for a in args)] if args else hint
         except TypeError:
             return origin
-    if origin is Literal:
-        return hint
     return Any
 
 
 def jsonable(value: Any) -> Any:
     """A default as JSON can hold it: an enum's value, ``None`` for NaN/inf and for objects JSON cannot express."""
-    if isinstance(value, enum.Enum):
-        return value.value
+    value = value.value if isinstance(value, enum.Enum) else value
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else None
 
 
-# Ranges by what a value is, read from its name, for every field typed here (builders, TRL, peft, rewards): a value
-# outside them is accepted by the constructor and then hangs or overflows mid-run (a 1e9 s timeout, 10**12 rows).
+# Ranges by what a value is, read from its name: outside them a constructor accepts it, then the run hangs/overflows.
 MAX_SECONDS = 7 * 24 * 3600
 MAX_COUNT = 10**8
 
 
 def name_bounds(name: str, hint: Any = None) -> dict[str, Any]:
     """Pydantic bounds for a numeric field named ``name``: ports, timeouts (seconds) and sizes/counts.
-
     >>> name_bounds("vllm_server_port"), name_bounds("timeout")["le"], name_bounds("size")
     ({'ge': 1, 'le': 65535}, 604800, {'gt': 0, 'le': 100000000})
     """
@@ -124,14 +105,11 @@ def name_bounds(name: str, hint: Any = None) -> dict[str, Any]:
 
 def signature_model(name: str, func: Any, skip: typing.Container[str] = ()) -> type[Section]:
     """A ``Section`` whose fields are the keyword parameters of ``func`` (types and defaults from its signature)."""
-    hints = typing.get_type_hints(func)
-    fields: dict[str, Any] = {}
+    hints, fields = typing.get_type_hints(func), {}
     for pname, p in inspect.signature(func).parameters.items():
-        if pname in skip or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or pname == "self":
-            continue
-        default = ... if p.default is p.empty else p.default
-        hint = hints.get(pname, Any)
-        fields[pname] = (field_type(hint), Field(default=default, **name_bounds(pname, hint)))
+        if pname not in skip and pname != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            hint, default = hints.get(pname, Any), ... if p.default is p.empty else p.default
+            fields[pname] = (field_type(hint), Field(default=default, **name_bounds(pname, hint)))
     return create_model(name, __base__=Section, **fields)
 
 
@@ -143,43 +121,24 @@ def dataclass_model(
     choices: Callable[[Any, Any, Any], Any] = lambda f, hint, default: f.metadata.get("choices"),
     bounds: Mapping[str, dict] | None = None,
 ) -> type[Section]:
-    """A ``Section`` of a dataclass's init fields (``trl.GRPOConfig``, ``peft.LoraConfig``): names, types, defaults,
-    help texts and choices read, never copied; ``bounds`` (by field) add to the ranges ``name_bounds`` gives."""
+    """A ``Section`` of a dataclass's init fields (``trl.GRPOConfig``): read, never copied; ``bounds`` add ranges."""
     import dataclasses
 
-    hints = typing.get_type_hints(cls)
-    fields: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if not f.init or f.name in skip:
-            continue
+    hints, fields = typing.get_type_hints(cls), {}
+    for f in (f for f in dataclasses.fields(cls) if f.init and f.name not in skip):
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        default = None if default is dataclasses.MISSING else default
-        hint = hints.get(f.name, Any)
-        found = choices(f, hint, default)
-        kind = field_type(hint, tuple(found) if found else None)
+        default, hint = None if default is dataclasses.MISSING else default, hints.get(f.name, Any)
+        kind = field_type(hint, tuple(choices(f, hint, default) or ()) or None)
         ranges = {**name_bounds(f.name, hint), **(bounds or {}).get(f.name, {})}
         text = (f.metadata.get("help") or "")[:300] or None
         fields[f.name] = (kind, Field(jsonable(default), description=text, **ranges))
     return create_model(name, __base__=Section, __doc__=doc or cls.__doc__, **fields)
 
 
-# --------------------------------------------------------------------------------------- pydantic errors -> Problems
-_TYPE_NAMES = {
-    "int_type": "int",
-    "int_parsing": "int",
-    "int_from_float": "int",
-    "float_type": "float",
-    "float_parsing": "float",
-    "string_type": "str",
-    "bool_type": "bool",
-    "bool_parsing": "bool",
-    "list_type": "list",
-    "tuple_type": "list",
-    "dict_type": "mapping",
-    "model_type": "mapping",
-    "model_attributes_type": "mapping",
-    "none_required": "null",
-}
+_TYPE_NAMES = dict.fromkeys(("int_type", "int_parsing", "int_from_float"), "int")
+_TYPE_NAMES |= {"float_type": "float", "float_parsing": "float", "string_type": "str", "bool_type": "bool"}
+_TYPE_NAMES |= {"bool_parsing": "bool", "list_type": "list", "tuple_type": "list", "none_required": "null"}
+_TYPE_NAMES |= dict.fromkeys(("dict_type", "model_type", "model_attributes_type"), "mapping")
 _BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
 MAX_REPR = 60
 
@@ -195,12 +154,9 @@ def _path(loc: tuple, value: Any) -> tuple[list, Any]:
     path: list = []
     node = value
     for part in loc:
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-        else:
+        if not (isinstance(node, dict) and part in node or isinstance(node, list) and part in range(len(node))):
             break
+        node = node[part]
         path.append(part)
     return path, node
 
@@ -220,62 +176,35 @@ def _fields_at(kind: Any, path: list) -> list[str]:
     return list(getattr(kind, "model_fields", {}) or {})
 
 
-@dataclass(frozen=True)
-class Hints:
-    """What messages about one value may add, given by the layer that knows: ``required`` (dotted key -> what to
-    write when it is missing), ``sections`` (section -> what it holds), ``unknown`` (section -> the message for an
-    unknown key of it, given the key), ``bounds`` (dotted key -> why the bound), ``floats`` (is a key a float field).
-    """
+class Hints(typing.NamedTuple):
+    """What messages may add, from the layer that knows: hints by dotted key, by section, for unknown keys."""
 
-    required: Mapping[str, str] = field(default_factory=dict)
-    sections: Mapping[str, str] = field(default_factory=dict)
-    unknown: Mapping[str, Callable[[str, list[str]], str]] = field(default_factory=dict)
-    bounds: Mapping[str, str] = field(default_factory=dict)
+    required: Mapping[str, str] = {}
+    sections: Mapping[str, str] = {}
+    unknown: Mapping[str, Callable[[str, list[str]], str]] = {}
+    bounds: Mapping[str, str] = {}
     floats: Callable[[str], bool] = lambda key: False
 
 
 NO_HINTS = Hints()
 
 
-def translate(
-    errors: list[dict], value: Any, file: str, prefix: str, kind: Any, hints: Hints = NO_HINTS
-) -> list[Problem]:
-    """One ``Problem`` per offending key from pydantic ``errors`` about ``value`` (the section named ``prefix``)."""
-    grouped: dict[str, list[tuple[dict, Any, list]]] = {}
-    for err in errors:
-        loc = tuple(err["loc"])
-        if err["type"] == "missing":
-            path, node = list(loc), None
-        else:
-            path, node = _path(loc, value)
-        key = ".".join([prefix, *[str(p) for p in path]])
-        grouped.setdefault(key, []).append((err, node, path))
-    problems = []
-    for key, errs in grouped.items():
-        problems.append(_one(key, errs, file, prefix, kind, hints))
-    return problems
-
-
 def _one(key: str, errs: list[tuple[dict, Any, list]], file: str, section: str, kind: Any, hints: Hints) -> Problem:
     err, node, path = errs[0]
-    kinds = {e["type"] for e, _, _ in errs}
-    last = key.rpartition(".")[2]
+    kinds = {e["type"]: e for e, _, _ in errs}
+    where, _, last = key.rpartition(".")
     if "extra_forbidden" in kinds:
         choices = _fields_at(kind, path[:-1])
-        where = key.rpartition(".")[0]
         if where in hints.unknown:
             return Problem(file, key, hints.unknown[where](last, choices))
-        known = ", ".join(choices)
-        return Problem(file, key, f"unknown key{suggest(last, choices)}; {where} keys: {known}")
+        return Problem(file, key, f"unknown key{suggest(last, choices)}; {where} keys: {', '.join(choices)}")
     if "missing" in kinds:
-        hint = hints.required.get(key) or ""
-        return Problem(file, key, "missing" + (f": {hint}" if hint else ""))
+        return Problem(file, key, f"missing: {h}" if (h := hints.required.get(key)) else "missing")
     if "literal_error" in kinds:
-        expected = next(e for e, _, _ in errs if e["type"] == "literal_error")["ctx"]["expected"]
+        expected = kinds["literal_error"]["ctx"]["expected"]
         choices = [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(", ")]
-        return Problem(
-            file, key, f"{short(node)} is not allowed{suggest(node, choices)}; use one of {', '.join(choices)}"
-        )
+        why = f"{short(node)} is not allowed{suggest(node, choices)}; use one of {', '.join(choices)}"
+        return Problem(file, key, why)
     if "finite_number" in kinds:
         return Problem(file, key, f"must be a finite number, got {short(node)}")
     for e, _, _ in errs:
@@ -287,10 +216,8 @@ def _one(key: str, errs: list[tuple[dict, Any, list]], file: str, section: str, 
                 return Problem(file, key, f"must be a positive {kind_name}, got {short(node)}", why)
             return Problem(file, key, f"must be {_BOUNDS[e['type']]} {bound}, got {short(node)}", why)
         if e["type"] in ("too_short", "string_too_short"):
-            hint = hints.required.get(key)
-            return Problem(file, key, f"missing: {hint}" if hint else "must not be empty")
-    names = list(dict.fromkeys(_TYPE_NAMES.get(e["type"], "") for e, _, _ in errs if _TYPE_NAMES.get(e["type"])))
-    if names:
+            return Problem(file, key, f"missing: {h}" if (h := hints.required.get(key)) else "must not be empty")
+    if names := list(dict.fromkeys(_TYPE_NAMES[e["type"]] for e, _, _ in errs if e["type"] in _TYPE_NAMES)):
         if node is None and "null" not in names and path:
             return Problem(file, key, f"expected {'/'.join(names)}, got null (remove the key for the default)")
         expected = "/".join(n for n in names if not ("float" in names and n == "int"))
@@ -307,11 +234,15 @@ def _one(key: str, errs: list[tuple[dict, Any, list]], file: str, section: str, 
 def validate_value(
     kind: Any, value: Any, file: str, prefix: str, hints: Hints = NO_HINTS
 ) -> tuple[Any, list[Problem]]:
-    """``value`` validated as ``kind``: ``(coerced value, only the keys given; [])`` or ``(None, problems)``."""
+    """``value`` validated as ``kind``: ``(coerced value of the keys given, [])`` or ``(None, a problem per key)``."""
     try:
         typed = TypeAdapter(kind).validate_python(value)
     except ValidationError as exc:
-        return None, translate(exc.errors(), value, file, prefix, kind, hints)
+        grouped: dict[str, list[tuple[dict, Any, list]]] = {}
+        for err in exc.errors():
+            path, node = (list(err["loc"]), None) if err["type"] == "missing" else _path(tuple(err["loc"]), value)
+            grouped.setdefault(".".join([prefix, *map(str, path)]), []).append((err, node, path))
+        return None, [_one(key, errs, file, prefix, kind, hints) for key, errs in grouped.items()]
     except RecursionError:
         return None, [Problem(file, prefix, "nested too deeply")]
     return TypeAdapter(kind).dump_python(typed, exclude_unset=True), []

@@ -505,7 +505,7 @@ def run_python(page: Page, blocks: list[Block]) -> None:
 
 def fake_hub_cache(hub: Path) -> None:
     """config.json of the Hub models whose config a `check` in the docs reads (the memory plan, reward models)."""
-    from tests.test_memory import QWEN25_05B
+    from tests.check.test_memory import QWEN25_05B
 
     configs = {
         "Qwen/Qwen2.5-0.5B-Instruct": QWEN25_05B,

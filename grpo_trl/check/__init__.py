@@ -1,9 +1,6 @@
-"""What ``grpo-trl check`` runs over a ``Recipe``: validation (``validate``), readiness (``ready``), the plan
-(``plan``), the memory plan (``memory``), and the rewards' checks and building (``rewards``).
+"""What ``grpo-trl check`` runs over a ``Recipe``: the same resolvers and constructors train uses, minus the weights.
+``load_recipe`` is the one loader that checks: read + coerce (``grpo_trl.recipe``), then ``validate.validate``.
 
-``load_recipe`` is the one loader that checks: read + coerce (``grpo_trl.recipe``) then every check here.
-
-Example:
     >>> from grpo_trl.check import load_recipe
     >>> load_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.learning_rate=1e-4"]).trainer["learning_rate"]
     0.0001
@@ -22,8 +19,6 @@ from grpo_trl.recipe.core import Recipe, open_recipe
 def load_recipe(path: str | Path, overrides: typing.Sequence[str] = (), *, validate: bool = True) -> Recipe:
     """Read a recipe (following ``extends``), apply ``--set`` overrides, and validate it (``RecipeError`` if bad)."""
     recipe = open_recipe(path, overrides)
-    if validate:
-        problems = _validate.validate(recipe)
-        if problems:
-            raise RecipeError(problems)
+    if validate and (problems := _validate.validate(recipe)):
+        raise RecipeError(problems)
     return recipe

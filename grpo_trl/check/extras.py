@@ -1,7 +1,5 @@
-"""Checks of the sections ``train`` wires into ``GRPOTrainer`` besides data and rewards: tools, environments,
-``rollout_func``, quantization and the chat template (TRL's own template checks where tools are used), with the
-``check`` lines that describe them. Nothing here loads a model; a tokenizer only when it is at hand offline.
-"""
+"""Checks of what ``train`` wires into ``GRPOTrainer`` besides data and rewards (tools, environments, ``rollout_func``,
+the chat template with TRL's own template checks), and ``check``'s lines describing them; no model is loaded."""
 
 from __future__ import annotations
 
@@ -22,17 +20,28 @@ def fail(recipe: Recipe, problems: list[Problem]) -> None:
         raise RecipeError(located(problems, recipe.file))
 
 
+def nothing_scores(recipe: Recipe) -> Problem:
+    """No reward functions, and no environment scores the rollouts: what check and train both say."""
+    from grpo_trl.recipe.schema import REWARDS_HINT
+
+    why = "missing: no reward functions, and no environment in environment: defines get_reward(), so nothing would"
+    fix = f"list rewards ({REWARDS_HINT}), or give the environment a get_reward() method"
+    return Problem(recipe.file, "rewards", f"{why} score the rollouts", fix)
+
+
 def recipe_problems(recipe: Recipe) -> list[Problem]:
-    """Problems in the sections this module wires (tools, environment, quantization, chat template), no model load."""
+    """Problems in the sections this module wires (tools, environment, chat template), no model load."""
     from grpo_trl.environments.registry import environment_problems, owns_reward
     from grpo_trl.rollout import rollout_problems
     from grpo_trl.tools import tool_problems
 
-    found = tool_problems(recipe.data.get("tools"))
-    found += rollout_problems(recipe.data.get("rollout_func"))
     env = recipe.data.get("environment")
     env_problems = environment_problems(env)
-    found += env_problems
+    found = [
+        *tool_problems(recipe.data.get("tools")),
+        *rollout_problems(recipe.data.get("rollout_func")),
+        *env_problems,
+    ]
     why = "the 'environment' reward scores an environment's get_reward()"
     if any(s.get("name") == "environment" for s in recipe.rewards if isinstance(s, dict)):
         if env is None:
@@ -42,7 +51,7 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
             found.append(Problem("", "rewards", f"{why}, and {none}: add get_reward() or score with reward functions"))
     if not env_problems:
         found += _routing_problems(recipe, env)
-    if not found and uses_tools(recipe):
+    if not found and (recipe.data.get("tools") or env is not None):
         found += [Problem("", "model.chat_template", m) for m in _template_problems_offline(recipe)]
     return located(found, recipe.file)
 
@@ -59,9 +68,7 @@ def _routing_problems(recipe: Recipe, env: Any) -> list[Problem]:
         columns = dataset_columns(recipe.dataset, recipe.base_dir)
     except (DataError, KeyError):  # reported by the data checks
         return []
-    if "environment" in columns:
-        return []
-    return [Problem("", "environment", _route_message(sorted(env)))]
+    return [] if "environment" in columns else [Problem("", "environment", _route_message(sorted(env)))]
 
 
 def _route_message(names: list[str]) -> str:
@@ -96,35 +103,25 @@ def _template_problems_offline(recipe: Recipe) -> list[str]:
 
 
 def describe_extras(recipe: Recipe) -> list[str]:
-    """``check`` lines for tools, environments and quantization; ``warning:`` lines for what this machine lacks
-    (``machine.py``) and a note on a run already in ``output_dir``."""
+    """``check`` lines for tools, environments and quantization, then ``machine.py``'s warnings."""
+    from grpo_trl.check.machine import machine_warnings
     from grpo_trl.environments import is_multi
     from grpo_trl.tools.registry import tool_specs
 
-    lines = []
-    tools = [s["name"] for s in tool_specs(recipe.data.get("tools"))]
-    if tools:
+    lines, env, quant = [], recipe.data.get("environment"), recipe.model.get("quantization")
+    if tools := [s["name"] for s in tool_specs(recipe.data.get("tools"))]:
         lines.append(f"  tools               {', '.join(tools)}")
-    env = recipe.data.get("environment")
-    if env is not None:
-        if is_multi(env):  # named environments: name: factory each
-            text = ", ".join(f"{k}: {v if isinstance(v, str) else v['factory']}" for k, v in env.items())
-        else:
-            text = env["factory"] if isinstance(env, dict) else env
+    if is_multi(env):  # named environments: name: factory each
+        text = ", ".join(f"{k}: {v if isinstance(v, str) else v['factory']}" for k, v in env.items())
         lines.append(f"  environment         {text}")
-    quant = recipe.model.get("quantization")
+    elif env is not None:
+        lines.append(f"  environment         {env['factory'] if isinstance(env, dict) else env}")
     if quant:
         lines.append(f"  quantization        {', '.join(f'{k}={v}' for k, v in quant.items())}")
-    from grpo_trl.check.machine import machine_warnings
-
     return lines + machine_warnings(recipe, recipe.to_grpo_config(planning=True))
 
 
-def uses_tools(recipe: Recipe) -> bool:
-    return bool(recipe.data.get("tools")) or recipe.data.get("environment") is not None
-
-
-def check_template(recipe: Recipe, tokenizer) -> None:
+def check_template(recipe: Recipe, tokenizer: Any) -> None:
     """``RecipeError`` when the tokenizer's chat template would break tool calling (TRL's own checks)."""
     from grpo_trl.models.chat_templates import template_problems
 
@@ -135,8 +132,7 @@ def check_environment_column(recipe: Recipe, columns: list[str], rows: Any) -> N
     """With named environments, every row must name one of them in its ``environment`` column."""
     from grpo_trl.environments import is_multi
 
-    section = recipe.data.get("environment")
-    if not is_multi(section):
+    if not is_multi(section := recipe.data.get("environment")):
         return
     names = sorted(section)
     if "environment" not in columns:
@@ -147,21 +143,7 @@ def check_environment_column(recipe: Recipe, columns: list[str], rows: Any) -> N
 
 
 def check_env_scores(recipe: Recipe, env: Any) -> None:
-    """Without reward functions, an environment must score the rollouts (``get_reward``), as TRL requires; read from
-    the instance grpo-trl probes anyway (``EnvironmentFactory.probe``, the one TRL's own probe then receives)."""
-    factories = env.values() if isinstance(env, dict) else [env]
-    instances = [getattr(f, "probe", f)() for f in factories]
+    """Without reward functions, an environment must score the rollouts (``get_reward``), read from its probe."""
+    instances = [getattr(f, "probe", f)() for f in (env.values() if isinstance(env, dict) else [env])]
     if not any(callable(getattr(type(i), "get_reward", None)) for i in instances):
-        from grpo_trl.recipe.schema import REWARDS_HINT
-
-        raise RecipeError(
-            [
-                Problem(
-                    recipe.file,
-                    "rewards",
-                    "missing: no reward functions, and no environment defines get_reward(), so nothing would score "
-                    "the rollouts",
-                    f"list rewards ({REWARDS_HINT}), or give the environment a get_reward() method",
-                )
-            ]
-        )
+        raise RecipeError([nothing_scores(recipe)])

@@ -1,7 +1,5 @@
-"""What this machine lacks to run a valid recipe, said by ``check`` as ``warning:`` lines (the recipe may be meant
-for another machine): a CUDA GPU, the Hugging Face Hub (offline, or not in the local cache: nothing is downloaded),
-vLLM or its server; and an existing run in ``output_dir`` with the flag that uses it.
-"""
+"""What this machine lacks for a valid recipe (a GPU, the Hub or its cache, vLLM or its server), as ``warning:``
+lines (the recipe may be meant for another machine), and a note on a run already in ``output_dir``."""
 
 from __future__ import annotations
 
@@ -39,9 +37,8 @@ def _cached(repo_id: str, repo_type: str) -> bool:
 
 def hub_model(name: str, base_dir: Path) -> str | None:
     """``name`` when it is a Hub id (not built in, not a local folder)."""
-    if name.startswith("builtin:") or Path(name).expanduser().exists() or (base_dir / name).exists():
-        return None
-    return name
+    local = name.startswith("builtin:") or Path(name).expanduser().exists() or (base_dir / name).exists()
+    return None if local else name
 
 
 def machine_warnings(recipe: Recipe, config: Any) -> list[str]:
@@ -78,16 +75,13 @@ def machine_warnings(recipe: Recipe, config: Any) -> list[str]:
     hub += [("data", hub_dataset(recipe.dataset), "dataset")]
     for key, repo, kind in hub:
         if repo and not _cached(repo, kind):
-            if constants.HF_HUB_OFFLINE:
-                out.append(
-                    f"{key}: {repo} is a Hub {kind} not in the local cache, and HF_HUB_OFFLINE is set: train cannot "
-                    f"download it; unset HF_HUB_OFFLINE, or on a connected machine `hf download {repo}"
-                    f"{' --repo-type dataset' if kind == 'dataset' else ''}`"
-                )
-            else:
-                out.append(
-                    f"{key}: {repo} is downloaded from the Hugging Face Hub when train starts (not cached here)"
-                )
+            flag = " --repo-type dataset" if kind == "dataset" else ""
+            out.append(
+                f"{key}: {repo} is a Hub {kind} not in the local cache, and HF_HUB_OFFLINE is set: train cannot "
+                f"download it; unset HF_HUB_OFFLINE, or on a connected machine `hf download {repo}{flag}`"
+                if constants.HF_HUB_OFFLINE
+                else f"{key}: {repo} is downloaded from the Hugging Face Hub when train starts (not cached here)"
+            )
     return [f"warning: {recipe.file}: {line}" for line in out] + _existing_run(recipe, config)
 
 

@@ -1,8 +1,5 @@
-"""Expected peak memory per GPU for a recipe, from the model's config alone (no weights are loaded).
-
-This module reads the recipe (model, LoRA, quantization, launch config, batch sizes) and writes what
-``grpo-trl check`` prints; the accounting itself, with its sources, is ``memory_plan.py``, and the model's shape
-``grpo_trl/models/shape.py``; the names other code imports from here are re-exported.
+"""Expected peak memory per GPU for a recipe, from the model's config alone (no weights loaded): reads the recipe
+(model, LoRA, quantization, launch config, batch sizes) for ``memory_plan.py``'s accounting and writes check's lines.
 """
 
 from __future__ import annotations
@@ -11,28 +8,26 @@ import math
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.check.memory_plan import GIB, MemoryPlan, human, model_state_bytes, plan_memory, sharding
-from grpo_trl.models.shape import Shape, load_shape
+from grpo_trl.check.memory_plan import MemoryPlan, human, plan_memory
+from grpo_trl.models.shape import load_shape
+
+SIZE_UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
+SIZE_UNITS |= {"TIB": 2**40, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
 def _accelerate_file(recipe: Any) -> Path | None:
     """The file ``launch.accelerate_config`` names: a path (relative to the recipe), or a shipped config's name."""
     name = recipe.launch.get("accelerate_config")
-    if not name:
-        return None
     here = Path(__file__).resolve().parents[2] / "recipes" / "accelerate"
-    for path in (recipe.base_dir / str(name), Path(str(name)), here / f"{name}.yaml", here / str(name)):
-        if path.is_file():
-            return path
-    return None
+    paths = (recipe.base_dir / str(name), Path(str(name)), here / f"{name}.yaml", here / str(name)) if name else ()
+    return next((path for path in paths if path.is_file()), None)
 
 
 def _load_accelerate(recipe: Any) -> tuple[dict | None, str | None]:
     """``(config, problem)`` for ``launch.accelerate_config``: the mapping, or why the file it names is not one."""
     import yaml
 
-    path = _accelerate_file(recipe)
-    if path is None:
+    if (path := _accelerate_file(recipe)) is None:
         return None, None
     try:
         with path.open("rb") as fh:  # bounded: the name may be a device
@@ -45,13 +40,8 @@ def _load_accelerate(recipe: Any) -> tuple[dict | None, str | None]:
 
 
 def accelerate_config_problem(recipe: Any) -> str | None:
-    """Why the file ``launch.accelerate_config`` names is not an accelerate config (``None``: it is one, or none is
-    found here: a shipped name is not where grpo-trl is installed from a wheel, and check warns about it)."""
+    """Why the file ``launch.accelerate_config`` names is not an accelerate config (``None``: it is, or none found)."""
     return _load_accelerate(recipe)[1]
-
-
-def _accelerate_config(recipe: Any) -> dict | None:
-    return _load_accelerate(recipe)[0]
 
 
 def detected_gpu_bytes() -> float | None:
@@ -59,35 +49,29 @@ def detected_gpu_bytes() -> float | None:
     try:
         import torch
 
-        if torch.cuda.is_available():
-            return float(torch.cuda.get_device_properties(0).total_memory)
+        return float(torch.cuda.get_device_properties(0).total_memory) if torch.cuda.is_available() else None
     except Exception:  # noqa: BLE001 - a broken CUDA setup: no detection
         return None
-    return None
 
 
 def recipe_memory_plan(recipe: Any, config: Any, world_size: int, gpu_bytes: float | None = None) -> MemoryPlan:
     """The plan for ``recipe`` with its ``trl.GRPOConfig`` (batch sizes) and ``world_size`` training processes."""
     model = recipe.model
     quant = model.get("quantization") if isinstance(model.get("quantization"), dict) else {}
-    bits = 4 if quant.get("load_in_4bit") else 8 if quant.get("load_in_8bit") else None
-    shape = load_shape(model["name"], model.get("tiny"), revision=model.get("revision"))
-    trainer = recipe.trainer
-    gen_per_process = config.generation_batch_size // max(1, world_size)
     colocate = recipe.uses_vllm and getattr(config, "vllm_mode", "server") == "colocate"
     return plan_memory(
-        shape,
+        load_shape(model["name"], model.get("tiny"), revision=model.get("revision")),
         world_size=world_size,
-        accelerate_config=_accelerate_config(recipe),
+        accelerate_config=_load_accelerate(recipe)[0],
         dtype=model.get("dtype"),
         lora=model.get("lora"),
-        quant_bits=bits,
+        quant_bits=4 if quant.get("load_in_4bit") else 8 if quant.get("load_in_8bit") else None,
         beta=float(config.beta),
         batch=config.per_device_train_batch_size,
-        generation_batch=gen_per_process,
+        generation_batch=config.generation_batch_size // max(1, world_size),
         prompt_tokens=recipe.dataset.get("max_prompt_tokens"),
         completion_tokens=int(config.max_completion_length or 256),
-        gradient_checkpointing=bool(trainer.get("gradient_checkpointing", False)),
+        gradient_checkpointing=bool(recipe.trainer.get("gradient_checkpointing", False)),
         vllm_colocate_share=float(config.vllm_gpu_memory_utilization) if colocate else None,
         gpu_bytes=gpu_bytes if gpu_bytes is not None else detected_gpu_bytes(),
     )
@@ -99,24 +83,21 @@ def parse_size(text: str) -> float:
     >>> parse_size("80GiB") == 80 * 2**30, parse_size("1.5GB")
     (True, 1500000000.0)
     """
-    units = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20}
-    units |= {"GIB": 2**30, "TIB": 2**40, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
     s = str(text).strip().upper().replace(" ", "")
     num = s.rstrip("KMGTIB")
-    unit = s[len(num) :]
     try:
         value = float(num)
     except ValueError:
-        raise ValueError(f"{text!r} is not a memory size (write e.g. 80GiB, 24GB, 16000MiB)") from None
-    if unit not in units or not math.isfinite(value) or value <= 0:
+        value = math.nan
+    if s[len(num) :] not in SIZE_UNITS or not math.isfinite(value) or value <= 0:
         raise ValueError(f"{text!r} is not a memory size (write e.g. 80GiB, 24GB, 16000MiB)")
-    return value * units[unit]
+    return value * SIZE_UNITS[s[len(num) :]]
 
 
 def check_lines(recipe: Any, config: Any, world_size: int, gpu_memory: float | None = None) -> list[str]:
     """What ``grpo-trl check`` prints: the plan, and a ``warning:`` line when it exceeds the GPU (``gpu_memory``
     bytes, else the detected GPU)."""
-    gpu, lines = gpu_memory, []
+    lines = []
     name = recipe.launch.get("accelerate_config")
     if name and _accelerate_file(recipe) is None:
         lines.append(
@@ -124,20 +105,19 @@ def check_lines(recipe: Any, config: Any, world_size: int, gpu_memory: float | N
             "recipes/accelerate/): memory planned without sharding (DDP)"
         )
     try:
-        plan = recipe_memory_plan(recipe, config, world_size, gpu)
+        plan = recipe_memory_plan(recipe, config, world_size, gpu_memory)
     except (OSError, ValueError, KeyError) as exc:  # a Hub model not in the local cache while offline, odd config
         first = str(exc).strip().splitlines()[0][:240] if str(exc).strip() else type(exc).__name__
         return [*lines, f"  memory per GPU      unknown: {first}"]
     lines += plan.lines()
-    accel = _accelerate_config(recipe) or {}
-
+    accel = _load_accelerate(recipe)[0] or {}
     if str(accel.get("distributed_type", "")).upper() == "FSDP" and recipe.trainer.get("use_cpu"):
         lines.append(
             "warning: accelerate applies FSDP only on GPUs: with trainer.use_cpu this launch runs unsharded "
             "(MULTI_CPU); rehearse sharding on CPU with recipes/accelerate/zero2_cpu.yaml or zero3_cpu.yaml"
         )
     if plan.gpu_bytes:
-        src = "--gpu-memory" if gpu else "detected"
+        src = "--gpu-memory" if gpu_memory else "detected"
         lines.append(f"    {'GPU memory (' + src + ')':<28s}{human(plan.gpu_bytes):>10s}")
     if plan.exceeds:
         lines.append(
@@ -146,19 +126,3 @@ def check_lines(recipe: Any, config: Any, world_size: int, gpu_memory: float | N
             "use LoRA, or shard (launch.accelerate_config: zero3 / fsdp)"
         )
     return lines
-
-
-__all__ = [
-    "GIB",
-    "MemoryPlan",
-    "Shape",
-    "check_lines",
-    "detected_gpu_bytes",
-    "human",
-    "load_shape",
-    "model_state_bytes",
-    "parse_size",
-    "plan_memory",
-    "recipe_memory_plan",
-    "sharding",
-]

@@ -1,10 +1,7 @@
-"""Expected peak memory per GPU from a model's shape and the training settings (the accounting behind memory.py):
-model states as the ZeRO paper counts them (Rajbhandari et al., 2020), LoRA / QLoRA, the reference model, and what is
-live at the same time in a GRPO step (activations, the backward workspace of TRL's fused LM head or a recomputed
-layer, the generation KV cache or vLLM's colocate share). docs/scaling.md, "Memory plan", has each term and its
-measured check (0.93-1.02x of H100 peaks).
+"""Expected peak memory per GPU from a model's shape and the training settings: model states as the ZeRO paper counts
+them, LoRA/QLoRA, the reference model, and what a GRPO step holds at once (docs/scaling.md, "Memory plan").
 
-Example (the ZeRO paper's worked example: 7.5B parameters, 64 GPUs):
+    >>> # the ZeRO paper's worked example: 7.5B parameters, 64 GPUs
     >>> [round(model_state_bytes(7.5e9, n_gpus=64, stage=s) / 1e9, 1) for s in (0, 1, 2, 3)]
     [120.0, 31.4, 16.6, 1.9]
 """
@@ -26,7 +23,6 @@ CUDA_OVERHEAD = 0.75 * GIB  # CUDA context, cuBLAS workspaces, allocator slack
 
 def human(n: float) -> str:
     """Bytes in binary units.
-
     >>> human(3 * 2**30), human(1536 * 2**10), human(12)
     ('3.00 GiB', '1.5 MiB', '12 B')
     """
@@ -37,8 +33,7 @@ def human(n: float) -> str:
 
 
 def model_state_bytes(params: float, *, n_gpus: int = 1, stage: int = 0, precision: str = "mixed") -> float:
-    """Weights + gradients + Adam states per GPU for ``params`` trainable parameters, ZeRO ``stage`` 0-3 over
-    ``n_gpus`` (stage 3 also stands for FSDP full sharding)."""
+    """Weights + gradients + Adam states per GPU, ZeRO ``stage`` 0-3 (3 also FSDP full sharding) over ``n_gpus``."""
     w, g, o = PRECISION[precision]
     n = max(1, n_gpus)
     if stage >= 1:
@@ -105,8 +100,7 @@ def plan_memory(
     vllm_colocate_share: float | None = None,
     gpu_bytes: float | None = None,
 ) -> MemoryPlan:
-    """The plan for one training process (GPU). ``dtype``: the model's (``model.dtype``; ``auto`` reads the
-    config); ``batch``: ``per_device_train_batch_size``; ``generation_batch``: completions generated per process."""
+    """The plan for one training process (GPU); ``generation_batch``: completions generated per process."""
     plan = MemoryPlan(gpu_bytes=gpu_bytes)
     engine, stage = sharding(accelerate_config)
     dtype = shape.dtype if dtype in (None, "auto") else dtype
@@ -120,22 +114,14 @@ def plan_memory(
         trainable = shape.lora_params(int((lora or {}).get("r", 8)), (lora or {}).get("target_modules"))
         frozen = (total_params - linear_params) * wbytes
         base = linear_params * QUANT_BYTES[quant_bits] + frozen if quant_bits else total_params * wbytes
-        base_div = n if stage >= 3 else 1
-        plan.items.append(
-            (
-                "base weights",
-                base / base_div,
-                f"{total_params / 1e6:,.0f}M params, "
-                + (f"{quant_bits}-bit linear layers (QLoRA)" if quant_bits else str(dtype))
-                + f", frozen, {where}",
-            )
-        )
+        held = f"{quant_bits}-bit linear layers (QLoRA)" if quant_bits else str(dtype)
+        note = f"{total_params / 1e6:,.0f}M params, {held}, frozen, {where}"
+        plan.items.append(("base weights", base / (n if stage >= 3 else 1), note))
         # peft keeps adapters in fp32; TRL casts them to bf16 under quantization, and keeps the base dtype under ZeRO-3
         kept = "bf16" if half and (quant_bits or (engine == "zero" and stage >= 3)) else "fp32"
         states = model_state_bytes(trainable, n_gpus=n, stage=stage, precision=kept)
-        plan.items.append(
-            ("LoRA adapters + grads + Adam", states, f"{trainable / 1e6:,.1f}M trainable, {kept}, {where}")
-        )
+        note = f"{trainable / 1e6:,.1f}M trainable, {kept}, {where}"
+        plan.items.append(("LoRA adapters + grads + Adam", states, note))
         if beta > 0:
             plan.notes.append("reference model: the base with adapters disabled, no extra copy")
     else:
@@ -171,14 +157,9 @@ def plan_memory(
     note += f"; full logits {batch}x{completion_tokens}x{shape.vocab:,} = {human(full)}"
     plan.items.append(("backward workspace", work, note))
     if vllm_colocate_share:
+        note = f"vllm_gpu_memory_utilization={vllm_colocate_share}"
         if gpu_bytes:
-            plan.items.append(
-                (
-                    "vLLM colocate",
-                    vllm_colocate_share * gpu_bytes,
-                    f"vllm_gpu_memory_utilization={vllm_colocate_share}",
-                )
-            )
+            plan.items.append(("vLLM colocate", vllm_colocate_share * gpu_bytes, note))
         else:
             plan.notes.append(
                 f"vLLM colocate takes vllm_gpu_memory_utilization={vllm_colocate_share} of the GPU on top "

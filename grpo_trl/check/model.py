@@ -1,7 +1,5 @@
-"""The ``model:`` section, checked by building what train builds, minus the weights: the built-in model registry,
-the model from its config on the meta device, peft's ``LoraConfig`` wrapped around that model (its target modules
-matched by peft itself), and transformers' ``BitsAndBytesConfig``. What check accepts here, train can construct.
-"""
+"""``model:``, checked by building what train builds minus the weights: the built-in registry, the model on the meta
+device, peft's ``LoraConfig`` wrapped around it (targets matched by peft) and ``BitsAndBytesConfig``."""
 
 from __future__ import annotations
 
@@ -103,8 +101,8 @@ def _probe_model() -> Any:
 
 
 def lora_problems(recipe: Recipe, meta: Any) -> list[Problem]:
-    """peft's ``LoraConfig`` of the recipe, then ``get_peft_model`` around the meta model, as TRL wraps the policy
-    (without the model's config here, around one stand-in layer: the values are tried, the targets at train)."""
+    """``get_peft_model`` of the recipe's ``LoraConfig`` around the meta model, as TRL wraps the policy (without the
+    config here, around one stand-in layer: the values are tried, the targets at train)."""
     import dataclasses
 
     file = recipe.file

@@ -1,7 +1,5 @@
-"""The plan: what a run would do (batch arithmetic, optimizer steps, generation backend), as a typed object.
-
-The CLI formats it (``grpo-trl check``); tests compare it with what the trainer really does.
-"""
+"""The plan: what a run would do (batch arithmetic, optimizer steps, generation), read from TRL's own ``GRPOConfig``;
+``grpo-trl check`` prints it and tests compare it with what the trainer does."""
 
 from __future__ import annotations
 
@@ -17,35 +15,42 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Plan:
-    """Batch sizes per step, total optimizer steps, generation backend and GPU split for ``world_size`` processes."""
+    """Batch sizes per step, total optimizer steps, generation backend and GPU split for ``world_size`` processes;
+    ``num_generations``, ``steps_per_generation``... are the ``config``'s own (TRL's ``GRPOConfig`` derives them)."""
 
     world_size: int
-    num_generations: int
-    completions_per_optimizer_step: int
-    prompts_per_optimizer_step: float
-    generation_batch_size: int
-    prompts_per_generation: int
-    steps_per_generation: int
-    num_iterations: int
-    gradient_accumulation_steps: int
     dataset_rows: int | None
     dataset_rows_exact: bool
     total_optimizer_steps: int | None
     steps_from_max_steps: bool
     generation: str
-    output_dir: str
     config: Any  # the trl.GRPOConfig built for this world size
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "config":  # not set yet (copy, pickle)
+            raise AttributeError(name)
+        return getattr(self.config, name)
+
+    @property
+    def completions_per_optimizer_step(self) -> int:
+        return self.per_device_train_batch_size * self.world_size * self.gradient_accumulation_steps
+
+    @property
+    def prompts_per_optimizer_step(self) -> float:
+        return self.completions_per_optimizer_step / self.num_generations
+
+    @property
+    def prompts_per_generation(self) -> int:
+        return self.generation_batch_size // self.num_generations
 
     @property
     def micro_steps_per_generation(self) -> int:
-        """Micro-steps (forward/backward passes) between two generations: TRL's ``GRPOTrainer._prepare_inputs``
-        generates when ``step % (steps_per_generation x num_iterations) == 0`` and otherwise trains on the buffered
-        batch, split into ``steps_per_generation`` micro-batches, each used ``num_iterations`` times."""
+        """Micro-steps between two generations (TRL's ``_prepare_inputs`` generates every this many)."""
         return self.steps_per_generation * self.num_iterations
 
     @property
     def optimizer_steps_per_generation(self) -> float:
-        """Optimizer steps between two generations (one every ``gradient_accumulation_steps`` micro-steps)."""
+        """Optimizer steps between two generations."""
         return self.micro_steps_per_generation / self.gradient_accumulation_steps
 
 
@@ -70,41 +75,14 @@ def make_plan(recipe: Recipe, world_size: int | None = None, dataset_rows: int |
     exact = True
     if dataset_rows is None:
         dataset_rows, exact = expected_size(recipe.dataset, recipe.base_dir)
-    per_step = cfg.per_device_train_batch_size * ws * cfg.gradient_accumulation_steps
     by_max_steps = bool(cfg.max_steps and cfg.max_steps > 0)
-    if by_max_steps:
-        total = cfg.max_steps
-    elif dataset_rows is not None:
-        total = total_steps(cfg, dataset_rows, ws)
-    else:
-        total = None
-    return Plan(
-        world_size=ws,
-        num_generations=cfg.num_generations,
-        completions_per_optimizer_step=per_step,
-        prompts_per_optimizer_step=per_step / cfg.num_generations,
-        generation_batch_size=cfg.generation_batch_size,
-        prompts_per_generation=cfg.generation_batch_size // cfg.num_generations,
-        steps_per_generation=cfg.steps_per_generation,
-        num_iterations=cfg.num_iterations,
-        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
-        dataset_rows=dataset_rows,
-        dataset_rows_exact=exact,
-        total_optimizer_steps=total,
-        steps_from_max_steps=by_max_steps,
-        generation=describe_generation(recipe, ws),
-        output_dir=cfg.output_dir,
-        config=cfg,
-    )
+    total = cfg.max_steps if by_max_steps else None if dataset_rows is None else total_steps(cfg, dataset_rows, ws)
+    return Plan(ws, dataset_rows, exact, total, by_max_steps, describe_generation(recipe, ws), cfg)
 
 
 def total_steps(cfg: Any, dataset_rows: int, world_size: int) -> int:
-    """Optimizer steps of an epoch-bounded run, as TRL's sampler and the Trainer count them.
-
-    TRL's ``RepeatSampler`` drops the last partial generation batch: each epoch yields ``rows // P`` generation
-    batches of ``P`` prompts x ``num_generations``, each reused ``num_iterations x steps_per_generation`` times; the
-    dataloader takes ``per_device_train_batch_size x steps_per_generation`` per process.
-    """
+    """Optimizer steps of an epoch-bounded run, as TRL's ``RepeatSampler`` (dropping the last partial generation
+    batch) and the Trainer's dataloader count them."""
     prompts = cfg.generation_batch_size // cfg.num_generations
     batches = dataset_rows // prompts
     if batches == 0:

@@ -1,9 +1,5 @@
-"""What TRL, transformers or accelerate would only reject mid-run, checked before any model loads.
-
-Run by ``validate`` once everything else passes: the chat template renders the first real prompt, ``report_to``
-integrations and optional kernels are importable, the data yields at least one optimizer step, and evaluation has an
-eval split.
-"""
+"""What TRL, transformers or accelerate would only reject mid-run: the chat template renders the first prompt,
+``report_to`` integrations and kernels import, the data yields an optimizer step, evaluation has an eval split."""
 
 from __future__ import annotations
 
@@ -46,11 +42,8 @@ def integration_problems(recipe: Recipe, cfg: Any) -> list[Problem]:
         key, module = "trainer.report_to", INTEGRATION_MODULES.get(name, name)
         if name not in INTEGRATION_TO_CALLBACK:
             why = f"{name!r} is not a reporting integration{suggest(name, INTEGRATION_TO_CALLBACK)}"
-            out.append(
-                Problem(
-                    recipe.file, key, why, f"use none, all, or some of {', '.join(sorted(INTEGRATION_TO_CALLBACK))}"
-                )
-            )
+            fix = f"use none, all, or some of {', '.join(sorted(INTEGRATION_TO_CALLBACK))}"
+            out.append(Problem(recipe.file, key, why, fix))
         elif importlib.util.find_spec(module) is None:
             fix = f"pip install {module}, or set trainer.report_to: none"
             out.append(Problem(recipe.file, key, f"{name!r} is not installed here", fix))
@@ -167,12 +160,10 @@ def template_problems(recipe: Recipe) -> list[Problem]:
             [prompt], chat_template=text, add_generation_prompt=True, bos_token="", eos_token="", pad_token=""
         )
     except Exception as exc:  # noqa: BLE001 - a template error of any kind is the user's to fix
+        why = f"the chat template does not render the first prompt: {type(exc).__name__}: {str(exc)[:200]}"
         return [
             Problem(
-                recipe.file,
-                key,
-                f"the chat template does not render the first prompt: {type(exc).__name__}: {str(exc)[:200]}",
-                "fix the template (grpo-trl data RECIPE shows prompts as the model sees them)",
+                recipe.file, key, why, "fix the template (grpo-trl data RECIPE shows prompts as the model sees them)"
             )
         ]
     rendered_text = rendered[0][0] if isinstance(rendered, tuple) else rendered

@@ -1,7 +1,5 @@
-"""The recipe's ``rewards:`` section, checked and built: each reward exists and takes its args, names are unique
-(TRL logs rewards by name), and every column a reward reads is one the data gives; ``build_rewards`` makes them (each
-reward's args with the trainer values it declares, ``uses_trainer``, filled in, as ``check`` saw them).
-"""
+"""``rewards:``, checked and built by the same registry: each reward exists and takes its args, names are unique (TRL
+logs by name), every column a reward reads is one the data gives; ``build_rewards`` binds the args check saw."""
 
 from __future__ import annotations
 
@@ -31,33 +29,21 @@ def reward_problems(recipe: Recipe) -> list[Problem]:
             names[model_label(spec)] = i
             continue
         if not spec.get("name"):
+            why = "missing" if "name" not in spec else f"expected str, got {spec['name']!r}"
             out.append(
-                Problem(
-                    file,
-                    f"{key}.name",
-                    ("missing" if "name" not in spec else f"expected str, got {spec['name']!r}")
-                    + ": a reward name, or model: <id or path> for a reward model",
-                )
+                Problem(file, f"{key}.name", f"{why}: a reward name, or model: <id or path> for a reward model")
             )
             continue
         try:
             check_reward_args(spec["name"], reward_args(recipe, spec))
             out += typed_args_problems(spec["name"], spec.get("args") or {}, file, f"{key}.args")
         except GrpoTrlError as exc:
-            out += [
-                Problem(file, f"{key}.{p.key}" if p.key else f"{key}.name", p.message, p.fix) for p in exc.problems
-            ]
+            out += [Problem(file, f"{key}.{p.key or 'name'}", p.message, p.fix) for p in exc.problems]
             continue
         label = reward_label(spec["name"], spec.get("alias"))
         if label in names:
-            out.append(
-                Problem(
-                    file,
-                    f"{key}.alias",
-                    f"reward name {label!r} is already used by rewards.{names[label]}; TRL logs rewards by name",
-                    "give one of them an alias",
-                )
-            )
+            why = f"reward name {label!r} is already used by rewards.{names[label]}; TRL logs rewards by name"
+            out.append(Problem(file, f"{key}.alias", why, "give one of them an alias"))
         names[label] = i
     return out
 
@@ -80,29 +66,17 @@ def typed_args_problems(name: str, args: dict, file: str, key: str) -> list[Prob
 
 
 def no_reward_problems(recipe: Recipe) -> list[Problem]:
-    """A recipe without reward functions trains only when an environment scores the rollouts with ``get_reward()``
-    (TRL then adds it as a reward, logged under the class name)."""
+    """Without reward functions, an environment must score the rollouts (``get_reward()``, which TRL adds)."""
+    from grpo_trl.check.extras import nothing_scores
     from grpo_trl.environments.registry import owns_reward
     from grpo_trl.recipe.schema import REWARDS_HINT
 
-    env = recipe.data.get("environment")
-    if env is None:
+    if (env := recipe.data.get("environment")) is None:
         return [Problem(recipe.file, "rewards", f"missing: {REWARDS_HINT}")]
     try:
-        owns = owns_reward(env)
+        return [nothing_scores(recipe)] if owns_reward(env) is False else []
     except (GrpoTrlError, TypeError, AttributeError):  # a broken environment: reported under environment
         return []
-    if owns is False:
-        return [
-            Problem(
-                recipe.file,
-                "rewards",
-                "missing: no reward functions, and no environment in environment: defines get_reward(), so nothing "
-                "would score the rollouts",
-                f"list rewards ({REWARDS_HINT}), or give the environment a get_reward() method",
-            )
-        ]
-    return []
 
 
 def trainer_default(name: str) -> Any:
@@ -160,49 +134,29 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
     source = recipe.dataset.get("builder") or "mixture"
     problems = located(column_conflicts(rewards, columns), recipe.file)
     columns -= NOT_PASSED  # TRL gives rewards the generated prompts / completions instead
-    rollout = recipe.data.get("rollout_func") is not None
+    fix = "use a builder with those columns"
+    if recipe.data.get("rollout_func") is not None:
+        fix += ", or list them under rollout_func: {func: ..., fields: [...]} if it returns them"
     for i, reward in enumerate(rewards):
         found: list[tuple[str, str]] = []  # (why, fix)
         if extra := unaccepted_columns(reward, columns):
-            found.append(
-                (
-                    f"has no **kwargs parameter, and TRL passes it every dataset column by keyword: column(s) "
-                    f"{', '.join(extra)} would make every call fail (unexpected keyword argument)",
-                    "add **kwargs to its parameters, or leave those columns out of the data",
-                )
-            )
+            why = "has no **kwargs parameter, and TRL passes it every dataset column by keyword: column(s) "
+            why += f"{', '.join(extra)} would make every call fail (unexpected keyword argument)"
+            found.append((why, "add **kwargs to its parameters, or leave those columns out of the data"))
         missing = [c for c in required_columns(reward) if c not in columns]
         if never := [c for c in missing if c in NOT_PASSED]:
-            found.append(
-                (
-                    f"reads {', '.join(never)}, which TRL never passes to rewards (it drops those dataset columns)",
-                    "read prompts=, completions= and completion_ids= (the generated ones) instead",
-                )
-            )
-        missing = [c for c in missing if c not in NOT_PASSED] if complete else []  # else rollout_func may give them
-        if missing:
-            found.append(
-                (
-                    f"reads column(s) {', '.join(missing)} that data ({source}) does not provide (it gives: "
-                    f"{', '.join(sorted(columns)) or 'nothing'})",
-                    "use a builder with those columns"
-                    + (
-                        ", or list them under rollout_func: {func: ..., fields: [...]} if it returns them"
-                        if rollout
-                        else ""
-                    ),
-                )
-            )
+            why = f"reads {', '.join(never)}, which TRL never passes to rewards (it drops those dataset columns)"
+            found.append((why, "read prompts=, completions= and completion_ids= (the generated ones) instead"))
+        if missing := [c for c in missing if c not in NOT_PASSED] if complete else []:  # else rollout_func gives them
+            given = ", ".join(sorted(columns)) or "nothing"
+            why = f"reads column(s) {', '.join(missing)} that data ({source}) does not provide (it gives: {given})"
+            found.append((why, fix))
         problems += [Problem(recipe.file, f"rewards.{i}", f"reward {reward.__name__!r} {w}", f) for w, f in found]
     return problems
 
 
 def build_rewards(recipe: Recipe, output_dir: str | None = None) -> tuple[list, list[float]]:
-    """The recipe's rewards, each bound to its args and wrapped in ``SafeReward``, and their weights. Plugins load
-    first (once each), with the recipe's folder on the import path.
-
-    A reward-model entry becomes the path or id TRL loads as a sequence classifier (``models/reward_models.py``).
-    """
+    """The rewards (bound to their args, in ``SafeReward``; a reward model as the id TRL loads), and weights."""
     from grpo_trl.models.reward_models import is_model_entry, resolve_model
     from grpo_trl.registry import load_plugins
     from grpo_trl.rewards.registry import SafeReward, get_reward

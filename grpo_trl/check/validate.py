@@ -1,13 +1,10 @@
-"""Validate a coerced recipe: every problem at once, each with its key and fix. Builds nothing, loads no model.
-
-Coercion (types, unknown keys, bounds) already ran when the ``Recipe`` was made; this adds the checks that need the
-registries (plugins first, then builders and rewards), local files, and TRL's own ``GRPOConfig.__post_init__``.
-A section that failed coercion is skipped here, so each mistake is reported once. The data checks are in
-``data_checks.py``, the reward and column checks in ``reward_checks.py``, what would only fail mid-run in ``ready.py``.
+"""Validate a coerced recipe: every problem in one pass, each naming its key and fix, by the constructors train uses
+(plugins, registries, TRL's ``GRPOConfig.__post_init__``); a section that failed coercion is skipped (reported once).
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +17,8 @@ from grpo_trl.run.directory import output_dir_problems
 
 if TYPE_CHECKING:
     from grpo_trl.recipe.core import Recipe
+
+_log = logging.getLogger("grpo_trl.recipe")
 
 
 def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
@@ -105,23 +104,15 @@ def plugin_problems(recipe: Recipe) -> list[Problem]:
 
 def warn_unregistered(recipe: Recipe, i: int, plugin: str) -> None:
     """A plugin that registered nothing: a warning naming its functions and both fixes."""
-    import logging
-
     from grpo_trl.registry import plugin_unregistered
 
     named = {str(s.get("name", "")).rpartition(":")[2] for s in recipe.rewards if isinstance(s, dict)}
-    funcs = [f for f in plugin_unregistered(recipe.base_dir / plugin) if f not in named]
-    if funcs:
-        logging.getLogger("grpo_trl.recipe").warning(
-            "%s: plugins.%d: %s registers no reward but defines %s: decorate a reward with @register_reward "
-            "(from grpo_trl import register_reward), or name it in rewards: as '%s:%s' (the recipe's folder is on "
-            "the import path)",
-            recipe.file,
-            i,
-            plugin,
-            ", ".join(funcs),
-            Path(str(plugin)).stem,
-            funcs[0],
+    if funcs := [f for f in plugin_unregistered(recipe.base_dir / plugin) if f not in named]:
+        _log.warning(
+            "%s: plugins.%d: %s registers no reward but defines %s: decorate a reward with @register_reward (from "
+            "grpo_trl import register_reward), or name it in rewards: as '%s:%s' (the recipe's folder is on the import"
+            " path)",
+            *(recipe.file, i, plugin, ", ".join(funcs), Path(str(plugin)).stem, funcs[0]),
         )
 
 
@@ -129,13 +120,8 @@ def generation_problems(recipe: Recipe) -> list[Problem]:
     gen, trainer, file, out = recipe.generation, recipe.trainer, recipe.file, []
     backend = gen.get("backend") or "transformers"
     if backend not in BACKENDS:
-        out.append(
-            Problem(
-                file,
-                "generation.backend",
-                f"{backend!r} is not a backend{suggest(backend, BACKENDS)}; use transformers or vllm",
-            )
-        )
+        why = f"{backend!r} is not a backend{suggest(backend, BACKENDS)}; use transformers or vllm"
+        out.append(Problem(file, "generation.backend", why))
     for key, trl_name in GENERATION_FIELDS.items():
         if key in gen and trl_name in trainer and gen[key] != trainer[trl_name]:
             out.append(Problem(file, f"generation.{key}", f"conflicts with trainer.{trl_name}", "set it in one place"))
@@ -148,9 +134,7 @@ def generation_problems(recipe: Recipe) -> list[Problem]:
     on_vllm = backend == "vllm" or (not gen.get("backend") and trainer.get("use_vllm") is True)
     strategy = trainer.get("hub_strategy") or "every_save"
     if trainer.get("push_to_hub") and strategy != "end" and trainer.get("save_strategy") != "no":
-        import logging  # TRL allows it, so it is allowed here: said, not refused
-
-        logging.getLogger("grpo_trl.recipe").warning(
+        _log.warning(  # TRL allows it, so it is allowed here: said, not refused
             "%s: trainer.hub_strategy: %r makes transformers upload the whole output_dir at each checkpoint "
             "(grpo-trl's logs, .grpo-trl/ and any file of yours in it); set trainer.hub_strategy: end and grpo-trl "
             "pushes only the final model with its model card",
@@ -169,14 +153,12 @@ def trl_problems(recipe: Recipe, world_size: int) -> list[Problem]:
         config = recipe.to_grpo_config(world_size=world_size, planning=True)
     except (ValueError, TypeError) as exc:
         msg = str(exc).strip().split("\n")[0]
-        fix = ""
-        if "divisible" in msg or "num_generations" in msg:
-            fix = (
-                f"world size {world_size}: per_device_train_batch_size x {world_size} processes x "
-                "steps_per_generation must be a multiple of num_generations; change "
-                "trainer.per_device_train_batch_size, trainer.gradient_accumulation_steps or trainer.num_generations"
-            )
-        return [Problem(recipe.file, "trainer", msg, fix)]
+        fix = (
+            f"world size {world_size}: per_device_train_batch_size x {world_size} processes x steps_per_generation "
+            "must be a multiple of num_generations; change trainer.per_device_train_batch_size, "
+            "trainer.gradient_accumulation_steps or trainer.num_generations"
+        )
+        return [Problem(recipe.file, "trainer", msg, fix if "divisible" in msg or "num_generations" in msg else "")]
     if "optim" in recipe.trainer:  # the optimizer as the Trainer picks it when training starts (bnb, torchao...)
         from transformers import Trainer
 

@@ -1,11 +1,5 @@
-"""Checks of a recipe whose data gives images, before any model loads: the model is a vision-language model, and
-its chat template (the processor's, or ``model.chat_template``) renders image entries as the processor's image token.
-
-What the model is and its template are read offline: a built-in name, a local folder, the local Hugging Face cache;
-a Hub model not downloaded yet is checked when training loads its processor (``models.load.load_processing_class``).
-That images open and the rewards' columns exist is checked with the data (the ``images`` builder opens every image
-of a local file; ``check.rewards.columns_check``).
-"""
+"""Data with images: the model is a vision-language model whose chat template renders image entries as the
+processor's image token; read offline (built-in, local folder, HF cache), else checked when training loads it."""
 
 from __future__ import annotations
 
@@ -66,14 +60,9 @@ def vision_problems(recipe: Recipe) -> list[Problem]:
     name = str(recipe.model.get("name"))
     revision = {"revision": recipe.model["revision"]} if recipe.model.get("revision") else {}
     if is_vision_model(name, recipe.base_dir, **revision) is False:
-        return [
-            Problem(
-                recipe.file,
-                "model.name",
-                f"{name!r} is a text-only model (its config has no vision_config), but the data gives images",
-                "use a vision-language model (e.g. Qwen/Qwen2.5-VL-3B-Instruct, or builtin:tiny-vlm offline)",
-            )
-        ]
+        why = f"{name!r} is a text-only model (its config has no vision_config), but the data gives images"
+        fix = "use a vision-language model (e.g. Qwen/Qwen2.5-VL-3B-Instruct, or builtin:tiny-vlm offline)"
+        return [Problem(recipe.file, "model.name", why, fix)]
     found = _template_and_token(recipe)
     if found is None:
         return []
@@ -82,8 +71,7 @@ def vision_problems(recipe: Recipe) -> list[Problem]:
 
 
 def template_image_problems(template: str, image_token: str, file: str = "", key: str = "") -> list[Problem]:
-    """The template must render an image entry (``{"type": "image"}``) so that the processor's ``image_token``
-    appears in the text; the processor expands each one to the image's tokens."""
+    """The template must render an image entry (``{"type": "image"}``) as the processor's ``image_token``."""
     from transformers.utils.chat_template_utils import render_jinja_template
 
     try:
@@ -95,13 +83,7 @@ def template_image_problems(template: str, image_token: str, file: str = "", key
         return [Problem(file, key, why, "render {'type': 'image'} entries as the processor's image token")]
     text = rendered[0][0] if isinstance(rendered, tuple) else rendered
     if image_token not in str(text):
-        return [
-            Problem(
-                file,
-                key,
-                f"the chat template renders an image entry ({{'type': 'image'}}) without the image token "
-                f"{image_token!r}: the model would never see the image",
-                f"render {{'type': 'image'}} entries as {image_token!r} (the processor expands it per image)",
-            )
-        ]
+        why = f"the chat template renders an image entry ({{'type': 'image'}}) without the image token {image_token!r}"
+        fix = f"render {{'type': 'image'}} entries as {image_token!r} (the processor expands it per image)"
+        return [Problem(file, key, f"{why}: the model would never see the image", fix)]
     return []

@@ -1,7 +1,5 @@
-"""Asynchronous GRPO: the ``async_grpo:`` section selects TRL's ``AsyncGRPOTrainer`` (generation on a vLLM server,
-overlapped with training). The section holds the ``AsyncGRPOConfig`` fields ``GRPOConfig`` lacks, typed from the
-installed class; ``trainer:`` keys both configs share carry over, the rest are refused by ``check``.
-"""
+"""``async_grpo:`` selects TRL's ``AsyncGRPOTrainer`` (generation on a vLLM server, overlapped with training); the
+section holds the ``AsyncGRPOConfig`` fields ``GRPOConfig`` lacks; shared ``trainer:`` keys carry over."""
 
 from __future__ import annotations
 
@@ -31,8 +29,7 @@ UNSUPPORTED = {
 
 
 def config_class() -> type:
-    """The installed ``AsyncGRPOConfig``; ``RecipeError`` naming ``async_grpo`` where this TRL cannot load it (TRL 1.0
-    ships the module, but it needs aiohttp)."""
+    """The installed ``AsyncGRPOConfig``; ``RecipeError`` naming ``async_grpo`` where this TRL cannot load it."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from grpo_trl.trl_adapter import async_grpo, trl_version
 
@@ -165,8 +162,6 @@ class AsyncPlan:
 def async_plan(recipe: Any, world_size: int, dataset_rows: int | None) -> AsyncPlan:
     from grpo_trl.trl_adapter import async_grpo
 
-    round_lora_rank = async_grpo("round_lora_rank")
-
     cfg = to_async_config(recipe, world_size=world_size, planning=True)
     per_step = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps * world_size
     inflight = cfg.max_inflight_tasks if cfg.max_inflight_tasks >= 0 else max(cfg.max_staleness, 1) * per_step
@@ -186,7 +181,7 @@ def async_plan(recipe: Any, world_size: int, dataset_rows: int | None) -> AsyncP
         max_steps,
         groups,
         cfg.max_staleness + 2 if lora else None,
-        round_lora_rank(rank) if rank else None,
+        async_grpo("round_lora_rank")(rank) if rank else None,
     )
 
 
@@ -234,8 +229,7 @@ def async_config(recipe: Any, config: Any) -> Any:
 
 
 def trainer_class(recipe: Any) -> Callable[..., Any]:
-    """``trl.GRPOTrainer``, or for an ``async_grpo:`` recipe ``AsyncGRPOTrainer`` given only the arguments it takes
-    (``GRPOTrainer``'s others must be unset: ``eval_dataset``, ``reward_processing_classes``...)."""
+    """``trl.GRPOTrainer``, or ``AsyncGRPOTrainer`` given only the arguments it takes (the others must be unset)."""
     from trl import GRPOTrainer
 
     if not enabled(recipe):
@@ -244,7 +238,6 @@ def trainer_class(recipe: Any) -> Callable[..., Any]:
     from grpo_trl.trl_adapter import async_grpo
 
     AsyncGRPOTrainer = async_grpo("AsyncGRPOTrainer")
-
     takes = set(inspect.signature(AsyncGRPOTrainer.__init__).parameters)
 
     def build(**kwargs: Any) -> Any:

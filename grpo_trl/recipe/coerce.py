@@ -1,9 +1,6 @@
-"""Coerce a raw recipe mapping into typed sections, once: pydantic's errors become ``Problem`` s with a fix.
+"""Coerce a raw recipe into typed sections, once (pydantic's errors become ``Problem`` s); only what the user wrote is
+kept, so ``GRPOConfig`` gets exactly the user's fields and TRL keeps its own defaults.
 
-The result keeps only what the user wrote (coerced: ``1e-6`` -> float, ``no`` -> ``"no"``), so that mapping onto
-``GRPOConfig`` passes exactly the user's fields and TRL keeps its own defaults; defaults live in the schema.
-
-Example:
     >>> data, problems = coerce({"model": {"name": "m", "dtyp": "bf16"}}, "r.yaml", sections=("model",))
     >>> [str(p).split(";")[0] for p in problems]
     ["r.yaml: model.dtyp: unknown key (did you mean 'dtype'?)"]
@@ -16,15 +13,12 @@ from collections.abc import Iterable
 from grpo_trl.errors import Problem, suggest, suggest_fix
 from grpo_trl.fields import Hints, validate_value
 from grpo_trl.recipe import schema
-from grpo_trl.recipe.trl_schema import BOUND_REASONS, MANAGED_FIELDS, REMOVED_FIELDS, takes_float
-from grpo_trl.tables import peer_config_problems, top_level_hint
+from grpo_trl.recipe.trl_schema import BOUND_REASONS, MANAGED_FIELDS, takes_float
+from grpo_trl.tables import REMOVED_FIELDS, peer_config_problems, top_level_hint
 
 
 def coerce(data: dict, file: str, sections: Iterable[str] | None = None) -> tuple[dict, list[Problem]]:
-    """Every section of ``data`` validated and coerced. Returns the coerced mapping and every problem found.
-
-    A section with problems keeps its raw value in the mapping (later checks skip it: see ``bad`` in validate).
-    """
+    """``(coerced mapping, every problem)``; a section with problems keeps its raw value (later checks skip it)."""
     peer = peer_config_problems(data, file)  # a flat TRL/open-r1 config: one line pointing at `grpo-trl import`
     if peer:
         return dict(data), peer
@@ -34,13 +28,8 @@ def coerce(data: dict, file: str, sections: Iterable[str] | None = None) -> tupl
     for name, value in data.items():
         if name not in schema.SECTIONS:
             fix = top_level_hint(str(name)) or suggest_fix(name, schema.SECTIONS)
-            problems.append(
-                Problem(
-                    file,
-                    str(name),
-                    "unknown section" + (f" ({fix})" if fix else "") + f"; sections: {', '.join(schema.SECTIONS)}",
-                )
-            )
+            why = "unknown section" + (f" ({fix})" if fix else "") + f"; sections: {', '.join(schema.SECTIONS)}"
+            problems.append(Problem(file, str(name), why))
             continue
         if name not in wanted:
             out[name] = value
@@ -66,10 +55,8 @@ def coerce(data: dict, file: str, sections: Iterable[str] | None = None) -> tupl
 
 
 def _unknown_trainer_key(last: str, choices: list[str]) -> str:
-    if last in MANAGED_FIELDS:
-        return MANAGED_FIELDS[last]
-    if last in REMOVED_FIELDS:
-        return REMOVED_FIELDS[last]
+    if fix := MANAGED_FIELDS.get(last) or REMOVED_FIELDS.get(last):
+        return fix
     return f"not a trl.GRPOConfig field{suggest(last, choices)} (checked against the installed TRL)"
 
 
@@ -78,7 +65,7 @@ def _unknown_lora_key(last: str, choices: list[str]) -> str:
 
 
 def hints() -> Hints:
-    """What the recipe's messages add: required sections, what each section holds, TRL's field notes and bounds."""
+    """What the recipe's messages add: required sections, what each holds, TRL's field notes and bounds."""
     return Hints(
         required=schema.REQUIRED_SECTIONS,
         sections=schema.SECTION_HINTS,

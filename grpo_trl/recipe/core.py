@@ -1,13 +1,8 @@
-"""``Recipe``: a loaded, coerced recipe (immutable data) with read-only accessors and TRL's configs made from it.
+"""``Recipe``: a loaded, coerced recipe (immutable data), its read-only accessors and TRL's configs made from it.
 
-``Recipe`` holds the result of load (load.py) + coerce (coerce.py) and nothing else: it builds no reward, loads no
-plugin and checks nothing beyond the schema. Checks and the plan are ``grpo_trl.check``'s, rewards are built by
-``grpo_trl.check.rewards.build_rewards``.
-
-Example:
-    >>> recipe = open_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.learning_rate=1e-4"])
-    >>> recipe.trainer["learning_rate"], recipe.grpo_kwargs()["reward_weights"]
-    (0.0001, [1.0, 1.0, 1.0])
+>>> recipe = open_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.learning_rate=1e-4"])
+>>> recipe.trainer["learning_rate"], recipe.grpo_kwargs()["reward_weights"]
+(0.0001, [1.0, 1.0, 1.0])
 """
 
 from __future__ import annotations
@@ -23,16 +18,12 @@ import yaml
 from grpo_trl.errors import Problem
 from grpo_trl.recipe.coerce import coerce
 from grpo_trl.recipe.load import read_recipe
-from grpo_trl.recipe.trl_schema import GENERATION_FIELDS
+from grpo_trl.recipe.trl_schema import BACKENDS, GENERATION_FIELDS
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """A resolved recipe (``extends`` merged, overrides applied, types coerced once). Never mutated afterwards.
-
-    ``data`` holds what the user wrote (coerced); section accessors return plain dicts/lists for reading.
-    ``problems`` lists what coercion found (``validate`` adds the checks that need registries and TRL).
-    """
+    """A resolved recipe: ``data`` holds what the user wrote (coerced), ``problems`` what coercion found."""
 
     data: dict
     path: Path | None = None
@@ -44,7 +35,6 @@ class Recipe:
         object.__setattr__(self, "data", coerced)
         object.__setattr__(self, "problems", tuple(problems))
 
-    # ------------------------------------------------------------------------------------------------ sections
     @property
     def file(self) -> str:
         return str(self.path) if self.path else "<recipe>"
@@ -57,13 +47,12 @@ class Recipe:
         value = self.data.get(name)
         return value if isinstance(value, dict) else {}
 
-    @property
-    def model(self) -> dict:
-        return self._mapping("model")
-
-    @property
-    def dataset(self) -> dict:
-        return self._mapping("data")
+    model = property(lambda self: self._mapping("model"), doc="The model section as written (coerced).")
+    dataset = property(lambda self: self._mapping("data"), doc="The data section as written (coerced).")
+    trainer = property(lambda self: self._mapping("trainer"), doc="The trainer section: GRPOConfig fields given.")
+    generation = property(lambda self: self._mapping("generation"), doc="The generation section as written.")
+    logging = property(lambda self: self.section("logging"), doc="The logging section, defaults filled in.")
+    launch = property(lambda self: self.section("launch"), doc="The launch section, defaults filled in.")
 
     @property
     def rewards(self) -> list[dict]:
@@ -74,23 +63,6 @@ class Recipe:
         return [{"name": s} if isinstance(s, str) else s for s in value if isinstance(s, (str, dict))]
 
     @property
-    def trainer(self) -> dict:
-        return self._mapping("trainer")
-
-    @property
-    def generation(self) -> dict:
-        return self._mapping("generation")
-
-    @property
-    def logging(self) -> dict:
-        """The logging section with every default filled in (defaults live in ``schema.LoggingSection``)."""
-        return self.section("logging")
-
-    @property
-    def launch(self) -> dict:
-        return self.section("launch")
-
-    @property
     def plugins(self) -> list[str]:
         value = self.data.get("plugins")
         return [str(p) for p in value] if isinstance(value, list) else []
@@ -99,10 +71,9 @@ class Recipe:
         """Section ``name`` with the schema's defaults filled in (a mapping; empty when the section is invalid)."""
         from grpo_trl.recipe.schema import section_type
 
-        kind = section_type(name)
         value = self._mapping(name)
         try:
-            return kind.model_validate(value).model_dump()
+            return section_type(name).model_validate(value).model_dump()
         except Exception:  # noqa: BLE001 - an invalid section: its problems are reported by validate()
             return dict(value)
 
@@ -120,43 +91,30 @@ class Recipe:
     def vllm_mode(self) -> str:
         return self.generation.get("vllm_mode") or self.trainer.get("vllm_mode") or "colocate"
 
-    # ------------------------------------------------------------------------------------------------ TRL's configs
     def model_init_kwargs(self) -> dict:
         """``GRPOConfig.model_init_kwargs``: ``model.init_kwargs``, then the model fields that own a key."""
         model = self.model
         kwargs: dict[str, Any] = dict(model.get("init_kwargs") or {})
         if model.get("dtype"):
             kwargs["dtype"] = model["dtype"]
-        for key in ("attn_implementation", "trust_remote_code", "revision"):
-            if model.get(key) is not None:
-                kwargs[key] = model[key]
-        return kwargs
+        owned = ("attn_implementation", "trust_remote_code", "revision")
+        return kwargs | {key: model[key] for key in owned if model.get(key) is not None}
 
     def grpo_kwargs(self) -> dict:
         """Keyword arguments for ``trl.GRPOConfig``: trainer fields, generation mapping, model kwargs, weights."""
-        kwargs = dict(self.trainer)
-        gen = self.generation
-        if gen.get("backend") == "vllm":
-            kwargs["use_vllm"] = True
-        elif gen.get("backend") == "transformers":
-            kwargs["use_vllm"] = False
-        for key, trl_name in GENERATION_FIELDS.items():
-            if gen.get(key) is not None:
-                kwargs[trl_name] = gen[key]
-        init = self.model_init_kwargs()
-        if init:
+        kwargs, gen = dict(self.trainer), self.generation
+        if gen.get("backend") in BACKENDS:
+            kwargs["use_vllm"] = gen["backend"] == "vllm"
+        kwargs |= {trl_name: gen[key] for key, trl_name in GENERATION_FIELDS.items() if gen.get(key) is not None}
+        if init := self.model_init_kwargs():
             kwargs["model_init_kwargs"] = init
         kwargs["reward_weights"] = [float(s.get("weight", 1.0)) for s in self.rewards] or None  # none: env-owned
         kwargs.setdefault("output_dir", "outputs/" + (self.path.stem if self.path else "run"))
         return kwargs
 
     def to_grpo_config(self, *, world_size: int | None = None, planning: bool = False, device_fallback: bool = True):
-        """A real ``trl.GRPOConfig``.
-
-        ``device_fallback``: with no CUDA device and no explicit ``use_cpu``/``bf16``, run on CPU in float32 (TRL's
-        bf16 default would refuse to start). ``planning``/``world_size``: build it as if ``world_size`` processes were
-        launched, for ``grpo-trl check`` (CPU settings forced, nothing else changes).
-        """
+        """A real ``trl.GRPOConfig``; without CUDA on CPU in float32 (``device_fallback``); ``planning``: as if
+        ``world_size`` processes were launched (for ``check``)."""
         import torch
         from trl import GRPOConfig
 
@@ -187,6 +145,5 @@ class Recipe:
 
 
 def open_recipe(path: str | Path, overrides: typing.Sequence[str] = ()) -> Recipe:
-    """Read a recipe (following ``extends``) and apply ``--set`` overrides; coerced, not yet checked (the checks that
-    need registries, files and TRL are ``grpo_trl.check``'s: ``grpo_trl.load_recipe`` runs both)."""
+    """Read a recipe (following ``extends``), apply ``--set`` overrides and coerce it; not yet checked."""
     return Recipe(data=read_recipe(Path(path), list(overrides)), path=Path(path))

@@ -1,10 +1,6 @@
-"""The recipe's JSON Schema (``grpo-trl schema``), written from the same classes that validate recipes.
+"""The recipe's JSON Schema (``grpo-trl schema``): pydantic's ``model_json_schema`` of the classes that validate
+recipes, for editors (a first line ``# yaml-language-server: $schema=...``, as shipped recipes have).
 
-Editors use it to complete and underline keys as you type: the VS Code YAML extension (and any
-yaml-language-server client) reads a first line ``# yaml-language-server: $schema=<path or URL>``. Shipped recipes
-point at ``recipes/grpo-trl.schema.json``.
-
-Example:
     >>> schema = recipe_json_schema()
     >>> "learning_rate" in schema["$defs"]["TrainerSection"]["properties"]
     True
@@ -25,8 +21,7 @@ from grpo_trl.io import write
 from grpo_trl.recipe import schema
 
 SCHEMA_LINE = "# yaml-language-server: $schema="
-# The packages whose releases change the schema's text: TRL and transformers write the trainer/generation options
-# (fields, help, defaults), pydantic writes the JSON. Recorded in the file as "x-written-with".
+# The packages whose releases change the schema's text (recorded in it as "x-written-with").
 WRITTEN_WITH = ("pydantic", "transformers", "trl")
 
 
@@ -41,12 +36,7 @@ def _data_model() -> Any:
         for name, info in schema.builder_options_model(builder).model_fields.items():
             if name not in fields:
                 fields[name] = (info.annotation | None, Field(None, description=f"option of builder {builder.name}"))
-    return create_model(
-        "DataSection",
-        __base__=schema.Section,
-        __doc__=schema.DataSection.__doc__,
-        **fields,
-    )
+    return create_model("DataSection", __base__=schema.Section, __doc__=schema.DataSection.__doc__, **fields)
 
 
 def recipe_json_schema() -> dict:
@@ -66,9 +56,7 @@ def recipe_json_schema() -> dict:
         out = model.model_json_schema()
     _allow_bare_names(out)
     out["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    out.pop(
-        "required", None
-    )  # a recipe that `extends` another is partial: required sections are checked after merging
+    out.pop("required", None)  # a recipe that `extends` another is partial: required sections are checked merged
     out["x-trl-version"] = trl.__version__
     out["x-written-with"] = {name: version(name) for name in WRITTEN_WITH}
     return out
@@ -86,8 +74,7 @@ def _allow_bare_names(out: dict) -> None:
 
 
 def write_schema(path: str | None) -> str:
-    """Write the schema to ``path`` (stdout when None); returns the text. An existing file is replaced only when it
-    is a schema this command wrote (a user's file of that name is never overwritten)."""
+    """Write the schema to ``path`` (the writer replaces only a schema this command wrote); returns the text."""
     text = json.dumps(recipe_json_schema(), indent=1, sort_keys=True) + "\n"
     if path:
         if Path(path).is_dir():

@@ -1,9 +1,6 @@
-"""Read a recipe: bounded YAML (size, encoding, aliases, depth, duplicate keys), ``extends``, ``--set`` overrides;
-a secret's value (``trainer.hub_token``) refused: it belongs in the environment (``HF_TOKEN``).
+"""Read a recipe into a plain mapping: bounded YAML (``grpo_trl.io``'s reader, duplicate keys refused), ``extends``,
+``--set`` overrides; a secret's value (``trainer.hub_token``) refused: it belongs in the environment (``HF_TOKEN``).
 
-Pure functions from a path (and overrides) to a plain mapping; nothing here knows the sections' types.
-
-Example:
     >>> apply_override({"trainer": {"seed": 1, "max_steps": 5}}, "trainer.seed=null")
     {'trainer': {'max_steps': 5}}
     >>> parse_yaml("a: 1\\na: 2", "r.yaml")
@@ -22,11 +19,9 @@ from typing import Any
 import yaml
 
 from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, is_secret_key
-from grpo_trl.io import check_yaml_size, read_text
+from grpo_trl.io import MAX_YAML_DEPTH, load_yaml, read_text
 
 MAX_BYTES = 1_000_000  # a recipe is a few KB; anything over 1 MB is not one
-MAX_NODES = 100_000  # YAML nodes after alias expansion (a 447-byte "billion laughs" expands to ~10^9)
-MAX_DEPTH = 64  # nesting levels
 MAX_EXTENDS = 16  # length of an extends chain
 
 
@@ -36,17 +31,18 @@ def _error(file: str, key: str, message: str, fix: str = "") -> RecipeError:
 
 
 class _BoundedLoader(yaml.SafeLoader):
-    """``SafeLoader`` that refuses duplicate keys in a mapping (PyYAML silently keeps the last)."""
+    """``SafeLoader`` that refuses duplicate keys (PyYAML keeps the last) and names the line of an unreadable value."""
 
     file = "<recipe>"
-    _node: yaml.Node | None = None  # the scalar being read, for the line of an error
 
-    def construct_scalar(self, node: yaml.ScalarNode) -> Any:
-        self._node = node
-        return super().construct_scalar(node)
-
-    def marks_line(self) -> str:
-        return f" (line {self._node.start_mark.line + 1})" if self._node is not None else ""
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except GrpoTrlError:
+            raise
+        except ValueError as exc:  # an integer of more than 4,300 digits, a bad date
+            why = f"a value cannot be read (line {node.start_mark.line + 1}): {str(exc).split(';')[0][:200]}"
+            raise _error(self.file, "", why, "quote it to keep it as text") from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: dict[Any, yaml.Node] = {}
@@ -71,37 +67,20 @@ class _BoundedLoader(yaml.SafeLoader):
 
 
 def parse_yaml(text: str, file: str) -> Any:
-    """YAML text -> Python data, bounded in expansion and depth, duplicate keys refused."""
+    """YAML text -> Python data, bounded in expansion and depth (``grpo_trl.io``), duplicate keys refused."""
+    loader = type("RecipeLoader", (_BoundedLoader,), {"file": file})
     try:
-        loader = _BoundedLoader(text)  # the reader refuses control characters (a NUL byte) here
-    except yaml.YAMLError as exc:
-        raise _error(
-            file, "", f"not valid YAML: {str(exc).splitlines()[0][:200]}", "remove the control characters"
-        ) from None
-    loader.file = file
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        check_yaml_size(node, file, MAX_NODES, MAX_DEPTH)
-        return loader.construct_document(node)
-    except yaml.YAMLError as exc:
+        return load_yaml(text, file, loader)[0]
+    except yaml.YAMLError as exc:  # a control character (a NUL byte) fails before any line is read
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).split("\n")[0]
-        raise _error(file, "", f"not valid YAML{where}: {str(problem)[:200]}") from None
+        fix = "" if mark else "remove the control characters"
+        raise _error(file, "", f"not valid YAML{where}: {str(problem)[:200]}", fix) from None
     except RecursionError:
-        raise _error(file, "", f"nested more than {MAX_DEPTH} levels deep") from None
-    except RecipeError:
-        raise  # a duplicate key (RecipeError is a ValueError too)
-    except GrpoTrlError as exc:  # the bounds of the one reader
+        raise _error(file, "", f"nested more than {MAX_YAML_DEPTH} levels deep") from None
+    except GrpoTrlError as exc:  # a duplicate key, an unreadable value, the bounds of the one reader
         raise RecipeError(exc.problems) from None
-    except ValueError as exc:  # a value PyYAML cannot convert: an integer of more than 4,300 digits, a bad date
-        line = loader.marks_line()
-        what = str(exc).split(";")[0][:200]
-        raise _error(file, "", f"a value cannot be read{line}: {what}", "quote it to keep it as text") from None
-    finally:
-        loader.dispose()
 
 
 def read_yaml(path: Path) -> dict:
@@ -121,8 +100,8 @@ def read_yaml(path: Path) -> dict:
 
 
 def secrets(data: Any, prefix: str = "") -> list[str]:
-    """Dotted keys holding a secret's value (``trainer.hub_token``...): a recipe is copied into the run folder,
-    checkpoints and the card, so secrets come from the environment instead.
+    """Dotted keys holding a secret's value: a recipe is copied into the run folder and card, so secrets come from the
+    environment instead.
 
     >>> secrets({"trainer": {"hub_token": "hf_x", "seed": 1}, "rewards": [{"args": {"api_key": "k"}}]})
     ['trainer.hub_token', 'rewards.0.args.api_key']
@@ -169,9 +148,8 @@ def resolve_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     if parent is None:
         return data
     if not isinstance(parent, str) or not parent.strip():
-        raise _error(
-            str(path), "extends", f"must be the path of another recipe (a string), got {type(parent).__name__}"
-        )
+        why = f"must be the path of another recipe (a string), got {type(parent).__name__}"
+        raise _error(str(path), "extends", why)
     parent_path = path.parent / parent
     if not _is(parent_path, Path.is_file):
         raise _error(str(path), "extends", f"{parent!r} not found (looked at {parent_path})")
@@ -179,17 +157,14 @@ def resolve_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
 
 
 def _override_value(raw: str, key: str) -> Any:
-    """The YAML value of ``--set KEY=RAW``. Text that YAML would read as a block mapping (``Q: {question}``) stays
-    text; a mapping or list is written in flow style (``{a: 1}``, ``[a, b]``)."""
+    """The YAML value of ``--set KEY=RAW``; text YAML would read as a block mapping (``Q: {question}``) stays text."""
     if not raw.strip():
         return ""
     try:
         value = parse_yaml(raw, "--set")
     except RecipeError as exc:
         raise _error("--set", key, f"value is not valid YAML: {exc.problems[0].message}") from None
-    if isinstance(value, (dict, list)) and raw.lstrip()[:1] not in ("{", "["):
-        return raw
-    return value
+    return raw if isinstance(value, (dict, list)) and raw.lstrip()[:1] not in ("{", "[") else value
 
 
 def _shown(text: str) -> str:
@@ -202,10 +177,7 @@ def _index(part: str, length: int) -> bool:
 
 
 def apply_override(data: dict, assignment: str) -> dict:
-    """``section.key=value`` on a copy of ``data`` (YAML-typed value; list items by index: ``rewards.0.weight=2``).
-
-    ``key=null`` removes the key, so the default applies again.
-    """
+    """``section.key=value`` on a copy of ``data`` (list items by index: ``rewards.0.weight=2``); ``=null`` removes."""
     if not isinstance(assignment, str) or "=" not in assignment:
         raise _error("--set", str(assignment), "expected KEY=VALUE", "e.g. trainer.learning_rate=1e-6")
     key, _, raw = assignment.partition("=")
@@ -229,18 +201,15 @@ def apply_override(data: dict, assignment: str) -> dict:
             node = node[part]
         if not isinstance(node, (dict, list)):
             raise _error("--set", key, f"{where} is a {type(node).__name__}, not a section", f"set {where}=VALUE")
-    last = parts[-1]
+    last: Any = parts[-1]
     if isinstance(node, list):
         if not _index(last, len(node)):
             raise _error("--set", key, f"no list item {_shown(last)} (the list has {len(node)})")
-        if value is None:
-            del node[int(last)]
-        else:
-            node[int(last)] = value
-    elif value is None:
-        node.pop(last, None)
-    else:
+        last = int(last)
+    if value is not None:
         node[last] = value
+    elif isinstance(node, list) or last in node:
+        del node[last]
     return data
 
 
@@ -249,13 +218,8 @@ def read_recipe(path: str | Path, overrides: tuple[str, ...] | list[str] = ()) -
     data = resolve_extends(Path(path))
     for assignment in overrides:
         data = apply_override(data, assignment)
-    found = secrets(data)
-    if found:
+    if found := secrets(data):
+        why = "a secret in a recipe is copied into the run folder and its card"
         fix = "put it in the environment: HF_TOKEN (huggingface_hub reads it) for the Hub, api_key_env for endpoints"
-        raise RecipeError(
-            [
-                Problem(str(path), key, "a secret in a recipe is copied into the run folder and its card", fix)
-                for key in found
-            ]
-        )
+        raise RecipeError([Problem(str(path), key, why, fix) for key in found])
     return data

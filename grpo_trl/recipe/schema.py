@@ -1,16 +1,7 @@
-"""The recipe schema: one pydantic class per section, each field typed, with its default in one place.
+"""The recipe schema: one strict pydantic type per section (``register_section``), defaults in one place; ``trainer``
+and ``generation`` are typed from the installed ``trl.GRPOConfig`` (``trl_schema.py``), builder options and
+``model.tiny`` from signatures. Coercion, ``check`` and ``grpo-trl schema`` all read it.
 
-- ``trainer`` and ``generation`` are typed from ``dataclasses.fields(trl.GRPOConfig)`` (``trl_schema.py``): names,
-  types, defaults, help texts and choices are read from the installed TRL (and transformers' enums), never copied.
-- ``data`` builder options and ``model.tiny`` are typed from the signatures of the builder / ``build_tiny_model``.
-- Adding a section is one class here: ``@section("name")`` on a ``Section`` subclass (or
-  ``register_section("name", type)`` for a list). Loading, coercion, ``check`` and ``grpo-trl schema`` pick it up.
-
-Every model is strict (``"8"`` is not an int, ``1`` is not a bool), refuses unknown keys and NaN/inf. Two YAML
-quirks are coerced once, when the recipe is loaded: ``1e-6`` (read by PyYAML as a string) for float fields, and an
-unquoted ``no`` (read as ``False``) for string fields (``fields.py``: the ``Section`` base and the field types).
-
-Example:
     >>> ModelSection.model_validate({"name": "Qwen/Qwen2.5-0.5B", "dtype": "bfloat16"}).dtype
     'bfloat16'
     >>> {"model", "data", "rewards", "trainer"} <= set(SECTIONS)
@@ -54,26 +45,12 @@ SECTION_HINTS: dict[str, str] = {}  # section name -> what it holds, for "must b
 
 
 def register_section(name: str, kind: Any, hint: str = "", *, lazy: bool = False) -> None:
-    """Declare a top-level recipe section ``name`` validated as ``kind`` (a ``Section`` class or a type).
-
-    ``lazy``: ``kind`` is a function returning the type, called on first use (for sections typed from TRL).
-    """
+    """Section ``name`` validated as ``kind`` (``lazy``: a function returning the type: sections typed from TRL)."""
     SECTIONS[name] = _Lazy(kind) if lazy else kind
     SECTION_HINTS[name] = hint or (inspect.getdoc(kind) or "").split("\n")[0]
 
 
-def section(name: str, hint: str = "") -> typing.Callable[[type], type]:
-    """Class decorator: ``@section("tools")`` makes a ``Section`` subclass the recipe's ``tools:`` section."""
-
-    def decorator(cls: type) -> type:
-        register_section(name, cls, hint)
-        return cls
-
-    return decorator
-
-
-# ------------------------------------------------------------------------------------------------ fixed sections
-def _tiny_model() -> type[Section]:
+def tiny_model() -> type[Section]:
     from grpo_trl.models.tiny import build_tiny_model
 
     return signature_model("TinyModel", build_tiny_model, skip=("output_dir",))
@@ -136,9 +113,7 @@ class ToolSpec(Section):
 
 def _bare_names(value: Any) -> Any:
     """``- countdown`` in a reward list means ``{name: countdown}``."""
-    if isinstance(value, list):
-        return [{"name": v} if isinstance(v, str) else v for v in value]
-    return value
+    return [{"name": v} if isinstance(v, str) else v for v in value] if isinstance(value, list) else value
 
 
 class LoggingSection(Section):
@@ -157,10 +132,6 @@ class LaunchSection(Section):
     num_machines: int = Field(1, ge=1)
     accelerate_config: str | None = None
     vllm_gpus: int = Field(1, ge=1, description="GPUs given to `grpo-trl serve` in vLLM server mode")
-
-
-def tiny_model() -> type[Section]:
-    return _tiny_model()
 
 
 @functools.cache

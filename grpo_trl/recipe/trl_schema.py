@@ -1,10 +1,7 @@
-"""The ``trainer`` and ``generation`` sections, typed from the installed ``trl.GRPOConfig``.
+"""The ``trainer`` and ``generation`` sections, typed from the installed ``trl.GRPOConfig`` (never copied); written
+here is only what grpo-trl knows beyond TRL's types: bounds TRL accepts then crashes on mid-run, fields other
+sections set, fields TRL removed or renamed.
 
-Names, types, defaults, help texts and choices are read from ``dataclasses.fields(trl.GRPOConfig)`` (and
-transformers' enums), never copied; what is written here is only what grpo-trl knows beyond TRL's types: bounds on
-values TRL accepts and then crashes on mid-run, fields other sections set, and fields TRL removed or renamed.
-
-Example:
     >>> trainer_model().model_fields["num_generations"].default >= 2
     True
 """
@@ -22,7 +19,6 @@ from grpo_trl.fields import MAX_SECONDS, Section, YamlFloat, dataclass_model
 
 BACKENDS = ("transformers", "vllm")
 
-# What grpo-trl knows beyond TRL's types: values TRL accepts at construction and then crashes on mid-run.
 TRAINER_BOUNDS: dict[str, dict[str, float]] = {
     "temperature": {"gt": 0},
     "top_p": {"gt": 0, "le": 1},  # generate() and vLLM refuse others at the first generation
@@ -56,40 +52,18 @@ BOUND_REASONS = {  # the fix printed with a bound error, by dotted key
 }
 
 
-# TRL fields whose choices live only in their help text (TRL checks them the first time a step reaches them).
-HELP_CHOICE_FIELDS = (
-    "loss_type",
-    "scale_rewards",
-    "vllm_mode",
-    "importance_sampling_level",
-    "multi_objective_aggregation",
-    "vllm_importance_sampling_mode",
-)
+# TRL fields whose choices live only in their help text.
+HELP_CHOICE_FIELDS = ("loss_type", "scale_rewards", "vllm_mode", "importance_sampling_level")
+HELP_CHOICE_FIELDS += ("multi_objective_aggregation", "vllm_importance_sampling_mode")
 # GRPOConfig fields the recipe's other sections set: one place for each value.
 MANAGED_FIELDS = {
     "reward_weights": "set `weight:` on each entry of rewards: instead",
     "model_init_kwargs": "set through the model: section (dtype, attn_implementation, trust_remote_code, revision)",
 }
-# Fields TRL removed or renamed: old name -> the fix. Only reported when the installed GRPOConfig lacks the old name.
-REMOVED_FIELDS = {
-    "max_prompt_length": "removed in TRL 1.x (prompts are no longer truncated); bound prompts with "
-    "data.max_prompt_tokens, which drops longer rows before training",
-    "use_liger_loss": "removed in TRL 0.28 with Liger's GRPO loss (TRL computes log-probs with its own fused LM "
-    "head); "
-    "trainer.use_liger_kernel is a different switch (layer kernels)",
-    "overwrite_output_dir": "not a recipe setting: pass --overwrite to `grpo-trl train`",
-    "vllm_device": "removed: run vLLM colocated (generation.vllm_mode: colocate) or on its own GPU in server mode "
-    "(generation.vllm_mode: server, started with `grpo-trl serve`)",
-    "torch_dtype": "moved: set model.dtype (bfloat16, float16, float32 or auto)",
-    "wandb_log_unique_prompts": "renamed: use trainer.log_unique_prompts",
-    "vllm_guided_decoding_regex": "renamed: use trainer.vllm_structured_outputs_regex",
-    "warmup_ratio": "removed in transformers 5: trainer.warmup_steps takes a float in [0, 1) as a ratio",
-}
 
 
 def help_choices(help_text: str, default: Any) -> tuple[Any, ...]:
     """The quoted values a TRL help text lists (``Supported values are 'a', 'b'``), the default first if missing.
-
     >>> help_choices("Must be one of `'server'` or `'colocate'`. `'server'`: ...", "colocate")
     ('server', 'colocate')
     """
@@ -104,8 +78,7 @@ def help_choices(help_text: str, default: Any) -> tuple[Any, ...]:
 
 
 def _choices(f: Any, hint: Any, default: Any) -> tuple | None:
-    """A field's choices: TRL's ``choices`` metadata, or the values its help text lists; with ``True``/``False`` when
-    the type or the help offers them (``scale_rewards``: TRL maps True -> 'group', False -> 'none')."""
+    """A field's choices: TRL's ``choices`` metadata or its help text's values, with ``True``/``False`` if offered."""
     help_text = f.metadata.get("help", "")
     choices = help_choices(help_text, default) if f.name in HELP_CHOICE_FIELDS else f.metadata.get("choices")
     if choices and (bool in typing.get_args(hint) or ("`True`" in help_text and "`False`" in help_text)):
@@ -126,7 +99,6 @@ def trainer_model() -> type[Section]:
 @functools.cache
 def takes_float(key: str) -> bool:
     """Whether the ``GRPOConfig`` field behind a dotted ``trainer.``/``generation.`` key is typed ``float``.
-
     >>> takes_float("trainer.temperature"), takes_float("trainer.logging_steps"), takes_float("data.size")
     (True, True, False)
     """
@@ -140,16 +112,10 @@ def takes_float(key: str) -> bool:
     return hint is float or float in typing.get_args(hint)
 
 
-GENERATION_FIELDS = {
-    "vllm_mode": "vllm_mode",
-    "server_host": "vllm_server_host",
-    "server_port": "vllm_server_port",
-    "server_base_url": "vllm_server_base_url",
-    "server_timeout": "vllm_server_timeout",
-    "gpu_memory_utilization": "vllm_gpu_memory_utilization",
-    "tensor_parallel_size": "vllm_tensor_parallel_size",
-    "enable_sleep_mode": "vllm_enable_sleep_mode",
-    "max_model_length": "vllm_max_model_length",
+GENERATION_FIELDS = {"vllm_mode": "vllm_mode"} | {  # generation: key -> its GRPOConfig field
+    key: f"vllm_{key}"
+    for key in ("server_host", "server_port", "server_base_url", "server_timeout", "gpu_memory_utilization")
+    + ("tensor_parallel_size", "enable_sleep_mode", "max_model_length")
 }
 
 

@@ -14,7 +14,7 @@ from grpo_trl.environments import EnvError, build_environment_factory, environme
 from grpo_trl.environments.countdown import Countdown
 from grpo_trl.recipe import RecipeError
 from grpo_trl.rewards import get_reward
-from tests.test_recipe import BASE, write
+from tests.recipe.test_recipe import BASE, write
 
 ECHO = "tests.tools.tool_plugin:Echo"
 

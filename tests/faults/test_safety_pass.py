@@ -18,7 +18,7 @@ from grpo_trl.jsonio import read_jsonl
 from grpo_trl.recipe import RecipeError
 from grpo_trl.run.directory import Manifest, RunLock
 from grpo_trl.run.resume import checkpoint_problem, keep_until, saved_step
-from tests.faults.test_bad_recipes import GOOD, _check_good_with
+from tests.check.test_bad_recipes import GOOD, _check_good_with
 
 ROOT = Path(__file__).resolve().parents[2]
 

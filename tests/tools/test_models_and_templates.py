@@ -12,7 +12,7 @@ from grpo_trl.check.rewards import build_rewards
 from grpo_trl.models.chat_templates import resolve_template, template_problems
 from grpo_trl.models.quantization import bnb_config, hardware_problems, quantization_problems
 from grpo_trl.models.tiny import CHAT_TEMPLATE, build_tiny_reward_model
-from tests.test_recipe import BASE, errors_for, write
+from tests.recipe.test_recipe import BASE, errors_for, write
 
 
 @pytest.fixture(scope="module")

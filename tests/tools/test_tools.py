@@ -13,7 +13,7 @@ from grpo_trl.check import load_recipe
 from grpo_trl.tools import ToolError, get_tool, lookup_tool, register_tool, tool_problems, tool_schema
 from grpo_trl.tools.calculator import calculator
 from grpo_trl.tools.registry import bounded
-from tests.test_recipe import BASE, write
+from tests.recipe.test_recipe import BASE, write
 
 PLUGIN = "tests.tools.tool_plugin"
 PLUGIN_FILE = """

@@ -14,7 +14,7 @@ from grpo_trl.check.validate import validate
 from grpo_trl.cli import main as cli_main
 from grpo_trl.recipe import RecipeError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p for p in (ROOT / "recipes").rglob("*.yaml") if "accelerate" not in p.parts)
 
 

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 
 from grpo_trl.cli import main as cli_main
 
+pytestmark = pytest.mark.fault  # a fault probe: `make faults` runs it with more examples
+
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = [
     yaml.safe_load(p.read_text()) for p in sorted((ROOT / "recipes").rglob("*.yaml")) if "accelerate" not in p.parts

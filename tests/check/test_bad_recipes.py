@@ -10,6 +10,8 @@ import yaml
 
 from grpo_trl.cli import main as cli_main
 
+pytestmark = pytest.mark.fault  # a fault probe: `make faults` runs it with more examples
+
 GOOD = {
     "model": {"name": "no-such-org/no-such-model"},
     "data": {"builder": "countdown", "source": "generate", "size": 16},
@@ -331,7 +333,7 @@ bad_signature = _BadSignature()
         ("import sys\nsys.exit(3)\n", None, "failed to import: exit(3) called while importing"),
         ("raise BaseException('boom')\n", None, "failed to import: BaseException: boom"),
         ("raise SystemExit\n", None, "failed to import: exit(None)"),
-        ("", "tests.faults.test_bad_recipes:bad_signature", "cannot be read"),
+        ("", "tests.check.test_bad_recipes:bad_signature", "cannot be read"),
     ],
 )
 @pytest.mark.parametrize("command", [["check"], ["data", "-n", "1"]])

@@ -10,8 +10,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grpo_trl.check.memory import GIB, Shape, model_state_bytes, parse_size, plan_memory, sharding
+from grpo_trl.check.memory import parse_size
+from grpo_trl.check.memory_plan import GIB, model_state_bytes, plan_memory, sharding
 from grpo_trl.cli import main as cli_main
+from grpo_trl.models.shape import Shape
 
 QWEN25_05B = {
     "model_type": "qwen2",
@@ -128,7 +130,7 @@ def test_sharding_from_accelerate_configs(cfg, want):
 def test_shipped_accelerate_configs_are_read():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "recipes" / "accelerate"
+    root = Path(__file__).resolve().parents[2] / "recipes" / "accelerate"
     got = {p.stem: sharding(yaml.safe_load(p.read_text())) for p in root.glob("*.yaml")}
     assert got["zero2"] == ("zero", 2) and got["zero3"] == ("zero", 3) and got["fsdp"] == ("fsdp", 3)
     assert got["ddp"] == ("ddp", 0)
