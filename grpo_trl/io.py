@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import stat
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -78,13 +79,25 @@ def _atomic(path: Path, data: bytes) -> None:
 
 
 def writable(
-    path: str | Path, *, flag: str = "", where: str = "", mine: bool | Callable[[Path], bool] = False
+    path: str | Path,
+    *,
+    flag: str = "",
+    where: str = "",
+    mine: bool | Callable[[Path], bool] = False,
+    folder: bool = False,
 ) -> Path:
     """``path`` when ``write`` may write it, else one ``GrpoTrlError`` naming it and ``flag``: a symlink or anything
     but a regular file there, or a file grpo-trl did not write (``mine``: the caller owns it, e.g. by its manifest;
-    else this process wrote it, or its sha256 in ``.grpo-trl/written.json`` beside it says grpo-trl did)."""
+    else this process wrote it, or its sha256 in ``.grpo-trl/written.json`` beside it says grpo-trl did).
+    ``folder``: make its folder now and try a file there, so long work (eval's generation) never ends unwritable."""
     path = Path(path)
     other = f"move it away or choose another {flag or 'path'}"
+    if folder:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tempfile.TemporaryFile(dir=path.parent).close()
+        except (OSError, ValueError) as exc:
+            raise GrpoTrlError([Problem(where, flag, f"cannot write {str(path)!r} ({_why(exc)})", other)]) from None
     try:
         st = os.lstat(path)
     except FileNotFoundError:
