@@ -98,7 +98,7 @@ def generate_with_model(
     **sample: Any,
 ) -> Generations:
     """transformers ``generate`` on a loaded model (``eval.during`` passes the live one and the trainer's sampling
-    knobs as ``sample``); ``tokenizer`` may be a vision-language model's processor. A bar on a terminal only."""
+    knobs as ``sample``); ``tokenizer`` may be a VLM's processor. A bar on a terminal only, unless TQDM_DISABLE."""
     import torch
     from tqdm.auto import tqdm
 
@@ -112,7 +112,10 @@ def generate_with_model(
         knobs = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
     groups = []
     for start in tqdm(
-        range(0, len(prompts), s.batch_size), desc="generating", unit="batch", disable=None if progress else True
+        range(0, len(prompts), s.batch_size),
+        desc="generating",
+        unit="batch",
+        disable=None if progress and not os.environ.get("TQDM_DISABLE") else True,
     ):
         batch = prompts[start : start + s.batch_size]
         if processor is not None:  # as GRPOTrainer tokenizes a VLM's prompts: the images' tokens and pixels

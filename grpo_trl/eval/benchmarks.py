@@ -17,7 +17,7 @@ from grpo_trl.eval.backends import Generations, Sampling, generate, preflight
 from grpo_trl.eval.benchmark_table import BENCHMARKS, REFERENCES
 from grpo_trl.eval.run import check_arguments, write_results
 from grpo_trl.eval.score import Scored, score
-from grpo_trl.io import writable
+from grpo_trl.io import read_text, writable
 
 WHERE = "grpo-trl eval --benchmark"
 _GSM8K = re.compile(r"#### *(-?[0-9.,]+)")  # verl's strict GSM8K extraction: the number after '####'
@@ -172,7 +172,7 @@ def references(name: str, model: str) -> tuple[str, list[dict]]:
         ("recipe.yaml", lambda t: (yaml.safe_load(t) or {}).get("model", {}).get("name")),
     ):
         try:
-            found = read((Path(model) / file).read_text()[:1_000_000])
+            found = read(read_text(Path(model) / file, 2**20))  # the one bounded reader: no FIFO, no huge file
         except (OSError, ValueError, AttributeError, yaml.YAMLError):
             continue
         if isinstance(found, str) and found:
