@@ -164,10 +164,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from grpo_trl.report.card import refresh_card
     from grpo_trl.report.page import write_report
 
-    try:
-        path = write_report(args.output_dir, args.others)
-    except FileNotFoundError as exc:
-        raise GrpoTrlError(str(exc), file=args.output_dir) from None
+    path = write_report(args.output_dir, args.others)  # not a run's folder: one error line
     print(f"report written to {path}" + (f" ({len(args.others) + 1} runs overlaid)" if args.others else ""))
     if card := refresh_card(args.output_dir):  # grpo-trl's own README.md: now with the report and eval.json
         print(f"model card updated: {card}")
