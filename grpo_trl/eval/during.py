@@ -1,8 +1,7 @@
-"""Held-out evaluation inside a training run (``heldout:``): every ``every`` steps (and before the first, and at the
-last) the live model answers the eval split's first ``limit`` prompts (or a benchmark's), scored as ``grpo-trl eval``
-scores them, logged through ``transformers.Trainer.log`` (not GRPOTrainer's, which would fold in the training
-metrics). It generates with the run's own vLLM when training does, else ``transformers`` on the live model, under a
-forked RNG, on the main process only (docs/eval.md, "Held-out accuracy during training").
+"""Held-out evaluation inside a training run (``heldout:``): before the first step, every ``every`` steps and at the
+last, the live model answers the eval split's first ``limit`` prompts (or a benchmark's) on the main process, under
+a forked RNG, with the run's vLLM when training has one, scored as ``grpo-trl eval`` scores; logged through
+``transformers.Trainer.log`` (GRPOTrainer's would fold in the training metrics). docs/eval.md has the reference.
 """
 
 from __future__ import annotations
@@ -10,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from transformers import Trainer, TrainerCallback
@@ -17,37 +17,22 @@ from transformers import Trainer, TrainerCallback
 from grpo_trl import trl_adapter
 from grpo_trl.data.image_tokens import is_processor, text_tokenizer
 from grpo_trl.eval.backends import Generations, Sampling, finish, generate_with_model, prompt_ids
-from grpo_trl.eval.score import score
 from grpo_trl.monitor.heldout import GREEDY_KEY, PREFIX, TIME_KEY, ks
-from grpo_trl.recipe import Recipe
 
 logger = logging.getLogger("grpo_trl")
 
 
 class HeldoutEval(TrainerCallback):
-    """Evaluate ``trainer``'s model on ``dataset`` (the eval split's rows) as ``section`` (``heldout:``) says."""
+    """Evaluate ``trainer``'s model on ``dataset`` as ``section`` (``heldout:``) says; ``score(ds, gens)``."""
 
-    def __init__(
-        self,
-        trainer: Any,
-        recipe: Recipe,
-        section: dict,
-        dataset: Any,
-        rewards: list,
-        weights: list,
-        scorer: Callable[[Any, Generations], Any] | None = None,
-    ):
-        self.trainer, self.recipe, self.section = trainer, recipe, section
-        self.dataset, self.rewards, self.weights = dataset, rewards, weights
-        # how a pass is scored: the recipe's rewards, or a benchmark's own (heldout.benchmark)
-        self.score = scorer or (lambda ds, gens: score(recipe, rewards, weights, ds, gens))
+    def __init__(self, trainer: Any, section: dict, dataset: Any, score: Callable[[Any, Generations], Any]):
+        self.trainer, self.section, self.dataset, self.score = trainer, section, dataset, score
         config = trainer.args
         self.template = config.chat_template_kwargs or {}
-        temperature = section["temperature"]
         self.sampling = Sampling(
             n=section["n"],
             max_new_tokens=section["max_new_tokens"] or config.max_completion_length,
-            temperature=config.temperature if temperature is None else float(temperature),
+            temperature=config.temperature if section["temperature"] is None else float(section["temperature"]),
             top_p=config.top_p,
             seed=section["seed"],
             batch_size=section["batch_size"],
@@ -79,27 +64,17 @@ class HeldoutEval(TrainerCallback):
         cuda = model.device.type == "cuda"
         with torch.random.fork_rng(devices=[model.device.index or torch.cuda.current_device()] if cuda else []):
             torch.manual_seed(sampling.seed)
-            if self.vllm is not None:
-                return self._generate_vllm(prompts, sampling)
-            return generate_with_model(
-                model,
-                self.trainer.processing_class,
-                prompts,
-                sampling,
-                template=self.template,
-                progress=False,
-                sample_kwargs=self.sample_kwargs,
-            )
-
-    def _generate_vllm(self, prompts: list, sampling: Sampling) -> Generations:
-        """The run's vLLM, holding this step's weights, on the prompts' token ids as the trainer tokenizes them."""
-        trl_adapter.sync_vllm(self.trainer)
-        tokenizer = self.trainer.processing_class
-        ids = [prompt_ids(tokenizer, p, self.template) for p in prompts]
-        fixed = {"n": sampling.n, "temperature": sampling.temperature, "top_p": sampling.top_p}
-        completions = trl_adapter.vllm_completions(self.vllm, ids, {**fixed, "max_tokens": sampling.max_new_tokens})
-        done = [[finish(tokenizer, list(c)) for c in row] for row in completions]
-        return Generations([[t for t, _ in row] for row in done], [[n for _, n in row] for row in done])
+            tokenizer = self.trainer.processing_class
+            if self.vllm is None:
+                return generate_with_model(
+                    model, tokenizer, prompts, sampling, template=self.template, progress=False, **self.sample_kwargs
+                )
+            trl_adapter.sync_vllm(self.trainer)  # the run's vLLM, holding this step's weights
+            ids = [prompt_ids(tokenizer, p, self.template) for p in prompts]
+            params = {"n": sampling.n, "temperature": sampling.temperature, "top_p": sampling.top_p}
+            rows = trl_adapter.vllm_completions(self.vllm, ids, {**params, "max_tokens": sampling.max_new_tokens})
+            done = [[finish(tokenizer, list(c)) for c in row] for row in rows]
+            return Generations([[t for t, _ in row] for row in done], [[n for _, n in row] for row in done])
 
     def evaluate(self, state: Any) -> dict | None:
         """One evaluation at ``state.global_step`` (main process only), logged; returns the entry."""
@@ -111,19 +86,16 @@ class HeldoutEval(TrainerCallback):
         tokenizer = text_tokenizer(self.trainer.processing_class)  # a VLM's processor: its tokenizer
         was_training, padding = model.training, tokenizer.padding_side
         prompts = list(self.dataset["prompt"])
-        seed = self.sampling.seed + state.global_step
+        sampling = replace(self.sampling, seed=self.sampling.seed + state.global_step)
         logs: dict[str, float] = {}
         model.eval()
         try:
             if self.section["sampled"]:
-                gens = self._generate(model, prompts, Sampling(**{**vars(self.sampling), "seed": seed}))
-                summary = self.score(self.dataset, gens).summary
-                table = summary["pass@k"]
-                logs.update({f"{PREFIX}pass@{k}": table[str(k)]["estimate"] for k in ks(self.section)})
+                summary = self.score(self.dataset, self._generate(model, prompts, sampling)).summary
+                logs.update({f"{PREFIX}pass@{k}": summary["pass@k"][str(k)]["estimate"] for k in ks(self.section)})
                 logs[f"{PREFIX}reward"] = summary["reward_mean"]
             if self.section["greedy"]:
-                greedy = Sampling(**{**vars(self.sampling), "n": 1, "temperature": 0.0, "seed": seed})
-                gens = self._generate(model, prompts, greedy)
+                gens = self._generate(model, prompts, replace(sampling, n=1, temperature=0.0))
                 logs[GREEDY_KEY] = self.score(self.dataset, gens).summary["pass@1"]
         finally:
             model.train(was_training)
@@ -134,20 +106,18 @@ class HeldoutEval(TrainerCallback):
         return logs
 
 
-def install_heldout(trainer: Any, recipe: Recipe) -> HeldoutEval | None:
-    """The recipe's ``heldout:`` section on ``trainer`` (None without one): the eval split's first ``limit`` rows,
-    the recipe's rewards, and ``heldout.min_drop`` for the divergence alert when alerts are on."""
+def install_heldout(trainer: Any, recipe: Any) -> HeldoutEval | None:
+    """The recipe's ``heldout:`` section on ``trainer`` (None without one), and ``heldout.min_drop`` for the
+    divergence alert when alerts are on."""
     if "heldout" not in recipe.data:
         return None
     from grpo_trl.check.rewards import build_rewards, column_problems
     from grpo_trl.errors import Problem, RecipeError
     from grpo_trl.eval.run import prompts_for, require_split
-    from grpo_trl.eval.score import load_reward_models
+    from grpo_trl.eval.score import load_reward_models, score
     from grpo_trl.monitor.callbacks import Alerts
 
     section = recipe.section("heldout")
-    if not section["benchmark"]:
-        require_split(recipe, None, "evaluate on during training (heldout:)")
     plugin = getattr(trainer.accelerator.state, "deepspeed_plugin", None)
     if trainer.is_fsdp_enabled or getattr(plugin, "zero_stage", 0) == 3:  # the main process alone would hang
         why = "evaluates on the main process alone, which cannot generate with sharded parameters (FSDP, ZeRO-3)"
@@ -157,27 +127,24 @@ def install_heldout(trainer: Any, recipe: Recipe) -> HeldoutEval | None:
 
         data = section["data"] and str(recipe.base_dir / section["data"])
         bench = build(section["benchmark"], data, section["limit"], section["seed"])
-        dataset = bench.dataset(text_tokenizer(trainer.processing_class))
-        callback = HeldoutEval(trainer, recipe, section, dataset, [], [], scorer=bench.score)
+        dataset, scorer = bench.dataset(text_tokenizer(trainer.processing_class)), bench.score
     else:
+        require_split(recipe, None, "evaluate on during training (heldout:)")
         dataset = prompts_for(recipe, None, trainer.processing_class, section["limit"])
         rewards, weights = build_rewards(recipe, output_dir=trainer.args.output_dir)
-        problems = column_problems(recipe, rewards, dataset.column_names)
-        if problems:
+        if problems := column_problems(recipe, rewards, dataset.column_names):
             raise RecipeError(problems)
-        callback = HeldoutEval(trainer, recipe, section, dataset, load_reward_models(recipe, rewards), weights)
+        rewards = load_reward_models(recipe, rewards)
+        scorer = lambda ds, gens: score(recipe, rewards, weights, ds, gens)  # noqa: E731
+    callback = HeldoutEval(trainer, section, dataset, scorer)
     for cb in trainer.callback_handler.callbacks:
         if isinstance(cb, Alerts):
             cb.divergence.min_drop = section["min_drop"]
     trainer.add_callback(callback)
+    kinds = ([f"{section['n']} samples"] if section["sampled"] else []) + (["greedy"] if section["greedy"] else [])
+    what = f"benchmark {section['benchmark']}" if section["benchmark"] else "the eval split"
     logger.info(
         "heldout: %d prompts of %s every %d steps (%s) with %s",
-        len(dataset),
-        f"benchmark {section['benchmark']}" if section["benchmark"] else "the eval split",
-        section["every"],
-        ", ".join(
-            ([f"{section['n']} samples"] if section["sampled"] else []) + (["greedy"] if section["greedy"] else [])
-        ),
-        callback.backend,
-    )
+        len(dataset), what, section["every"], ", ".join(kinds), callback.backend,
+    )  # fmt: skip
     return callback

@@ -1,15 +1,12 @@
-"""``grpo-trl eval``: sample ``n`` completions per prompt of the recipe's eval split (or a named ``--split``) with a
-backend, score them with the recipe's rewards, write ``eval.json`` (per-reward means, pass@k with intervals, length,
-format failures, errors) and ``eval_completions.jsonl`` (one row per completion). docs/eval.md has the reference.
+"""``grpo-trl eval``: ``n`` completions per prompt of the recipe's eval split (or ``--split``) from a backend, scored
+with the recipe's rewards, into ``eval.json`` (means, pass@k with intervals, length, format failures, errors) and
+``eval_completions.jsonl`` (one row per completion); the console gets a short table (docs/eval.md).
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import math
-import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,14 +15,12 @@ from grpo_trl.check.rewards import build_rewards, column_problems
 from grpo_trl.data.image_tokens import as_trainer_prompt, is_processor
 from grpo_trl.eval.backends import BACKENDS, Generations, Sampling, generate, preflight
 from grpo_trl.eval.score import Scored, load_reward_models, score
-from grpo_trl.io import writable as writable_path
-from grpo_trl.io import write
+from grpo_trl.io import writable, write
 from grpo_trl.recipe import Problem, Recipe, RecipeError
 
 WHERE = "grpo-trl eval"
-
-
-MAX_N = 1_000_000  # completions per prompt, prompts per batch: beyond it is a typo (it overflowed before)
+MAX_N = 1_000_000  # completions per prompt, prompts per batch: beyond it is a typo
+RESULTS = ("eval.json", "eval_completions.jsonl")
 
 
 def _short(value: Any) -> str:
@@ -34,22 +29,10 @@ def _short(value: Any) -> str:
     return repr(value)[:80]
 
 
-def _int_at_least(value: Any, low: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-
 def check_arguments(
-    where: str = WHERE,
-    *,
-    backend: str = "transformers",
-    n: Any = 8,
-    limit: Any = None,
-    batch_size: Any = 16,
-    max_new_tokens: Any = None,
-    temperature: Any = None,
-    endpoint: dict | None = None,
-    seed: Any = 0,
-) -> None:
+    where: str = WHERE, *, backend: str = "transformers", n: Any = 8, limit: Any = None, batch_size: Any = 16,
+    max_new_tokens: Any = None, temperature: Any = None, endpoint: dict | None = None, seed: Any = 0,
+) -> None:  # fmt: skip
     """One ``error:`` line per bad value, all at once (``RecipeError``)."""
     problems = []
     if backend not in BACKENDS:
@@ -59,100 +42,78 @@ def check_arguments(
         ("--limit", limit, 1, 2**31 - 1, True),
         ("--batch-size", batch_size, 1, MAX_N, False),
         ("--max-new-tokens", max_new_tokens, 1, 2**31 - 1, True),
+        ("--seed", seed, 0, 2**32 - 1, False),
     ):
-        if not (optional and value is None) and not _int_at_least(value, low):
-            problems.append(Problem(where, flag, f"must be an integer >= {low}, got {value!r}"))
-        elif value is not None and value > high:
-            problems.append(Problem(where, flag, f"must be at most {high:,}, got {_short(value)}"))
-    if not _int_at_least(seed, 0) or seed > 2**32 - 1:
-        problems.append(Problem(where, "--seed", f"must be an integer from 0 to {2**32 - 1}, got {_short(seed)}"))
-    if temperature is not None and (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, int | float)
-        or not math.isfinite(temperature)
-        or temperature < 0
-    ):
-        problems.append(Problem(where, "--temperature", f"must be a number >= 0 (0 is greedy), got {temperature!r}"))
+        if optional and value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            why = f"from 0 to {high}" if flag == "--seed" else f">= {low}"
+            problems.append(Problem(where, flag, f"must be an integer {why}, got {_short(value)}"))
+        elif value > high:
+            why = f"an integer from 0 to {high}" if flag == "--seed" else f"at most {high:,}"
+            problems.append(Problem(where, flag, f"must be {why}, got {_short(value)}"))
+    t = temperature
+    if t is not None and not (isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t) and t >= 0):
+        problems.append(Problem(where, "--temperature", f"must be a number >= 0 (0 is greedy), got {t!r}"))
     if backend == "endpoint":
+        endpoint = endpoint or {}
         for key, flag in (("base_url", "--base-url"), ("model", "--model")):
-            if not (endpoint or {}).get(key):
+            if not endpoint.get(key):
                 problems.append(Problem(where, flag, f"--backend endpoint needs {flag} (the server's {key})"))
-        if (endpoint or {}).get("api", "completions") not in ("completions", "chat"):
+        if endpoint.get("api", "completions") not in ("completions", "chat"):
             problems.append(Problem(where, "--api", f"must be completions or chat, got {endpoint['api']!r}"))
     if problems:
         raise RecipeError(problems)
 
 
 def require_split(recipe: Recipe, split: str | None, what: str = "evaluate") -> None:
-    """No split named and no eval split in the recipe: an error, never a silent fall-back to training prompts."""
-    if split or recipe.dataset.get("eval_size") or recipe.dataset.get("eval_split"):
-        return
-    raise RecipeError(
-        [
-            Problem(
-                recipe.file,
-                "data",
-                f"the recipe has no eval split to {what} on (set data.eval_size: N or data.eval_split); "
-                "to use the training prompts, say so with --split train",
-            )
-        ]
-    )
+    """No split named and none in the recipe: an error, never a silent fall-back to the training prompts."""
+    if not (split or recipe.dataset.get("eval_size") or recipe.dataset.get("eval_split")):
+        why = f"the recipe has no eval split to {what} on (set data.eval_size: N or data.eval_split); "
+        raise RecipeError(
+            [Problem(recipe.file, "data", why + "to use the training prompts, say so with --split train")]
+        )
 
 
-def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | None) -> Any:
-    """The rows to evaluate: the recipe's eval split, or the whole ``split`` when one is named explicitly."""
+def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | None, data: dict | None = None) -> Any:
+    """The rows to evaluate: the recipe's eval split, or the whole ``split`` when one is named (``data``: another
+    data section, e.g. filter's, whose rows are the training ones)."""
     from grpo_trl.data import build_dataset
     from grpo_trl.data.render import recipe_rendering
 
-    data_cfg = dict(recipe.dataset)
+    cfg = dict(recipe.dataset if data is None else data)
     if split:  # an explicit split is taken whole (no held-out carving)
-        data_cfg.pop("eval_size", None)
-        data_cfg["split"] = split
-    rendering = recipe_rendering(recipe, tokenizer)  # the same rows as training keeps
-    data = build_dataset(data_cfg, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=rendering)
-    ds = data.train if split or data.eval is None else data.eval
+        cfg.pop("eval_size", None)
+        cfg["split"] = split
+    built = build_dataset(
+        cfg, tokenizer=tokenizer, base_dir=recipe.base_dir, rendering=recipe_rendering(recipe, tokenizer)
+    )
+    ds = built.train if split or data is not None or built.eval is None else built.eval
     return ds.select(range(min(limit, len(ds)))) if limit else ds
 
 
 def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tuple[str, Any]:
     """The local model path (the served name for an endpoint) and the recipe's tokenizer for rendering prompts."""
-    from grpo_trl.models.load import load_processing_class as load_tokenizer  # a VLM: its processor
-    from grpo_trl.models.load import resolve_model
+    from grpo_trl.models.load import load_processing_class, resolve_model
     from grpo_trl.run.export import is_adapter
 
     output_dir = recipe.to_grpo_config().output_dir
     trained = (Path(output_dir) / "config.json").exists() or is_adapter(output_dir)  # a LoRA run: its adapter
+    path = model or (output_dir if trained else resolve_model(recipe.model))  # builtin:*: from the cache
     if backend == "endpoint":
-        source = output_dir if trained else resolve_model(recipe.model)  # builtin:*: a cache, not the output_dir
-        return str(model), load_tokenizer(recipe.model, source, recipe.file, recipe.base_dir)
-    path = model or output_dir
-    if model is None and not trained:
-        path = resolve_model(recipe.model)  # nothing trained yet: the recipe's own model (builtin:*: from the cache)
-    if backend == "vllm" and is_adapter(path):
+        path, source = str(model), output_dir if trained else resolve_model(recipe.model)
+    elif backend == "vllm" and is_adapter(path):
         why = f"{path!r} is a LoRA adapter; the vllm backend loads whole models"
         raise RecipeError([Problem(WHERE, "--model", why, f"merge it first: grpo-trl export {path}")])
-    return path, load_tokenizer(recipe.model, path, recipe.file, recipe.base_dir)
-
-
-def writable(path: Path, where: str, flag: str) -> None:
-    """Make ``path``'s folder now, before generating: a path that cannot be written (a file in the way, no permission,
-    ``path`` itself a folder) must not cost the whole generation. One ``error:`` line naming ``flag``."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_dir():
-            raise IsADirectoryError(errno.EISDIR, "a folder")
-        probe = path.parent / f".{path.name}.{os.getpid()}.probe"  # an existing folder may still be read-only
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise RecipeError([Problem(where, flag, f"cannot write {str(path)!r} ({exc.strerror or exc})")]) from exc
+    else:
+        source = path
+    return path, load_processing_class(recipe.model, source, recipe.file, recipe.base_dir)  # a VLM: its processor
 
 
 @dataclass
 class Setup:
-    """What ``eval`` and ``filter`` resolve before generating: the trainer config, model, tokenizer, sampling."""
+    """What ``eval`` and ``filter`` resolve before generating."""
 
-    config: Any
     model_path: str
     tokenizer: Any
     backend: str
@@ -160,14 +121,14 @@ class Setup:
     options: dict
 
 
-def prepare(
-    recipe: Recipe, where: str, *, model: str | None, backend: str, then: Callable[[], None] | None = None, **args: Any
-) -> Setup:
-    """Check the arguments (``error:`` lines naming ``where``), run ``then`` (more checks), probe the backend, and
-    resolve model and sampling."""
+def prepare(recipe: Recipe, where: str, model: str | None, then: Any = None, **args: Any) -> Setup:
+    """Check the arguments (``error:`` lines naming ``where``), run ``then`` (more checks), probe the backend,
+    resolve model and sampling (the trainer's temperature and length unless given)."""
+    backend, vllm_options = args.pop("backend", "transformers"), args.pop("vllm_options", None)
     endpoint = {**(args.pop("endpoint", None) or {}), **({"model": model} if backend == "endpoint" else {})}
-    vllm_options, seed = args.pop("vllm_options", None), args.pop("seed", 0)
-    check_arguments(where, backend=backend, endpoint=endpoint, seed=seed, **args)
+    args = {"n": 8, "batch_size": 16, "seed": 0, **args}
+    args["n"] = 8 if args["n"] is None else args["n"]  # eval's command line: a benchmark's own n unless given
+    check_arguments(where, backend=backend, endpoint=endpoint, **args)
     if then is not None:
         then()
     preflight(backend, endpoint)
@@ -179,81 +140,91 @@ def prepare(
         max_new_tokens=args.get("max_new_tokens") or config.max_completion_length,
         temperature=config.temperature if temperature is None else float(temperature),
         top_p=config.top_p,
-        seed=seed,
+        seed=args["seed"],
         batch_size=args["batch_size"],
     )
     options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
     options["template"] = config.chat_template_kwargs or {}  # prompts rendered as the trainer renders them
-    return Setup(config, model_path, tokenizer, backend, sampling, options)
+    return Setup(model_path, tokenizer, backend, sampling, options)
 
 
 def generate_and_score(recipe: Recipe, ds: Any, setup: Setup) -> tuple[Generations, Scored]:
-    """Generate for every row of ``ds`` and score: the part ``eval`` and ``filter`` share."""
+    """Generate for every row of ``ds`` and score with the recipe's rewards: what ``eval`` and ``filter`` share."""
     rewards, weights = build_rewards(recipe)
-    problems = column_problems(recipe, rewards, ds.column_names)
-    if problems:
+    if problems := column_problems(recipe, rewards, ds.column_names):
         raise RecipeError(problems)
     rewards = load_reward_models(recipe, rewards)
-    prompts = (
-        list(ds["prompt"])
-        if not is_processor(setup.tokenizer)
-        else [as_trainer_prompt(setup.tokenizer, r) for r in ds]
-    )
-    gens = generate(setup.backend, setup.model_path, setup.tokenizer, prompts, setup.sampling, **setup.options)
+    tok = setup.tokenizer
+    prompts = [as_trainer_prompt(tok, r) for r in ds] if is_processor(tok) else list(ds["prompt"])
+    gens = generate(setup.backend, setup.model_path, tok, prompts, setup.sampling, **setup.options)
     return gens, score(recipe, rewards, weights, ds, gens)
 
 
-def evaluate(
-    recipe: Recipe,
-    model: str | None = None,
-    split: str | None = None,
-    n: int | None = 8,
-    limit: int | None = None,
-    output_dir: str | None = None,
-    max_new_tokens: int | None = None,
-    batch_size: int = 16,
-    seed: int = 0,
-    backend: str = "transformers",
-    temperature: float | None = None,
-    endpoint: dict | None = None,
-    vllm_options: dict | None = None,
-) -> dict:
-    """Evaluate ``model`` on the recipe's eval split with ``backend``; write and return the report.
+def write_results(out: Path, names: tuple[str, str], report: dict, rows: list[dict], flag: str, where: str) -> dict:
+    """The report and its rows through the one writer, recorded so a later eval may replace them unedited."""
+    texts = (json.dumps(report, indent=2), "".join(json.dumps(r) + "\n" for r in rows))
+    for name, text in zip(names, texts):
+        write(out / name, text, flag=flag, where=where, ledger=True, hide=True)
+    return {**report, "output_dir": str(out)}
 
-    ``endpoint``: ``base_url``, ``api`` (completions | chat), ``api_key_env``, ``max_concurrency``, ``timeout``,
-    ``retries`` for ``backend="endpoint"``, where ``model`` is the name the server gives the model.
-    """
-    setup = prepare(
-        recipe,
-        WHERE,
-        then=lambda: require_split(recipe, split),
-        model=model,
-        backend=backend,
-        n=8 if n is None else n,
-        limit=limit,
-        batch_size=batch_size,
-        max_new_tokens=max_new_tokens,
-        temperature=temperature,
-        seed=seed,
-        endpoint=endpoint,
-        vllm_options=vllm_options,
-    )
-    config, model_path = setup.config, setup.model_path
-    local = backend != "endpoint" and Path(model_path).is_dir()
-    out = Path(output_dir or (model_path if local else config.output_dir))
+
+def evaluate(
+    recipe: Recipe, model: str | None = None, split: str | None = None, output_dir: str | None = None, **options: Any
+) -> dict:
+    """Evaluate ``model`` on the recipe's eval split; write and return the report. ``options``: ``n``, ``limit``,
+    ``batch_size``, ``max_new_tokens``, ``temperature``, ``seed``, ``backend``, ``vllm_options`` and ``endpoint``
+    (``base_url``, ``api``, ``api_key_env``, ``max_concurrency``, ``timeout``, ``retries``; ``model``: the served
+    name)."""
+    setup = prepare(recipe, WHERE, model, then=lambda: require_split(recipe, split), **options)
+    local = setup.backend != "endpoint" and Path(setup.model_path).is_dir()
+    out = Path(output_dir or (setup.model_path if local else recipe.to_grpo_config().output_dir))
     flag = "--output-dir" if output_dir else "--model" if model and local else "trainer.output_dir"
-    writable(out / "eval.json", WHERE, flag)
-    for name in ("eval.json", "eval_completions.jsonl"):  # before generating: the one writer's own rule
-        writable_path(out / name, flag=flag, where=WHERE)
-    ds = prompts_for(recipe, split, setup.tokenizer, limit)
+    for name in RESULTS:  # before generating: a place that cannot be written must not cost the generation
+        writable(out / name, flag=flag, where=WHERE, folder=True)
+    ds = prompts_for(recipe, split, setup.tokenizer, options.get("limit"))
     gens, scored = generate_and_score(recipe, ds, setup)
-    report = {"model": model_path, "backend": backend, "split": split or "eval", **scored.summary}
+    report = {"model": setup.model_path, "backend": setup.backend, "split": split or "eval", **scored.summary}
     if gens.errors:
         report["generation_error_examples"] = gens.errors[:5]
-    rows = "".join(json.dumps(r) + "\n" for r in scored.rows)
-    for name, text in (("eval.json", json.dumps(report, indent=2)), ("eval_completions.jsonl", rows)):
-        write(
-            out / name, text, flag=flag, where=WHERE, ledger=True, hide=True
-        )  # a later eval may replace them, unedited
-    report["output_dir"] = str(out)
-    return report
+    return write_results(out, RESULTS, report, scored.rows, flag, WHERE)
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, int | float) and math.isfinite(value) else "n/a"
+
+
+def format_summary(report: dict, seconds: float) -> str:
+    """``report`` (what ``evaluate`` returns) as a few aligned lines: pass@1, pass@n, counts, time, the files.
+
+    >>> print(format_summary({"model": "m", "backend": "transformers", "split": "eval", "prompts": 2, "n": 4,
+    ...     "pass@1": 0.5, "pass@4": 1.0, "reward_mean": 0.25, "rewards": {"acc": 0.5}, "output_dir": "out",
+    ...     "mean_completion_length": 12.0, "format_failure_rate": 0.0, "generation_errors": 0}, 1.5))
+    grpo-trl eval: m on split eval (transformers)
+      pass@1       0.500
+      pass@4       1.000
+      rows         2 prompts x 4 completions = 8
+      reward       0.250  (acc 0.500)
+      length       12 tokens; 0.0% without an <answer> block
+      time         1.5 s
+      results      out/eval.json, out/eval_completions.jsonl
+    """
+    n, prompts = report.get("n", 0), report.get("prompts", 0)
+    rows = []
+    for k in sorted({1, n} - {0}):
+        entry = report.get("pass@k", {}).get(str(k)) or {"estimate": report.get(f"pass@{k}")}
+        low, high = entry.get("ci_low"), entry.get("ci_high")
+        interval = f"  (95% interval {_num(low)}-{_num(high)})" if low is not None and high is not None else ""
+        rows.append((f"pass@{k}", _num(entry.get("estimate")) + interval))
+    per = ", ".join(f"{name} {_num(v)}" for name, v in report.get("rewards", {}).items())
+    failures = _num(100 * (report.get("format_failure_rate") or 0.0), 1)
+    rows += [
+        ("rows", f"{prompts} prompts x {n} completions = {prompts * n}"),
+        ("reward", _num(report.get("reward_mean")) + (f"  ({per})" if per else "")),
+        ("length", f"{_num(report.get('mean_completion_length'), 0)} tokens; {failures}% without an <answer> block"),
+    ]
+    if report.get("generation_errors"):
+        rows.append(("errors", f"{report['generation_errors']} failed requests (examples in eval.json)"))
+    out = Path(str(report.get("output_dir", ".")))
+    rows += [("time", f"{seconds:.1f} s"), ("results", ", ".join(str(out / name) for name in RESULTS))]
+    head = f"grpo-trl eval: {report.get('model')} on split {report.get('split')} ({report.get('backend')})"
+    return "\n".join([head, *(f"  {key:<12} {value}" for key, value in rows)])

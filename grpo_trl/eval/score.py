@@ -1,12 +1,12 @@
-"""Scoring generated completions with the recipe's rewards (``Recipe.build_rewards``, wrapped as in training), the
-same way whatever backend produced them. A completion *passes* when the correctness reward (the first that declares
-``passes_at``, else the first reward function, else the first reward model) reaches that value; rewards see what TRL
-gives them (a message list after a conversational prompt, the text after a standard one).
+"""The recipe's rewards on generated completions, called as TRL calls them, whatever backend made them. A completion
+*passes* when the correctness reward (the first declaring ``passes_at``, else the first function, else the first
+reward model) reaches its threshold.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import fmean
 from typing import Any
 
 from grpo_trl.eval.backends import Generations, is_standard
@@ -21,40 +21,29 @@ def pass_rule(recipe: Recipe) -> tuple[str, float]:
     from grpo_trl.rewards.registry import pass_threshold, reward_label
 
     funcs = [spec for spec in recipe.rewards if not is_model_entry(spec)]
-    for spec in funcs:  # the first reward that declares its pass threshold (register_reward(passes_at=))
-        threshold = pass_threshold(spec["name"], spec.get("args") or {})
-        if threshold is not None:
+    for spec in funcs:
+        if (threshold := pass_threshold(spec["name"], spec.get("args") or {})) is not None:
             return reward_label(spec["name"], spec.get("alias")), threshold
-    if not funcs:
-        return model_label(recipe.rewards[0]), 1.0
-    return reward_label(funcs[0]["name"], funcs[0].get("alias")), 1.0
+    return (reward_label(funcs[0]["name"], funcs[0].get("alias")) if funcs else model_label(recipe.rewards[0])), 1.0
 
 
 def load_reward_models(recipe: Recipe, rewards: list) -> list:
-    """``Recipe.build_rewards()``'s rewards as ``score`` calls them: a reward model, there the path TRL would load,
-    becomes a :class:`~grpo_trl.models.reward_models.RewardModel`; reward functions stay as they are."""
+    """The recipe's rewards as ``score`` calls them: a reward model entry loaded as TRL would load it."""
     from grpo_trl.models.reward_models import RewardModel, is_model_entry
 
-    template_kwargs = recipe.grpo_kwargs().get("chat_template_kwargs")
-    init_kwargs = recipe.model_init_kwargs()
+    kwargs = {
+        "chat_template_kwargs": recipe.grpo_kwargs().get("chat_template_kwargs"),
+        "model_init_kwargs": recipe.model_init_kwargs(),
+    }
     return [
-        RewardModel.from_entry(
-            spec, reward, recipe.base_dir, chat_template_kwargs=template_kwargs, model_init_kwargs=init_kwargs
-        )
-        if is_model_entry(spec)
-        else reward
+        RewardModel.from_entry(spec, reward, recipe.base_dir, **kwargs) if is_model_entry(spec) else reward
         for spec, reward in zip(recipe.rewards, rewards, strict=True)
     ]
 
 
-def as_completion(prompt: Any, text: str) -> Any:
-    """A completion as TRL hands it to rewards: a message list after a conversational prompt, else the text."""
-    return text if is_standard(prompt) else [{"role": "assistant", "content": text}]
-
-
 @dataclass
 class Scored:
-    """Per-completion ``rows`` (for ``eval_completions.jsonl``), per-prompt ``passed`` flags, and the ``summary``."""
+    """Per-completion ``rows`` (``eval_completions.jsonl``), per-prompt ``passed`` flags, and the ``summary``."""
 
     rows: list[dict]
     passed: list[list[bool]]
@@ -62,25 +51,28 @@ class Scored:
 
 
 def _mean(values: list) -> float | None:
-    vals = [v for v in values if v is not None]
-    return sum(vals) / len(vals) if vals else None
+    found = [v for v in values if v is not None]
+    return fmean(found) if found else None
 
 
 def score(
     recipe: Recipe | None, rewards: list, weights: list[float], ds: Any, gens: Generations, rule: tuple | None = None
 ) -> Scored:
-    """Score ``gens`` (``n`` texts per row of ``ds``) with ``rewards``; pass@k for every k <= n. ``rule``: the
-    ``(reward name, threshold)`` a completion passes at (default: the recipe's, ``pass_rule``)."""
-    prompts = list(ds["prompt"])
-    n = len(gens.texts[0]) if gens.texts else 0
-    flat_completions = [as_completion(p, t) for p, group in zip(prompts, gens.texts) for t in group]
+    """Score ``gens`` (``n`` texts per row of ``ds``); pass@k for every k <= n. ``rule``: ``(reward, threshold)``
+    a completion passes at (default: the recipe's ``pass_rule``)."""
     from transformers import TrainerState
 
     from grpo_trl.rewards.call import NOT_PASSED, call_sync
 
+    prompts = list(ds["prompt"])
+    n = len(gens.texts[0]) if gens.texts else 0
+    flat = [(i, j, p) for i, p in enumerate(prompts) for j in range(n)]
+    completions = [
+        gens.texts[i][j] if is_standard(p) else [{"role": "assistant", "content": gens.texts[i][j]}]
+        for i, j, p in flat
+    ]  # as TRL hands them to rewards: the text after a standard prompt, a message list after a conversation
+    lengths = [x for group in gens.lengths for x in group]
     columns = {c: [v for v in ds[c] for _ in range(n)] for c in ds.column_names if c not in NOT_PASSED}
-    flat_prompts = [p for p in prompts for _ in range(n)]
-    flat_lengths = [x for group in gens.lengths for x in group]
     trl_keywords = {  # what GRPOTrainer passes every reward besides the batch: a reward written for TRL reads them
         "trainer_state": TrainerState(),
         "log_extra": lambda column, values: None,
@@ -88,38 +80,21 @@ def score(
     }
     scores = {  # an async reward (the judge) is run to completion
         reward.__name__: call_sync(
-            reward,
-            completions=flat_completions,
-            prompts=flat_prompts,
-            completion_ids=[[0] * k for k in flat_lengths],
-            **columns,
-            **trl_keywords,
+            reward, completions=completions, prompts=[p for *_, p in flat],
+            completion_ids=[[0] * k for k in lengths], **columns, **trl_keywords,
         )
         for reward in rewards
-    }
+    }  # fmt: skip
     pass_name, threshold = rule or pass_rule(recipe)
-    rows, passed = [], []
-    for i, prompt in enumerate(prompts):
-        flags = []
-        for j in range(n):
-            k = i * n + j
-            value = scores[pass_name][k]
-            ok = value is not None and value >= threshold - 1e-9
-            flags.append(ok)
-            rows.append(
-                {
-                    "prompt_index": i,
-                    "sample": j,
-                    "prompt": prompt,
-                    "completion": gens.texts[i][j],
-                    "length": flat_lengths[k],
-                    "rewards": {name: vals[k] for name, vals in scores.items()},
-                    "passed": ok,
-                }
-            )
-        passed.append(flags)
+    ok = [v is not None and v >= threshold - 1e-9 for v in scores[pass_name]]
+    rows = [
+        {"prompt_index": i, "sample": j, "prompt": p, "completion": gens.texts[i][j], "length": lengths[k],
+         "rewards": {name: vals[k] for name, vals in scores.items()}, "passed": ok[k]}
+        for k, (i, j, p) in enumerate(flat)
+    ]  # fmt: skip
+    passed = [ok[i * n : (i + 1) * n] for i in range(len(prompts))]
     table = pass_at_k_table(passed)
-    totals = [sum(w * (s[k] or 0.0) for w, s in zip(weights, scores.values())) for k in range(len(flat_completions))]
+    totals = [sum(w * (s[k] or 0.0) for w, s in zip(weights, scores.values())) for k in range(len(flat))]
     summary = {
         "prompts": len(prompts),
         "n": n,
@@ -130,8 +105,8 @@ def score(
         "pass@k": {str(k): v for k, v in table.items()},
         "reward_mean": _mean(totals),
         "rewards": {name: _mean(vals) for name, vals in scores.items()},
-        "mean_completion_length": _mean(flat_lengths),
-        "format_failure_rate": _mean([float(extract_tag(completion_text(c)) is None) for c in flat_completions]),
+        "mean_completion_length": _mean(lengths),
+        "format_failure_rate": _mean([float(extract_tag(completion_text(c)) is None) for c in completions]),
         "generation_errors": len(gens.errors),
     }
     return Scored(rows, passed, summary)

@@ -96,5 +96,6 @@ def accuracy_table(before: str | Path, after: str | Path) -> str:
         f"held-out accuracy ({last['pass_reward']} reward, greedy, {last['prompts']} problems of the "
         f"'{last['split']}' split)\n"
         f"  before GRPO (warm-up only)  {b:6.1%}\n"
-        f"  after GRPO                  {a:6.1%}   ({(a - b) * 100:+.1f} points)"
+        f"  after GRPO                  {a:6.1%}   ({(a - b) * 100:+.1f} points)\n"
+        f"  (grpo-trl eval's results: {Path(before) / 'eval.json'}, {Path(after) / 'eval.json'})"
     )

@@ -1,6 +1,6 @@
-"""The run's model card, ``README.md`` in the output directory (``huggingface_hub.ModelCard``/``ModelCardData``):
-base model, rewards, data, plan, last metrics, ``eval.json``, the recipe; all through ``errors.redact``. A
-``README.md`` grpo-trl did not write, or edited since, is kept. ``publish`` uploads only the final save and the card.
+"""The run's model card, ``README.md`` in its output_dir (``huggingface_hub.ModelCard``/``ModelCardData``): base
+model, rewards, data, plan, last metrics, ``eval.json``, the recipe; all redacted. A ``README.md`` grpo-trl did not
+write, or edited since, is kept. ``publish`` uploads only the final save and the card.
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 def _fenced(text: str, lang: str = "") -> str:
     """``text`` in a code fence longer than any run of backticks inside it (a recipe may hold some)."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
+    fence = "`" * max(3, 1 + max(map(len, re.findall(r"`+", text)), default=0))
     return f"{fence}{lang}\n{text.rstrip()}\n{fence}"
 
 
 def _cell(value: Any, limit: int = 200) -> str:
+    """A table cell: one line, escaped for Markdown and HTML, at most ``limit`` characters."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = html.escape(" ".join(text.split()), quote=False).replace("\\", "\\\\").replace("|", "\\|")
     text = text.replace("`", "'")
@@ -68,21 +68,8 @@ def datasets(recipe: Recipe) -> list[str]:
             options = {**builder_params(get_builder(str(part.get("builder")))), **part}
         except GrpoTrlError:
             options = dict(part)
-        for key in ("name", "source"):
-            if _hub_id(options.get(key), recipe.base_dir) and options[key] not in found:
-                found.append(options[key])
+        found += [v for k in ("name", "source") if _hub_id(v := options.get(k), recipe.base_dir) and v not in found]
     return found
-
-
-def _metrics(history: list[dict]) -> tuple[int | None, dict[str, float]]:
-    last = next((h for h in reversed(history) if "reward" in h and "loss" in h), None) or {}
-    numbers = {
-        k: v
-        for k, v in last.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-        and k.startswith(SHOWN) and not k.endswith("/std")
-    }  # fmt: skip
-    return last.get("step"), numbers
 
 
 def _plan_lines(recipe: Recipe, world_size: int | None) -> list[str]:
@@ -94,15 +81,9 @@ def _plan_lines(recipe: Recipe, world_size: int | None) -> list[str]:
         return [f"  (not available: {type(exc).__name__})"]
 
 
-def _eval(folder: Path) -> dict | None:
-    report = read_json_head(folder / "eval.json", 64 * 2**20)
-    return report if isinstance(report, dict) and {"model", "backend"} <= report.keys() else None
-
-
 def _versions() -> str:
-    names = ("grpo-trl", "trl", "transformers", "peft", "torch", "datasets")
     found = []
-    for name in names:
+    for name in ("grpo-trl", "trl", "transformers", "peft", "torch", "datasets"):
         try:
             found.append(f"{name} {metadata.version(name)}")
         except metadata.PackageNotFoundError:
@@ -118,9 +99,8 @@ def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None)
 
     folder = Path(folder)
     lora = (folder / "adapter_config.json").is_file()
-    base = base_model(recipe)
     data = ModelCardData(
-        base_model=base,
+        base_model=base_model(recipe),
         library_name="peft" if lora else "transformers",
         tags=TAGS + (["lora"] if lora else []),
         datasets=datasets(recipe) or None,
@@ -128,13 +108,18 @@ def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None)
     )
     state = read_json_head(folder / "trainer_state.json", 256 * 2**20) or {}
     history = list(state.get("log_history") or []) if isinstance(state, dict) else []
-    step, metrics = _metrics(history)
-    name = str(recipe.model.get("name"))
+    last = next((h for h in reversed(history) if "reward" in h and "loss" in h), {})
+    metrics = {
+        k: v for k, v in last.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and k.startswith(SHOWN)
+        and not k.endswith("/std")
+    }  # fmt: skip
+    steps = f" ({state.get('global_step', '?')} steps)."
     lines = [
         f"# {folder.resolve().name}",
         "",
-        f"Trained with GRPO by grpo-trl (recipes over TRL's `GRPOTrainer`), from "
-        f"`{_cell(name)}`" + (" as a LoRA adapter" if lora else "") + f" ({state.get('global_step', '?')} steps).",
+        "Trained with GRPO by grpo-trl (recipes over TRL's `GRPOTrainer`), from "
+        f"`{_cell(str(recipe.model.get('name')))}`" + (" as a LoRA adapter" if lora else "") + steps,
         "",
     ]
     if lora:
@@ -147,71 +132,62 @@ def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None)
         lines.append("| the environment's get_reward() | 1.0 | |")
     lines += ["", "## Data", "", f"`{_cell(recipe.dataset)}`", "", "## Plan (`grpo-trl check`)", ""]
     lines += [_fenced("\n".join(_plan_lines(recipe, world_size)), "text"), "", "## Final metrics", ""]
-    if metrics:
-        trend = reward_trend(history)
-        if trend:
-            lines += [f"Reward mean, {trend_label(history)}: {trend[0]:.3f} -> {trend[1]:.3f}.", ""]
-        lines += [f"Last logged step ({step}):", "", "| metric | value |", "|---|---|"]
-        lines += [f"| {_cell(k)} | {v:.6g} |" for k, v in sorted(metrics.items()) if k != "step"]
-    else:
+    if not metrics:
         lines.append("Nothing was logged.")
-    alerts = [a for a in read_jsonl(folder / "alerts.jsonl") if isinstance(a.get("step"), int)]
-    if alerts:  # what monitor/callbacks.py's Alerts wrote during the run
-        lines += ["", "## Alerts", ""] + [
-            f"- step {a['step']}: `{_cell(a.get('kind'))}` {_cell(a.get('message'), 600)}" for a in alerts
-        ]
-    evaluation = _eval(folder)
-    if evaluation:
+    else:
+        if trend := reward_trend(history):
+            lines += [f"Reward mean, {trend_label(history)}: {trend[0]:.3f} -> {trend[1]:.3f}.", ""]
+        lines += [f"Last logged step ({last.get('step')}):", "", "| metric | value |", "|---|---|"]
+        lines += [f"| {_cell(k)} | {v:.6g} |" for k, v in sorted(metrics.items()) if k != "step"]
+    if alerts := [a for a in read_jsonl(folder / "alerts.jsonl") if isinstance(a.get("step"), int)]:
+        lines += ["", "## Alerts", ""]  # what monitor/callbacks.py's Alerts wrote during the run
+        lines += [f"- step {a['step']}: `{_cell(a.get('kind'))}` {_cell(a.get('message'), 600)}" for a in alerts]
+    evaluation = read_json_head(folder / "eval.json", 64 * 2**20)
+    if isinstance(evaluation, dict) and {"model", "backend"} <= evaluation.keys():
         lines += ["", "## Evaluation (`grpo-trl eval`, eval.json)", "", "| metric | value |", "|---|---|"]
-        for key in ("split", "prompts", "n", "pass@1", f"pass@{evaluation.get('n')}", "reward_mean", "rewards"):
-            if key in evaluation:
-                lines.append(f"| {_cell(key)} | {_cell(evaluation[key])} |")
-    report = folder / "report" / "report.html"
+        keys = ("split", "prompts", "n", "pass@1", f"pass@{evaluation.get('n')}", "reward_mean", "rewards")
+        lines += [f"| {_cell(k)} | {_cell(evaluation[k])} |" for k in keys if k in evaluation]
     lines += ["", "## Report", ""]
-    lines.append(
-        "Plots and completion samples: [report/report.html](report/report.html)."
-        if report.is_file()
-        else "`grpo-trl report OUTPUT_DIR` writes plots and completion samples to report/report.html (and this card"
-        " again, with them and eval.json's results)."
-    )
+    if (folder / "report" / "report.html").is_file():
+        lines.append("Plots and completion samples: [report/report.html](report/report.html).")
+    else:
+        lines.append(
+            "`grpo-trl report OUTPUT_DIR` writes plots and completion samples to report/report.html (and this card"
+            " again, with them and eval.json's results)."
+        )
     text = yaml.safe_dump(redact(recipe.data), sort_keys=False)  # as recipe.yaml: escapes what YAML would break
     lines += ["", "## Recipe", "", _fenced(text, "yaml"), "", "## Framework versions", "", _versions(), ""]
     return ModelCard(redact(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines))).content  # the one redaction
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def write_card(
     recipe: Recipe, folder: str | Path, manifest: Manifest | None = None, world_size: int | None = None
 ) -> Path | None:
-    """Write the card to ``folder/README.md`` (recorded in the manifest first); ``None`` when a ``README.md``
+    """Write ``folder/README.md``, recorded in the manifest with its sha256; ``None`` when a ``README.md``
     grpo-trl did not write, or edited since, is there (kept, with a warning)."""
     folder = Path(folder)
     m = manifest or Manifest.load(folder)
-    path = folder / CARD
-    entry = m.entries.get(CARD)
+    path, entry = folder / CARD, m.entries.get(CARD)
+    digest = lambda: hashlib.sha256(path.read_bytes()).hexdigest()  # noqa: E731
     if path.exists() or path.is_symlink():
         theirs = entry is None or not path.is_file() or path.is_symlink()
-        edited = not theirs and "sha256" in entry and _digest(path.read_bytes()) != entry["sha256"]
-        if theirs or edited:
-            why = "was edited since grpo-trl wrote it" if edited else "is not grpo-trl's"
-            logger.warning("%s %s: kept; no model card written", path, why)
+        if theirs or ("sha256" in entry and digest() != entry["sha256"]):
+            logger.warning("%s %s: kept; no model card written", path, "is not grpo-trl's" if theirs else
+                           "was edited since grpo-trl wrote it")  # fmt: skip
             return None
     text = card_text(recipe, folder, world_size)
     m.record(CARD)
     m.entries[CARD].pop("sha256", None)  # recorded before it is written; its hash once it is whole
     m.save()
     write(path, text, mine=True)  # grpo-trl's card (checked above)
-    m.entries[CARD]["sha256"] = _digest(path.read_bytes())
+    m.entries[CARD]["sha256"] = digest()
     m.save()
     return path
 
 
 def refresh_card(output_dir: str | Path) -> Path | None:
-    """``grpo-trl report``: the card written again (now with ``eval.json`` and the report), when the run's
-    ``README.md`` is grpo-trl's card, unedited (``write_card``); ``None`` for a folder that is not a run's."""
+    """``grpo-trl report``: the card again (now with ``eval.json`` and the report) when the run's ``README.md`` is
+    grpo-trl's, unedited; ``None`` for a folder that is not a run's."""
     folder = Path(output_dir)
     manifest = Manifest.load(folder)
     if not manifest.exists or "sha256" not in manifest.entries.get(CARD, {}):
@@ -219,10 +195,12 @@ def refresh_card(output_dir: str | Path) -> Path | None:
     try:
         data = read_yaml(folder / "recipe.yaml")
     except (OSError, ValueError, yaml.YAMLError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    return write_card(Recipe(data=data, path=folder / "recipe.yaml"), folder, manifest)
+        data = None
+    return (
+        write_card(Recipe(data=data, path=folder / "recipe.yaml"), folder, manifest)
+        if isinstance(data, dict)
+        else None
+    )
 
 
 def pushed_names(folder: str | Path, manifest: Manifest) -> list[str]:
@@ -230,12 +208,8 @@ def pushed_names(folder: str | Path, manifest: Manifest) -> list[str]:
     ``recipe.yaml``, ``.grpo-trl/``, checkpoints, built models, the report, or a file grpo-trl did not write)."""
     from grpo_trl.run.names import kind_of
 
-    folder = Path(folder)
-    return sorted(
-        name
-        for name in manifest.present()
-        if name in manifest.entries and kind_of(name) == "model" and (folder / name).is_file()
-    )
+    present = [n for n in manifest.present() if n in manifest.entries and kind_of(n) == "model"]
+    return sorted(n for n in present if (Path(folder) / n).is_file())
 
 
 def publish(recipe: Recipe, trainer: Any, session: Any) -> Path | None:

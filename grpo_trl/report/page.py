@@ -1,17 +1,11 @@
-"""``grpo-trl report OUTPUT_DIR``: PNG plots of a run's logs and one self-contained ``report.html``.
-
-Reads ``trainer_state.json`` (TRL's log history), ``completions.jsonl`` and ``alerts.jsonl`` written during training.
-Each plot (drawn by report_plots.py) lists the series it drew in ``report.json`` so tools (and tests) can check
-them without reading pixels.
-
-Example:
-    >>> from grpo_trl.report.page import write_report
-    >>> write_report("outputs/tiny-cpu")  # doctest: +SKIP
-    'outputs/tiny-cpu/report/report.html'
+"""``grpo-trl report OUTPUT_DIR [OTHER_RUN...]``: PNG plots of a run's logs (TRL's ``trainer_state.json``,
+``completions.jsonl``, ``alerts.jsonl``), other runs drawn over them, in one self-contained ``report.html``;
+``report.json`` lists each plot's series so tools and tests check them without reading pixels.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
@@ -23,31 +17,29 @@ from grpo_trl.io import read_json, write
 from grpo_trl.jsonio import read_jsonl
 from grpo_trl.monitor.heldout import KIND as DIVERGING
 from grpo_trl.monitor.heldout import is_heldout
-from grpo_trl.report.html_parts import CSS, curves_html, none_table, runs_html, samples_table
-from grpo_trl.report.plots import plot_heldout, plot_history
+from grpo_trl.report.plots import plot_heldout, plot_history, plot_title
 from grpo_trl.run.directory import Manifest, record_entries
-from grpo_trl.run.resume import checkpoints as checkpoints_in
+from grpo_trl.run.resume import checkpoints
 
-TREND_WINDOW = 20  # TrainResult.reward_trend's default, used by the end-of-run summary
+NONE_PREFIX = "reward_none_frac/"  # per logged step, the share of rows a reward scored None
+CSS = """body{font-family:sans-serif;margin:12px 24px}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:10px}
+figure{margin:0} figure img{width:100%;height:auto} details.zero summary{cursor:pointer;color:#555;margin:8px 0}
+pre{white-space:pre-wrap;max-width:520px;font-size:11px}
+table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:4px;vertical-align:top}"""
 
 
-def _trend_values(history: list[dict], key: str) -> list[float]:
-    values = [h[key] for h in history if isinstance(h.get(key), (int, float)) and "loss" in h]
-    return [v for v in values if math.isfinite(v)]
+def _rewards(history: list[dict], key: str = "reward") -> list[float]:
+    return [h[key] for h in history if "loss" in h and isinstance(h.get(key), int | float) and math.isfinite(h[key])]
 
 
-def trend_window(history: list[dict], window: int = TREND_WINDOW, key: str = "reward") -> int:
-    """How many logged steps each end of ``reward_trend`` really averages: ``window``, or fewer on a short run
-    (what the CLI summary and the report header name).
-
-    >>> trend_window([{"loss": 0, "reward": r} for r in (1.0, 2.0, float("nan"), 3.0)])
-    1
-    """
-    return min(window, max(1, len(_trend_values(history, key)) // 2))
+def trend_window(history: list[dict], window: int = 20, key: str = "reward") -> int:
+    """How many logged steps each end of ``reward_trend`` averages: ``window``, at most half the entries."""
+    return min(window, max(1, len(_rewards(history, key)) // 2))
 
 
 def trend_label(history: list[dict]) -> str:
-    """``first vs last N logged steps``, N from ``trend_window``: the words the CLI summary and the report share.
+    """``first vs last N logged steps``: the words the CLI summary and the report share.
 
     >>> trend_label([{"loss": 0, "reward": 1.0}, {"loss": 0, "reward": 2.0}])
     'first vs last logged step'
@@ -56,21 +48,14 @@ def trend_label(history: list[dict]) -> str:
     return "first vs last logged step" if n == 1 else f"first vs last {n} logged steps"
 
 
-def reward_trend(history: list[dict], window: int = TREND_WINDOW, key: str = "reward") -> tuple[float, float] | None:
-    """Mean of ``key`` over the first and last ``window`` training log entries (those with a ``loss``); at most half
-    the entries each, so the two ends never overlap (``trend_window``). ``None`` when nothing was logged."""
-    values = _trend_values(history, key)
-    if not values:
-        return None
-    w = trend_window(history, window, key)
-    return sum(values[:w]) / w, sum(values[-w:]) / w
-
-
-NONE_PREFIX = "reward_none_frac/"  # per logged step, the share of rows a reward scored None (the safety wrapper)
+def reward_trend(history: list[dict], window: int = 20, key: str = "reward") -> tuple[float, float] | None:
+    """Mean of ``key`` over the first and last ``trend_window`` training log entries (with a ``loss``), or None."""
+    values, w = _rewards(history, key), trend_window(history, window, key)
+    return (sum(values[:w]) / w, sum(values[-w:]) / w) if values else None
 
 
 def none_shares(history: list[dict]) -> dict[str, float]:
-    """Per reward, the share of rows scored ``None`` over the logged steps (mean of ``reward_none_frac/<name>``).
+    """Per reward, the mean share of rows scored ``None`` over the logged steps (``reward_none_frac/<name>``).
 
     >>> none_shares([{"reward_none_frac/a": 0.0, "reward_none_frac/b": 1.0}, {"reward_none_frac/a": 0.5}])
     {'a': 0.25, 'b': 1.0}
@@ -78,90 +63,82 @@ def none_shares(history: list[dict]) -> dict[str, float]:
     values: dict[str, list[float]] = {}
     for h in history:
         for key, value in h.items():
-            if key.startswith(NONE_PREFIX) and isinstance(value, (int, float)):
+            if key.startswith(NONE_PREFIX) and isinstance(value, int | float):
                 values.setdefault(key[len(NONE_PREFIX) :], []).append(float(value))
     return {name: sum(v) / len(v) for name, v in values.items()}
 
 
-def _state_file(output_dir: Path) -> Path:
-    direct = output_dir / "trainer_state.json"
-    if direct.exists():
-        return direct
-    states = (c / "trainer_state.json" for c in checkpoints_in(output_dir))  # newest first; checkpoint-best: not one
-    newest = next((p for p in states if p.is_file()), None)
-    if newest is None:
-        raise FileNotFoundError(
-            f"no trainer_state.json in {output_dir} or its checkpoints; is it a training output_dir?"
-        )
-    return newest
-
-
 def _log_history(output_dir: Path) -> list[dict]:
-    """``log_history`` of the run's trainer_state.json; an unreadable one is an error line naming it."""
-    path = _state_file(output_dir)
+    """``log_history`` of the run's (or its newest checkpoint's) trainer_state.json, through the bounded reader."""
+    path = output_dir / "trainer_state.json"
+    if not path.exists():
+        states = (c / "trainer_state.json" for c in checkpoints(output_dir))  # newest first
+        if (path := next((p for p in states if p.is_file()), None)) is None:
+            why = f"no trainer_state.json in {output_dir} or its checkpoints; is it a training output_dir?"
+            raise GrpoTrlError(why, file=str(output_dir))
     try:
-        state = read_json(path)  # the one bounded reader: a FIFO or a huge file is refused
+        state = read_json(path)  # a FIFO or a huge file is refused
     except (OSError, ValueError) as exc:
-        raise GrpoTrlError(
-            f"{path} is unreadable ({type(exc).__name__}: {str(exc)[:120]})", file=str(output_dir)
-        ) from None
-    history = state.get("log_history") if isinstance(state, dict) else None
-    if not isinstance(history, list):
+        why = f"{path} is unreadable ({type(exc).__name__}: {str(exc)[:120]})"
+        raise GrpoTrlError(why, file=str(output_dir)) from None
+    if not isinstance(history := state.get("log_history") if isinstance(state, dict) else None, list):
         raise GrpoTrlError(f"{path} has no log_history list: not a trainer state", file=str(output_dir))
     return [h for h in history if isinstance(h, dict)]
 
 
-def load_history(output_dir: str | Path) -> list[dict]:
-    """The training log entries (those with a loss) from TRL's trainer_state.json."""
-    return [h for h in _log_history(Path(output_dir)) if "loss" in h and "step" in h]
+def _histories(output_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
+    """The training entries (with a loss), the evaluation entries (``eval_`` prefix removed), the held-out ones."""
+    logs = [h for h in _log_history(output_dir) if isinstance(h.get("step"), int)]
+    evals = [{"step": h["step"], **{k[5:]: v for k, v in h.items() if k.startswith("eval_")}} for h in logs]
+    return [h for h in logs if "loss" in h], [e for e in evals if len(e) > 1], [h for h in logs if is_heldout(h)]
 
 
-def load_eval_history(output_dir: str | Path) -> list[dict]:
-    """The evaluation log entries (``eval_*`` keys, written at each ``eval_steps``), prefix removed."""
-    return [
-        {"step": h["step"], **{k[len("eval_") :]: v for k, v in h.items() if k.startswith("eval_")}}
-        for h in _log_history(Path(output_dir))
-        if "step" in h and any(k.startswith("eval_") for k in h)
-    ]
+def _figures(out: Path, names: list[str]) -> str:
+    return "".join(
+        f'<figure><img alt="{f}" title="{html.escape(plot_title(f))}" '
+        f'src="data:image/png;base64,{base64.b64encode((out / f).read_bytes()).decode()}"/></figure>'
+        for f in names
+    )
 
 
-def load_heldout_history(output_dir: str | Path) -> list[dict]:
-    """The held-out evaluation entries (``heldout/*`` keys, written by ``heldout:`` every N steps)."""
-    return [h for h in _log_history(Path(output_dir)) if isinstance(h.get("step"), int) and is_heldout(h)]
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    cells = lambda tag, row: "<tr>" + "".join(f"<{tag}>{c}</{tag}>" for c in row) + "</tr>"  # noqa: E731
+    return f"<table>{cells('th', head)}{''.join(cells('td', r) for r in rows)}</table>"
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    """Rows with an integer step; a line cut by a kill mid-write, or edited by hand, is left out."""
-    return [row for row in read_jsonl(path) if isinstance(row.get("step"), int)]
-
-
-def _names(dirs: list[Path]) -> list[str]:
-    """Each run's folder name, or its whole path where two runs share a name."""
-    names = [d.name or str(d) for d in dirs]
-    return [str(d) if names.count(n) > 1 else n for d, n in zip(dirs, names)]
+def _completion(sample: dict) -> str:
+    """The completion, or with tools its turns one block each: [assistant], [tool_call], [tool]."""
+    turns = sample.get("turns")
+    if not turns:
+        return f"<pre>{html.escape(str(sample.get('completion', '')))}</pre>"
+    return "".join(
+        f"<div class='turn {html.escape(str(t.get('role')))}'><b>[{html.escape(str(t.get('role')))}]</b>"
+        f"<pre>{html.escape(str(t.get('content')))}</pre></div>"
+        for t in (turns if isinstance(turns, list) else [])
+        if isinstance(t, dict)
+    )
 
 
 def write_report(output_dir: str | Path, others: Sequence[str | Path] = ()) -> str:
-    """Write ``<output_dir>/report/`` (PNGs, report.json, report.html), the runs in ``others`` drawn over it; return
-    the HTML path. A folder that cannot be written (read-only, full, ``report`` a file) is one error naming what could
-    not be written."""
+    """Write ``<output_dir>/report/`` (PNGs, report.json, report.html), ``others`` drawn over it; the HTML path.
+    A folder that cannot be written is one error naming what could not be written."""
     output_dir = Path(output_dir)
-    history = load_history(output_dir)
-    names = _names([output_dir, *map(Path, others)])
-    overlaid = [(n, load_history(o), load_eval_history(o)) for n, o in zip(names[1:], others)]
+    dirs = [output_dir, *map(Path, others)]
+    names = [d.name or str(d) for d in dirs]
+    names = [str(d) if names.count(n) > 1 else n for d, n in zip(dirs, names)]  # a shared name: the whole path
+    runs = [(n, *_histories(d)) for n, d in zip(names, dirs)]
     try:
-        return _write_report(output_dir, history, names[0], overlaid, others)
+        return _write_report(output_dir, runs)
     except OSError as exc:
-        where = exc.filename or output_dir / "report"
         raise GrpoTrlError(
-            f"cannot write {where} ({exc.strerror or exc})",
+            f"cannot write {exc.filename or output_dir / 'report'} ({exc.strerror or exc})",
             file=str(output_dir),
             fix="make the folder writable, or copy the output_dir somewhere writable and run grpo-trl report there",
         ) from None
 
 
-def _write_report(output_dir: Path, history: list[dict], name: str = "", overlaid: list = (), others=()) -> str:
-    out = output_dir / "report"
+def _write_report(output_dir: Path, runs: list) -> str:
+    out, history = output_dir / "report", runs[0][1]
     if out.is_symlink():  # its files are replaced as grpo-trl's own: never in a folder elsewhere
         raise GrpoTrlError(f"{out} is a symbolic link: grpo-trl never writes through one", file=str(output_dir))
     manifest = Manifest.load(output_dir)
@@ -173,50 +150,66 @@ def _write_report(output_dir: Path, history: list[dict], name: str = "", overlai
         )
     record_entries(output_dir, "report")  # grpo-trl's own entry: `train --overwrite` may replace it
     out.mkdir(parents=True, exist_ok=True)
-    samples = _read_jsonl(output_dir / "completions.jsonl")
-    alerts = _read_jsonl(output_dir / "alerts.jsonl")
-    diverged = [a["step"] for a in alerts if a.get("kind") == DIVERGING]
-    heldout = [(n, h, load_heldout_history(o)) for (n, h, _), o in zip(overlaid, others)]
-    drawn = {**plot_heldout(history, load_heldout_history(output_dir), out, diverged, name=name, others=heldout)}
+    samples, alerts = ([r for r in read_jsonl(output_dir / f) if isinstance(r.get("step"), int)] for f in
+                       ("completions.jsonl", "alerts.jsonl"))  # fmt: skip
     zero: set[str] = set()
-    drawn.update(plot_history(history, out, load_eval_history(output_dir), name=name, others=overlaid, zero=zero))
-    first, last = (history[0], history[-1]) if history else ({}, {})
+    diverged = [a["step"] for a in alerts if a.get("kind") == DIVERGING]
+    drawn = plot_heldout([(n, h, held) for n, h, _, held in runs], out, diverged)
+    drawn.update(plot_history([(n, h, e) for n, h, e, _ in runs], out, zero))
     trend = reward_trend(history)  # the same numbers as the end-of-run summary of `grpo-trl train`
-    window = trend_window(history)
+    first, last = (history[0], history[-1]) if history else ({}, {})
     summary = {
-        "steps_logged": len(history),
-        "first_step": first.get("step"),
-        "last_step": last.get("step"),
-        "reward_first": first.get("reward"),
-        "reward_last": last.get("reward"),
-        "reward_trend": list(trend) if trend else None,
-        "reward_trend_window": window,
-        "plots": drawn,
-        "alerts": alerts,
-        "reward_none_share": none_shares(history),
-        "always_zero": sorted(zero),
-        "overlaid": [n for n, _, _ in overlaid],
-    }
+        "steps_logged": len(history), "first_step": first.get("step"), "last_step": last.get("step"),
+        "reward_first": first.get("reward"), "reward_last": last.get("reward"),
+        "reward_trend": list(trend) if trend else None, "reward_trend_window": trend_window(history),
+        "plots": drawn, "alerts": alerts, "reward_none_share": none_shares(history), "always_zero": sorted(zero),
+        "overlaid": [n for n, *_ in runs[1:]],
+    }  # fmt: skip
     write(out / "report.json", json.dumps(summary, indent=2), mine=True)  # report/ is grpo-trl's
-    alert_html = "".join(
-        f"<li>step {a['step']}: <b>{html.escape(str(a.get('kind')))}</b> {html.escape(str(a.get('message')))}</li>"
-        for a in alerts
+    e = lambda v: html.escape(str(v))  # noqa: E731
+    alert_items = "".join(
+        f"<li>step {a['step']}: <b>{e(a.get('kind'))}</b> {e(a.get('message'))}</li>" for a in alerts
     )
-    title, none_html = html.escape(str(output_dir)), none_table(summary["reward_none_share"])
+    shares = summary["reward_none_share"]
+    none_html = _table(["reward", "rows scored None"], [[e(k), f"{v:.1%}"] for k, v in sorted(shares.items())])
     trend_html = (
         f"reward mean, {trend_label(history)}: {trend[0]:.3f} &rarr; {trend[1]:.3f}" if trend else "no reward logged"
     )
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>grpo-trl report: {title}</title>
+    runs_html = ""
+    if len(runs) > 1:  # one row per run with its line style
+        rows = [
+            [e(n), ("solid", "dashed", "dotted", "dash-dot")[i % 4], str(len(h)),
+             "{:.3f} &rarr; {:.3f}".format(*t) if (t := reward_trend(h)) else "no reward logged"]
+            for i, (n, h, _, _) in enumerate(runs)
+        ]  # fmt: skip
+        head = ["run", "line", "logged steps", "reward mean, first vs last logged steps"]
+        runs_html = f"<h2>Runs overlaid</h2>{_table(head, rows)}"
+    folded = [f for f in drawn if f in zero]  # every value 0: folded into one line that opens onto them
+    curves = f"<div class='grid'>{_figures(out, [f for f in drawn if f not in zero])}</div>"
+    if folded:
+        listed = ", ".join(e(plot_title(f)) for f in folded)
+        curves += f"<details class='zero'><summary>Always 0 ({len(folded)}): {listed}</summary>"
+        curves += f"<div class='grid'>{_figures(out, folded)}</div></details>"
+    steps = sorted({s["step"] for s in samples})
+    chosen = sorted({steps[0], steps[len(steps) // 2], steps[-1]}) if steps else []
+    sample_rows = [
+        [str(step), f"<pre>{e(str(s.get('prompt', ''))[-400:])}</pre>", _completion(s),
+         e(", ".join(f"{k}={v}" for k, v in (s.get("rewards") if isinstance(s.get("rewards"), dict) else {}).items())),
+         e(s.get("advantage"))]
+        for step in chosen for s in [x for x in samples if x["step"] == step][:3]
+    ]  # fmt: skip
+    head = ["step", "prompt (end)", "completion", "rewards", "advantage"]
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>grpo-trl report: {e(output_dir)}</title>
 <style>{CSS}</style></head><body>
-<h1>GRPO run: {html.escape(str(output_dir))}</h1>
+<h1>GRPO run: {e(output_dir)}</h1>
 <p>{len(history)} logged steps (steps {summary["first_step"]} to {summary["last_step"]}); {trend_html}.</p>
-<h2>Alerts</h2><ul>{alert_html or "<li>none</li>"}</ul>
-<h2>Rows scored None per reward (skipped by TRL: faults, or the reward's own None)</h2>{none_html}
-{runs_html([(n, len(h), reward_trend(h)) for n, h, _ in [(name, history, None), *overlaid]])}
+<h2>Alerts</h2><ul>{alert_items or "<li>none</li>"}</ul>
+<h2>Rows scored None per reward (skipped by TRL: faults, or the reward's own None)</h2>
+{none_html if shares else "<p>No per-reward None shares were logged.</p>"}{runs_html}
 <h2>Curves</h2><p>Lines are centred means of the logged values (drawn faint) once a run has 12 or more points;
-<b>reward</b> (the weighted total) is the black line.</p>{curves_html(out, drawn, zero)}
-<h2>Sample completions (first, middle, last logged steps)</h2>{samples_table(samples)}
+<b>reward</b> (the weighted total) is the black line.</p>{curves}
+<h2>Sample completions (first, middle, last logged steps)</h2>
+{_table(head, sample_rows) if samples else "<p>No completion samples were logged (completions.jsonl is missing).</p>"}
 </body></html>"""
-    path = out / "report.html"
-    write(path, page, mine=True)
-    return str(path)
+    write(out / "report.html", page, mine=True)
+    return str(out / "report.html")

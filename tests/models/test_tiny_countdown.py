@@ -34,6 +34,7 @@ def test_accuracy_table(tmp_path):
     table = accuracy_table(tmp_path / "before", tmp_path / "after")
     assert "20.0%" in table and "52.4%" in table and "+32.4 points" in table
     assert "(countdown reward, greedy, 500 problems of the 'test' split)" in table
+    assert f"{tmp_path / 'before' / 'eval.json'}, {tmp_path / 'after' / 'eval.json'})" in table  # where they are
 
 
 def test_builtin_and_its_folder_are_known():

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from grpo_trl.cli import main as cli_main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_help_is_fast_and_imports_nothing_heavy():

@@ -1,0 +1,71 @@
+"""``grpo-trl train`` (and ``python -m grpo_trl.train``): train from the parsed arguments, then the summary; errors
+one line each, Ctrl-C naming the last checkpoint and the command that resumes from it."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+import warnings
+from typing import Any
+
+from grpo_trl.errors import GrpoTrlError, format_error_lines
+
+
+def print_summary(result: Any) -> None:
+    """What ``grpo-trl train`` prints at the end: steps, the reward trend, rows scored None, alerts."""
+    from grpo_trl.report.page import none_shares, trend_label
+
+    print(f"\ngrpo-trl: trained {result.global_step} steps; results in {result.output_dir}/")
+    if trend := result.reward_trend():  # the window really averaged, as report.html names it
+        print(f"grpo-trl: reward mean, {trend_label(result.log_history)}: {trend[0]:.3f} -> {trend[1]:.3f}")
+    if shares := none_shares(result.log_history):
+        listed = ", ".join(f"{name} {share:.1%}" for name, share in shares.items())
+        print(f"grpo-trl: rows scored None (skipped by TRL) per reward: {listed}")
+    for name, cause in getattr(result, "none_causes", {}).items():  # the why, not only the share
+        print(f"grpo-trl: reward {name!r} scored None on most rows; first cause: {cause}")
+    for alert in result.alerts:
+        print(f"grpo-trl: ALERT ({alert['kind']}) at step {alert['step']}: {alert['message']}")
+    print(f"grpo-trl: plots and samples: grpo-trl report {result.output_dir}")
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """``grpo-trl train``: errors one line each; Ctrl-C names the last checkpoint and the command that resumes."""
+    warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation chatter from transformers/TRL
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("grpo_trl").setLevel(logging.INFO)  # our progress notes (dataset size, resuming from...)
+    from grpo_trl.check import load_recipe
+    from grpo_trl.cli.threads import cpu_threads_line
+    from grpo_trl.rewards.stray_threads import exit_if_stray_threads
+    from grpo_trl.run.resume import checkpoints
+    from grpo_trl.run.session import is_main_process
+    from grpo_trl.train import run
+
+    recipe = None
+    try:
+        recipe = load_recipe(args.recipe, args.overrides)
+        if is_main_process() and (line := cpu_threads_line(recipe, gpu_allowed=not recipe.trainer.get("use_cpu"))):
+            print(line)
+        result = run(recipe, resume=args.resume, overwrite=args.overwrite, verbose=args.verbose)
+    except GrpoTrlError as exc:
+        print("\n".join(format_error_lines(exc, file=args.recipe)), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        sets = "".join(f" --set {shlex.quote(o)}" for o in args.overrides)
+        if recipe is None:
+            line = "interrupted"
+        elif saved := checkpoints(recipe.to_grpo_config().output_dir):
+            line = (
+                f"interrupted; last checkpoint: {saved[0]}; continue with: grpo-trl train {args.recipe}{sets} --resume"
+            )
+        else:
+            line = (
+                "interrupted before the first checkpoint was saved: nothing to resume (trainer.save_steps sets when)"
+            )
+        print(line, file=sys.stderr)
+        return 130
+    if is_main_process():  # RANK was read (and checked) by the run
+        print_summary(result)
+    exit_if_stray_threads(0)  # a reward's non-daemon thread must not keep the process alive after saving
+    return 0
