@@ -94,21 +94,24 @@ BENCHMARKS: dict[str, dict] = {
     },
 }
 
-DEEPSEEK = "DeepSeek-R1 report (arXiv:2501.12948), Table 5: pass@1 over 64 samples, T 0.6, top-p 0.95"
-OPEN_R1 = "open-r1 README, 'Reproducing Deepseek's evaluation results' (lighteval, greedy)"
+DEEPSEEK = "DeepSeek-R1 report (arXiv:2501.12948), Table 5, as open-r1's README quotes it: pass@1, T 0.6, top-p 0.95"
+OPEN_R1 = (
+    "open-r1 README (huggingface/open-r1 @1416fa0), 'Reproducing Deepseek's evaluation results': lighteval, pass@1 "
+    "over 64 (AIME 2024), 4 (MATH-500) or 8 (GPQA Diamond) samples"
+)
 VERL = "verl docs/algo/baseline.md, GSM8k table, 'hf checkpoint' row (from the Qwen2.5 blog)"
 
 # model -> benchmark -> [(score in %, source)]: published numbers only, each with where it was published
 REFERENCES: dict[str, dict[str, list[tuple[float, str]]]] = {
-    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": {
-        "math500": [(83.9, DEEPSEEK), (81.2, OPEN_R1)],
-        "aime24": [(28.9, DEEPSEEK)],
-        "gpqa-diamond": [(33.8, DEEPSEEK), (33.3, OPEN_R1)],
-    },
-    "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": {
-        "math500": [(92.8, DEEPSEEK), (91.8, OPEN_R1)],
-        "aime24": [(55.5, DEEPSEEK)],
-        "gpqa-diamond": [(49.1, DEEPSEEK), (48.4, OPEN_R1)],
-    },
-    "Qwen/Qwen2.5-0.5B-Instruct": {"gsm8k": [(36.4, VERL)]},
-}
+    f"deepseek-ai/DeepSeek-R1-Distill-Qwen-{size}": {
+        "math500": [(math500, DEEPSEEK), (math500_o, OPEN_R1)],
+        "aime24": [(aime, DEEPSEEK), (aime_o, OPEN_R1)],
+        "gpqa-diamond": [(gpqa, DEEPSEEK), (gpqa_o, OPEN_R1)],
+    }
+    for size, math500, math500_o, aime, aime_o, gpqa, gpqa_o in [
+        ("1.5B", 83.9, 83.1, 28.9, 30.7, 33.8, 35.8),
+        ("7B", 92.8, 94.5, 55.5, 50.8, 49.1, 50.5),
+        ("14B", 93.9, 94.1, 69.7, 65.9, 59.1, 61.5),
+        ("32B", 94.3, 95.6, 72.6, 69.7, 62.1, 63.1),
+    ]
+} | {"Qwen/Qwen2.5-0.5B-Instruct": {"gsm8k": [(36.4, VERL)]}}
