@@ -98,10 +98,13 @@ class Child:
             self.eof = True
 
     def close(self) -> None:
-        """Kill the child and every process it started (its group), and collect it."""
-        os.close(self.fd)
-        if self.requests >= 0:
-            os.close(self.requests)
+        """Kill the child and every process it started (its group), and collect it (once)."""
+        if self.fd < 0:
+            return
+        for fd in (self.fd, self.requests):
+            if fd >= 0:
+                os.close(fd)
+        self.fd, self.requests, self.eof = -1, -1, True
         for kill in (os.killpg, os.kill):
             with contextlib.suppress(OSError):  # already gone, or not yet its own group
                 kill(self.pid, signal.SIGKILL)

@@ -26,8 +26,7 @@ from grpo_trl.rewards.text import is_prose, math_form  # noqa: F401 - re-exporte
 logger = logging.getLogger(__name__)
 
 MAX_ANSWER_CHARS = 2_000  # a located answer longer than this is wrong without asking math-verify
-MIN_CHUNK = 8  # fewer items than this per worker are not worth a second worker
-CHUNK = 1024  # most items sent to a worker at once (their results always fit the pipe: no deadlock)
+MIN_CHUNK, CHUNK = 8, 1024  # items per worker: fewer are not worth a second worker; more could fill the pipe
 STARTUP_S = 30.0  # a fresh worker's warm-up, bounded apart from its items
 # Plain integers (no leading zeros) compare exactly like math-verify compares them; tested against math-verify.
 _PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,14})\Z")
@@ -135,28 +134,32 @@ class _Pool:
         """At least ``n`` workers, warm when this returns (they warm up at once, each in its process)."""
         with self.freed:
             grow, self.size = max(0, n - self.size), max(n, self.size)
-        children = [self._fork() for _ in range(grow)]
-        for child in children:
-            with contextlib.suppress(RewardTimeout, ChildFault):  # else its first use waits for it again
-                child.next(time.monotonic() + STARTUP_S)
-                self.fresh.discard(child)
-        self.give(children)
+        children: list[Child] = []
+        try:
+            while len(children) < grow:
+                children.append(self._fork())
+            for child in children:
+                with contextlib.suppress(RewardTimeout, ChildFault):  # else its first use waits for it again
+                    child.next(time.monotonic() + STARTUP_S)
+                    self.fresh.discard(child)
+        finally:  # a fork that failed leaves no worker counted
+            self.give(children, unborn=grow - len(children))
 
     def take(self, n: int) -> list[Child]:
         with self.freed:
             self.freed.wait_for(lambda: self.idle)
             return [self.idle.pop() for _ in range(min(n, len(self.idle)))]
 
-    def give(self, children: list[Child]) -> None:
+    def give(self, children: list[Child], unborn: int = 0) -> None:
         with self.freed:
             self.idle.extend(children)
+            self.size -= unborn
             self.freed.notify_all()
 
     def close(self) -> None:
         with self.freed:
             idle, self.idle, self.size = self.idle, [], 0
-        for child in idle:
-            child.close()
+        list(map(Child.close, idle))
 
     def run(self, items: list[tuple[str, str, bool]], timeout: float, workers: int) -> tuple[list, int]:
         """``verdict`` of each item, each within ``timeout`` s of the one before it in its worker (a fresh worker's
@@ -178,11 +181,8 @@ class _Pool:
                                 self.fresh.discard(children[k])  # "ready"
                             results[i] = children[k].next(time.monotonic() + timeout)
                         except (RewardTimeout, ChildFault):
-                            size_i = len(items[i][1])
-                            logger.warning(
-                                "math-verify exceeded %.1f s on a %d-char answer; scored 0.0", timeout, size_i
-                            )
                             lost += 1
+                            logger.warning("math-verify exceeded %.1f s on an answer; scored 0.0", timeout)
                             children[k].close()
                             self.fresh.discard(children[k])
                             children[k] = self._fork()
