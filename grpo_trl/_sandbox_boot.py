@@ -1,8 +1,5 @@
-"""Runs in the sandboxed child (``python -I -c``) before the user's code; see grpo_trl/sandbox.py.
-
-Binds the limits with soft = hard so the code cannot raise them back, asks the kernel to kill the run when the process
-that started it dies and to give no process of the run new privileges (a setuid ``su`` runs as the run's own uid),
-then executes ``main.py`` as ``__main__`` in fresh globals, and at exit leaves without the interpreter's teardown.
+"""Runs in the sandboxed child (``python -I -c``) before the user's code: binds the limits (soft = hard),
+death signal, ``no_new_privs``, own keyrings; runs ``main.py`` as ``__main__``; exits without teardown.
 argv: cpu_seconds memory_bytes file_bytes max_processes max_open_files. Importing this module does nothing.
 """
 
@@ -41,9 +38,7 @@ def _limit(argv: list[str]) -> None:
 
 
 def _own_keyrings(ctypes, os) -> None:
-    """Kernel keyrings: leave grpo-trl's session keyring (the run could read its keys and plant its own there) for a
-    new empty one; under a per-run uid (``_sandbox_host.UID_BASE`` and up), empty that uid's user keyrings, where an
-    earlier run with the same uid could have left keys for this one."""
+    """Join a new empty session keyring (not grpo-trl's); under a per-run uid, empty that uid's user keyrings."""
     keyctl = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
     if keyctl is None:
         return
@@ -57,8 +52,7 @@ def _own_keyrings(ctypes, os) -> None:
 
 
 def _exit_after(sys, os, status: list[int]) -> None:
-    """Registered first, so run last at exit (after the code's threads and atexit handlers): flush and leave with
-    ``status``, skipping the interpreter's teardown (which in a forked process copies most of its pages)."""
+    """Run last at exit: flush, leave with ``status``, skip the teardown (it copies a forked process's pages)."""
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
             stream.flush()

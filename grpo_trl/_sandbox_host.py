@@ -1,21 +1,21 @@
-"""The host side of a sandboxed run (see grpo_trl/sandbox.py): whose uid it runs as, where its directory lives, and
-removing everything it left behind (processes, files).
-
-Run as root, each concurrent run gets its own unprivileged uid from ``UidPool``: the process-count limit then binds
-exactly, and the cleanup can kill every process of that uid, even ones that left the run's process group.
+"""The host side of a sandboxed run (grpo_trl/sandbox.py): its uid (as root, one per concurrent run: the process
+limit binds exactly and cleanup kills every process of it), its directory, and removing all it left behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
 import signal
 import stat
+import subprocess
+import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 UID_BASE = 1_790_000_000  # per-run uids come from here (unnamed, unused by any distribution)
 UID_SLOTS = 256
@@ -27,12 +27,8 @@ class SandboxError(RuntimeError):
 
 
 class UidPool:
-    """Unprivileged uids for runs started as root, one per concurrent run across processes (``flock``ed files).
-
-    A run's own uid makes ``RLIMIT_NPROC`` exact and lets the cleanup kill every process the run left behind, even
-    ones that left its process group. Falls back to ``nobody`` (shared: cleanup by process group only) where the
-    range is not mapped (rootless containers).
-    """
+    """Unprivileged uids for runs started as root, one per concurrent run across processes (``flock``ed files);
+    ``nobody`` (cleanup by process group only) where the range is not mapped (rootless containers)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -65,18 +61,14 @@ _base: Path | None = None
 
 
 def base_dir() -> Path:
-    """``$TMPDIR/grpo-trl-sandbox-<euid>``, mode 0711: runs can reach their own directory but not write beside it.
-
-    Run directories left by a process that was killed (``run-<pid>-*`` of a dead pid) are removed on first use.
-    """
+    """``$TMPDIR/grpo-trl-sandbox-<euid>``, mode 0711 (runs reach their own directory, cannot write beside it); run
+    directories of dead processes are removed on first use."""
     global _base
     if _base is not None:
         return _base
     base = Path(tempfile.gettempdir()) / f"grpo-trl-sandbox-{os.geteuid()}"
-    try:
+    with contextlib.suppress(FileExistsError):
         base.mkdir(mode=0o711)
-    except FileExistsError:
-        pass
     st = os.lstat(base)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
         raise SandboxError(f"{base} is not a directory owned by this user; remove it")
@@ -157,9 +149,8 @@ def _kill_uid(uid: int) -> None:
 
 
 def kill_all(uid: int | None, strays: bool) -> None:
-    """Under a dedicated uid, kill every process of it (the fork server killed the run's process group); with
-    ``strays``, also remove every file it left in world-writable directories under ``SHARED_DIRS`` and its SysV IPC
-    objects (not needed with namespaces: nothing it wrote outlives them)."""
+    """Under a dedicated uid, kill every process of it; with ``strays`` (no namespaces), also remove its files in
+    world-writable directories under ``SHARED_DIRS`` and its SysV IPC objects."""
     if uid is not None and uid != NOBODY:
         _kill_uid(uid)
         if strays:
@@ -170,11 +161,67 @@ def kill_all(uid: int | None, strays: bool) -> None:
 
 def rmtree(path: Path) -> None:
     def fix(func, p, _exc):  # a run may leave read-only or 000 directories
-        try:
+        with contextlib.suppress(OSError):
             os.chmod(os.path.dirname(p), 0o700)
             os.chmod(p, 0o700)
             func(p)
-        except OSError:
-            pass
 
     shutil.rmtree(path, onerror=fix)
+
+
+def _env(home: str) -> dict[str, str]:
+    """The whole environment a run sees: nothing inherited, so no keys or tokens."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+    }
+
+
+def _can_run(exe: str, uid: int | None) -> bool:
+    try:
+        kw = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+        return subprocess.run([exe, "-I", "-c", "pass"], env=_env("/"), timeout=30, **kw).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+_python: str | None = None
+_python_lock = threading.Lock()
+ENV_PYTHON = "GRPO_TRL_SANDBOX_PYTHON"  # interpreter override when the sandbox user cannot run sys.executable
+
+
+def interpreter() -> str:
+    """The Python the sandbox runs (by the unprivileged user, as root): ``$GRPO_TRL_SANDBOX_PYTHON``, else
+    ``sys.executable``, else a system ``python3``."""
+    global _python
+    with _python_lock:
+        if _python is not None:
+            return _python
+        uid = None
+        if os.geteuid() == 0:
+            uid = UID_BASE
+            if not _can_run("/bin/true" if os.path.exists("/bin/true") else sys.executable, uid):
+                uids.dedicated, uid = False, NOBODY
+        candidates = [os.environ.get(ENV_PYTHON), sys.executable, shutil.which("python3", path="/usr/bin:/bin")]
+        for exe in filter(None, candidates):
+            if _can_run(exe, uid):
+                _python = exe
+                return exe
+        who = "this user" if uid is None else f"uid {uid}"
+        raise SandboxError(
+            f"no Python interpreter that {who} can execute (tried {', '.join(filter(None, candidates))}); "
+            f"set {ENV_PYTHON} to one it can run"
+        )
+
+
+def write_files(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        rel = PurePosixPath(name)
+        if rel.is_absolute() or ".." in rel.parts or not rel.parts or str(rel) == "main.py":
+            raise ValueError(f"sandbox file name {name!r} must be a relative path inside the run directory")
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")

@@ -1,12 +1,7 @@
-"""The fork server and the launcher between grpo-trl and a sandboxed run (docs/safety.md, grpo_trl/sandbox.py).
-
-``_serve`` (``python -I -c <this> fd boot``, one per grpo-trl process) forks a launcher per run. The launcher
-(``_main``), as root, gives the run its own PID, mount and IPC namespaces: every mount read-only but one private tmpfs
-(``disk_bytes``, ``inodes``) holding the run directory, ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock``; the
-namespace's init ends with the run, and the kernel kills all it left. Else it only drops to the run's uid ("uid"),
-or, not root, is the subreaper of the run (``_subreap``). The run then goes on as ``python -I -c <boot> <bounds>``
-would, and the launcher exits as the run did. argv: grpo_pid uid run_dir mount_dir disk_bytes inodes bounds...
-("uid": uid run_dir - 0 0; not root: - run_dir stop_fd 0 0; "none": ""). Exit 125 (message on stderr) if it cannot.
+"""The fork server (``_serve``: ``python -I -c <this> fd boot``) and the launcher (``_main``) of each sandboxed run.
+As root: own PID, mount and IPC namespaces, every mount read-only but a private tmpfs (run dir, /tmp...); else its
+uid ("uid") or, not root, its subreaper. argv: grpo_pid uid run_dir mount_dir disk_bytes inodes bounds... ("uid":
+uid run_dir - 0 0; not root: - run_dir stop_fd 0 0; "none": ""). Exit 125 (message on stderr) if it cannot.
 """
 
 
@@ -41,8 +36,7 @@ def _main(argv: list[str]) -> list[str]:
         return ["-c", *argv[7:]]
     check(libc.unshare(0x00020000 | 0x20000000 | 0x08000000), "unshare")  # CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC
 
-    # every mount private (nothing propagates back) and read-only, in one call (mount_setattr, Linux >= 5.12)
-    attr = (ctypes.c_uint64 * 4)(0x1, 0, 1 << 18, 0)  # attr_set=MOUNT_ATTR_RDONLY, propagation=MS_PRIVATE
+    attr = (ctypes.c_uint64 * 4)(0x1, 0, 1 << 18, 0)  # every mount read-only and MS_PRIVATE (Linux >= 5.12)
     check(libc.syscall(442, -100, b"/", 0x8000, attr, ctypes.sizeof(attr)), "mount_setattr")  # AT_RECURSIVE
     nosuid_nodev = 0x2 | 0x4
     mount(b"tmpfs", mnt.encode(), b"tmpfs", nosuid_nodev, f"size={disk},nr_inodes={inodes},mode=0711".encode())
@@ -100,9 +94,7 @@ def _main(argv: list[str]) -> list[str]:
             os._exit(125)
     os.close(status_w)
     os.close(alive_r)
-    data = b""
-    while chunk := os.read(status_r, 64):
-        data += chunk
+    data = b"".join(iter(lambda: os.read(status_r, 64), b""))
     os.waitpid(init, 0)  # returns once the namespace is empty
     if not data:
         os._exit(125)
@@ -111,8 +103,7 @@ def _main(argv: list[str]) -> list[str]:
 
 def _become(os, uid: int) -> None:
     os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
+    os.setresgid(uid, uid, uid), os.setresuid(uid, uid, uid)
 
 
 def _end_as(libc, status: int) -> None:
@@ -127,9 +118,9 @@ def _end_as(libc, status: int) -> None:
 
 
 def _subreap(libc, check, stop: int) -> None:
-    """Fork the run (which returns) and stay its subreaper: processes it orphans (``setsid``, double forks) become
-    this one's children. When the run exits, or grpo-trl writes to or closes ``stop``, kill every descendant, then
-    end as the run ended. The run has this process's uid, so it could kill it first (the README says so)."""
+    """Fork the run (which returns) and stay its subreaper; when it exits, or ``stop`` is written or closed, kill
+    every descendant (orphans included), then end as the run ended."""
+    import contextlib
     import os
     import select
 
@@ -161,10 +152,8 @@ def _subreap(libc, check, stop: int) -> None:
         while todo:
             child = todo.pop()
             todo += parents.get(child, [])
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(child, 9)
-            except OSError:
-                pass
         select.select([], [], [], 0.002)
     if not pid:
         os._exit(137)  # stopped by grpo-trl before the run ended
@@ -172,12 +161,10 @@ def _subreap(libc, check, stop: int) -> None:
 
 
 def _serve(fd: int) -> list[str]:
-    """The fork server: for each request on socket ``fd`` (a launcher's argv and the run's stdin, stdout, stderr,
-    its control socket and, not root, its stop fd), fork a launcher; returns that argv in it. Through the control
-    socket it sends the launcher's pid, then its exit status (``waitid`` with ``WNOWAIT``: the pid stays the run's,
-    never reused); when grpo-trl closes its end, it kills the launcher's process group and reaps it. It exits when
-    grpo-trl closes ``fd`` (or dies: not ``PR_SET_PDEATHSIG``, which fires when the *thread* that started it ends),
-    and every launcher then dies with it (theirs)."""
+    """Fork a launcher per request on socket ``fd`` (argv; stdin, stdout, stderr, control socket[, stop fd]); returns
+    that argv in it. On the control socket: the launcher's pid, then its exit status (``WNOWAIT``: the pid is never
+    reused); when grpo-trl closes it, kill the launcher's group. Exits when grpo-trl closes ``fd``."""
+    import contextlib
     import gc
     import json
     import os
@@ -201,10 +188,8 @@ def _serve(fd: int) -> list[str]:
     ended: set[int] = set()
 
     def send(control: int, value: int) -> None:
-        try:
+        with contextlib.suppress(OSError):  # grpo-trl may be done with the run already
             os.write(control, b"%d\n" % value)
-        except OSError:
-            pass  # grpo-trl is done with the run already
 
     while True:
         for key, _ in sel.select():
@@ -244,10 +229,8 @@ def _serve(fd: int) -> list[str]:
                 pid = runs.pop(key.fd)
                 sel.unregister(key.fd)
                 for kill in (os.killpg, os.kill):
-                    try:
+                    with contextlib.suppress(OSError):
                         kill(pid, 9)
-                    except OSError:
-                        pass
                 os.waitpid(pid, 0)
                 ended.discard(pid)
                 os.close(key.fd)

@@ -1,16 +1,6 @@
-"""Run untrusted Python (model-written code) in a separate, limited process: the one sandbox grpo-trl has.
-
-Each run is a process forked from a fork server (started once; ``_sandbox_ns.py``), in an empty temporary directory,
-with a stripped environment, ``setrlimit`` bounds, ``no_new_privs``, a wall-clock deadline that kills all it started
-and its output read up to a bound; as root, its own uid and, where mounts are allowed, its own PID, mount and IPC
-namespaces (``isolation()``). It is NOT a VM: the network is reachable, the kernel shared (docs/safety.md).
-
-Example:
-    >>> r = run_python("print(sum(range(10)))")
-    >>> (r.ok, r.stdout)
-    (True, '45\\n')
-    >>> run_python("while True: pass", limits=Limits(cpu_seconds=1, wall_seconds=2)).ok
-    False
+"""Run untrusted Python (model-written code) in a separate, limited process forked from a fork server
+(``_sandbox_ns.py``): empty directory, stripped environment, ``setrlimit`` bounds, a wall-clock deadline killing all
+it started, output read up to a bound; as root its own uid and namespaces. NOT a VM (docs/safety.md).
 """
 
 from __future__ import annotations
@@ -19,7 +9,6 @@ import json
 import logging
 import os
 import selectors
-import shutil
 import socket
 import subprocess
 import sys
@@ -28,13 +17,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from grpo_trl._sandbox_host import NOBODY, UID_BASE, SandboxError, base_dir, chown_tree, kill_all, rmtree, uids
+from grpo_trl import _sandbox_host as host
+from grpo_trl._sandbox_host import SandboxError, base_dir, interpreter, uids  # noqa: F401 - SandboxError re-exported
 
 MAX_OPEN_FILES = 256
 MAX_INODES = 8192  # files and directories a run may hold at once (namespaces mode)
-ENV_PYTHON = "GRPO_TRL_SANDBOX_PYTHON"  # interpreter override when the sandbox user cannot run sys.executable
 ENV_NAMESPACES = "GRPO_TRL_SANDBOX_NAMESPACES"  # "0": do not use namespaces even where they work ("uid" mode)
 
 logger = logging.getLogger(__name__)
@@ -57,8 +46,7 @@ class Limits:
 
 @dataclass
 class Result:
-    """What a run did. ``returncode`` is None when it was killed at the wall-clock deadline (``timed_out``), -9 when
-    it was killed at the output bound (``truncated``)."""
+    """What a run did; ``returncode`` None when killed at the deadline (``timed_out``), -9 at the output bound."""
 
     returncode: int | None
     stdout: str
@@ -73,52 +61,15 @@ class Result:
         return self.returncode == 0 and not self.timed_out
 
 
-_python: str | None = None
-_python_lock = threading.Lock()
 _mode: str | None = None
 _mode_lock = threading.Lock()
 _server: tuple[subprocess.Popen, socket.socket] | None = None
 _server_lock = threading.Lock()
 
 
-def _can_run(exe: str, uid: int | None) -> bool:
-    try:
-        kw = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
-        return subprocess.run([exe, "-I", "-c", "pass"], env=_env("/"), timeout=30, **kw).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-def interpreter() -> str:
-    """The Python the sandbox runs: ``$GRPO_TRL_SANDBOX_PYTHON``, else ``sys.executable``, else a system ``python3``.
-
-    Run as root, it must be executable by the unprivileged user (an interpreter under a 0700 ``/root`` is not).
-    """
-    global _python
-    with _python_lock:
-        if _python is not None:
-            return _python
-        uid = None
-        if os.geteuid() == 0:
-            uid = UID_BASE
-            if not _can_run("/bin/true" if os.path.exists("/bin/true") else sys.executable, uid):
-                uids.dedicated, uid = False, NOBODY
-        candidates = [os.environ.get(ENV_PYTHON), sys.executable, shutil.which("python3", path="/usr/bin:/bin")]
-        for exe in filter(None, candidates):
-            if _can_run(exe, uid):
-                _python = exe
-                return exe
-        who = "this user" if uid is None else f"uid {uid}"
-        raise SandboxError(
-            f"no Python interpreter that {who} can execute (tried {', '.join(filter(None, candidates))}); "
-            f"set {ENV_PYTHON} to one it can run"
-        )
-
-
 def isolation() -> str:
-    """How runs are isolated here, decided once per process: ``"namespaces"`` (root, Linux >= 5.12, mounts allowed),
-    ``"uid"`` (root without them, or ``$GRPO_TRL_SANDBOX_NAMESPACES=0``), ``"subreaper"`` (not root, Linux >= 5.3) or
-    ``"none"`` (not root, elsewhere); docs/safety.md says what each one isolates."""
+    """How runs are isolated here (once per process): ``"namespaces"`` (root, mounts allowed), ``"uid"`` (root
+    otherwise), ``"subreaper"`` (not root, Linux) or ``"none"``; docs/safety.md says what each isolates."""
     global _mode
     with _mode_lock:
         if _mode is None:
@@ -142,35 +93,11 @@ def isolation() -> str:
         return _mode
 
 
-def _env(home: str) -> dict[str, str]:
-    """The whole environment a run sees: nothing inherited, so no keys or tokens."""
-    return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": home,
-        "TMPDIR": home,
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-    }
-
-
-def _write_files(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        rel = PurePosixPath(name)
-        if rel.is_absolute() or ".." in rel.parts or not rel.parts or str(rel) == "main.py":
-            raise ValueError(f"sandbox file name {name!r} must be a relative path inside the run directory")
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-
-
 def run_python(
     code: str, *, stdin: str = "", limits: Limits = Limits(), files: dict[str, str] | None = None
 ) -> Result:
-    """Run ``code`` as ``main.py`` in a fresh sandboxed process; ``files`` (relative name -> text) go beside it.
-
-    Never raises for anything the code does; raises ``ValueError`` for a bad file name and ``SandboxError`` when no
-    interpreter can be run at all.
-    """
+    """Run ``code`` as ``main.py`` in a fresh sandboxed process, ``files`` (relative name -> text) beside it. Raises
+    only ``ValueError`` (a bad file name) and ``SandboxError`` (no interpreter can run)."""
     return _run(code, stdin, limits, files or {}, isolation())
 
 
@@ -183,7 +110,7 @@ def _fork_server() -> tuple[subprocess.Popen, socket.socket]:
             with theirs:
                 args = [interpreter(), "-I", "-c", _NS, str(theirs.fileno()), _BOOT]
                 proc = subprocess.Popen(
-                    args, pass_fds=(theirs.fileno(),), env=_env("/"), cwd="/", start_new_session=True,
+                    args, pass_fds=(theirs.fileno(),), env=host._env("/"), cwd="/", start_new_session=True,
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 )  # fmt: skip
             _server = proc, ours
@@ -199,8 +126,8 @@ os.register_at_fork(after_in_child=_forget_server)
 
 
 def _start(argv: list[str], fds: list[int]) -> socket.socket:
-    """Ask the fork server for a launcher running ``argv`` with ``fds`` (stdin, stdout, stderr, [stop]); its
-    control socket (see ``_serve``). A server that died is started again, once."""
+    """A launcher running ``argv`` with ``fds`` (stdin, stdout, stderr, [stop]) from the fork server (restarted once
+    if it died); its control socket (see ``_serve``)."""
     control, theirs = socket.socketpair()
     with theirs:
         for attempt in (0, 1):
@@ -222,20 +149,16 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
     root = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=base_dir()))
     start = time.monotonic()
     try:
-        _write_files(root, files)
+        host.write_files(root, files)
         (root / "main.py").write_text(code, encoding="utf-8", errors="surrogatepass")
-        bounds = [
-            str(max(1, int(limits.cpu_seconds + 0.999))),
-            str(limits.memory_mb << 20),
-            str(limits.file_size_mb << 20),
-            str(limits.max_processes),
-            str(MAX_OPEN_FILES),
-        ]
+        cpu = max(1, int(limits.cpu_seconds + 0.999))
+        bounds = [str(b) for b in (cpu, limits.memory_mb << 20, limits.file_size_mb << 20, limits.max_processes)]
+        bounds.append(str(MAX_OPEN_FILES))
         argv = ["-c", "", "", str(root), "-", "0", "0", *bounds]  # "none": the launcher does nothing
         if mode == "namespaces":  # the launcher (root) copies the inputs, drops to uid and runs _BOOT itself
             argv[2:7] = [str(uid), str(root), str(base_dir() / "mnt"), str(limits.disk_mb << 20), str(MAX_INODES)]
         elif mode == "uid":
-            chown_tree(root, uid)
+            host.chown_tree(root, uid)
             argv[2] = str(uid)
         elif mode == "subreaper":  # the launcher forks the run and kills all it left when fd 3 is written or closed
             argv[2], argv[4] = "-", "3"
@@ -252,32 +175,24 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
                     for fd in (out_w, err_w, *stop[:1]):
                         os.close(fd)  # the run holds them now
             with control:
-                stdout, stderr, returncode, timed_out, truncated = _collect(
+                collected = _collect(
                     out_r, err_r, control, start + limits.wall_seconds, limits.max_output_bytes, stop[1:]
                 )
         finally:
             for fd in (out_r, err_r, *stop[1:]):
                 os.close(fd)
-        kill_all(uid, mode == "uid")
-        return Result(
-            returncode=returncode,
-            stdout=stdout,
-            stderr=stderr,
-            timed_out=timed_out,
-            truncated=truncated,
-            duration_s=time.monotonic() - start,
-        )
+        host.kill_all(uid, mode == "uid")
+        return Result(*collected, duration_s=time.monotonic() - start)
     finally:
-        rmtree(root)
+        host.rmtree(root)
         uids.release(handle)
 
 
 def _collect(
     out: int, err: int, control: socket.socket, deadline: float, bound: int, stop: tuple[int, ...]
-) -> tuple[str, str, int | None, bool, bool]:
-    """Read both pipes until the run exits (its status comes on ``control``), or hits the deadline or the output
-    bound (then it is killed: ``stop``, a subreaper launcher's stop fd, is written to so that it kills the run's
-    descendants itself first; the fork server kills the launcher's group when ``control`` closes)."""
+) -> tuple[int | None, str, str, bool, bool]:
+    """Read both pipes until the run exits (status on ``control``), the deadline or the output bound (then a
+    subreaper launcher is told through ``stop`` to kill the run's descendants; the server kills its group)."""
     bufs = {out: bytearray(), err: bytearray()}
     said = b""
     returncode = None
@@ -318,26 +233,15 @@ def _collect(
         except OSError:
             pass  # it is gone already, or did not stop in time: the server kills it when control closes
     timed_out = returncode is None and not truncated
-    return (
-        *(bytes(b).decode("utf-8", errors="replace") for b in bufs.values()),
-        None if timed_out else -9 if returncode is None else returncode,
-        timed_out,
-        truncated,
-    )
+    out_text, err_text = (bytes(b).decode("utf-8", errors="replace") for b in bufs.values())
+    return None if timed_out else -9 if returncode is None else returncode, out_text, err_text, timed_out, truncated
 
 
 def run_many(jobs: list[dict], *, max_workers: int) -> list[Result]:
-    """``run_python(**job)`` for each job, at most ``max_workers`` at once; results in job order.
-
-    >>> [r.stdout for r in run_many([{"code": "print(1)"}, {"code": "print(input())", "stdin": "x"}], max_workers=2)]
-    ['1\\n', 'x\\n']
-    """
+    """``run_python(**job)`` for each job, at most ``max_workers`` at once; results in job order."""
     if max_workers < 1:
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
     if not jobs:
         return []
     with ThreadPoolExecutor(max_workers=min(max_workers, len(jobs)), thread_name_prefix="sandbox") as pool:
         return list(pool.map(lambda job: run_python(**job), jobs))
-
-
-__all__ = ["Limits", "Result", "SandboxError", "interpreter", "isolation", "run_many", "run_python"]

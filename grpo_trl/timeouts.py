@@ -1,10 +1,6 @@
-"""One call bounded in wall time by a worker thread: what tools and timed rewards use where nothing better works.
+"""One call bounded in wall time by a daemon thread, abandoned at the deadline (Python cannot stop a thread): tools
+off the main thread, endpoint probes, timed rewards where ``os.fork`` is missing (else ``rewards/isolated.py``).
 
-Python cannot stop a thread: at the deadline the caller gets its ``TimeoutError`` and the call goes on in a daemon
-thread whose late value is never used. (A timed reward runs in a forked child where it can, ``rewards/isolated.py``;
-a tool in the main thread uses ``SIGALRM``, ``tools/registry.py``.)
-
-Example:
     >>> import time
     >>> in_thread(lambda: 6 * 7, 1.0, TimeoutError("late"))
     42
@@ -22,8 +18,7 @@ from typing import Any
 
 
 def in_thread(call: Callable[[], Any], timeout: float | None, late: BaseException, name: str = "timed-call") -> Any:
-    """``call()`` in a daemon thread named ``name``, waited on for ``timeout`` seconds (None: no bound): its value,
-    or what it raised (re-raised here), or ``late`` raised when it has not returned by then."""
+    """``call()``'s value (or what it raised) if it returns within ``timeout`` s (None: no bound), else ``late``."""
     box: dict[str, Any] = {}
 
     def target() -> None:

@@ -1,6 +1,5 @@
-"""How every reward is called: as TRL's ``GRPOTrainer._calculate_rewards`` calls it (by keyword, ``async`` ones
-awaited), inside ``SafeReward``, which keeps faults to their rows and stops a run whose reward is broken on every row
-of its first batch (``guarded``). ``NamedReward`` binds a recipe's ``args``; both stay ``async`` for ``async`` rewards.
+"""The one reward call wrapper: ``SafeReward`` calls a reward as TRL does (by keyword, ``async`` ones awaited), keeps
+faults to their rows and stops a run whose reward is broken on every row of its first batch (``guarded``).
 
     >>> SafeReward(NamedReward("two", lambda completions, **kw: [1.0, 0.0]))(completions=["b"] * 2)
     [1.0, 0.0]
@@ -18,36 +17,12 @@ from typing import Any
 
 from grpo_trl.errors import RewardError
 from grpo_trl.rewards import isolated
-from grpo_trl.rewards.inputs import private
+from grpo_trl.rewards.inputs import NOT_PASSED, TRL_KWARGS, NamedReward, _keywords, is_async_reward, private  # noqa: F401
 from grpo_trl.rewards.isolated import RewardTimeout
 from grpo_trl.rewards.results import LengthError, collecting_faults, describe, scores, with_reported
 from grpo_trl.rewards.stray_threads import Place, note_threads, snapshot
 
 logger = logging.getLogger(__name__)
-
-# The keywords TRL passes itself (``environments`` only when the trainer has environments).
-TRL_KWARGS = frozenset(
-    {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
-)
-# Dataset columns TRL never passes to rewards (``_calculate_rewards`` drops them; the generated ones come as
-# ``prompts`` / ``completions`` / ``completion_ids``).
-NOT_PASSED = frozenset({"prompt", "completion", "completion_ids"})
-
-
-def is_async_reward(func: Callable) -> bool:
-    """Whether calling ``func`` returns a coroutine, decided as TRL's ``is_async_callable`` decides it."""
-    while isinstance(func, functools.partial):
-        func = func.func
-    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None))  # noqa: B004
-
-
-def _keywords(args: tuple, kwargs: dict) -> dict:
-    """TRL's keyword call; one positional argument (``reward(completions, solution=...)``) is ``completions``."""
-    if not args:
-        return kwargs
-    if len(args) > 1 or "completions" in kwargs:
-        raise TypeError("call a reward as TRL does: completions=..., prompts=..., columns by keyword")
-    return {"completions": args[0], **kwargs}
 
 
 def _batch_size(kwargs: dict) -> int:
@@ -57,41 +32,6 @@ def _batch_size(kwargs: dict) -> int:
     raise TypeError("a reward call needs completions=... (or completion_ids=... / prompts=...)")
 
 
-class NamedReward:
-    """A reward with its recipe ``args`` bound and a stable ``__name__`` (TRL logs ``rewards/<name>/mean``).
-
-    Called by keyword, as TRL calls it; the bound ``args`` arrive as keywords too. ``options`` are the arguments a
-    recipe can set for it, with their values (for hints). Picklable when the function or factory product is.
-    """
-
-    def __new__(cls, name: str | None = None, func: Callable | None = None, *args: Any, **kwargs: Any):
-        if cls is NamedReward and func is not None and is_async_reward(func):
-            cls = AsyncNamedReward
-        return super().__new__(cls)
-
-    def __init__(
-        self, name: str, func: Callable, args: dict[str, Any] | None = None, options: dict[str, Any] | None = None
-    ):
-        self.__name__ = name
-        self.func = func
-        self.args = dict(args or {})
-        self.options = dict(self.args if options is None else options)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.func(**{**_keywords(args, kwargs), **self.args})
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.__name__!r}, args={self.args})"
-
-
-class AsyncNamedReward(NamedReward):
-    """``NamedReward`` of an ``async`` reward: awaitable, so TRL's ``is_async_callable`` sees it."""
-
-    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return await self.func(**{**_keywords(args, kwargs), **self.args})
-
-
-# ------------------------------------------------------------------------------------------------ the wrapper
 def _is_builtin(reward: Callable) -> bool:
     """A grpo-trl built-in reward (function or factory product), all of which leave their inputs alone."""
     func = reward.func if isinstance(reward, NamedReward) else reward
@@ -100,31 +40,13 @@ def _is_builtin(reward: Callable) -> bool:
 
 
 class SafeReward:
-    """Runs a reward so that it can never end a run, calling it exactly as TRL would call it bare.
+    """Runs a reward, called exactly as TRL would call it bare, so that it can never end a run (docs/rewards.md).
 
-    - the result may be any sequence TRL accepts (list, tuple, generator, 1-D numpy array or torch tensor, numpy
-      scalars); a wrong length or a non-sequence (a coroutine, a string, a number) makes every row ``None``;
-      NaN, inf, values beyond float32 (TRL's storage) and non-numbers become ``None`` for their row;
-    - an exception (any ``BaseException``: ``GeneratorExit``, a custom one, an ``asyncio.CancelledError`` that is not
-      this call being cancelled), ``exit()`` or ``sys.exit()`` makes the reward be called again row by row, so only
-      the rows that fail become ``None``; Ctrl-C (``KeyboardInterrupt``) still stops the run;
-    - ``timeout`` (seconds): the reward runs in a forked child process (``grpo_trl.rewards.isolated``) killed at the
-      deadline, so the bound holds even for a reward stuck in C code or blocking its own event loop;
-    - ``os.chdir`` and a closed or replaced ``sys.stdout`` / ``sys.stderr`` are put back after each call (a relative
-      ``output_dir`` must still be where the run saves; the summary must still print);
-    - the inputs are isolated (``grpo_trl.rewards.inputs``): editing them in place changes nothing others see;
-    - a row the reward scores ``None`` and reports as a fault (``grpo_trl.rewards.results.report_fault``, as the
-      ``judge`` does for a failed request) is a fault like the others.
-
-    Metrics via TRL's ``log_metric``: ``reward_faults/<name>`` (rows a fault turned ``None``, reported ones included),
-    ``reward_none_frac/<name>`` (share of rows scored ``None``, faults or the reward's own ``None``),
-    ``timing/reward_s/<name>``. ``cause`` keeps the first reason a row became ``None`` (exception with file:line,
-    "returned 3 values for 8 completions", ...). Wrapping an ``async`` reward gives an ``AsyncSafeReward``, itself
-    ``async``.
-
-    ``stop_if_broken`` (set by the trainer, ``guarded``): a fault on *every* row of the first call (the first
-    generation batch) raises ``RewardError`` naming the reward and the cause, so the run stops at once instead of
-    training without it; a timeout never does (the bound is the recipe's), nor does a reward's own ``None``.
+    A fault (an exception or exit, a wrong length, NaN/inf/non-numbers, a ``report_fault``) costs only its rows
+    (the batch is retried row by row); ``timeout`` runs it in a killed-at-deadline child (``isolated``); cwd,
+    streams and builtins are put back (``Place``); inputs are private copies. Logs ``reward_faults/<name>``,
+    ``reward_none_frac/<name>``, ``timing/reward_s/<name>``. ``stop_if_broken``: a fault on every row of the first
+    call (not a timeout) raises ``RewardError``.
     """
 
     def __new__(cls, reward: Callable | None = None, *args: Any, **kwargs: Any):
@@ -150,16 +72,11 @@ class SafeReward:
         """Why rows were scored ``None``: the first fault, else the reward returning ``None`` itself."""
         return self.first_cause or self._none_cause
 
-    def _first_call(self, kwargs: dict) -> Any:
+    async def _invoke(self, kwargs: dict, first: bool) -> Any:
+        """One call: the batch (``first``: a private copy, unless built-in) or one row (already its own copy)."""
         if self.timeout is not None:  # a child process: its memory is its own copy
             return isolated.call(self.reward, kwargs, self.timeout)
-        return self.reward(**(kwargs if self.read_only else private(kwargs)))  # edits in place reach no one else
-
-    async def _invoke(self, kwargs: dict, first: bool) -> Any:
-        """One call of the reward: the batch (``first``) or one row (its own copy)."""
-        if first:
-            return self._first_call(kwargs)
-        return isolated.call(self.reward, kwargs, self.timeout) if self.timeout else self.reward(**kwargs)
+        return self.reward(**(private(kwargs) if first and not self.read_only else kwargs))
 
     def _rows(self, kwargs: dict, n: int):
         for i in range(n):
@@ -245,9 +162,9 @@ class AsyncSafeReward(SafeReward):
     async def _invoke(self, kwargs: dict, first: bool) -> Any:
         kwargs = private(kwargs) if first else kwargs  # runs beside others: its own copy
         if self.timeout is not None and isolated.CAN_FORK:  # a child process; this loop waits without blocking
-            child = isolated.start(self.reward, kwargs, self.timeout)
-            result = await asyncio.get_running_loop().run_in_executor(None, isolated.finish, child)
-            return isolated.replay(result, kwargs)
+            started = isolated.start(self.reward, kwargs, self.timeout)
+            outcome = await asyncio.get_running_loop().run_in_executor(None, isolated.finish, started, self.timeout)
+            return isolated.replay(outcome, kwargs)
         if self.timeout is not None:
             return await asyncio.to_thread(isolated.call, self.reward, kwargs, self.timeout)
         result = self.reward(**kwargs)
@@ -260,7 +177,7 @@ class AsyncSafeReward(SafeReward):
 
 
 def _drive(coroutine: Any) -> Any:
-    """Run a coroutine that never suspends (a sync reward's ``_score``) to its result, without an event loop."""
+    """Run a coroutine that never suspends (a sync reward's ``_score``) without an event loop."""
     try:
         coroutine.send(None)
     except StopIteration as done:
@@ -270,8 +187,7 @@ def _drive(coroutine: Any) -> Any:
 
 
 def _reraise_own(exc: BaseException) -> None:
-    """Re-raise Ctrl-C, and a ``CancelledError`` that cancels this call itself (the trainer stopping); a reward's
-    own ``CancelledError`` (it awaited a task that was cancelled) is its fault like any other."""
+    """Re-raise Ctrl-C, and a ``CancelledError`` cancelling this call itself (not one the reward got from a task)."""
     if isinstance(exc, KeyboardInterrupt):
         raise exc
     if isinstance(exc, asyncio.CancelledError):
@@ -306,9 +222,8 @@ def broken(name: str, reward: Callable, cause: str | None, n: int) -> RewardErro
 
 
 def guarded(reward: Any) -> Any:
-    """A reward as the trainer runs it: in ``SafeReward``, stopping the run when broken on the whole first batch.
-    The recipe's rewards and those given to ``train``/``build_trainer`` (``reward_funcs=``) alike; a reward model
-    (a path, a ``PreTrainedModel``) is TRL's to run and is returned as it is."""
+    """A reward as the trainer runs it (recipe's or ``reward_funcs=``): ``SafeReward`` stopping the run when broken on
+    the whole first batch; a reward model (a path, a ``PreTrainedModel``) is TRL's to run, returned as it is."""
     if isinstance(reward, SafeReward):
         reward.stop_if_broken = True
         return reward

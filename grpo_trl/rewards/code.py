@@ -1,13 +1,6 @@
-"""Code rewards: ``code_tests`` runs the completion's last Python block against the row's tests in the sandbox;
-``code_format`` checks that there is such a block and that it parses (nothing is run).
+"""Code rewards: ``code_tests`` runs the completion's last Python block against the row's tests (``tests``,
+open-r1's ``verification_info`` or MBPP's ``test_list``) in the sandbox; ``code_format`` checks it parses.
 
-Tests come from the row, in any of these shapes (the ``code`` builder writes the first):
-
-- ``tests``: ``{"asserts": [...], "setup": "...", "io": [{"input": ..., "output": ...}]}`` (a dict or its JSON);
-- ``verification_info``: open-r1's ``{"language": "python", "test_cases": [{"input", "output", "type"}]}``;
-- ``test_list`` (+ ``test_setup_code``, ``test_imports``): MBPP's assert statements.
-
-Example:
     >>> code_format(["```python\\nprint(1)\\n```", "```python\\nprint(\\n```", "no code"])
     [1.0, 0.5, 0.0]
 """
@@ -18,6 +11,7 @@ import ast
 import json
 import os
 import secrets
+from pathlib import Path
 from typing import Any
 
 from grpo_trl.rewards.registry import register_reward, text_of
@@ -71,113 +65,11 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.strip().splitlines()]
 
 
-# The assert harness (main.py; the solution is solution.py beside it). Everything it uses after the solution has run
-# is bound before: patching builtins, os, sys or json, or replacing sys.stdout, changes nothing it does. The tests are
-# compiled before the solution runs and see the builtins as they were then. Results go to its own copy of stdout as
-# "<token>:<i>", the token read from stdin (then closed) before the solution runs; the parent counts each i in
-# range(len(tests)) once, so a score is in [0, 1] whatever is printed. An exception or exit in the solution passes
-# nothing; after the last test the harness exits at once (no atexit handler, __del__ or thread runs after it).
-# The token and the compiled tests live in this function's frame, so right before the solution runs it installs an
-# audit hook (which nothing can remove) refusing what reaches another frame or raw memory: sys._getframe (except from
-# the stdlib functions that only read the caller's module name: namedtuple, typing, enum), frames of tracebacks,
-# generators and coroutines, sys._current_frames, settrace/setprofile, gc (unloaded first), ctypes, new audit hooks
-# (a hook sees each test's code object), new programs (exec, spawn, subprocess, _posixsubprocess), chdir/symlink/link,
-# and opening anything under /proc or /dev but /dev/null, /dev/zero, /dev/urandom, /dev/random. The hook's own frame
-# holds nothing secret.
-_HARNESS = """
-def __grade(tests):
-    import builtins, os, sys, _thread, collections, enum, typing
-    _exec, _compile, _write, _BaseException, _dict = exec, compile, os.write, BaseException, dict
-    _exit, _getframe, _ident, _getcwd = os._exit, sys._getframe, _thread.get_ident, os.getcwd
-    _str, _bytes, _isinstance, _RuntimeError = str, bytes, isinstance, RuntimeError
-    pristine = _dict(vars(builtins))
-    token = os.read(0, 64).strip()
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)  # the stdin file still held the token: a solution could seek back and read it
-    os.close(null)
-    out = os.dup(1)
-    codes, n = [], len(tests)
-    for t in tests:
-        try:
-            codes.append(_compile(t, "<test>", "exec"))
-        except (SyntaxError, ValueError):
-            codes.append(None)
-    with open("solution.py", encoding="utf-8") as f:
-        solution = f.read()
-    try:
-        os.remove("main.py")  # this file holds the tests: a solution reading it could answer from a lookup table
-    except OSError:
-        pass
-    refused = frozenset(
-        "sys._current_frames sys.settrace sys.setprofile sys.addaudithook gc.get_objects gc.get_referrers "
-        "gc.get_referents os.chdir os.fchdir os.symlink os.link os.system os.exec os.posix_spawn os.spawn "
-        "subprocess.Popen pty.spawn".split()
-    )
-    frame_attrs = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"))
-    # stdlib code that reads only the module name of its caller's frame and hands the frame to nothing else (logging
-    # and traceback hand frames to functions looked up in their module, which a solution can replace: not trusted)
-    name_readers = frozenset(
-        (collections.namedtuple.__code__, typing._caller.__code__, enum.EnumType._create_.__code__)
-    )
-    # _posixsubprocess starts a program without an audit event (and outside this hook); _test*: the C-API test kits
-    # gc: under DEBUG_SAVEALL, gc.garbage keeps finished frames, whose f_back leads here
-    modules = frozenset(("_posixsubprocess", "_xxsubinterpreters", "gc"))
-    devices = frozenset(("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"))
-    cwd, busy = _getcwd(), set()
-
-    def guard(event, args):
-        if event in refused or event.startswith("ctypes."):
-            raise _RuntimeError("code_tests: " + event + " is refused")
-        if event == "import" and (args[0] in modules or _str.startswith(args[0], "_test")):
-            raise _RuntimeError("code_tests: importing " + args[0] + " is refused")
-        if event == "open":
-            path = args[0]
-            if _isinstance(path, _bytes):
-                path = _bytes.decode(path, "utf-8", "surrogateescape")
-            if _isinstance(path, _str):
-                path = _str.join("", (path,))  # a str subclass's own methods are the solution's code
-                parts = _str.split(cwd + "/" + path, "/")  # an absolute path gives "//" in the middle: harmless
-                if "proc" in parts or ("dev" in parts and path not in devices):
-                    raise _RuntimeError("code_tests: opening " + path + " is refused")
-        elif event == "sys._getframe" or (event == "object.__getattr__" and args[1] in frame_attrs):
-            me = _ident()
-            if me in busy:  # the hook's own frame access below (this frame is never handed out: tb_frame is refused)
-                return
-            busy.add(me)
-            try:
-                caller = _getframe(1)
-                allowed = event == "sys._getframe" and caller.f_code in name_readers
-            finally:
-                busy.discard(me)
-            if not allowed:
-                raise _RuntimeError("code_tests: " + event + " is refused")
-
-    ns = {"__name__": "solution", "__builtins__": builtins}
-    sys.modules.pop("gc", None)
-    sys.addaudithook(guard)
-    try:
-        _exec(_compile(solution, "solution.py", "exec"), ns)
-    except _BaseException:
-        _exit(0)
-    env = _dict(ns)
-    env["__builtins__"] = pristine
-    i = 0
-    while i < n:
-        if codes[i] is not None:
-            try:
-                _exec(codes[i], env)
-            except _BaseException:
-                pass
-            else:
-                _write(out, b"\\n" + token + b":%d\\n" % i)
-        i += 1
-    _exit(0)
-"""
+_HARNESS = (Path(__file__).parent / "_code_harness.py").read_text(encoding="utf-8")
 
 
-# The harness runs in a thread of its own: a signal handler (which no audit event covers) runs in the main thread and
-# is handed the frame running there, main.py's module frame, which holds neither the token nor the tests (its code's
-# constants do: f_code is refused). The main thread waits until the harness ends the process.
+# The harness runs in its own thread: a signal handler (no audit event) gets the main thread's frame, which holds
+# neither token nor tests. The main thread waits until the harness ends the process.
 _START = """
 def __run(tests):
     import os
@@ -197,8 +89,7 @@ __done.acquire()
 
 
 def _assert_script(asserts: list[str]) -> str:
-    """``main.py`` for a row's asserts: ``solution.py`` runs as a module (its ``if __name__ == "__main__":`` block
-    does not run), then each assert in its namespace (see ``_HARNESS``)."""
+    """``main.py`` for a row's asserts: ``solution.py`` runs as a module, then each assert in its namespace."""
     return _HARNESS + _START % (asserts,)
 
 
@@ -215,11 +106,8 @@ def _passed_asserts(stdout: str, token: str, total: int) -> int:
 @register_reward("code_tests")
 class CodeTests:
     """Fraction of the row's tests the last Python block passes (``binary=True``: 1.0 only if all pass); 0.0 without
-    a block; None for a row without tests. Asserts run together in one sandboxed process per completion; each
-    stdin/stdout pair runs in its own, output compared line by line with surrounding whitespace stripped. At most
-    ``max_workers`` processes at once (default: twice the usable cores, as a run spends much of its time starting and
-    ending, not computing); each has ``timeout`` seconds (wall and CPU) and
-    ``memory_mb``.
+    a block; None for a row without tests. Asserts run in one sandboxed process, each stdin/stdout pair in its own
+    (lines compared stripped); at most ``max_workers`` at once, each with ``timeout`` s and ``memory_mb``.
     """
 
     def __init__(
@@ -291,6 +179,3 @@ def code_format(completions: list, **kwargs) -> list[float]:
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             out.append(0.5)
     return out
-
-
-__all__ = ["CodeTests", "code_format", "extract_code", "parse_tests"]

@@ -41,10 +41,8 @@ def _walk(node: ast.AST, used: list[int]) -> Fraction:
 
 
 def evaluate_equation(equation: str) -> tuple[Fraction, list[int]] | None:
-    """Exact value of an integer ``+ - * / ( )`` expression and the integers it uses, or ``None`` if not allowed.
-
-    Bounded: at most ``MAX_EQUATION_CHARS`` characters and operands up to ``MAX_OPERAND``; division by zero gives None.
-    """
+    """Exact value of an integer ``+ - * / ( )`` expression (bounded in length and operands) and the integers it
+    uses, or ``None`` if not allowed (division by zero too)."""
     if len(equation) > MAX_EQUATION_CHARS or not _ALLOWED.match(equation):
         return None
     try:

@@ -35,11 +35,9 @@ def think_format(
 ) -> list[float]:
     """1.0 for exactly ``<think>\\n...\\n</think>\\n<answer>\\n...\\n</answer>``, else 0.0.
 
-    ``prefilled_think=True`` is for chat templates that open ``<think>`` in the prompt: the completion then starts
-    inside the think block. ``trailing_lines=True`` also accepts more lines after a ``</answer>`` that ends its
-    line (a trailing newline, say), as open-r1's ``format`` reward does (its ``$`` matches at any line end).
-    ``newlines=False`` is ms-swift's ``format`` reward: ``<think>`` first, ``</think>``, any whitespace (or none),
-    ``<answer>``, ``</answer>`` last; no newline required inside the tags, and tags inside the bodies allowed.
+    ``prefilled_think``: the chat template opens ``<think>`` in the prompt. ``trailing_lines``: lines after a
+    ``</answer>`` ending its line are accepted (open-r1's ``format``). ``newlines=False``: ms-swift's ``format``
+    (tags inline, any whitespace between).
     """
     out = []
     layout = _think_layout if newlines else _inline_layout
@@ -52,8 +50,7 @@ def think_format(
 
 
 def _think_layout(text: str, trailing_lines: bool = False) -> bool:
-    """``<think>\\n T \\n</think>\\n<answer>\\n A \\n</answer>`` and no second ``<think>`` anywhere (TRL rejects one),
-    in linear time: string searches, no regex backtracking."""
+    """``<think>\\n T \\n</think>\\n<answer>\\n A \\n</answer>``, no second ``<think>`` (as TRL), in linear time."""
     if not text.startswith(_OPEN) or text.find("<think>", 1) >= 0:
         return False
     sep = text.find(_SEP, len(_OPEN))  # the think and answer bodies may be empty, not shared with the tags
@@ -67,13 +64,8 @@ def _think_layout(text: str, trailing_lines: bool = False) -> bool:
 
 
 def _inline_layout(text: str, trailing_lines: bool = False) -> bool:
-    """ms-swift's ``^<think>.*?</think>\\s*<answer>.*?</answer>`` up to the end of the text (DOTALL), in linear time.
-
-    Its regex backtracks over every ``</think>`` and ``</answer>`` pair (quadratic on a text full of them). The same
-    answer without backtracking: the earliest ``</think>`` followed by whitespace and ``<answer>`` gives the earliest
-    answer body, and a closing ``</answer>`` at the end of the text (or ending a line, with ``trailing_lines``) after
-    that body exists or not. Each whitespace run is skipped once, so the whole scan is linear.
-    """
+    """ms-swift's ``^<think>.*?</think>\\s*<answer>.*?</answer>$`` (DOTALL) in linear time: the earliest ``</think>``
+    followed by ``<answer>`` gives the earliest answer body; then a closing ``</answer>`` after it decides."""
     if not text.startswith("<think>"):
         return False
     body = -1
@@ -100,11 +92,8 @@ def tag_count(completions: list, **kwargs) -> list[float]:
 
 @register_reward("reasoning_steps")
 def reasoning_steps(completions: list, min_steps: int = 3, numbered_lines: bool = True, **kwargs) -> list[float]:
-    """min(1, step markers found / ``min_steps``): ``Step 1:``, ``1.``, bullets, ``First,`` ... ``Finally,``.
-
-    ``numbered_lines``: a ``1.`` counts at the start of every line; False counts it only at the start of the text,
-    as open-r1's ``reasoning_steps_reward`` does (its regex has no MULTILINE flag).
-    """
+    """min(1, step markers found / ``min_steps``): ``Step 1:``, ``1.``, bullets, ``First,`` ... ``Finally,``
+    (``numbered_lines=False``: ``1.`` counts only at the start of the text, as open-r1's)."""
     markers = _STEP_MARKERS[bool(numbered_lines)]
     # stops at min_steps markers: a long text of markers costs no more than a short one
     return [
@@ -117,9 +106,6 @@ def reasoning_steps(completions: list, min_steps: int = 3, numbered_lines: bool 
 def xml_format(
     completions: list, tags: tuple[str, ...] | list[str] = ("reasoning", "answer"), per_tag: float = 0.2, **kwargs
 ) -> list[float]:
-    """``per_tag`` for each opening and closing tag present, ``<reasoning>``/``<answer>`` by default (0.8 max).
-
-    ``args: {tags: [think, answer]}`` gives the ``<think>`` variant.
-    """
+    """``per_tag`` for each opening and closing tag present, ``<reasoning>``/``<answer>`` by default (0.8 max)."""
     needles = [f"<{t}>" for t in tags] + [f"</{t}>" for t in tags]
     return [float(round(sum(per_tag for n in needles if n in text), 10)) for text in text_of(completions)]

@@ -1,6 +1,5 @@
-"""The inputs TRL hands every reward stay what they were: TRL passes the *same* lists to each reward and logs them
-after, so a user's reward is called with its own copy (``private``: containers copied, strings and numbers shared)
-and its in-place edits reach no other reward and no log. The built-ins, tested read-only, read the originals.
+"""What a reward is called with: TRL's keywords, its recipe ``args`` (``NamedReward``), and a private copy of the
+batch (TRL passes the *same* lists to each reward and logs them after: in-place edits must reach no one else).
 
     >>> batch = {"completions": [[{"role": "assistant", "content": "hi"}]]}
     >>> private(batch)["completions"][0][0]["content"] = "edited"; batch
@@ -10,8 +9,66 @@ and its in-place edits reach no other reward and no log. The built-ins, tested r
 from __future__ import annotations
 
 import copy
+import functools
 import gc
+import inspect
+from collections.abc import Callable
 from typing import Any
+
+# The keywords TRL passes itself (``environments`` only when the trainer has environments)
+TRL_KWARGS = frozenset(
+    {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
+)
+# Dataset columns TRL never passes to rewards (the generated ones come as prompts / completions / completion_ids)
+NOT_PASSED = frozenset({"prompt", "completion", "completion_ids"})
+
+
+def is_async_reward(func: Callable) -> bool:
+    """Whether calling ``func`` returns a coroutine, decided as TRL's ``is_async_callable`` decides it."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None))  # noqa: B004
+
+
+def _keywords(args: tuple, kwargs: dict) -> dict:
+    """TRL's keyword call; one positional argument (``reward(completions, solution=...)``) is ``completions``."""
+    if not args:
+        return kwargs
+    if len(args) > 1 or "completions" in kwargs:
+        raise TypeError("call a reward as TRL does: completions=..., prompts=..., columns by keyword")
+    return {"completions": args[0], **kwargs}
+
+
+class NamedReward:
+    """A reward with its recipe ``args`` bound (as keywords) and a stable ``__name__`` (TRL logs
+    ``rewards/<name>/mean``); ``options``: what a recipe can set, with values (for hints)."""
+
+    def __new__(cls, name: str | None = None, func: Callable | None = None, *args: Any, **kwargs: Any):
+        if cls is NamedReward and func is not None and is_async_reward(func):
+            cls = AsyncNamedReward
+        return super().__new__(cls)
+
+    def __init__(
+        self, name: str, func: Callable, args: dict[str, Any] | None = None, options: dict[str, Any] | None = None
+    ):
+        self.__name__ = name
+        self.func = func
+        self.args = dict(args or {})
+        self.options = dict(self.args if options is None else options)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(**{**_keywords(args, kwargs), **self.args})
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.__name__!r}, args={self.args})"
+
+
+class AsyncNamedReward(NamedReward):
+    """``NamedReward`` of an ``async`` reward: awaitable, so TRL's ``is_async_callable`` sees it."""
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.func(**{**_keywords(args, kwargs), **self.args})
+
 
 # What TRL passes that is not data: shared on purpose (state, callbacks, live environment instances).
 NOT_DATA = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
@@ -31,12 +88,8 @@ def _message(m: Any) -> bool:
 
 
 def fresh(value: Any) -> Any:
-    """A copy of ``value`` whose lists, dicts and tuples are new and whose strings and numbers are shared.
-
-    Other objects are deep-copied. A list whose first and last items are
-    strings or numbers is taken to hold only such items, as every list TRL and ``datasets`` (one Arrow type per
-    column) build does: checking each item would cost more than most rewards. TRL's shapes (rows of strings, of
-    token ids, of message dicts) are copied without recursion, at close to C speed.
+    """A copy of ``value``: lists, dicts and tuples new, strings and numbers shared, other objects deep-copied. A list
+    whose first and last items are atoms holds only atoms (as every list TRL and ``datasets`` build does).
 
     >>> row = [{"role": "user", "content": "x"}]
     >>> c = fresh(row); c == row, c[0] is row[0], c[0]["content"] is row[0]["content"]
@@ -69,7 +122,7 @@ def fresh(value: Any) -> Any:
 def private(kwargs: dict[str, Any]) -> dict[str, Any]:
     """``kwargs`` with every data input copied: what a user's reward is called with."""
     collecting = gc.isenabled()
-    gc.disable()  # only new acyclic containers: a collection pass over a training process's heap costs more
+    gc.disable()  # only new acyclic containers: a collection pass over a trainer's heap costs more
     try:
         return {k: v if k in NOT_DATA or type(v) in _ATOMS else fresh(v) for k, v in kwargs.items()}
     finally:

@@ -1,12 +1,14 @@
-"""A reward with a ``timeout:`` runs in a forked child process, so that the bound holds whatever the reward does (a
-thread cannot be stopped: C code holding the GIL, an ``async`` reward blocking its loop). At the deadline the child
-and all it started get ``SIGKILL`` and the rows score ``None``; its faults and ``log_metric`` / ``log_extra`` calls
-are sent back and replayed; where ``os.fork`` is missing, a thread abandoned at the deadline (docs/rewards.md).
+"""The one bound in time for code that may never return: a forked child, killed with all it started at its deadline.
+
+Timed rewards (``timeout:``) and math-verify both run here: a thread cannot be stopped (C code holding the GIL, an
+``async`` reward blocking its loop), a process group can. Where ``os.fork`` is missing, a thread abandoned at the
+deadline (``grpo_trl.timeouts``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import os
@@ -16,7 +18,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from grpo_trl.rewards.results import collecting_faults, describe, report_fault
@@ -31,7 +33,7 @@ class RewardTimeout(TimeoutError):
 
 
 class ChildFault(Exception):
-    """The reward raised (or called ``exit()``) in its child process; ``described`` is its ``describe()`` there."""
+    """The child failed (the reward raised or exited, or the child died); ``described`` says how."""
 
     def __init__(self, described: str):
         super().__init__(described)
@@ -39,69 +41,123 @@ class ChildFault(Exception):
 
 
 class Child:
-    """A forked call in flight: its pid, the read end of its pipe and its deadline."""
+    """A forked child sending back one pickled message per item ``produce()`` yields; ``next`` reads them. A
+    ``worker`` child is long-lived: ``produce(requests)`` gets what ``send`` sends; it keeps no other descriptor."""
 
-    def __init__(self, pid: int, fd: int, deadline: float, timeout: float):
-        self.pid, self.fd, self.deadline, self.timeout = pid, fd, deadline, timeout
+    def __init__(self, produce: Callable[..., Iterable], worker: bool = False):
+        for stream in (sys.stdout, sys.stderr):  # else the child would print what the parent had buffered again
+            with contextlib.suppress(Exception):
+                stream.flush()
+        read, write = os.pipe()
+        requests, self.requests = os.pipe() if worker else (-1, -1)
+        self.pid = os.fork()
+        if self.pid == 0:  # pragma: no cover - the child (coverage does not follow a fork)
+            try:
+                os.setpgid(0, 0)  # its own group: the deadline kills what it started too
+                if worker:  # it ends when grpo-trl closes its requests (or dies), not when a sibling does
+                    low, high = sorted((write, requests))
+                    for start, end in ((3, low), (low + 1, high), (high + 1, os.sysconf("SC_OPEN_MAX"))):
+                        os.closerange(max(3, start), end)
+                else:
+                    os.close(read)
+                for message in produce(*([_received(requests)] if worker else [])):
+                    _send(write, message)
+            finally:  # whatever happens, the child never returns into the trainer
+                os._exit(0)
+        os.close(write)
+        if worker:
+            os.close(requests)
+        self.fd, self.buf, self.eof = read, b"", False
+        self.poller = select.poll()  # not select.select: it fails on a descriptor above 1023
+        self.poller.register(read, select.POLLIN)
 
+    def next(self, deadline: float) -> Any:
+        """The next message; ``RewardTimeout`` at ``deadline`` (time.monotonic), ``ChildFault`` if the child ended."""
+        while True:
+            if len(self.buf) >= 8 and len(self.buf) >= (need := 8 + int.from_bytes(self.buf[:8], "big")):
+                data, self.buf = self.buf[8:need], self.buf[need:]
+                try:
+                    return pickle.loads(data)
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - an unpickling that raises or exits
+                    raise ChildFault(f"its result cannot be read back ({type(exc).__name__})") from None
+            if self.eof:
+                raise ChildFault("its process ended without an answer (killed, out of memory, or os._exit())")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RewardTimeout("late")
+            if self.poller.poll(max(1, int(left * 1000))):
+                chunk = os.read(self.fd, 1 << 16)
+                self.eof, self.buf = not chunk, self.buf + chunk
 
-def start(func: Callable, kwargs: dict, timeout: float) -> Child:
-    """Fork a child that calls ``func(**kwargs)`` (running it to completion when it is ``async``)."""
-    for stream in (sys.stdout, sys.stderr):  # else the child would print what the parent had buffered again
+    def send(self, message: Any) -> None:
         try:
-            stream.flush()
-        except Exception:  # noqa: BLE001, S110 - a closed or odd stream: nothing to flush
-            pass
-    read, write = os.pipe()
-    deadline = time.monotonic() + timeout
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child (coverage does not follow a fork)
-        try:
-            os.close(read)
-            _child(func, kwargs, write)
-        finally:  # whatever escapes _child (a BaseException from pickling), the child never returns into the trainer
-            os._exit(1)
-    os.close(write)
-    return Child(pid, read, deadline, timeout)
+            _send(self.requests, message)
+        except OSError:  # it died: ``next`` says so
+            self.eof = True
+
+    def close(self) -> None:
+        """Kill the child and every process it started (its group), and collect it (once)."""
+        if self.fd < 0:
+            return
+        for fd in (self.fd, self.requests):
+            if fd >= 0:
+                os.close(fd)
+        self.fd, self.requests, self.eof = -1, -1, True
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(OSError):  # already gone, or not yet its own group
+                kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
 
 
-def _child(func: Callable, kwargs: dict, fd: int) -> None:  # pragma: no cover - runs in the child
+def _send(fd: int, message: Any) -> None:  # pragma: no cover - runs in the child
     try:
-        os.setpgid(0, 0)  # its own group: the deadline kills what it started too
+        data = pickle.dumps(message)
+    except BaseException as exc:  # noqa: BLE001 - does not pickle (a __reduce__ may even exit)
+        data = pickle.dumps(("error", f"its result cannot be sent back ({type(exc).__name__})"))
+    # its length first: the parent stops reading at its end, not at EOF (a grandchild may hold the pipe open)
+    view = memoryview(len(data).to_bytes(8, "big") + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _received(fd: int) -> Iterator[Any]:  # pragma: no cover - runs in a worker child
+    """The messages ``Child.send`` sends, until grpo-trl closes its end."""
+    buf = b""
+    while True:
+        while len(buf) < 8 or len(buf) < 8 + int.from_bytes(buf[:8], "big"):
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return
+            buf += chunk
+        need = 8 + int.from_bytes(buf[:8], "big")
+        data, buf = buf[8:need], buf[need:]
+        yield pickle.loads(data)
+
+
+def _outcome(func: Callable, kwargs: dict) -> Any:  # pragma: no cover - runs in the child
+    """``("ok", value, faults, logger calls)`` of ``func(**kwargs)``, or ``("error", description)``."""
+    try:
         calls: list[tuple[str, tuple, dict]] = []
         for key in LOGGERS:
             if callable(kwargs.get(key)):
-                kwargs[key] = _recorder(key, calls)
+                kwargs[key] = lambda *a, _key=key, **kw: calls.append((_key, a, kw))
         with collecting_faults() as reported:
             value = func(**kwargs)
             if inspect.isawaitable(value):
                 value = _run_coroutine(value)
-        payload = ("ok", _sendable(value), list(reported), calls)
+        with contextlib.suppress(Exception):
+            pickle.dumps(value)
+            return "ok", value, list(reported), calls
+        return "ok", list(value.tolist() if hasattr(value, "tolist") else value), list(reported), calls
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the trainer, Ctrl-C included
-        payload = ("error", describe(exc), [], [])
-    try:
-        data = pickle.dumps(payload)
-    except BaseException as exc:  # noqa: BLE001 - calls or faults that do not pickle (a __reduce__ may even exit)
-        data = pickle.dumps(("error", f"its result cannot be sent back ({type(exc).__name__})", [], []))
-    try:
-        # its length first: the trainer stops reading at its end, not at EOF (a grandchild holding the pipe open
-        # would delay EOF to the deadline and turn a prompt answer into a timeout)
-        view = memoryview(len(data).to_bytes(8, "big") + data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os._exit(0)
+        return "error", describe(exc)
 
 
-def _recorder(key: str, calls: list) -> Callable:
-    def record(*args: Any, **kwargs: Any) -> None:
-        calls.append((key, args, kwargs))
-
-    return record
-
-
-def _run_coroutine(awaitable: Any) -> Any:  # pragma: no cover - runs in the child
-    """Run ``awaitable`` on a fresh loop in a fresh thread (the forked thread still thinks TRL's loop runs)."""
+def _run_coroutine(awaitable: Any) -> Any:
+    """Run ``awaitable`` on a fresh loop in a fresh thread (a forked thread may still think TRL's loop runs)."""
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -121,90 +177,40 @@ def _run_coroutine(awaitable: Any) -> Any:  # pragma: no cover - runs in the chi
     return box.get("value")
 
 
-def _sendable(value: Any) -> Any:  # pragma: no cover - runs in the child
-    """``value`` if it pickles, else as a list (a generator, an array type the trainer may lack)."""
-    try:
-        pickle.dumps(value)
-        return value
-    except Exception:  # noqa: BLE001
-        return list(value.tolist() if hasattr(value, "tolist") else value)
+def start(func: Callable, kwargs: dict, timeout: float) -> tuple[Child, float]:
+    """Fork a child calling ``func(**kwargs)`` (run to completion when ``async``), and its deadline."""
+    return Child(lambda: [_outcome(func, kwargs)]), time.monotonic() + timeout
 
 
-def finish(child: Child) -> tuple[Any, list[str], list]:
-    """Wait for ``child`` until its deadline: ``(value, reported faults, logger calls)``; ``RewardTimeout`` when it
-    is late (it is killed), ``ChildFault`` when the reward failed. Blocking: run it off an event loop."""
-    chunks: list[bytes] = []
-    got, need = 0, None
-    poller = select.poll()  # not select.select: it fails on a descriptor above 1023 (a trainer with many files open)
-    poller.register(child.fd, select.POLLIN)
+def finish(started: tuple[Child, float], timeout: float) -> Any:
+    """What ``start``'s child sent, waiting until its deadline (blocking: run it off an event loop)."""
+    child, deadline = started
     try:
-        while need is None or got < need:
-            left = child.deadline - time.monotonic()
-            if left <= 0:
-                raise RewardTimeout(f"did not return within {child.timeout} s (timeout)")
-            if poller.poll(max(1, int(left * 1000))):
-                chunk = os.read(child.fd, 1 << 16)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                got += len(chunk)
-                if need is None and got >= 8:
-                    need = 8 + int.from_bytes(b"".join(chunks)[:8], "big")
+        return child.next(deadline)
+    except RewardTimeout:
+        raise RewardTimeout(f"did not return within {timeout} s (timeout)") from None
     finally:
-        os.close(child.fd)
-        _reap(child.pid)
-    data = b"".join(chunks)
-    if need is None or got < need:
-        raise ChildFault("its process ended without an answer (killed, out of memory, or os._exit())")
-    try:
-        status, value, reported, calls = pickle.loads(data[8:need])
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # noqa: BLE001 - what it sent fails to load here (an unpickling that raises, exits)
-        raise ChildFault(f"its result cannot be read back ({type(exc).__name__})") from None
-    if status != "ok":
-        raise ChildFault(value)
-    return value, reported, calls
+        child.close()
 
 
-def _reap(pid: int) -> None:
-    """Kill the child and every process it started (its group), and collect it."""
-    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            kill()
-        except OSError:  # already gone, or not yet its own group
-            pass
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
-
-
-def replay(result: tuple[Any, list[str], list], kwargs: dict) -> Any:
-    """In the trainer (the caller's context): report the child's faults, make its ``log_metric`` / ``log_extra``
-    calls; the reward's value."""
-    value, reported, calls = result
+def replay(outcome: Any, kwargs: dict) -> Any:
+    """In the trainer: the child's faults reported, its ``log_metric`` / ``log_extra`` calls made; the value."""
+    if outcome[0] != "ok":
+        raise ChildFault(outcome[1])
+    _, value, reported, calls = outcome
     for why in reported:
         report_fault(why)
     for key, args, kw in calls:
-        target = kwargs.get(key)
-        if callable(target):
-            try:
-                target(*args, **kw)
-            except Exception:  # noqa: BLE001, S110 - a bad metric call costs that metric, as it would in-process
-                pass
+        if callable(kwargs.get(key)):
+            with contextlib.suppress(Exception):  # a bad metric call costs that metric, as it would in-process
+                kwargs[key](*args, **kw)
     return value
 
 
 def call(func: Callable, kwargs: dict, timeout: float) -> Any:
     """``func(**kwargs)`` bounded by ``timeout`` seconds of wall time, in a child process where one can be forked."""
-    if not CAN_FORK:
-        return _threaded(func, kwargs, timeout)
-    return replay(finish(start(func, kwargs, timeout)), kwargs)
-
-
-def _threaded(func: Callable, kwargs: dict, timeout: float) -> Any:
-    """Where no process can be forked: a daemon thread, abandoned at the deadline (its late value is never used)."""
+    if CAN_FORK:
+        return replay(finish(start(func, kwargs, timeout), timeout), kwargs)
     context = contextvars.copy_context()  # faults the reward reports reach this call's collector
 
     def run() -> Any:

@@ -1,27 +1,7 @@
-"""``judge``: an LLM behind an OpenAI-compatible endpoint scores each completion (an async reward: TRL overlaps it
-with the other rewards).
-
-The request is a Jinja ``prompt`` template rendered with ``prompt`` (the prompt's last user turn, as text),
-``messages`` (the whole prompt), ``completion`` (its text) and every dataset column by name. The judge's answer is read
-with ``score_regex`` (its last match; the first group if it has one) or ``score_field`` (a field of the JSON object in
-the answer), and mapped from ``score_range: [low, high]`` onto [0, 1]. Every failure (unreachable server, HTTP error
-after ``retries``, timeout, unreadable or out-of-range score) costs only its row: ``None``, reported with
-``report_fault`` so the safety wrapper counts it in ``reward_faults/judge`` and warns and alerts on it like any reward
-fault (called bare, the judge logs it itself). Answers are cached on disk (``cache``: a SQLite file) keyed by the
-request (model, messages, sampling parameters), so a resumed run does not pay twice. ``grpo-trl check`` probes the
-endpoint and the model name in seconds.
-
-Example recipe entry::
-
-    - name: judge
-      args:
-        base_url: http://127.0.0.1:8000/v1
-        model: Qwen/Qwen2.5-7B-Instruct
-        prompt: "Rate the answer from 0 to 10.\\nQuestion: {{ prompt }}\\nAnswer: {{ completion }}\\nScore:"
-        score_range: [0, 10]
-        api_key_env: OPENAI_API_KEY     # the NAME of the variable; omit for local servers
-        cache: judge_cache.sqlite
-        extra_body: {structured_outputs: {regex: "[0-9]|10"}}   # vLLM: only a score can be generated
+"""``judge``: an LLM behind an OpenAI-compatible endpoint scores each completion (async: TRL overlaps it with the
+other rewards). A Jinja ``prompt`` is rendered per row; the answer read with ``score_regex`` or ``score_field`` and
+mapped from ``score_range`` onto [0, 1]; a failure costs its row (``report_fault``); answers cached in SQLite
+(``cache``). docs/rewards.md has a recipe entry.
 """
 
 from __future__ import annotations
@@ -251,6 +231,3 @@ class Judge:
             return
         if self.failures <= 3 or self.failures % 100 == 0:
             logger.warning("judge: row scored None (%d so far): %s", self.failures, why)
-
-
-__all__ = ["Judge"]

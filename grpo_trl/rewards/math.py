@@ -15,10 +15,8 @@ from grpo_trl.rewards.text import extract_answer, extract_boxed, extract_tag, la
 
 
 def locate_answer(text: str, answer_tag: str = "answer", require_answer_tag: bool = True) -> str | None:
-    r"""The span of ``text`` that holds its final answer, found before anything is parsed (linear time).
-
-    The last ``<answer_tag>`` block; with ``require_answer_tag=False`` and no such block, the last ``\boxed{}``
-    (as ``\boxed{...}``), else the last ``MAX_ANSWER_CHARS`` characters, where a final answer is written.
+    r"""The span holding the final answer (linear time): the last ``<answer_tag>`` block; with
+    ``require_answer_tag=False`` and none, the last ``\boxed{}``, else the last ``MAX_ANSWER_CHARS`` characters.
 
     >>> locate_answer("x" * 5000 + r" so \boxed{214}", require_answer_tag=False)
     '\\boxed{214}'
@@ -51,11 +49,8 @@ _FINAL_STOP = re.compile(r"[.!;,]+(?=(?:\s|\$|\\\)|\\\]|\})*\Z)")
 
 
 def answer_value(answer: str) -> str:
-    r"""The value an answer block states, as math-verify should read it (linear time; callers bound the length).
-
-    Presentation is dropped: Markdown emphasis, ``\$`` (currency), LaTeX thousands separators, a final full stop;
-    a ``\boxed{}`` holding prose ("\boxed{The answer is 72.}") gives its content. What remains is read by
-    math-verify (``math_form``): bare LaTeX as LaTeX, prose with its default extraction (the last value).
+    r"""The value an answer block states, for math-verify: Markdown emphasis, ``\$``, LaTeX thousands separators and a
+    final full stop dropped; a ``\boxed{}`` holding prose gives its content; one sentence of prose its final value.
 
     >>> answer_value("**72.**"), answer_value("x = 72."), answer_value("\\boxed{The answer is 72.}")
     ('72', 'x = 72', '72')
@@ -84,11 +79,8 @@ def _plain(text: str) -> str:
 class Accuracy:
     """1.0 when the answer is mathematically equal to ``solution`` (math-verify), 0.0 if not, None if gold unparseable.
 
-    The answer is the last ``<answer>`` block (``answer_tag``); with ``require_answer_tag=False`` a completion without
-    one is judged by its last ``\\boxed{}``, else by its last 2,000 characters (so "#### 552" and "The answer is 72."
-    count, unlike TRL's ``accuracy_reward``); math-verify compares the value it states (``answer_value``: "**72.**"
-    is 72). ``timeout`` bounds each item in seconds, from any thread; ``workers``
-    bounds the math-verify processes (default: usable cores, at most 4).
+    The answer is the last ``<answer>`` block; with ``require_answer_tag=False`` and none, the last ``\\boxed{}``,
+    else the last 2,000 characters. ``timeout`` bounds each item (seconds); ``workers`` the math-verify processes.
     """
 
     def __init__(
@@ -99,7 +91,7 @@ class Accuracy:
         workers: int | None = None,
     ):
         self.verifier = MathVerifier(timeout=timeout, workers=workers)
-        self.verifier.start()  # math-verify's imports (seconds) overlap with the model's loading, not the first step
+        self.verifier.start()  # math-verify warm (seconds, once per process) before the first step, not in it
         self.require_answer_tag = require_answer_tag
         self.answer_tag = answer_tag
 
@@ -134,8 +126,7 @@ _WRAPPERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 
 
 def written(answer: str) -> str:
-    r"""``answer`` as written, without its presentation: two answers a person would call the same string are equal
-    here ("1,200", "1{,}200", "**1200**", "$1200$", "\boxed{1200}." are all "1200"; "1200.0" and "$1200" are not).
+    r"""``answer`` as written, without its presentation ("1{,}200", "**1200**", "\boxed{1200}." are "1200").
 
     >>> written("**1,200.**"), written("$\\boxed{72}$."), written("72.0")
     ('1200', '72', '72.0')
@@ -191,11 +182,8 @@ def gsm8k(
 ) -> list[float]:
     """``exact`` when the answer is written as ``solution`` is (``written``), ``numeric`` for numeric equality, else 0.
 
-    The answer is the last ``<answer_tag>`` block; a completion without one scores 0.0 unless
-    ``require_answer_tag=False``, which falls back to the last ``\\boxed{}``, else ``####``, else the last number of
-    the whole completion (so "The answer is 471. (Not 464.)" reads 464). Numeric equality reads the last number of the
-    located value and ignores ``$``, thousands separators, units and trailing ``.0`` ("$1,234.00 dollars" equals
-    "1234").
+    The answer is the last ``<answer_tag>`` block (``require_answer_tag=False``: else the last ``\\boxed{}``, ``####``,
+    or last number); numeric equality ignores ``$``, thousands separators, units and trailing ``.0``.
     """
     out = []
     for text, gold in zip(text_of(completions), solution, strict=True):
@@ -211,15 +199,3 @@ def gsm8k(
             a, g = _number(answer_value(answer)), _number(answer_value(gold))
             out.append(numeric if a is not None and g is not None and abs(a - g) < 1e-9 * max(1.0, abs(g)) else 0.0)
     return out
-
-
-__all__ = [
-    "MAX_ANSWER_CHARS",
-    "Accuracy",
-    "MathVerifier",
-    "answer_value",
-    "gsm8k",
-    "locate_answer",
-    "math_form",
-    "written",
-]

@@ -1,198 +1,223 @@
-"""math-verify behind worker processes (``python -I``, shared, reused): a deadline per item from any thread.
+"""math-verify with a hard deadline per item: plain numbers decided in-process as math-verify would, the rest in
+worker children forked once math-verify is imported (``isolated.Child``, shared, reused); a worker overrunning an
+item is killed, the item scores 0.0 and the rest go on in a fresh worker.
 
-Plain numbers are decided in-process as math-verify would; the rest goes to a child, which is killed and restarted
-when an item overruns its ``timeout`` (that item scores 0.0). Bare LaTeX is read between ``$...$``, prose as written.
-
-Example:
-    >>> math_form("2\\\\sqrt{3}"), math_form("The answer is 72."), math_form("$x$")
-    ('$2\\\\sqrt{3}$', 'The answer is 72.', '$x$')
+    >>> request("\\\\frac{1}{2}", "0.5")
+    ('$\\\\frac{1}{2}$', '$0.5$', True)
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import json
+import functools
 import logging
 import math
 import os
-import queue
-import select
-import subprocess
-import sys
+import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from collections.abc import Iterator
+from fractions import Fraction
 
-from grpo_trl.rewards._verify_worker import _PLAIN_INT, gold_number, is_prose, math_form, number, request, same_number
+from grpo_trl.rewards.isolated import Child, ChildFault, RewardTimeout
+from grpo_trl.rewards.text import is_prose, math_form  # noqa: F401 - re-exported
 
 logger = logging.getLogger(__name__)
 
 MAX_ANSWER_CHARS = 2_000  # a located answer longer than this is wrong without asking math-verify
-CHUNK = 256  # most items written to a child at once (their results always fit the pipe: no deadlock)
-MIN_CHUNK = 8  # fewer items than this per child are not worth a second child
-STARTUP_S = 30.0  # a fresh child's imports (sympy), before it says it is ready
-_WORKER = Path(__file__).with_name("_verify_worker.py")
+MIN_CHUNK, CHUNK = 8, 1024  # items per worker: fewer are not worth a second worker; more could fill the pipe
+STARTUP_S = 30.0  # a fresh worker's warm-up, bounded apart from its items
+# Plain integers (no leading zeros) compare exactly like math-verify compares them; tested against math-verify.
+_PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,14})\Z")
+# A plain number, as math-verify reads it: an integer, a short decimal (a sympy Float), or \frac{a}{b} (a Rational)
+_NUMBER = re.compile(r"(-?)(?:(0|[1-9]\d{0,14})(?:\.(\d{1,6}))?|\\[dt]?frac\{(0|[1-9]\d{0,5})\}\{([1-9]\d{0,5})\})")
+_WRAPPED = re.compile(r"\$\s*(.*?)\s*\$|\\boxed\{\s*(.*?)\s*\}", re.DOTALL)
+# A worked gold ("So the answer is $\boxed{72}$."): one \boxed number, prose without digits or commands around it
+_GOLD_BOX = re.compile(r"[A-Za-z ,.:;!?'$]*\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}[A-Za-z ,.:;!?'$]*\Z")
 
 
-class _Child:
-    """One ``_verify_worker.py`` process, its pipes and its own read buffer (select-safe)."""
+def number(text: str, gold: bool = False) -> tuple[Fraction, bool] | None:
+    """``(exact value, is a decimal)`` of a plain number as math-verify reads it (``72``, ``-0.25``,
+    ``$\\boxed{\\frac{7}{12}}$``; a ``gold`` may be one boxed number in digit-free prose), else None."""
+    text = text.strip()
+    box = _GOLD_BOX.match(text) if gold else None
+    text = box[1].strip() if box else text
+    for _ in range(3):
+        wrapped = _WRAPPED.fullmatch(text)
+        text = (wrapped[1] if wrapped[1] is not None else wrapped[2]) if wrapped else text
+    match = _NUMBER.fullmatch(text)
+    if match is None or (match[3] and len(match[2]) > 9):  # at most 15 digits: exact in a sympy Float
+        return None
+    sign, whole, decimals, num, den = match.groups()
+    value = Fraction(int(num), int(den)) if num else Fraction(f"{whole}.{decimals or 0}")
+    return (-value if sign else value), decimals is not None
 
-    proc: subprocess.Popen | None = None
-    buf = b""
-    fresh = True
 
-    def start(self) -> None:
-        self.buf, self.fresh = b"", True
-        self.proc = subprocess.Popen(  # -I: a math_verify.py (or sympy.py) in the cwd cannot hijack the child
-            [sys.executable, "-I", str(_WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
+@functools.lru_cache(maxsize=4096)
+def gold_number(gold: str) -> tuple[Fraction, bool] | None:
+    return number(gold, gold=True) if len(gold) < 2_000 else None
 
-    def kill(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
 
-    def readline(self, timeout: float) -> bytes | None:
-        deadline, fd = time.monotonic() + timeout, self.proc.stdout.fileno()
-        while b"\n" not in self.buf:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-                return None
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:  # the child died
-                return None
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return line
+def same_number(gold: tuple[Fraction, bool], answer: tuple[Fraction, bool]) -> float | None:
+    """math-verify's verdict on two plain numbers where it is certain (a decimal is a sympy Float: 6 places, so
+    values 1e-5 apart differ); None: ask math-verify (1/3 and 0.333333 are equal)."""
+    if gold[0] == answer[0]:
+        return 1.0
+    return 0.0 if not (gold[1] or answer[1]) or abs(gold[0] - answer[0]) > 1e-5 else None
 
-    def run(self, items: list[tuple[str, str, bool]], timeout: float) -> tuple[list[float | None], int]:
-        """Pipeline ``items`` through the child; each result must arrive within ``timeout`` of the previous one.
-        A fresh child's imports are bounded apart (``STARTUP_S``): an item gets only its own ``timeout``."""
-        results: list[float | None] = []
-        timeouts = 0
-        while len(results) < len(items):
-            chunk = items[len(results) : len(results) + CHUNK]
-            if self.proc is None or self.proc.poll() is not None:
-                self.start()
+
+def request(gold: str, answer: str) -> tuple[str, str, bool]:
+    """``verdict``'s arguments: both in math form, and whether the answer is one LaTeX expression."""
+    form = math_form(answer)
+    return math_form(gold), form, form != answer or answer.startswith("\\boxed{")
+
+
+_GOLDS: dict[str, list] = {}
+# One of each common answer form (roots, fractions, intervals, sets, polynomials, prose), compared as in a run
+_WARM = [
+    ("$1$", "1"), ("$3\\sqrt{2}$", "\\sqrt{18}"), ("$\\frac{5}{8}$", "0.625"), ("$2\\pi$", "\\pi \\cdot 2"),
+    ("The answer is $(-\\infty, 2]$.", "[2, \\infty)"), ("$\\{4, 5\\}$", "\\{5,4\\}"), ("$y^2 - 1$", "(y-1)(y+1)"),
+]  # fmt: skip
+
+
+def verdict(gold: str, answer: str, latex: bool) -> float | None:
+    """1.0 / 0.0 as math-verify verifies ``answer`` against ``gold`` (parsed once), None when the gold has no value;
+    ``latex``: the answer read as TRL's ``accuracy_reward`` does, else with math-verify's default extraction."""
+    from math_verify import LatexExtractionConfig, parse, verify
+
+    if gold not in _GOLDS:
+        if len(_GOLDS) > 10_000:
+            _GOLDS.clear()
+        _GOLDS[gold] = parse(gold, parsing_timeout=None)
+    if not _GOLDS[gold]:
+        return None
+    if latex:  # its default normalization includes units, as TRL's
+        config = [LatexExtractionConfig(boxed_match_priority=0)]
+        parsed = parse(answer, config, extraction_mode="first_match", parsing_timeout=None)
+    else:
+        parsed = parse(answer, parsing_timeout=None)
+    return float(verify(_GOLDS[gold], parsed, timeout_seconds=None))
+
+
+def _serve(requests: Iterator[list]) -> Iterator:  # pragma: no cover - runs in a worker child
+    """A worker: warm (sympy's first-use work), say so, then one verdict per item it is sent."""
+    logging.disable(logging.WARNING)  # math-verify warns that its own timeout is off: the parent has one
+    for gold, answer in _WARM:
+        verdict(gold, f"\\boxed{{{answer}}}", True)
+    yield "ready"
+    for items in requests:
+        for item in items:
             try:
-                if self.fresh and self.readline(STARTUP_S) != b'"ready"':
-                    raise TimeoutError
-                self.fresh = False
-                self.proc.stdin.write(b"".join(json.dumps(item).encode() + b"\n" for item in chunk))
-                self.proc.stdin.flush()
-                for _, answer, _ in chunk:
-                    line = self.readline(timeout)
-                    if line is None:
-                        logger.warning(
-                            "math-verify exceeded %.1f s on a %d-char answer; scored 0.0", timeout, len(answer)
-                        )
-                        raise TimeoutError
-                    results.append(json.loads(line))
-            except (TimeoutError, OSError):  # the item in hand scores 0.0; the rest go to a fresh child, started now
-                timeouts += 1
-                results.append(0.0)
-                self.kill()
-                self.start()
-        return results, timeouts
+                yield verdict(*item)
+            except Exception:  # noqa: BLE001 - math-verify failing on hostile input is a wrong answer
+                yield 0.0
 
 
 class _Pool:
-    """Children shared by every verifier in the process; a caller holds one child at a time (no deadlock), the one
-    used last first (its caches are warm)."""
+    """Workers shared by every verifier in the process; a caller takes the idle ones (the one used last first)."""
 
     def __init__(self) -> None:
-        self.children: list[_Child] = []
-        self.idle: queue.LifoQueue[_Child] = queue.LifoQueue()
-        self.lock = threading.Lock()
-        self.threads = ThreadPoolExecutor(max_workers=32, thread_name_prefix="math-verify")  # threads made on need
+        self.idle: list[Child] = []
+        self.fresh: set[Child] = set()
+        self.size, self.forking, self.freed = 0, threading.Lock(), threading.Condition()
+
+    def _fork(self) -> Child:
+        import math_verify  # noqa: F401 - imported once here (the parent never runs it), inherited by every worker
+
+        with self.forking:
+            child = Child(_serve, worker=True)
+        self.fresh.add(child)
+        return child
 
     def start(self, n: int) -> None:
-        """At least ``n`` children, started now without waiting for their imports (they overlap the caller's work)."""
-        with self.lock:
-            while len(self.children) < n:
-                self.children.append(_Child())
-                self.idle.put(self.children[-1])
-            idle = []  # only idle children are started here: one in use is the caller's to restart
-            with contextlib.suppress(queue.Empty):
-                while True:
-                    idle.append(self.idle.get_nowait())
-            for child in reversed(idle):  # back in the same order: the one used last stays first
-                if child.proc is None:
-                    child.start()
-                self.idle.put(child)
+        """At least ``n`` workers, warm when this returns (they warm up at once, each in its process)."""
+        with self.freed:
+            grow, self.size = max(0, n - self.size), max(n, self.size)
+        children: list[Child] = []
+        try:
+            while len(children) < grow:
+                children.append(self._fork())
+            for child in children:
+                with contextlib.suppress(RewardTimeout, ChildFault):  # else its first use waits for it again
+                    child.next(time.monotonic() + STARTUP_S)
+                    self.fresh.discard(child)
+        finally:  # a fork that failed leaves no worker counted
+            self.give(children, unborn=grow - len(children))
+
+    def take(self, n: int) -> list[Child]:
+        with self.freed:
+            self.freed.wait_for(lambda: self.idle)
+            return [self.idle.pop() for _ in range(min(n, len(self.idle)))]
+
+    def give(self, children: list[Child], unborn: int = 0) -> None:
+        with self.freed:
+            self.idle.extend(children)
+            self.size -= unborn
+            self.freed.notify_all()
 
     def close(self) -> None:
-        for child in list(self.children):
-            child.kill()
+        with self.freed:
+            idle, self.idle, self.size = self.idle, [], 0
+        list(map(Child.close, idle))
 
-    def run(self, items: list[tuple[str, str, bool]], timeout: float, workers: int) -> tuple[list[float | None], int]:
+    def run(self, items: list[tuple[str, str, bool]], timeout: float, workers: int) -> tuple[list, int]:
+        """``verdict`` of each item, each within ``timeout`` s of the one before it in its worker (a fresh worker's
+        warm-up bounded apart); ``(results, items that overran and scored 0.0)``; an overrun worker is replaced."""
         self.start(workers)
-        size = min(CHUNK, max(MIN_CHUNK, math.ceil(len(items) / (2 * workers))))
-        todo = iter(range(0, len(items), size))
-        results: list[float | None] = [None] * len(items)
-
-        def drain() -> int:  # one child takes chunks until none are left
-            child, lost = self.idle.get(), 0
-            try:
-                for start in todo:  # a shared iterator: each chunk is taken once
-                    results[start : start + size], t = child.run(items[start : start + size], timeout)
-                    lost += t
-                return lost
-            finally:
-                self.idle.put(child)
-
-        tasks = min(workers, math.ceil(len(items) / size))
-        if tasks <= 1:
-            return results, drain()
-        return results, sum(f.result() for f in [self.threads.submit(drain) for _ in range(tasks)])
+        children = self.take(min(workers, math.ceil(len(items) / MIN_CHUNK)))
+        size = min(CHUNK, math.ceil(len(items) / len(children)))
+        results, lost, todo = [0.0] * len(items), 0, list(range(0, len(items), size))
+        try:
+            while todo:
+                spans = [(start, min(start + size, len(items))) for start in todo[: len(children)]]
+                todo = todo[len(children) :]
+                for child, (start, end) in zip(children, spans):
+                    child.send(items[start:end])
+                for k, (start, end) in enumerate(spans):
+                    for i in range(start, end):
+                        try:
+                            if children[k] in self.fresh and children[k].next(time.monotonic() + STARTUP_S):
+                                self.fresh.discard(children[k])  # "ready"
+                            results[i] = children[k].next(time.monotonic() + timeout)
+                        except (RewardTimeout, ChildFault):
+                            lost += 1
+                            logger.warning("math-verify exceeded %.1f s on an answer; scored 0.0", timeout)
+                            children[k].close()
+                            self.fresh.discard(children[k])
+                            children[k] = self._fork()
+                            if i + 1 < end:
+                                children[k].send(items[i + 1 : end])
+        finally:
+            self.give(children)
+        return results, lost
 
 
 _POOL = _Pool()
 atexit.register(_POOL.close)
-
-
-def default_workers() -> int:
-    """Worker processes per machine process: the usable cores, at most 4."""
-    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+os.register_at_fork(after_in_child=_POOL.__init__)  # a forked process has its own workers, never its parent's
 
 
 class MathVerifier:
-    """math-verify ``verify(parse(gold), parse(answer))`` with a hard deadline per item, usable from any thread.
-
-    Results are cached per (gold, answer) pair; plain numbers are compared in-process (``number``, ``same_number``:
-    math-verify's verdict, no round trip). ``workers`` bounds the child processes (default: usable cores, at most 4).
-    """
+    """math-verify ``verify(parse(gold), parse(answer))`` with a hard deadline per item, from any thread; results
+    cached per (gold, answer); ``workers`` bounds the children of one call (default: usable cores, at most 4)."""
 
     def __init__(self, timeout: float = 5.0, cache_size: int = 100_000, workers: int | None = None):
-        self.timeout = timeout
-        self.cache_size = cache_size
-        self.workers = workers or default_workers()
+        self.timeout, self.cache_size = timeout, cache_size
+        self.workers = workers or min(4, len(os.sched_getaffinity(0)))
         self._cache: dict[tuple[str, str], float | None] = {}
         self._lock = threading.Lock()
         self.timeouts = 0
 
-    def __getstate__(self) -> dict:  # picklable: the cache and lock are not carried over
-        return {"timeout": self.timeout, "cache_size": self.cache_size, "workers": self.workers}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(**state)
+    def __reduce__(self) -> tuple:  # picklable: the cache and lock are not carried over
+        return MathVerifier, (self.timeout, self.cache_size, self.workers)
 
     def start(self) -> None:
-        """Start the worker processes in the background, so that the first call does not wait for their imports."""
+        """Fork the workers and wait until they are warm, so that the first call does not wait for it."""
         _POOL.start(self.workers)
 
     def clear_cache(self) -> None:
-        """Forget cached scores (the child processes keep their parsed golds)."""
-        with self._lock:
-            self._cache.clear()
-
-    def close(self) -> None:
-        """Stop the worker processes (they restart on the next call)."""
-        _POOL.close()
+        self._cache.clear()
 
     def score(self, pairs: list[tuple[str, str]]) -> list[float | None]:
         """Scores for ``(gold, answer)`` pairs: 1.0 equivalent, 0.0 not, ``None`` when the gold cannot be parsed."""
@@ -207,22 +232,19 @@ class MathVerifier:
                     if verdict is None and len(key[1]) <= MAX_ANSWER_CHARS:
                         ask.setdefault(key, []).append(i)
                         continue
-                    self._remember(key, verdict or 0.0)  # a longer answer is wrong without asking math-verify
+                    self._remember({key: verdict or 0.0})  # a longer answer is wrong without asking math-verify
                 out[i] = self._cache[key]
         if ask:
-            results, timeouts = _POOL.run([request(g, a) for g, a in ask], self.timeout, self.workers)
+            results, lost = _POOL.run([request(g, a) for g, a in ask], self.timeout, self.workers)
             with self._lock:
-                self.timeouts += timeouts
-                for (key, rows), result in zip(ask.items(), results):
-                    self._remember(key, result)
-                    for i in rows:
-                        out[i] = result
+                self.timeouts += lost
+                self._remember(dict(zip(ask, results)))
+            for rows, result in zip(ask.values(), results):
+                for i in rows:
+                    out[i] = result
         return out
 
-    def _remember(self, key: tuple[str, str], result: float | None) -> None:
-        if len(self._cache) >= self.cache_size:
+    def _remember(self, scores: dict) -> None:
+        if len(self._cache) + len(scores) > self.cache_size:
             self._cache.clear()
-        self._cache[key] = result
-
-
-__all__ = ["MAX_ANSWER_CHARS", "MathVerifier", "_PLAIN_INT", "default_workers", "is_prose", "math_form", "number"]
+        self._cache.update(scores)

@@ -1,9 +1,6 @@
-r"""``reasoning_accuracy``: TRL's ``reasoning_accuracy_reward`` semantics on grpo-trl's ``accuracy``.
+r"""``reasoning_accuracy``: TRL's ``reasoning_accuracy_reward`` on grpo-trl's ``accuracy``: the answer is read after
+the reasoning delimiter (``</think>``); a completion that never closes it scores 0.0.
 
-Only a completion whose reasoning block is closed can score: the answer is read from the text after the reasoning
-delimiter (``</think>`` by default); a completion that never closes it scores 0.0.
-
-Example:
     >>> r = ReasoningAccuracy()
     >>> r(["<think>so</think> The answer is \\boxed{4}", "<think>maybe \\boxed{4}"], solution=["4", "4"])
     [1.0, 0.0]
@@ -17,11 +14,8 @@ from grpo_trl.rewards.registry import register_reward, text_of
 
 @register_reward("reasoning_accuracy")
 class ReasoningAccuracy(Accuracy):
-    """``accuracy`` on what follows the reasoning: for the first of ``reasoning_delimiters`` found in a completion,
-    the text after its last occurrence (as TRL splits it); 0.0 when none is found (incomplete reasoning, even where the
-    gold cannot be parsed, like TRL). ``require_answer_tag`` defaults to false here, as in TRL: a ``\\boxed{}``
-    answer after ``</think>`` counts; an ``<answer>`` block, when present, is still preferred.
-    """
+    """``accuracy`` on the text after the last occurrence of the first of ``reasoning_delimiters`` found (as TRL);
+    0.0 when none is (even for an unparseable gold, like TRL). ``require_answer_tag`` is false by default, as TRL."""
 
     def __init__(
         self,

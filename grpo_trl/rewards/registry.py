@@ -1,11 +1,6 @@
-"""The reward registry (a ``grpo_trl.registry.Registry``): register, look up, list, plan. How rewards are called:
-``grpo_trl.rewards.call``; plugin files: ``grpo_trl.registry.load_plugin`` (re-exported here).
+"""The reward registry (a ``grpo_trl.registry.Registry``): register, look up, list, plan. A reward is a function in
+TRL's signature ``(completions, **kwargs) -> list[float | None]``, ``kwargs`` the dataset's columns and TRL's own.
 
-A reward is a function in TRL's signature ``(completions, **kwargs) -> list[float | None]``: ``completions`` are
-plain strings or conversational message lists, ``kwargs`` hold the dataset's extra columns (``solution``, ``nums``...)
-plus what TRL adds (``prompts``, ``completion_ids``, ``trainer_state``, ``log_metric``...).
-
-Example:
     >>> from grpo_trl.rewards import register_reward, get_reward
     >>> @register_reward("says_yes_doc")
     ... def says_yes(completions, bonus: float = 1.0, **kwargs):
@@ -78,15 +73,11 @@ def register_reward(
     uses_trainer: dict[str, str] | None = None,
     passes_at: float | str | None = None,
 ) -> Callable[[Callable], Callable]:
-    """Decorator that registers a reward under ``name`` (default: the function's name). Duplicates are an error.
+    """Decorator registering a reward under ``name`` (default: the function's name); duplicates are an error.
 
-    A plain function receives its recipe ``args`` as keyword arguments on every call. A *factory* (a class, or
-    ``factory=True``) is called once with the ``args`` and must return the reward callable: use it for rewards that
-    precompute or hold state (caches, workers). ``uses_trainer`` maps an argument to the ``trainer`` field whose value
-    (the recipe's, else TRL's default) it takes when the recipe leaves it out, e.g.
-    ``{"max_completion_len": "max_completion_length"}``. ``passes_at`` marks a correctness reward for ``eval``'s
-    pass@k: the score that counts as solved (a number, or the name of the argument holding it). The columns a
-    reward reads are its required parameters.
+    A *factory* (a class, or ``factory=True``) is called once with the recipe's ``args`` and returns the reward.
+    ``uses_trainer``: argument -> ``trainer`` field it defaults to; ``passes_at``: the score that counts as solved
+    for ``eval``'s pass@k (a number, or the argument holding it). See docs/rewards.md.
     """
 
     def decorator(obj: Callable) -> Callable:
@@ -114,7 +105,7 @@ def pass_threshold(name: str, args: dict[str, Any]) -> float | None:
 
 
 def reward_metadata(name: str) -> dict[str, Any]:
-    """What reward ``name`` declared when it was registered (``uses_trainer``); empty for ``module:function``."""
+    """What reward ``name`` declared when registered (``uses_trainer``, ``passes_at``)."""
     _lookup(name)
     meta = REWARDS.get(name).meta if name in REWARDS else {}
     return {k: meta[k] for k in ("uses_trainer", "passes_at") if k in meta}
@@ -215,10 +206,7 @@ def reward_label(name: str, alias: str | None = None) -> str:
 
 
 def get_reward(name: str, alias: str | None = None, **args: Any) -> NamedReward:
-    """The reward ``name`` (registered name or ``module.path:function``) with ``args`` bound.
-
-    Its ``__name__`` is ``alias`` or ``name`` (the part after ``:`` for a module reference).
-    """
+    """The reward ``name`` (registered or ``module.path:function``) with ``args`` bound, named ``reward_label``."""
     check_reward_args(name, args)
     obj, is_factory = _lookup(name)
     label = reward_label(name, alias)
@@ -229,8 +217,7 @@ def get_reward(name: str, alias: str | None = None, **args: Any) -> NamedReward:
 
 
 def _make(name: str, factory: Callable, args: dict[str, Any]) -> Callable:
-    """What the factory of reward ``name`` returns for ``args``; its failure (an exception, ``exit()``) is one
-    ``RewardError`` naming the reward, never the end of the program (Ctrl-C still stops it)."""
+    """What the factory of reward ``name`` returns for ``args``; its failure (even ``exit()``) is a ``RewardError``."""
     try:
         made = factory(**args)
     except KeyboardInterrupt:

@@ -1,8 +1,5 @@
-"""What a reward may return, and how a fault is described: one TRL-storable score or ``None`` per completion.
-
-``scores`` accepts what TRL accepts (any iterable, 1-D arrays and tensors, numpy scalars) and turns what TRL would
-store wrongly (NaN, inf, beyond float32, non-numbers) into ``None`` with a reason. A reward scoring a row ``None``
-because something failed says so with ``report_fault``; an unreported ``None`` is its own verdict.
+"""What a reward may return (``scores``: what TRL accepts; NaN, inf, beyond float32, non-numbers become ``None``
+with a reason), how a fault is described, and ``report_fault`` for a row a reward scores ``None`` after a failure.
 """
 
 from __future__ import annotations
@@ -73,9 +70,8 @@ def _as_list(raw: Any, n: int) -> list:
 
 
 def scores(raw: Any, n: int) -> tuple[list[float | None], int, str | None]:
-    """TRL-storable scores from a reward's result: ``(values, rows turned None, first cause)``.
-
-    Raises ``LengthError`` when ``raw`` is not one value per completion.
+    """TRL-storable scores from a reward's result: ``(values, rows turned None, first cause)``; ``LengthError`` when
+    ``raw`` is not one value per completion.
 
     >>> import numpy as np
     >>> scores(np.array([1, 0.5]), 2), scores((1e308, float("nan"), None), 3)[1:]
@@ -119,12 +115,8 @@ _REPORTED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("gr
 
 
 def report_fault(why: str) -> bool:
-    """Call from inside a reward for each row it scores ``None`` because of a failure, saying ``why`` (one line).
-
-    The safety wrapper running the reward counts it like an exception or an invalid value: ``reward_faults/<name>``,
-    one warning per distinct cause, the cause kept for the ``reward_none`` alert. Returns ``False`` when no wrapper
-    is listening (the reward was called bare, or this is a thread the reward started: threads do not inherit the
-    listener, ``asyncio`` tasks do): the reward should then log ``why`` itself. ``why`` is kept as one line.
+    """Call from inside a reward for each row it scores ``None`` because of a failure: ``SafeReward`` counts it as a
+    fault. ``False`` when no wrapper listens (called bare, or from a thread the reward started): log ``why`` yourself.
 
     >>> report_fault("judge request failed: HTTP 500")
     False
@@ -157,8 +149,7 @@ def collecting_faults() -> Iterator[list[str]]:
 
 
 def with_reported(values: list, bad: int, cause: str | None, reported: list[str]) -> tuple[int, str | None]:
-    """``(bad, cause)`` of ``scores`` with the reported faults added: at most one per row the reward itself scored
-    ``None`` (``scores`` already counted the values it turned into ``None``)."""
+    """``(bad, cause)`` of ``scores`` plus the reported faults: at most one per row the reward scored ``None``."""
     extra = min(len(reported), sum(v is None for v in values) - bad)
     if extra <= 0:
         return bad, cause

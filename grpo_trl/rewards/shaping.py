@@ -1,9 +1,6 @@
-"""Shaping rewards from the long-CoT literature: ``cosine``, ``repetition_penalty``, ``soft_overlong``, ``length``.
+"""Shaping rewards from the long-CoT literature: ``cosine``, ``repetition_penalty``, ``soft_overlong`` (TRL's own),
+``length``. Lengths are ``completion_ids`` token counts, else whitespace-separated words.
 
-Lengths are token counts from TRL's ``completion_ids`` when present, else whitespace-separated words (so the rewards
-also work outside a trainer). ``repetition_penalty`` and ``soft_overlong`` wrap TRL's own implementations.
-
-Example:
     >>> r = SoftOverlong(max_completion_len=10, soft_punish_cache=5)
     >>> r(["a"] * 3, completion_ids=[[1] * 4, [1] * 8, [1] * 12])
     [0.0, -0.6, -1.0]
@@ -30,8 +27,7 @@ def _ids(completions: list, completion_ids: list | None) -> list[list]:
 
 
 class _Correctness:
-    """Shared by the length-aware rewards: correct or not, as ``accuracy`` judges it (same extraction, math-verify;
-    ``require_answer_tag`` and ``answer_tag`` as in ``accuracy``)."""
+    """Correct or not, as ``accuracy`` judges it (for the length-aware rewards)."""
 
     def __init__(self, timeout: float, require_answer_tag: bool = True, answer_tag: str = "answer"):
         self.accuracy = Accuracy(timeout=timeout, require_answer_tag=require_answer_tag, answer_tag=answer_tag)
@@ -46,10 +42,7 @@ class _Correctness:
 
 @register_reward("cosine", uses_trainer={"max_len": "max_completion_length"})
 class Cosine(_Correctness):
-    """Correctness scaled by length on a cosine schedule (Demystifying Long CoT, App. C.1): short+right is best.
-
-    Same formula as TRL's ``get_cosine_scaled_reward``, with correctness judged like ``accuracy``.
-    """
+    """Correctness scaled by length on a cosine schedule (Demystifying Long CoT, App. C.1; TRL's formula)."""
 
     def __init__(
         self,

@@ -1,14 +1,6 @@
-"""What ``check`` can know of a reward from signatures alone, without calling any user code.
+"""What ``check`` knows of a reward from signatures alone, calling no user code: ``args`` bound to the factory,
+the per-batch call bound to TRL's keywords, the dataset columns read from its parameters.
 
-A recipe names code (``module.path:function``, plugin files), so it is trusted the way a script is; but ``check``,
-``data``, ``rewards`` and ``serve --dry-run`` only import it. Here a reward is resolved to its registered function or
-factory, its ``args`` are bound to the factory's signature (``inspect.signature(...).bind``), its per-batch call is
-bound to the keywords TRL passes, and its dataset columns are read from its parameters; factories are called only
-when a trainer or ``eval`` is built (``get_reward``).
-
-Resolving a name to what these read is ``grpo_trl.rewards.registry.plan_reward`` (this module knows no names).
-
-Example:
     >>> def score(completions, solution, **kwargs): ...
     >>> required_columns(score), column_conflicts([score], ["solution", "prompts"])[0].key
     (['solution'], 'data')
@@ -25,11 +17,7 @@ from grpo_trl.rewards.call import NOT_PASSED, TRL_KWARGS, NamedReward, SafeRewar
 
 
 class RewardPlan:
-    """What ``check`` knows of a reward without calling any user code: its name, call signature and bound args.
-
-    ``signature`` is None when only calling a factory would tell (a factory function): its columns are then checked
-    when the trainer is built.
-    """
+    """A reward's name, call signature (None when only calling its factory would tell) and bound args."""
 
     def __init__(self, name: str, signature: inspect.Signature | None, args: dict[str, Any]):
         self.__name__ = name
@@ -75,10 +63,7 @@ def required_columns(reward: Any) -> list[str]:
 
 
 def unaccepted_columns(reward: Any, columns: Iterable[str]) -> list[str]:
-    """Dataset columns TRL would pass that the reward's call cannot take: it has no ``**kwargs`` and no such parameter.
-
-    TRL passes every column (but ``NOT_PASSED``) to every reward by keyword: each one is a ``TypeError`` every batch.
-    """
+    """Dataset columns TRL would pass (by keyword, every batch) that the reward's call cannot take."""
     sig = call_signature(reward)
     if sig is None or any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
         return []
@@ -117,12 +102,8 @@ def check_call(
     registered: bool = False,
     reward_names: Collection[str] = (),
 ) -> None:
-    """Raise ``RewardError`` when TRL could not call what ``name`` resolves to; reads signatures, calls nothing.
-
-    A class that is not a registered reward, a builtin/C function whose parameters cannot be read or that cannot take
-    TRL's keywords, ``args`` that do not bind to a factory: each is an error naming the fix. ``registered``: ``obj``
-    is a registered reward; ``reward_names``: the registered names (a TRL name whose built-in is one says so).
-    """
+    """Raise ``RewardError`` when TRL could not call what ``name`` resolves to (reads signatures, calls nothing):
+    an unregistered class, unreadable parameters, a call that cannot take TRL's keywords, ``args`` that do not bind."""
     qualname = getattr(obj, "__qualname__", type(obj).__name__)
     if inspect.isclass(obj) and not registered:
         raise RewardError(
@@ -176,11 +157,8 @@ def check_call(
 
 
 def column_conflicts(rewards: list, columns: Iterable[str]) -> list[Problem]:
-    """``(recipe key, message)`` for each dataset column named like a keyword TRL passes or like a bound argument.
-
-    TRL would fail on such a column (``got multiple values for keyword argument 'completions'``) or silently pass
-    its own value instead; a bound argument would silently hide the column from the reward.
-    """
+    """A ``Problem`` for each dataset column named like a keyword TRL passes (TRL fails or passes its own) or like a
+    bound argument (which would hide the column)."""
     columns = set(columns)
     out = []
     for col in sorted(columns & TRL_KWARGS):

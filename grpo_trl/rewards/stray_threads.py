@@ -1,13 +1,11 @@
-"""What a reward leaves behind in the trainer's process, put right: the working directory and standard streams
-(``Place``, around each call), and non-daemon threads, named at the end of the CLI, which then exits without waiting.
-
-``SafeReward`` calls ``note_threads(before, name)`` after each call with the threads alive before it;
-``grpo-trl train`` calls ``exit_if_stray_threads(code)`` last.
+"""What a reward leaves behind in the trainer's process, put right: cwd, streams, builtins (``Place``, around each
+call); non-daemon threads and processes (``note_threads``), named at the end of the CLI, which exits without them.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import logging
 import os
 import sys
@@ -33,21 +31,15 @@ def _children() -> set:
 
 
 def note_threads(before: tuple[set, set], name: str) -> None:
-    """Remember the non-daemon threads (and ``multiprocessing`` processes) started since ``before`` (``snapshot()``)
-    as left by reward ``name``."""
+    """Remember the non-daemon threads and processes started since ``before`` (``snapshot()``) as reward ``name``'s."""
     threads, children = before
     _STRAYS.update((t, name) for t in threading.enumerate() if t not in threads and not t.daemon and t.is_alive())
     _PROCESSES.update((child, name) for child in _children() - children if not child.daemon)
 
 
 def exit_if_stray_threads(code: int, grace: float = GRACE, everything: bool = False) -> None:
-    """End of the CLI: what is left running that Python would wait for forever (a non-daemon thread, a
-    non-daemon ``multiprocessing.Process``) gets ``grace`` seconds, then is named in a warning, the processes are
-    terminated, and the program exits with ``code`` without waiting for the threads.
-
-    Only what rewards started is looked at, unless ``everything`` (the CLI as a program: threads an environment's
-    ``reset()`` or a plugin's import started count too). Training has saved by then.
-    """
+    """End of the CLI: non-daemon threads and processes rewards left (``everything``: any) get ``grace`` seconds,
+    then are named in a warning, the processes terminated, and the program exits with ``code`` without them."""
     threads = dict(_STRAYS)
     processes = dict(_PROCESSES)
     if everything:
@@ -72,26 +64,20 @@ def exit_if_stray_threads(code: int, grace: float = GRACE, everything: bool = Fa
     for what, name in [*alive_threads, *alive_processes]:
         kind = "thread" if isinstance(what, threading.Thread) else "process"
         by = f"reward {name!r}" if name else "user code (an environment, a plugin)"
+        end = "" if kind == "thread" else " (terminated)"
         logger.warning(
-            "%s left %s %r running (not a daemon); exiting without waiting for it%s "
-            "(start it with daemon=True or join it before returning)",
-            by,
-            kind,
-            what.name,
-            "" if kind == "thread" else " (terminated)",
-        )
+            "%s left %s %r running (not a daemon); exiting without waiting for it%s (start it with daemon=True or "
+            "join it before returning)", by, kind, what.name, end,
+        )  # fmt: skip
     for proc, _ in alive_processes:
-        proc.terminate()
-        proc.join(1.0)
-        if proc.is_alive():
-            proc.kill()
+        for stop in (proc.terminate, proc.kill):
+            stop()
             proc.join(1.0)
     _exit(code, grace)
 
 
 def _exit(code: int, grace: float) -> None:
-    """Run the ``atexit`` handlers, giving them ``grace`` seconds (one that hangs, registered by user code, is named
-    in a warning and left), flush, and exit with ``code``."""
+    """Run the ``atexit`` handlers for at most ``grace`` seconds, flush, and exit with ``code``."""
     import atexit
 
     runner = threading.Thread(target=getattr(atexit, "_run_exitfuncs", lambda: None), name="atexit", daemon=True)
@@ -101,10 +87,8 @@ def _exit(code: int, grace: float) -> None:
         logger.warning("an exit handler (atexit) did not return within %s s; exiting without waiting for it", grace)
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(Exception):  # a closed stream: nothing to flush
             stream.flush()
-        except Exception:  # noqa: BLE001, S110 - a closed stream: nothing to flush
-            pass
     os._exit(code)
 
 
@@ -120,10 +104,8 @@ def _fd_identity(fd: int) -> tuple[int, int, int] | None:
 
 
 class Place:
-    """The working directory, ``sys.stdout`` / ``sys.stderr`` (objects and file descriptors 1 and 2), the recursion
-    limit and the ``builtins`` that existed before a reward call, put back after it: a reward that calls
-    ``os.chdir``, closes ``sys.stdout`` or fd 1, lowers ``sys.setrecursionlimit`` or replaces ``builtins.print``
-    must not move the run's saves, silence its summary or end the run in grpo-trl's own code."""
+    """The cwd, ``sys.stdout`` / ``sys.stderr`` (and fds 1, 2), the recursion limit and ``builtins`` before a reward
+    call, put back after it (a reward must not move the run's saves, silence its summary or break grpo-trl's code)."""
 
     def __init__(self) -> None:
         try:
@@ -136,10 +118,8 @@ class Place:
         self.fds = [_fd_identity(1), _fd_identity(2)]
         for ident in self.fds:
             if ident is not None and ident not in _FD_COPIES:
-                try:
+                with contextlib.suppress(OSError):
                     _FD_COPIES[ident] = os.dup(ident[0])
-                except OSError:
-                    pass
 
     def restore(self, warn: Callable[[str], None]) -> None:
         self._restore_process(warn)
@@ -149,11 +129,9 @@ class Place:
             except OSError:
                 moved = True
             if moved:
-                try:
+                with contextlib.suppress(OSError):
                     os.chdir(self.cwd)
                     warn(f"changed the working directory (os.chdir); put back to {self.cwd}")
-                except OSError:
-                    pass
         for name, before, fd in (("stdout", self.streams[0], 1), ("stderr", self.streams[1], 2)):
             now = getattr(sys, name)
             if now is before and not getattr(now, "closed", False):
@@ -176,11 +154,9 @@ class Place:
             warn(f"replaced or removed builtins ({', '.join(sorted(changed)[:5])}); put back")
         for before in self.fds:
             if before is not None and _fd_identity(before[0]) != before and before in _FD_COPIES:
-                try:
+                with contextlib.suppress(OSError):
                     os.dup2(_FD_COPIES[before], before[0])
                     warn(f"closed or redirected file descriptor {before[0]}; put back")
-                except OSError:
-                    pass
 
 
 _MISSING = object()

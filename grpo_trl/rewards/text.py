@@ -5,8 +5,8 @@ Example:
     '<answer>42</answer>'
     >>> extract_tag("a <answer> 1 </answer> b <answer>2</answer>", "answer")
     '2'
-    >>> parse_number("$1,234.50 dollars")
-    1234.5
+    >>> parse_number("$1,234.50 dollars"), math_form("2\\\\sqrt{3}"), math_form("The answer is 72.")
+    (1234.5, '$2\\\\sqrt{3}$', 'The answer is 72.')
 """
 
 from __future__ import annotations
@@ -22,6 +22,12 @@ _BOXED = "\\boxed{"
 MAX_NUMBER_CHARS = 64  # longer digit runs are not treated as numbers (bounded float conversion)
 MAX_BOXED_CHARS = 10_000  # a \boxed{ not closed within this many characters holds no answer
 MAX_NUMBER_RUN = 4_096  # of a longer run of number characters ("1,2,3,..."), only the tail is read
+_DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed|\\fbox")
+_TEXT_ARG = re.compile(r"\\(?:text|textbf|mathrm|mbox|operatorname)\s*\{[^{}]*\}")
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+_MATH_WORDS = re.compile(r"sqrt|pi|sin|cos|tan|log|ln|exp|infty|inf|deg", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z]{2,}")
+_MATH_CHARS = re.compile(r"[\w\s\\{}^_+\-*/=().,\[\]|<>!:;'%&~]*")
 
 
 def completion_text(completion: Any) -> str:
@@ -79,11 +85,8 @@ def extract_hash_answer(text: str) -> str | None:
 
 
 def last_number(text: str) -> str | None:
-    """The last number-looking substring of ``text`` (as written), or ``None``.
-
-    Linear time without scanning the whole text: a number lies inside one run of ``-0-9,.`` characters, so only the
-    run around the last digit is read (its last ``MAX_NUMBER_RUN`` characters).
-    """
+    """The last number-looking substring of ``text`` (as written), or ``None``; reads only the run of ``-0-9,.``
+    around the last digit (its last ``MAX_NUMBER_RUN`` characters): linear time."""
     rev = text[::-1]
     digit = _DIGIT.search(rev)
     if digit is None:
@@ -103,10 +106,7 @@ def extract_answer(text: str, tag: str = "answer") -> str | None:
 
 
 def parse_number(text: str | None) -> float | None:
-    """The single number in an answer string (``$``, commas, units, trailing ``.0`` ignored), else ``None``.
-
-    Only the last number counts, so "18 dollars" and "$18.00" are both 18.0; text with no number gives ``None``.
-    """
+    """The last number in an answer string (``$``, commas, units, trailing ``.0`` ignored: "$18.00" is 18.0)."""
     if text is None:
         return None
     num = last_number(text)
@@ -116,3 +116,17 @@ def parse_number(text: str | None) -> float | None:
         return float(num.replace(",", ""))
     except ValueError:  # pragma: no cover - the regex only admits parseable numbers
         return None
+
+
+def math_form(text: str) -> str:
+    """``text`` as math-verify should read it: bare LaTeX and expressions between ``$...$``; text with delimiters
+    (``$``, ``\\(``, ``\\[``, ``\\boxed``) or prose (words outside ``\\text{}``, or ``####``) as is."""
+    return text if _DELIMITED.search(text) or is_prose(text) else f"${text}$"
+
+
+def is_prose(text: str) -> bool:
+    """No math delimiters, and words outside ``\\text{}`` or characters that are not math (``####``)."""
+    if _DELIMITED.search(text):
+        return False
+    bare = _MATH_WORDS.sub(" ", _COMMAND.sub(" ", _TEXT_ARG.sub(" ", text)))
+    return bool(_WORD.search(bare)) or not _MATH_CHARS.fullmatch(text)

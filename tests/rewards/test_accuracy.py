@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpo_trl.rewards import get_reward
-from grpo_trl.rewards._verify_worker import number, request, same_number
 from grpo_trl.rewards.math import MathVerifier, math_form
+from grpo_trl.rewards.math_verifier import number, request, same_number
 
 
 def test_hanging_item_is_cut_off_off_the_main_thread_and_the_rest_still_scored():
     reward = get_reward("accuracy", timeout=1.0)
-    reward(["<answer>x</answer>"], solution=["x"])  # start the child (start-up is not part of the item budget)
+    reward(["<answer>x</answer>"], solution=["x"])  # math-verify warm (its imports are not part of the item budget)
     texts = ["<answer>1/2</answer>", "<answer>9^{9^{9^{9}}}</answer>", "<answer>0.5</answer>", "<answer>2</answer>"]
     box = {}
 
@@ -30,9 +30,7 @@ def test_hanging_item_is_cut_off_off_the_main_thread_and_the_rest_still_scored()
     worker.start()
     worker.join(30)
     assert box["scores"] == [1.0, 0.0, 1.0, 0.0]
-    assert (
-        box["elapsed"] < 1.0 + 15.0
-    )  # one item's budget plus a fresh child's start-up (importing sympy; slow when busy)
+    assert box["elapsed"] < 1.0 + 15.0  # one item's budget plus forking children (slow when busy)
     assert reward.func.verifier.timeouts == 1
 
 
@@ -84,7 +82,6 @@ def test_large_batches_do_not_deadlock_and_cache_hits():
     start = time.perf_counter()
     assert verifier.score(pairs) == [1.0] * 3000  # cached
     assert time.perf_counter() - start < 0.5
-    verifier.close()
 
 
 # ------------------------------------------------------------------------------------------------ in-process fast path
@@ -129,7 +126,7 @@ def _near(base: str) -> st.SearchStrategy[str]:
 def test_fast_path_scores_plain_numbers_exactly_as_math_verify(data, prose, boxed_gold):
     """Every (gold, answer) pair the in-process path decides gets the verdict math-verify gives in the worker:
     integers, decimals, fractions, LaTeX wrappers, \\boxed{}, and golds written as prose around one \\boxed{}."""
-    from grpo_trl.rewards._verify_worker import verdict
+    from grpo_trl.rewards.math_verifier import verdict
 
     base = data.draw(_NUMBERS)
     gold = f"{prose[0]}$\\boxed{{{base}}}${prose[1]}" if boxed_gold else data.draw(_WRAPS).format(base)
@@ -150,19 +147,20 @@ def test_fast_path_takes_the_common_forms_and_leaves_the_rest_to_math_verify():
     assert same_number((Fraction(10**15 - 1), False), (Fraction(10**15 - 2), False)) == 0.0
 
 
-def test_workers_start_when_the_reward_is_built_not_at_its_first_call():
-    """A trainer builds its rewards, then loads the model: math-verify's imports overlap with that."""
+def test_workers_are_warm_when_the_reward_is_built_not_at_its_first_call():
+    """A trainer builds its rewards before its first step: math-verify's warm-up is paid then, not in the step."""
     from grpo_trl.rewards.math_verifier import _POOL
 
     _POOL.close()
     get_reward("accuracy", workers=1)
-    assert any(child.proc is not None and child.proc.poll() is None for child in _POOL.children)
+    assert _POOL.idle and not _POOL.fresh.intersection(_POOL.idle)  # forked and said "ready"
 
 
-def _worker_processes() -> int:
-    """Live ``_verify_worker.py`` children of this process (Linux ``/proc``)."""
+def _forked_children() -> int:
+    """Live children forked from this process (same command line: math-verify workers; Linux ``/proc``)."""
     from pathlib import Path
 
+    mine = Path(f"/proc/{os.getpid()}/cmdline").read_bytes()
     count = 0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -170,13 +168,13 @@ def _worker_processes() -> int:
             cmd = (stat.parent / "cmdline").read_bytes()
         except (OSError, IndexError, ValueError):
             continue
-        count += ppid == os.getpid() and b"_verify_worker" in cmd
+        count += ppid == os.getpid() and cmd == mine
     return count
 
 
 def test_threads_scoring_and_building_at_once_get_their_scores_and_leave_no_stray_worker():
     """Callers on several threads (one with a hostile answer) while rewards are built: every caller gets its own
-    scores, the hostile item costs its timeout, and no worker process is started twice."""
+    scores, the hostile item costs its timeout, and no worker process is started twice or left behind."""
     reward = get_reward("accuracy", timeout=1.0, workers=2)
     texts = ["<answer>\\sqrt{12}</answer>", "<answer>0.5</answer>", "<answer>x+2</answer>", "<answer>7</answer>"]
     golds = ["2\\sqrt{3}", "\\frac{1}{2}", "x+1", "7"]
@@ -198,7 +196,7 @@ def test_threads_scoring_and_building_at_once_get_their_scores_and_leave_no_stra
     for t in threads:
         t.join(60)
     assert sorted(results) == [(0, [0.0, 1.0, 1.0, 0.0, 1.0])] + [(i, [1.0, 1.0, 0.0, 1.0]) for i in (1, 2, 3)]
-    assert time.perf_counter() - start < 1.0 + 30.0  # one item's budget plus fresh children's start-up when busy
+    assert time.perf_counter() - start < 1.0 + 30.0  # one item's budget plus forking children when busy
     from grpo_trl.rewards.math_verifier import _POOL
 
-    assert _worker_processes() == sum(child.proc is not None for child in _POOL.children)
+    assert _forked_children() == len(_POOL.idle) == _POOL.size  # the killed worker was replaced, none started twice

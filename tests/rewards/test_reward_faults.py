@@ -11,8 +11,8 @@ import pytest
 from grpo_trl.check import load_recipe
 from grpo_trl.train import run
 
-pytestmark = pytest.mark.slow
-M = "tests.faults.faulty_rewards:"
+pytestmark = [pytest.mark.slow, pytest.mark.fault]
+M = "tests.rewards.faulty_rewards:"
 
 
 def test_run_survives_faulty_rewards(tmp_path, make_recipe):

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from grpo_trl.errors import RewardError
 from grpo_trl.rewards.call import NamedReward, SafeReward, call_sync, guarded
 
+pytestmark = pytest.mark.fault
+
 HERE = __file__
 
 

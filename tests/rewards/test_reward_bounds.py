@@ -17,9 +17,11 @@ import pytest
 from grpo_trl.check.rewards import build_rewards
 from grpo_trl.rewards.call import NamedReward, SafeReward, call_sync
 from grpo_trl.rewards.registry import get_reward
-from tests.faults import faulty_rewards as faulty
+from tests.rewards import faulty_rewards as faulty
 
-M = "tests.faults.faulty_rewards:"
+pytestmark = pytest.mark.fault
+
+M = "tests.rewards.faulty_rewards:"
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -27,6 +27,8 @@ import grpo_trl.sandbox as sandbox
 from grpo_trl._sandbox_host import NOBODY, UID_BASE, UID_SLOTS, base_dir
 from grpo_trl.sandbox import Limits, isolation, run_many, run_python
 
+pytestmark = pytest.mark.fault
+
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="the uid drop and its guarantees apply when grpo-trl runs as root")
 # every isolation mode this machine can run: under root with namespaces, the "uid" fallback is exercised too

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from grpo_trl.rewards import get_reward
 
+pytestmark = pytest.mark.fault
+
 TESTS = {"test_list": [["assert f() == 1"]]}
 ATTACKS = {
     "infinite_loop": "def f():\n    while True:\n        pass",

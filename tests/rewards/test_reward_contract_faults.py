@@ -21,8 +21,8 @@ from grpo_trl.report.page import write_report
 from grpo_trl.train import run
 from tests.rewards import trl_doc_rewards as docs
 
-pytestmark = pytest.mark.slow
-F = "tests.faults.faulty_rewards:"
+pytestmark = [pytest.mark.slow, pytest.mark.fault]
+F = "tests.rewards.faulty_rewards:"
 D = "tests.rewards.trl_doc_rewards:"
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""Deliberately broken rewards for the fault tests (referenced as tests.faults.faulty_rewards:NAME)."""
+"""Deliberately broken rewards for the fault tests (referenced as tests.rewards.faulty_rewards:NAME)."""
 
 import math
 import time
