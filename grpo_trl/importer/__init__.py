@@ -16,9 +16,11 @@ from typing import Any
 
 import yaml
 
+from grpo_trl import tables as T
 from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
-from grpo_trl.importer.state import Imported
-from grpo_trl.importer.translate import translate
+from grpo_trl.importer import rules as tr
+from grpo_trl.importer import sections
+from grpo_trl.importer.rules import Imported, installed_fields
 from grpo_trl.io import load_yaml, read_text
 from grpo_trl.tables import RENAMES, peer_config_problems, rename_hint
 
@@ -34,6 +36,59 @@ class ImportResult:
     warnings: list[str]
     unmapped: list[tuple[str, str]]
     imported: Imported
+
+
+OPEN_R1_ONLY = frozenset(
+    {"dataset_prompt_column", "dataset_mixture", "system_prompt", "chat_template", *T.REWARD_SETTINGS}
+    | set(T.CODE_PROVIDER_KEYS)
+    | {"benchmarks", "callbacks", "hub_model_revision", "wandb_entity", "wandb_project", "num_completions_to_print"}
+)
+
+
+def detect_flavour(data: dict) -> str:
+    """``open-r1`` when the config uses open-r1's own keys or reward names, else ``trl``."""
+    from trl import GRPOConfig
+
+    trl_fields = installed_fields(GRPOConfig)  # num_completions_to_print: a TRL field too, in some versions
+    if any(k in OPEN_R1_ONLY and k not in trl_fields for k in data):
+        return "open-r1"
+    funcs = data.get("reward_funcs")
+    funcs = [funcs] if isinstance(funcs, str) else funcs if isinstance(funcs, list) else []
+    peers = [f for f in funcs if isinstance(f, str) and f in T.REWARDS]
+    return "open-r1" if peers and not any(f.endswith("_reward") or f.startswith("get_") for f in peers) else "trl"
+
+
+def translate(data: Any, *, file: str = "<config>", flavour: str | None = None, trl_version: str | None = None,
+              out_dir: Path | None = None) -> Imported:  # fmt: skip
+    """Translate a parsed peer config. Raises ``RecipeError`` listing every problem that stops a recipe."""
+    if not isinstance(data, dict) or not data:
+        raise RecipeError([Problem(file, "-", "a TRL/open-r1 config is a YAML mapping of settings")])
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise RecipeError([Problem(file, repr(k), "setting names must be strings") for k in bad])
+    if flavour not in (None, "trl", "open-r1"):
+        raise RecipeError([Problem(file, "--from", f"{flavour!r}: use trl or open-r1")])
+    flavour = flavour or detect_flavour(data)
+    baseline = trl_version or (T.BASELINE_OPEN_R1 if flavour == "open-r1" else T.BASELINE_TRL)
+    try:
+        T._vkey(baseline)
+    except ValueError:
+        raise RecipeError([Problem(file, "--trl-version", f"{baseline!r} is not a version like 0.18")]) from None
+    t = tr.Translation(data, file, flavour, baseline, out_dir)
+    for step in (tr.model, sections.dataset, sections.rewards, tr.old_defaults, tr.rest):
+        step(t)
+    named = {k.split(".")[0] for k, _ in t.out.unmapped} | {line.split(":")[0] for line in t.out.changed_defaults}
+    for key in [k for k in data if k not in t.carried and k not in named]:  # every key is carried or named
+        default, note = T.CARRIED_BY_DEFAULT.get(key, (t.model_defaults.get(key, t.grpo.get(key, t)), "the default"))
+        if data[key] == default:
+            t.out.changed_defaults.append(f"{key}: {data[key]!r} - nothing to write ({note})")
+        else:
+            t.unmapped(key, T.LEFT_OUT.get(key, "read, but no rule of grpo-trl import carries it (please report it)"))
+    if t.problems:
+        raise RecipeError(t.problems)
+    order = ("model", "data", "rewards", "generation", "trainer", "launch")
+    t.out.recipe = {k: t.out.recipe[k] for k in order if k in t.out.recipe}
+    return t.out
 
 
 def _header(source: str, imported: Imported) -> list[str]:

@@ -1,0 +1,285 @@
+"""How a peer config's keys reach a recipe: one translation's state (``Translation``), the interpreter of ``keys.yaml``
+(one-to-one rules ``carry``: peer key -> recipe key, value checked by a named transform), and the model and trainer
+keys, read by the tables of ``grpo_trl.tables`` (LoRA, quantization, old defaults, renamed and removed fields).
+
+    >>> t = Translation({"num_processes": 2, "beta": 0.1}, "c.yaml", "trl", "1.0", None); carry(t, "launch")
+    >>> t.out.recipe, t.out.comments
+    ({'launch': {'num_processes': 2}}, {('launch', 'num_processes'): 'num_processes'})
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from grpo_trl import tables as T
+from grpo_trl.errors import Problem
+from grpo_trl.recipe.schema import DTYPES
+
+RULES: dict[str, dict] = yaml.safe_load((Path(__file__).parent / "keys.yaml").read_text())
+_BAD = object()  # a transform's answer for a value it refused (the problem is recorded)
+
+
+@dataclass
+class Imported:
+    """The translated recipe with a comment per translated value, and what could not be translated."""
+
+    recipe: dict
+    comments: dict[tuple, str] = field(default_factory=dict)
+    unmapped: list[tuple[str, str]] = field(default_factory=list)  # (peer key, why)
+    warnings: list[str] = field(default_factory=list)
+    changed_defaults: list[str] = field(default_factory=list)
+    flavour: str = "trl"
+    baseline: str = T.BASELINE_TRL
+
+
+def installed_fields(cls) -> dict[str, Any]:
+    """A dataclass's init fields and their defaults (``MISSING`` where it has none), as installed."""
+    no = dataclasses.MISSING
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    return {f.name: f.default if f.default is not no else f.default_factory() if f.default_factory is not no else no
+            for f in fields}  # fmt: skip
+
+
+class Translation:
+    """One translation under way: the peer config, the recipe being written, and the keys already placed."""
+
+    def __init__(self, data: dict, file: str, flavour: str, baseline: str, out_dir: Path | None):
+        from trl import GRPOConfig, ModelConfig
+
+        self.data, self.file, self.out_dir = data, file, out_dir
+        self.out = Imported(recipe={}, flavour=flavour, baseline=baseline)
+        self.problems: list[Problem] = []
+        self.done: set[str] = set()  # keys handled (``rest`` skips them)
+        self.carried: set[str] = set()  # keys whose value reached the recipe
+        self.grpo, self.model_defaults = installed_fields(GRPOConfig), installed_fields(ModelConfig)
+
+    def problem(self, key: str, message: str) -> object:
+        self.problems.append(Problem(self.file, key, message))
+        return _BAD
+
+    def unmapped(self, key: str, why: str) -> None:
+        self.done.add(key)
+        self.out.unmapped.append((key, why))
+
+    def put(self, path: tuple, value: Any, comment: str | None = None) -> None:
+        node = self.out.recipe
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+        if comment:
+            self.out.comments[path] = comment
+            self.carried.add(re.split(r"[^\w.]", comment, maxsplit=1)[0])
+        if path[-1] in self.data:  # a field under its own name
+            self.carried.add(path[-1])
+
+    def take(self, key: str, default: Any = None) -> Any:
+        self.done.add(key)
+        return self.data.get(key, default)
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def local(self, value: str) -> str:
+        """An existing relative file or folder made relative to where the recipe is written, else ``value``."""
+        p = Path(value).expanduser()
+        if self.out_dir is None or p.is_absolute() or not p.exists():
+            return value
+        return os.path.relpath(p.resolve(), self.out_dir.resolve())
+
+    def string(self, key: str, default: str | None = None) -> str | None:
+        value = self.take(key, default)
+        value = default if value is None else _string(self, key, value)
+        return None if value is _BAD else value
+
+
+def _string(t: Translation, key: str, value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return t.problem(key, f"must be a string, got {type(value).__name__} {value!r}")
+    return str(value)
+
+
+def _positive_int(t: Translation, key: str, value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return t.problem(key, f"must be a positive integer, got {value!r}")
+    return value
+
+
+def _accelerate(t: Translation, key: str, value: Any) -> Any:
+    if not isinstance(value, str) or not value:
+        return t.problem(key, f"must be an accelerate config name or file, got {value!r}")
+    return T.ACCELERATE_PRESETS.get(value) or t.local(value)
+
+
+TRANSFORMS = {
+    "same": lambda t, key, value: value,
+    "flag": lambda t, key, value: True,
+    "string": _string,
+    "positive_int": _positive_int,
+    "accelerate": _accelerate,
+}
+
+
+def carry(t: Translation, section: str) -> None:
+    """Place the keys ``keys.yaml`` sends to ``section``; a null is left to ``rest`` (which names it)."""
+    for key, rule in RULES.items():
+        path = tuple(rule["to"].split("."))
+        if path[0] != section or t.data.get(key) is None:
+            continue
+        raw = t.take(key)
+        value = TRANSFORMS[rule.get("as", "same")](t, key, raw) if raw or not rule.get("if_true") else _BAD
+        if value is not _BAD:
+            t.put(path, value, rule.get("note", key))
+
+
+def model(t: Translation) -> None:
+    """``model:``: the model, its dtype, the one-to-one keys, ``model_init_kwargs``, LoRA and quantization."""
+    name = t.string("model_name_or_path")
+    if not name:
+        if "model_name_or_path" not in t.data:
+            t.problem("model_name_or_path", "missing: the model to train (a Hub id or a local path)")
+        return
+    t.put(("model", "name"), name, "model_name_or_path")
+    init = t.take("model_init_kwargs") or {}
+    if not isinstance(init, dict):
+        init = {} if t.problem("model_init_kwargs", f"must be a mapping, got {init!r}") else {}
+    values = {k: t.take(k) for k in ("dtype", "torch_dtype") if t.has(k)}
+    if len(set(map(str, values.values()))) > 1:
+        t.out.warnings.append(f"both dtype and torch_dtype are set ({values}); dtype (TRL's name) is used")
+    src, dtype = next(iter(values.items()), ("model_init_kwargs.dtype", init.get("dtype", init.get("torch_dtype"))))
+    t.done |= {"dtype", "torch_dtype"}
+    if dtype is None or str(dtype) == "None":
+        why = "not set: trl grpo loads float32 (ModelConfig.dtype); grpo-trl would let transformers choose (auto)"
+        t.put(("model", "dtype"), "float32", why)
+    elif str(dtype) not in DTYPES:
+        t.problem(src, f"{dtype!r} is not a dtype; use one of {', '.join(DTYPES)}")
+    else:
+        t.put(("model", "dtype"), str(dtype), src if src != "torch_dtype" else "torch_dtype (renamed dtype)")
+    carry(t, "model")
+    for key, value in init.items():
+        if key not in ("dtype", "torch_dtype"):  # any other from_pretrained keyword: checked by `grpo-trl check`
+            inner = () if key in ("revision", "attn_implementation", "trust_remote_code") else ("init_kwargs",)
+            t.put(("model", *inner, key), value, f"model_init_kwargs.{key}")
+    lora(t)
+    quantization(t)
+
+
+def lora(t: Translation) -> None:
+    use_peft = t.take("use_peft", False)
+    if not isinstance(use_peft, bool):
+        t.problem("use_peft", f"must be true or false, got {use_peft!r}")
+        return
+    for key, target in T.LORA_KEYS.items():
+        if not use_peft:
+            if key in t.data:
+                t.unmapped(key, "use_peft is not true, so TRL ignores it")
+            continue
+        value = t.take(key, t.model_defaults.get(key))
+        skip = [("lora_task_type", "CAUSAL_LM"), ("use_rslora", False), ("use_dora", False)]
+        if value is None or value is dataclasses.MISSING or (key, value) in skip:
+            continue
+        note = f"{key} (use_peft)" if key in t.data else f"TRL ModelConfig's default {key}"
+        t.put(("model", "lora", target), value, note)
+    if use_peft:
+        t.carried.add("use_peft")  # model.lora is there
+
+
+def quantization(t: Translation) -> None:
+    """``load_in_4bit`` / ``load_in_8bit`` -> ``model.quantization``, as TRL's ``get_quantization_config`` builds it
+    (compute dtype: the model's dtype; quant type nf4 unless given)."""
+    given = {k: t.take(k) for k in T.QUANT_KEYS if t.has(k)}
+    for k in ("load_in_4bit", "load_in_8bit", "use_bnb_nested_quant"):
+        if k in given and not isinstance(given[k], bool):
+            t.problem(k, f"must be true or false, got {given[k]!r}")
+            return
+    if given.get("load_in_4bit"):
+        section = {"load_in_4bit": True, "bnb_4bit_quant_type": given.get("bnb_4bit_quant_type", "nf4")}
+        dtype = t.out.recipe.get("model", {}).get("dtype")
+        if dtype in ("bfloat16", "float16", "float32"):
+            section["bnb_4bit_compute_dtype"] = dtype
+        if given.get("use_bnb_nested_quant"):
+            section["bnb_4bit_use_double_quant"] = True
+        if given.get("bnb_4bit_quant_storage"):
+            section["bnb_4bit_quant_storage"] = given["bnb_4bit_quant_storage"]
+    elif given.get("load_in_8bit"):
+        section = {"load_in_8bit": True}
+    else:
+        return  # TRL loads the model unquantized: the other keys mean nothing
+    source = {"bnb_4bit_compute_dtype": "dtype", "bnb_4bit_use_double_quant": "use_bnb_nested_quant"}
+    for key, value in section.items():
+        t.put(("model", "quantization", key), value, source.get(key, key))
+
+
+def old_defaults(t: Translation) -> None:
+    """TRL defaults changed since the config's TRL: the old value is written, so the run stays the same."""
+    base, trainer = t.out.baseline, t.out.recipe.get("trainer", {})
+    for name in T.DEFAULT_HISTORY:
+        old, now = T.old_default(name, base), t.grpo.get(name)
+        if name not in t.grpo or old == now:
+            continue
+        what = f"{name}: TRL {base} default {old!r}, today {now!r} ({T.DEFAULT_NOTES[name]})"
+        if name in t.data or name in trainer:
+            t.out.changed_defaults.append(what + " - set in the config, kept")
+        elif not (name == "vllm_mode" and not t.data.get("use_vllm")) and not (
+            name == "use_bias_correction_kl" and not t.data.get("beta", T.old_default("beta", base))
+        ):  # vllm_mode without vLLM, the KL estimator without a KL term: nothing changes
+            t.out.changed_defaults.append(what + " - the old value is written")
+            t.put(("trainer", name), old, f"TRL {base} default (today {now!r}), kept: the run stays the same")
+    old_max = T.old_default("max_prompt_length", base, T.MAX_PROMPT_LENGTH_HISTORY)
+    if "max_prompt_length" in t.grpo:
+        return
+    if "max_prompt_length" in t.data:
+        value, source = t.take("max_prompt_length"), "max_prompt_length"
+    else:
+        value, source = old_max, f"TRL {base} default max_prompt_length"
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        t.problem("max_prompt_length", f"must be a positive integer, got {value!r}")
+    elif "mixture" in t.out.recipe.get("data", {}):
+        t.out.unmapped.append(("max_prompt_length", "set data.mixture[*].max_prompt_tokens per part"))
+    else:
+        note = f"{source} {value}: TRL truncated longer prompts, grpo-trl drops those rows (and reports how many)"
+        t.put(("data", "max_prompt_tokens"), value, note)
+        t.out.changed_defaults.append("max_prompt_length: removed from TRL (prompts are no longer truncated)")
+
+
+def rest(t: Translation) -> None:
+    """Every key not placed yet: launch keys, renamed and removed fields, ``trl.GRPOConfig`` fields."""
+    carry(t, "launch")
+    for key, value in t.data.items():
+        if key in t.done:
+            continue
+        t.done.add(key)
+        new = T.RENAMED_FIELDS.get(key)
+        if value is None:
+            t.out.warnings.append(f"{key}: null, left at grpo-trl's / TRL's default")
+        elif key in ("reward_weights", "model_init_kwargs"):
+            continue
+        elif key in t.grpo:
+            t.put(("trainer", key), value, None)
+        elif key == "warmup_ratio" and "warmup_steps" in t.grpo:
+            if t.data.get("warmup_steps"):
+                t.unmapped(key, "warmup_steps is set too, and took precedence in transformers 4")
+            else:
+                t.put(("trainer", "warmup_steps"), value, "warmup_ratio (transformers 5: a float < 1 is a ratio)")
+        elif new in t.grpo:
+            t.put(("trainer", new), value, f"{key} (renamed)")
+        elif key == "use_liger_loss" and not value:
+            t.out.changed_defaults.append("use_liger_loss: false - nothing to set (removed from TRL)")
+        elif key == "env" and isinstance(value, dict):
+            names = ", ".join(f"{k}={v}" for k, v in value.items())
+            t.unmapped(key, f"environment variables: export {names} before running")
+        elif key in T.NOT_MAPPED:
+            t.unmapped(key, T.NOT_MAPPED[key])
+        else:
+            close = difflib.get_close_matches(str(key), list(t.grpo), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            t.unmapped(str(key), f"not a field of ScriptArguments, ModelConfig or the installed trl.GRPOConfig{hint}")
