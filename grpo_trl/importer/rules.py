@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import numbers
 import os
 import re
 from dataclasses import dataclass, field
@@ -24,7 +25,6 @@ from grpo_trl.errors import Problem
 from grpo_trl.recipe.schema import DTYPES
 
 RULES: dict[str, dict] = yaml.safe_load((Path(__file__).parent / "keys.yaml").read_text())
-_BAD = object()  # a transform's answer for a value it refused (the problem is recorded)
 
 
 @dataclass
@@ -61,9 +61,8 @@ class Translation:
         self.carried: set[str] = set()  # keys whose value reached the recipe
         self.grpo, self.model_defaults = installed_fields(GRPOConfig), installed_fields(ModelConfig)
 
-    def problem(self, key: str, message: str) -> object:
+    def problem(self, key: str, message: str) -> None:
         self.problems.append(Problem(self.file, key, message))
-        return _BAD
 
     def unmapped(self, key: str, why: str) -> None:
         self.done.add(key)
@@ -94,48 +93,49 @@ class Translation:
             return value
         return os.path.relpath(p.resolve(), self.out_dir.resolve())
 
+    def check(self, key: str, value: Any, kind: str) -> bool:
+        """Whether ``value`` passes the named check (``KINDS``); a problem naming ``key`` when it does not."""
+        ok, what = KINDS[kind]
+        if not ok(value):
+            self.problem(key, f"must be {what}, got {value!r}")
+        return ok(value)
+
     def string(self, key: str, default: str | None = None) -> str | None:
-        value = self.take(key, default)
-        value = default if value is None else _string(self, key, value)
-        return None if value is _BAD else value
+        value = self.take(key)
+        return default if value is None else str(value) if self.check(key, value, "string") else None
 
 
-def _string(t: Translation, key: str, value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        return t.problem(key, f"must be a string, got {type(value).__name__} {value!r}")
-    return str(value)
+def _names(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(f, str) and f for f in v)
 
 
-def _positive_int(t: Translation, key: str, value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        return t.problem(key, f"must be a positive integer, got {value!r}")
-    return value
+def _numbers(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(w, numbers.Real) and not isinstance(w, bool) for w in v)
 
 
-def _accelerate(t: Translation, key: str, value: Any) -> Any:
-    if not isinstance(value, str) or not value:
-        return t.problem(key, f"must be an accelerate config name or file, got {value!r}")
-    return T.ACCELERATE_PRESETS.get(value) or t.local(value)
-
-
-TRANSFORMS = {
-    "same": lambda t, key, value: value,
-    "flag": lambda t, key, value: True,
-    "string": _string,
-    "positive_int": _positive_int,
-    "accelerate": _accelerate,
+KINDS = {  # the named checks of a peer value: name -> (accepts, what the error says it must be)
+    "string": (lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool), "a string"),
+    "flag": (lambda v: True, ""),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "positive_int": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer"),
+    "accelerate": (lambda v: isinstance(v, str) and v != "", "an accelerate config name or file"),
+    "mapping": (lambda v: isinstance(v, dict), "a mapping"),
+    "model": (lambda v: isinstance(v, str) and v.strip() != "", "a model id or a local path"),
+    "names": (_names, "a list of reward names"),
+    "numbers": (_numbers, "a list of numbers"),
 }
 
 
 def carry(t: Translation, section: str) -> None:
     """Place the keys ``keys.yaml`` sends to ``section``; a null is left to ``rest`` (which names it)."""
     for key, rule in RULES.items():
-        path = tuple(rule["to"].split("."))
+        path, kind = tuple(rule["to"].split(".")), rule.get("as")
         if path[0] != section or t.data.get(key) is None:
             continue
-        raw = t.take(key)
-        value = TRANSFORMS[rule.get("as", "same")](t, key, raw) if raw or not rule.get("if_true") else _BAD
-        if value is not _BAD:
+        value = t.take(key)
+        if (value or not rule.get("if_true")) and (kind is None or t.check(key, value, kind)):
+            as_read = T.ACCELERATE_PRESETS.get(value) or t.local(value) if kind == "accelerate" else value
+            value = {"string": str(value), "flag": True}.get(kind, as_read)
             t.put(path, value, rule.get("note", key))
 
 
@@ -148,8 +148,7 @@ def model(t: Translation) -> None:
         return
     t.put(("model", "name"), name, "model_name_or_path")
     init = t.take("model_init_kwargs") or {}
-    if not isinstance(init, dict):
-        init = {} if t.problem("model_init_kwargs", f"must be a mapping, got {init!r}") else {}
+    init = init if t.check("model_init_kwargs", init, "mapping") else {}
     values = {k: t.take(k) for k in ("dtype", "torch_dtype") if t.has(k)}
     if len(set(map(str, values.values()))) > 1:
         t.out.warnings.append(f"both dtype and torch_dtype are set ({values}); dtype (TRL's name) is used")
@@ -173,8 +172,7 @@ def model(t: Translation) -> None:
 
 def lora(t: Translation) -> None:
     use_peft = t.take("use_peft", False)
-    if not isinstance(use_peft, bool):
-        t.problem("use_peft", f"must be true or false, got {use_peft!r}")
+    if not t.check("use_peft", use_peft, "bool"):
         return
     for key, target in T.LORA_KEYS.items():
         if not use_peft:
@@ -195,10 +193,10 @@ def quantization(t: Translation) -> None:
     """``load_in_4bit`` / ``load_in_8bit`` -> ``model.quantization``, as TRL's ``get_quantization_config`` builds it
     (compute dtype: the model's dtype; quant type nf4 unless given)."""
     given = {k: t.take(k) for k in T.QUANT_KEYS if t.has(k)}
-    for k in ("load_in_4bit", "load_in_8bit", "use_bnb_nested_quant"):
-        if k in given and not isinstance(given[k], bool):
-            t.problem(k, f"must be true or false, got {given[k]!r}")
-            return
+    if not all(
+        t.check(k, given[k], "bool") for k in ("load_in_4bit", "load_in_8bit", "use_bnb_nested_quant") if k in given
+    ):
+        return
     if given.get("load_in_4bit"):
         section = {"load_in_4bit": True, "bnb_4bit_quant_type": given.get("bnb_4bit_quant_type", "nf4")}
         dtype = t.out.recipe.get("model", {}).get("dtype")
@@ -239,11 +237,9 @@ def old_defaults(t: Translation) -> None:
         value, source = t.take("max_prompt_length"), "max_prompt_length"
     else:
         value, source = old_max, f"TRL {base} default max_prompt_length"
-    if value is None:
+    if value is None or not t.check("max_prompt_length", value, "positive_int"):
         return
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        t.problem("max_prompt_length", f"must be a positive integer, got {value!r}")
-    elif "mixture" in t.out.recipe.get("data", {}):
+    if "mixture" in t.out.recipe.get("data", {}):
         t.out.unmapped.append(("max_prompt_length", "set data.mixture[*].max_prompt_tokens per part"))
     else:
         note = f"{source} {value}: TRL truncated longer prompts, grpo-trl drops those rows (and reports how many)"

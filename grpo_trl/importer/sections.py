@@ -115,9 +115,7 @@ def rewards(t: Translation) -> None:
 
     known = {info.name: info for info in list_rewards()}
     model = t.take("reward_model_name_or_path")  # TRL's `trl grpo` script
-    if model is not None and (not isinstance(model, str) or not model.strip()):
-        model = t.problem("reward_model_name_or_path", f"must be a model id or a local path, got {model!r}") and None
-    model = t.local(model) if model else None
+    model = t.local(model) if model is not None and t.check("reward_model_name_or_path", model, "model") else None
     funcs = t.take("reward_funcs")
     if funcs is None and t.out.flavour == "open-r1" and not model:
         funcs = list(T.OPEN_R1_DEFAULT_REWARDS)
@@ -127,15 +125,10 @@ def rewards(t: Translation) -> None:
             t.problem("reward_funcs", "missing: TRL needs reward functions (e.g. - accuracy_reward)")
         funcs = []
     funcs = [funcs] if isinstance(funcs, str) else funcs
-    if not isinstance(funcs, list) or not all(isinstance(f, str) and f for f in funcs):
-        t.problem("reward_funcs", f"must be a list of reward names, got {funcs!r}")
-        return
     weights, n_model = t.take("reward_weights"), 1 if model else 0  # TRL's script: [reward_model, *reward_funcs]
-    if weights is not None and (
-        not isinstance(weights, list)
-        or not all(isinstance(w, numbers.Real) and not isinstance(w, bool) for w in weights)
+    if not t.check("reward_funcs", funcs, "names") or (
+        weights is not None and not t.check("reward_weights", weights, "numbers")
     ):
-        t.problem("reward_weights", f"must be a list of numbers, got {weights!r}")
         return
     if weights is not None and len(weights) != len(funcs) + n_model:
         what = "the reward model and " if model else ""
