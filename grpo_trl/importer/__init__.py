@@ -19,7 +19,7 @@ import yaml
 from grpo_trl import tables as T
 from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
 from grpo_trl.importer import rules as tr
-from grpo_trl.importer import sections
+from grpo_trl.importer import sections, trainer
 from grpo_trl.importer.rules import Imported, installed_fields
 from grpo_trl.io import load_yaml, read_text
 from grpo_trl.tables import RENAMES, peer_config_problems, rename_hint
@@ -75,7 +75,7 @@ def translate(data: Any, *, file: str = "<config>", flavour: str | None = None, 
     except ValueError:
         raise RecipeError([Problem(file, "--trl-version", f"{baseline!r} is not a version like 0.18")]) from None
     t = tr.Translation(data, file, flavour, baseline, out_dir)
-    for step in (tr.model, sections.dataset, sections.rewards, tr.old_defaults, tr.rest):
+    for step in (tr.model, sections.dataset, sections.rewards, trainer.old_defaults, trainer.rest):
         step(t)
     named = {k.split(".")[0] for k, _ in t.out.unmapped} | {line.split(":")[0] for line in t.out.changed_defaults}
     for key in [k for k in data if k not in t.carried and k not in named]:  # every key is carried or named
