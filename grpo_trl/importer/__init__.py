@@ -38,19 +38,13 @@ class ImportResult:
     imported: Imported
 
 
-OPEN_R1_ONLY = frozenset(
-    {"dataset_prompt_column", "dataset_mixture", "system_prompt", "chat_template", *T.REWARD_SETTINGS}
-    | set(T.CODE_PROVIDER_KEYS)
-    | {"benchmarks", "callbacks", "hub_model_revision", "wandb_entity", "wandb_project", "num_completions_to_print"}
-)
-
-
 def detect_flavour(data: dict) -> str:
     """``open-r1`` when the config uses open-r1's own keys or reward names, else ``trl``."""
     from trl import GRPOConfig
 
     trl_fields = installed_fields(GRPOConfig)  # num_completions_to_print: a TRL field too, in some versions
-    if any(k in OPEN_R1_ONLY and k not in trl_fields for k in data):
+    only = {*tr.KEYS["open_r1_only"], *T.REWARD_SETTINGS, *T.CODE_PROVIDER_KEYS}
+    if any(k in only and k not in trl_fields for k in data):
         return "open-r1"
     funcs = data.get("reward_funcs")
     funcs = [funcs] if isinstance(funcs, str) else funcs if isinstance(funcs, list) else []
@@ -97,12 +91,10 @@ def _header(source: str, imported: Imported) -> list[str]:
         f"{imported.baseline}, change with --trl-version).",
         "A comment names the setting each line came from.",
     ]
-    if imported.changed_defaults:
-        head += ["", "TRL defaults that changed since:"] + [f"  {line}" for line in imported.changed_defaults]
-    if imported.unmapped:
-        head += ["", "Not mapped:"] + [f"  {key}: {why}" for key, why in imported.unmapped]
-    if imported.warnings:
-        head += ["", "Warnings:"] + [f"  {w}" for w in imported.warnings]
+    unmapped = [f"{key}: {why}" for key, why in imported.unmapped]
+    for title, lines in ("TRL defaults that changed since:", imported.changed_defaults), ("Not mapped:", unmapped), (
+        "Warnings:", imported.warnings):  # fmt: skip
+        head += ["", title, *(f"  {line}" for line in lines)] if lines else []
     return head + [""]
 
 

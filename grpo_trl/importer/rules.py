@@ -23,7 +23,8 @@ from grpo_trl import tables as T
 from grpo_trl.errors import Problem
 from grpo_trl.recipe.schema import DTYPES
 
-RULES: dict[str, dict] = yaml.safe_load((Path(__file__).parent / "keys.yaml").read_text())
+KEYS = yaml.safe_load((Path(__file__).parent / "keys.yaml").read_text())
+RULES: dict[str, dict] = KEYS["carry"]
 
 
 @dataclass
