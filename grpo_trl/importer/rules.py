@@ -133,7 +133,7 @@ def carry(t: Translation, section: str) -> None:
         if path[0] != section or t.data.get(key) is None:
             continue
         value = t.take(key)
-        if (value or not rule.get("if_true")) and (kind is None or t.check(key, value, kind)):
+        if (kind is None or t.check(key, value, kind)) and (value or not rule.get("if_true")):
             as_read = T.ACCELERATE_PRESETS.get(value) or t.local(value) if kind == "accelerate" else value
             value = {"string": str(value), "flag": True}.get(kind, as_read)
             t.put(path, value, rule.get("note", key))
