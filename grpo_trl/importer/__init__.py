@@ -71,7 +71,8 @@ def translate(data: Any, *, file: str = "<config>", flavour: str | None = None, 
     t = tr.Translation(data, file, flavour, baseline, out_dir)
     for step in (tr.model, sections.dataset, sections.rewards, trainer.old_defaults, trainer.rest):
         step(t)
-    named = {k.split(".")[0] for k, _ in t.out.unmapped} | {line.split(":")[0] for line in t.out.changed_defaults}
+    named = {k.split(".")[0] for k, _ in t.out.unmapped}  # a null is named by its warning (``trainer.rest``)
+    named |= {line.split(":")[0] for line in t.out.changed_defaults + t.out.warnings}
     for key in [k for k in data if k not in t.carried and k not in named]:  # every key is carried or named
         default, note = T.CARRIED_BY_DEFAULT.get(key, (t.model_defaults.get(key, t.grpo.get(key, t)), "the default"))
         if data[key] == default:
