@@ -16,9 +16,11 @@ from typing import Any
 
 import yaml
 
+from grpo_trl import tables as T
 from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
-from grpo_trl.importer.state import Imported
-from grpo_trl.importer.translate import translate
+from grpo_trl.importer import rules as tr
+from grpo_trl.importer import sections, trainer
+from grpo_trl.importer.rules import Imported, installed_fields
 from grpo_trl.io import load_yaml, read_text
 from grpo_trl.tables import RENAMES, peer_config_problems, rename_hint
 
@@ -36,64 +38,94 @@ class ImportResult:
     imported: Imported
 
 
+def detect_flavour(data: dict) -> str:
+    """``open-r1`` when the config uses open-r1's own keys or reward names, else ``trl``."""
+    from trl import GRPOConfig
+
+    trl_fields = installed_fields(GRPOConfig)  # num_completions_to_print: a TRL field too, in some versions
+    only = {*tr.KEYS["open_r1_only"], *T.REWARD_SETTINGS, *T.CODE_PROVIDER_KEYS}
+    if any(k in only and k not in trl_fields for k in data):
+        return "open-r1"
+    funcs = data.get("reward_funcs")
+    funcs = [funcs] if isinstance(funcs, str) else funcs if isinstance(funcs, list) else []
+    peers = [f for f in funcs if isinstance(f, str) and f in T.REWARDS]
+    return "open-r1" if peers and not any(f.endswith("_reward") or f.startswith("get_") for f in peers) else "trl"
+
+
+def translate(data: Any, *, file: str = "<config>", flavour: str | None = None, trl_version: str | None = None,
+              out_dir: Path | None = None) -> Imported:  # fmt: skip
+    """Translate a parsed peer config. Raises ``RecipeError`` listing every problem that stops a recipe."""
+    if not isinstance(data, dict) or not data:
+        raise RecipeError([Problem(file, "-", "a TRL/open-r1 config is a YAML mapping of settings")])
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise RecipeError([Problem(file, repr(k), "setting names must be strings") for k in bad])
+    if flavour not in (None, "trl", "open-r1"):
+        raise RecipeError([Problem(file, "--from", f"{flavour!r}: use trl or open-r1")])
+    flavour = flavour or detect_flavour(data)
+    baseline = trl_version or (T.BASELINE_OPEN_R1 if flavour == "open-r1" else T.BASELINE_TRL)
+    try:
+        T._vkey(baseline)
+    except ValueError:
+        raise RecipeError([Problem(file, "--trl-version", f"{baseline!r} is not a version like 0.18")]) from None
+    t = tr.Translation(data, file, flavour, baseline, out_dir)
+    for step in (tr.model, sections.dataset, sections.rewards, trainer.old_defaults, trainer.rest):
+        step(t)
+    named = {k.split(".")[0] for k, _ in t.out.unmapped}  # a null is named by its warning (``trainer.rest``)
+    named |= {line.split(":")[0] for line in t.out.changed_defaults + t.out.warnings}
+    for key in [k for k in data if k not in t.carried and k not in named]:  # every key is carried or named
+        default, note = T.CARRIED_BY_DEFAULT.get(key, (t.model_defaults.get(key, t.grpo.get(key, t)), "the default"))
+        if data[key] == default:
+            t.out.changed_defaults.append(f"{key}: {data[key]!r} - nothing to write ({note})")
+        else:
+            t.unmapped(key, T.LEFT_OUT.get(key, "read, but no rule of grpo-trl import carries it (please report it)"))
+    if t.problems:
+        raise RecipeError(t.problems)
+    order = ("model", "data", "rewards", "generation", "trainer", "launch")
+    t.out.recipe = {k: t.out.recipe[k] for k in order if k in t.out.recipe}
+    return t.out
+
+
 def _header(source: str, imported: Imported) -> list[str]:
     head = [
         f"Imported by `grpo-trl import` from {source} ({imported.flavour} config; defaults assumed: TRL "
         f"{imported.baseline}, change with --trl-version).",
         "A comment names the setting each line came from.",
     ]
-    if imported.changed_defaults:
-        head += ["", "TRL defaults that changed since:"] + [f"  {line}" for line in imported.changed_defaults]
-    if imported.unmapped:
-        head += ["", "Not mapped:"] + [f"  {key}: {why}" for key, why in imported.unmapped]
-    if imported.warnings:
-        head += ["", "Warnings:"] + [f"  {w}" for w in imported.warnings]
+    unmapped = [f"{key}: {why}" for key, why in imported.unmapped]
+    for title, lines in ("TRL defaults that changed since:", imported.changed_defaults), ("Not mapped:", unmapped), (
+        "Warnings:", imported.warnings):  # fmt: skip
+        head += ["", title, *(f"  {line}" for line in lines)] if lines else []
     return head + [""]
 
 
-def _finish(data: object, duplicates: list[str], source: str, **options) -> ImportResult:
+def _import(read, source: str, **options) -> ImportResult:
+    try:
+        data, loader = load_yaml(read(), source, _Loader)
+    except OSError as exc:
+        raise RecipeError([Problem(source, "-", f"cannot read the config: {exc.strerror or exc}")]) from exc
+    except (GrpoTrlError, yaml.YAMLError) as exc:
+        why = exc.problems[0].text if isinstance(exc, GrpoTrlError) else " ".join(str(exc).split())
+        raise RecipeError([Problem(source, "-", f"not a readable YAML config: {why}")]) from None
     imported = translate(data, file=source, **options)
-    imported.warnings[:0] = [f"repeated key {d}" for d in duplicates]
-    text = emit(imported.recipe, imported.comments, _header(source, imported))
+    imported.warnings[:0] = [f"repeated key {d}" for d in loader.duplicates]
+    text = "\n".join([f"# {_comment_text(h)}" if h else "#" for h in _header(source, imported)])
+    text += "\n" + "\n".join(_block(imported.recipe, (), imported.comments)) + "\n"
     warnings = list(imported.warnings) + [f"{k}: not mapped: {why}" for k, why in imported.unmapped]
     return ImportResult(imported.recipe, text, warnings, list(imported.unmapped), imported)
 
 
 def import_text(text: str, source: str = "<config>", **options) -> ImportResult:
     """Translate config text (see ``import_config``)."""
-    try:
-        data, duplicates = read_peer_yaml_text(text)
-    except yaml.YAMLError as exc:
-        raise RecipeError([Problem(source, "-", f"not valid YAML: {' '.join(str(exc).split())}")]) from exc
-    return _finish(data, duplicates, source, **options)
+    return _import(lambda: text, source, **options)
 
 
-def import_config(
-    path: str | Path,
-    *,
-    flavour: str | None = None,
-    trl_version: str | None = None,
-    out_dir: str | Path | None = None,
-) -> ImportResult:
+def import_config(path: str | Path, *, flavour: str | None = None, trl_version: str | None = None,
+                  out_dir: str | Path | None = None) -> ImportResult:  # fmt: skip
     """Read and translate a peer config. ``RecipeError`` (one ``Problem`` per line) when no recipe can be made."""
-    try:
-        data, duplicates = read_peer_yaml(path)
-    except OSError as exc:
-        raise RecipeError([Problem(str(path), "-", f"cannot read the config: {exc.strerror or exc}")]) from exc
-    except (ValueError, yaml.YAMLError) as exc:
-        why = " ".join(str(exc).split())
-        raise RecipeError([Problem(str(path), "-", f"not a readable YAML config: {why}")]) from None
-    return _finish(
-        data,
-        duplicates,
-        str(path),
-        flavour=flavour,
-        trl_version=trl_version,
-        out_dir=Path(out_dir) if out_dir is not None else Path(path).resolve().parent,
-    )
-
-
-MAX_BYTES = 2_000_000  # a config, not a dataset
+    out = Path(out_dir) if out_dir is not None else Path(path).resolve().parent
+    read = lambda: read_text(path, 2_000_000, "config file")  # noqa: E731 (a config, not a dataset)
+    return _import(read, str(path), flavour=flavour, trl_version=trl_version, out_dir=out)
 
 
 class _Loader(yaml.SafeLoader):
@@ -113,34 +145,13 @@ class _Loader(yaml.SafeLoader):
                 continue  # unhashable key: the base class reports it
             if key in seen:
                 value = self.construct_object(value_node, deep=True)
-                self.duplicates.append(
-                    f"{key} (lines {seen[key] + 1} and {key_node.start_mark.line + 1}): the last value, "
-                    f"{value!r}, is kept"
-                )
+                lines = f"lines {seen[key] + 1} and {key_node.start_mark.line + 1}"
+                self.duplicates.append(f"{key} ({lines}): the last value, {value!r}, is kept")
             seen[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep=deep)
 
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _Loader.construct_mapping)
-
-
-def read_peer_yaml_text(text: str, file: str = "<config>") -> tuple[object, list[str]]:
-    """Parse ``text`` (alias expansion and depth bounded: ``grpo_trl.io.load_yaml``); returns the data and one line
-    per repeated key. Raises ``yaml.YAMLError``, or ``ValueError`` for a bomb."""
-    try:
-        data, loader = load_yaml(text, file, _Loader)
-    except GrpoTrlError as exc:
-        raise ValueError(exc.problems[0].text) from None
-    return data, loader.duplicates
-
-
-def read_peer_yaml(path: str | Path) -> tuple[object, list[str]]:
-    """Read a peer's config file (``grpo_trl.io``'s bounded reader). Raises ``ValueError`` or ``yaml.YAMLError``."""
-    try:
-        text = read_text(path, MAX_BYTES, "config file")
-    except GrpoTrlError as exc:
-        raise ValueError(exc.problems[0].text) from None
-    return read_peer_yaml_text(text, str(path))
 
 
 def _comment_text(text: Any) -> str:
@@ -150,44 +161,20 @@ def _comment_text(text: Any) -> str:
 
 def flow(value: Any) -> str:
     """``value`` as one line of YAML (strings with line breaks or unusual characters double-quoted, escaped)."""
-    style = None
-    if isinstance(value, str) and not (value.isprintable() and value.isascii()):
-        style = '"'
-    out = yaml.safe_dump(
-        value, default_flow_style=True, default_style=style, width=float("inf"), allow_unicode=False, sort_keys=False
-    )
-    out = out.strip()
-    if out.endswith("\n..."):
-        out = out[: -len("\n...")]
-    if out.endswith("..."):
-        out = out[:-3].rstrip()
-    return out
+    style = '"' if isinstance(value, str) and not (value.isprintable() and value.isascii()) else None
+    out = yaml.safe_dump(value, default_flow_style=True, default_style=style, width=float("inf"), sort_keys=False)
+    return out.strip().removesuffix("\n...")
 
 
-def _comment(comments: dict, path: tuple) -> str:
-    note = comments.get(path)
-    return f"  # {_comment_text(note)}" if note else ""
-
-
-def emit(recipe: dict, comments: dict[tuple, str], header: list[str]) -> str:
-    """The recipe's YAML text: sections as blocks, each value on its own commented line."""
-    lines = [f"# {_comment_text(h)}" if h else "#" for h in header]
-    for section, value in recipe.items():
-        if isinstance(value, dict):
-            lines.append(f"{section}:")
-            for key, item in value.items():
-                if isinstance(item, list) and item and all(isinstance(x, dict) for x in item):
-                    lines.append(f"  {flow(key)}:{_comment(comments, (section, key))}")
-                    lines += [f"    - {flow(x)}" for x in item]
-                elif isinstance(item, dict) and item:
-                    lines.append(f"  {flow(key)}:")
-                    for k, v in item.items():
-                        lines.append(f"    {flow(k)}: {flow(v)}{_comment(comments, (section, key, k))}")
-                else:
-                    lines.append(f"  {flow(key)}: {flow(item)}{_comment(comments, (section, key))}")
-        elif isinstance(value, list):
-            lines.append(f"{section}:")
-            lines += [f"  - {flow(item)}{_comment(comments, (section, i))}" for i, item in enumerate(value)]
-        else:
-            lines.append(f"{section}: {flow(value)}{_comment(comments, (section,))}")
-    return "\n".join(lines) + "\n"
+def _block(node: dict | list, path: tuple, comments: dict[tuple, str]) -> list[str]:
+    """YAML block lines: the recipe's sections and a section's mappings and lists of mappings nest, the rest is one
+    line each, with the comment naming its source."""
+    lines, pad = [], "  " * len(path)
+    for key, value in node.items() if isinstance(node, dict) else enumerate(node):
+        note = f"  # {_comment_text(comments[(*path, key)])}" if comments.get((*path, key)) else ""
+        lead = f"{pad}{flow(key)}:" if isinstance(node, dict) else f"{pad}-"
+        nest = value and isinstance(node, dict) and isinstance(value, (dict, list)) and len(path) < 2
+        if nest and path and isinstance(value, list) and not all(isinstance(x, dict) for x in value):
+            nest = False
+        lines += [lead + note, *_block(value, (*path, key), comments)] if nest else [f"{lead} {flow(value)}{note}"]
+    return lines
