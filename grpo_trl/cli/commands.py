@@ -106,16 +106,18 @@ def run_cli(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("grpo_trl").setLevel(logging.INFO)  # our progress notes (dataset size, resuming from...)
     from grpo_trl.check import load_recipe
-    from grpo_trl.cli.threads import cpu_threads_line
+    from grpo_trl.cli.threads import cpu_threads
     from grpo_trl.run.session import is_main_process
     from grpo_trl.train import run
 
     recipe = None
     try:
         recipe = load_recipe(args.recipe, args.overrides)
-        if is_main_process() and (line := cpu_threads_line(recipe, gpu_allowed=not recipe.trainer.get("use_cpu"))):
-            print(line)
-        result = run(recipe, resume=args.resume, overwrite=args.overwrite, verbose=args.verbose)
+        if (tuner := cpu_threads(recipe, gpu_allowed=not recipe.trainer.get("use_cpu"))) and is_main_process():
+            print(tuner.line)
+        tuners = [tuner] if tuner else None  # times thread counts during training, keeps the fastest
+        kwargs = {"resume": args.resume, "overwrite": args.overwrite, "verbose": args.verbose}
+        result = run(recipe, **kwargs, extra_callbacks=tuners)
     except GrpoTrlError as exc:
         for line in format_error_lines(exc, file=args.recipe):
             print(line, file=sys.stderr)
@@ -218,7 +220,7 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from grpo_trl.check import load_recipe
-    from grpo_trl.cli.threads import cpu_threads_line
+    from grpo_trl.cli.threads import cpu_threads
     from grpo_trl.eval.run import evaluate
     from grpo_trl.eval.summary import format_summary
 
@@ -231,8 +233,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("\n".join(summary_lines(report)))
         return 0
     recipe = load_recipe(args.recipe, args.overrides)
-    if args.backend == "transformers" and (line := cpu_threads_line(recipe, gpu_allowed=True)):
-        print(line)
+    if args.backend == "transformers" and (tuner := cpu_threads(recipe, gpu_allowed=True)):
+        print(tuner.line)
     start = time.perf_counter()
     report = evaluate(recipe, **eval_kwargs(args))
     print(format_summary(report, time.perf_counter() - start))
