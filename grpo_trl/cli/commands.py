@@ -105,15 +105,18 @@ def run_cli(args: argparse.Namespace) -> int:
     warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation chatter from transformers/TRL
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("grpo_trl").setLevel(logging.INFO)  # our progress notes (dataset size, resuming from...)
+    from grpo_trl.cli.threads import cpu_threads, wait_policy
+
+    busy = wait_policy()  # before torch loads (the imports below load it)
     from grpo_trl.check import load_recipe
-    from grpo_trl.cli.threads import cpu_threads
     from grpo_trl.run.session import is_main_process
     from grpo_trl.train import run
 
     recipe = None
     try:
         recipe = load_recipe(args.recipe, args.overrides)
-        if (tuner := cpu_threads(recipe, gpu_allowed=not recipe.trainer.get("use_cpu"))) and is_main_process():
+        tuner = cpu_threads(recipe, gpu_allowed=not recipe.trainer.get("use_cpu"), busy=busy)
+        if tuner and is_main_process():
             print(tuner.line)
         tuners = [tuner] if tuner else None  # times thread counts during training, keeps the fastest
         kwargs = {"resume": args.resume, "overwrite": args.overwrite, "verbose": args.verbose}
@@ -219,8 +222,11 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from grpo_trl.cli.threads import cpu_threads, wait_policy
+
+    own = args.recipe and not (args.benchmark or args.data) and args.backend == "transformers"
+    busy = wait_policy() if own else 0.0  # before torch loads (the imports below load it)
     from grpo_trl.check import load_recipe
-    from grpo_trl.cli.threads import cpu_threads
     from grpo_trl.eval.run import evaluate
     from grpo_trl.eval.summary import format_summary
 
@@ -233,7 +239,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("\n".join(summary_lines(report)))
         return 0
     recipe = load_recipe(args.recipe, args.overrides)
-    if args.backend == "transformers" and (tuner := cpu_threads(recipe, gpu_allowed=True)):
+    if args.backend == "transformers" and (tuner := cpu_threads(recipe, gpu_allowed=True, busy=busy)):
         print(tuner.line)
     start = time.perf_counter()
     report = evaluate(recipe, **eval_kwargs(args))

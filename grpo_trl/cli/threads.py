@@ -18,6 +18,7 @@ SMALL_MODEL_THREADS = 4
 USER_SETTINGS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # either set: the user chose, grpo-trl leaves threads alone
 WAIT_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")  # either set: the user chose the wait policy
 BUSY_CORES = 0.5  # other work using this many cores at start: passive wait (spinning threads starve beside it)
+_PASSIVE_SET: list[bool] = []  # wait_policy set OMP_WAIT_POLICY (not the user)
 
 
 def choose_threads(cores: int, params: int | None) -> int:
@@ -49,7 +50,8 @@ def busy_cores(seconds: float = 0.2) -> float:
 class ThreadTuner:
     """Times each training unit (the steps between two generations) at the kept thread count, and now and then one
     at a neighbour (half, double); keeps the faster. A neighbour that lost by ``r`` waits ``(r - 1) / budget`` units
-    (at least ``every``), so probing costs at most about ``budget`` of the run per neighbour."""
+    (at least ``every``), so probing costs at most about ``budget`` of the run per neighbour; a unit twice as slow as
+    the kept count's median times the neighbours at once (other work started)."""
 
     def __init__(self, threads: int, cores: int, every: int = 20, budget: float = 0.03, margin: float = 0.08,
                  clock: Callable[[], float] = time.perf_counter) -> None:  # fmt: skip
@@ -90,6 +92,8 @@ class ThreadTuner:
         if self.index == 1:  # the first unit warms caches up: not timed
             return
         if self.trying == self.best:
+            if len(self.times) >= 3 and elapsed > 2 * statistics.median(self.times):  # the machine changed: time now
+                self.due, self.times = {n: self.index for n in self.due}, []
             self.times = [*self.times[-4:], elapsed]
             return
         ratio = elapsed / statistics.median(self.times)
@@ -110,18 +114,25 @@ def model_params(model: dict) -> int | None:
         return None
 
 
-def set_cpu_threads(model: dict, on_gpu: bool) -> ThreadTuner | None:
-    """On CPU, with no thread setting in the environment: set torch's threads (and, before torch loads, OpenMP's wait
-    policy) and return the ``ThreadTuner`` for training, its ``line`` saying what was chosen."""
+def wait_policy() -> float:
+    """Before torch loads (it reads the policy then): OpenMP's passive wait when other work keeps ``BUSY_CORES`` busy,
+    unless the user set threads or a wait policy, or a GPU driver is there. Returns the busy cores measured."""
+    busy = busy_cores()
+    chosen = any(os.environ.get(name) for name in (*USER_SETTINGS, *WAIT_SETTINGS))
+    gpu = any(os.path.exists(p) for p in ("/proc/driver/nvidia", "/dev/kfd"))
+    if busy >= BUSY_CORES and not chosen and not gpu and "torch" not in sys.modules:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        _PASSIVE_SET.append(True)
+    return busy
+
+
+def set_cpu_threads(model: dict, on_gpu: bool, busy: float = 0.0) -> ThreadTuner | None:
+    """On CPU, with no thread setting in the environment: set torch's threads and return the ``ThreadTuner`` for
+    training, its ``line`` saying what was chosen (``busy``: what ``wait_policy`` measured)."""
     if on_gpu or any(os.environ.get(name) for name in USER_SETTINGS):
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     cores = max(1, cores // max(1, int(os.environ.get("LOCAL_WORLD_SIZE") or 1)))  # processes on this machine share
-    busy = busy_cores()
-    wait = ""
-    if busy >= BUSY_CORES and not any(os.environ.get(name) for name in WAIT_SETTINGS) and "torch" not in sys.modules:
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # read once, when torch loads OpenMP
-        wait = ", passive OpenMP wait"
     params = model_params(model)
     builtin = params is None and str(model.get("name", "")).startswith("builtin:")  # every built-in model is tiny
     threads = choose_threads(cores, SMALL_MODEL - 1 if builtin else params)
@@ -130,6 +141,7 @@ def set_cpu_threads(model: dict, on_gpu: bool) -> ThreadTuner | None:
 
     torch.set_num_threads(threads)
     size = f"{params / 1e6:.1f}M-parameter model, " if params else "a built-in tiny model, " if builtin else ""
+    wait = ", passive OpenMP wait" if _PASSIVE_SET else ""
     tuner = ThreadTuner(threads, cores)
     tuner.line = (
         f"grpo-trl: CPU: {threads} torch thread{'s' * (threads > 1)}{wait} ({size}{cores} cores, {busy:.1f} busy "
@@ -138,16 +150,8 @@ def set_cpu_threads(model: dict, on_gpu: bool) -> ThreadTuner | None:
     return tuner
 
 
-def cpu_threads(recipe: Any, *, gpu_allowed: bool) -> ThreadTuner | None:
+def cpu_threads(recipe: Any, *, gpu_allowed: bool, busy: float = 0.0) -> ThreadTuner | None:
     """``set_cpu_threads`` for a recipe: on GPU when CUDA is there and ``gpu_allowed`` (train: not ``use_cpu``)."""
-    on_gpu = gpu_allowed and _cuda_available()
-    return set_cpu_threads(recipe.model, on_gpu=on_gpu)
-
-
-def _cuda_available() -> bool:
-    """Whether torch sees CUDA, without loading torch's OpenMP first where no NVIDIA driver is there at all."""
-    if not os.path.exists("/proc/driver/nvidia") and "torch" not in sys.modules and sys.platform == "linux":
-        return False
     import torch
 
-    return torch.cuda.is_available()
+    return set_cpu_threads(recipe.model, on_gpu=gpu_allowed and torch.cuda.is_available(), busy=busy)

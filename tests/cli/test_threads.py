@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -13,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpo_trl.cli.threads import SMALL_MODEL, SMALL_MODEL_THREADS, ThreadTuner, choose_threads, set_cpu_threads
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @given(cores=st.integers(1, 512), params=st.one_of(st.none(), st.integers(0, 10**12)))
@@ -110,7 +113,7 @@ def test_a_busy_machine_gets_passive_wait_before_torch_loads(busy):
     code = (
         "import os, sys, grpo_trl.cli.threads as t\n"
         f"t.busy_cores = lambda: {busy}\n"
-        "tuner = t.set_cpu_threads({'name': 'builtin:tiny'}, on_gpu=False)\n"
+        "tuner = t.set_cpu_threads({'name': 'builtin:tiny'}, on_gpu=False, busy=t.wait_policy())\n"
         "print(os.environ.get('OMP_WAIT_POLICY'), 'passive' in tuner.line, 'torch' in sys.modules)\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")}
@@ -118,6 +121,31 @@ def test_a_busy_machine_gets_passive_wait_before_torch_loads(busy):
     policy, said, loaded = out.stdout.split()
     assert loaded == "True"  # torch loaded after the policy was set (it reads it then)
     assert (policy, said) == (("PASSIVE", "True") if busy else ("None", "False"))
+
+
+def test_train_beside_other_work_says_passive_wait_once_and_tunes_threads(tmp_path):
+    """The CLI end to end: the policy is set before anything loads torch, the line is printed once, and the tuner
+    runs as a Trainer callback (2 units timed: a probe of 1 thread on the 2-core machine)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")}
+    sets = ["trainer.max_steps=3", f"trainer.output_dir={tmp_path}", "trainer.save_strategy=no"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "grpo_trl.cli",
+        "train",
+        "recipes/demo/tiny-cpu.yaml",
+        *sum((["--set", s] for s in sets), []),
+    ]
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(2)]
+    try:
+        out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        for p in spin:
+            p.kill()
+            p.wait()
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("grpo-trl: CPU:")]
+    assert len(lines) == 1 and "passive OpenMP wait" in lines[0] and "set OMP_NUM_THREADS to choose" in lines[0]
 
 
 def test_busy_cores_reads_other_work():
@@ -129,3 +157,20 @@ def test_busy_cores_reads_other_work():
     finally:
         spin.kill()
         spin.wait()
+
+
+def test_the_tuner_moves_as_soon_as_other_work_starts():
+    """Idle, 2 threads beat 1 (0.29 vs 0.37 s); then other work starts and 2 threads take 15 s, 1 thread 1.5 s."""
+    import torch
+
+    before = torch.get_num_threads()
+    idle, busy = {1: 0.37, 2: 0.29}, {1: 1.5, 2: 15.0}
+    try:
+        tuner = ThreadTuner(2, 2)
+        _train(tuner, idle, 100)
+        assert tuner.best == 2
+        index = tuner.index
+        _train(tuner, busy, 5)
+        assert tuner.best == 1 and tuner.index - index <= 5  # not 20 units of 15 s waiting for the next probe
+    finally:
+        torch.set_num_threads(before)
