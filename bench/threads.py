@@ -37,12 +37,15 @@ def step_time(env: dict, out: Path, steps: int, limit_s: float, model: str | Non
     sets += ["trainer.disable_tqdm=true", "trainer.logging_steps=1", *([f"model.name={model}"] if model else [])]
     cmd = [str(Path(sys.executable).parent / "grpo-trl"), "train", "recipes/demo/tiny-cpu.yaml", "--overwrite"]
     cmd += [a for s in sets for a in ("--set", s)]
-    with subprocess.Popen(cmd, cwd=ROOT, env={**clean, **env}, stdout=subprocess.PIPE, text=True) as proc:
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    with subprocess.Popen(cmd, cwd=ROOT, env={**clean, **env}, **pipes) as proc:
         try:
-            text = proc.communicate(timeout=limit_s)[0]
+            text, err = proc.communicate(timeout=limit_s)
         except subprocess.TimeoutExpired:
             proc.kill()
-            text = proc.communicate()[0]
+            text, err = proc.communicate()
+    if proc.returncode not in (0, -9):
+        print(err[-2000:], file=sys.stderr)
     rates = re.findall(r"^step (\d+)/\d+ .*\| ([\d.]+) s/step", text, re.M)
     line = next((ln for ln in text.splitlines() if ln.startswith("grpo-trl: CPU:")), "")
     return (float(rates[-1][1]) if rates else math.inf), line

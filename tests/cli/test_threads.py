@@ -107,9 +107,9 @@ def test_cpu_threads_are_chosen_and_said_once_only_when_the_user_set_none(monkey
         torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("busy", [1.5, 0.0])
+@pytest.mark.parametrize("busy", [0.0])  # busy: test_train_beside_other_work_says_passive_wait_once_...
 def test_a_busy_machine_gets_passive_wait_before_torch_loads(busy):
-    """Spinning OpenMP threads beside other work ran 24x slower than passive ones; idle, passive ran 1.8x slower."""
+    """Spinning OpenMP threads beside other work ran 14-24x slower than passive ones; idle, passive ran 1.8x slower."""
     code = (
         "import os, sys, grpo_trl.cli.threads as t\n"
         f"t.busy_cores = lambda: {busy}\n"
