@@ -3,7 +3,8 @@ beside other work. Settings: grpo-trl's choice (nothing set), one thread, torch'
 with ``OMP_WAIT_POLICY=passive``. "busy" adds ``2 x cores`` spinning processes (in a session of their own, as another
 user's work) for the whole run; "idle" adds nothing. Each setting runs in a fresh process, settings alternating; the
 console's s/step (the mean since the start) at the end of a run, or where ``limit_s`` stopped it.
-``python bench/threads.py --idle`` (about 3 minutes on 2 idle cores) writes bench/threads_idle.json."""
+``python bench/threads.py --idle`` (about 3 minutes on 2 idle cores) writes bench/threads_idle.json; ``--busy``:
+bench/threads_busy.json (up to 20 minutes); ``MODEL=path`` another model, ``STEPS``, ``REPEATS``."""
 
 from __future__ import annotations
 
@@ -56,7 +57,9 @@ def burners(n: int) -> list[subprocess.Popen]:
     return [subprocess.Popen(spin, start_new_session=True) for _ in range(n)]
 
 
-def measure(condition: str, steps: int, repeats: int, limit_s: float, names: tuple = tuple(SETTINGS)) -> dict:
+def measure(
+    condition: str, steps: int, repeats: int, limit_s: float, names: tuple = tuple(SETTINGS), model: str | None = None
+) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="grpo-threads-"))
     spinning = burners(2 * CORES) if condition == "busy" else []
     times: dict[str, list[float]] = {name: [] for name in names}
@@ -65,7 +68,7 @@ def measure(condition: str, steps: int, repeats: int, limit_s: float, names: tup
     try:
         for i in range(repeats):
             for name in names if i % 2 == 0 else reversed(names):
-                seconds, line = step_time(SETTINGS[name], tmp / "run", steps, limit_s)
+                seconds, line = step_time(SETTINGS[name], tmp / "run", steps, limit_s, model)
                 times[name].append(seconds)
                 loads.append(os.getloadavg()[0])
                 lines.add(line) if line else None
@@ -78,6 +81,7 @@ def measure(condition: str, steps: int, repeats: int, limit_s: float, names: tup
     best = min(step.values())
     return {
         "condition": condition,
+        "model": model or "builtin:tiny",
         "cores": CORES,
         "steps": steps,
         "repeats": repeats,
@@ -93,8 +97,9 @@ def row(r: dict) -> str:
     listed = ", ".join(f"{n} {s:.2f}" if math.isfinite(s) else f"{n}: no step" for n, s in r["step_s"].items())
     ratio = f"{r['auto_vs_best']:.2f}x" if r["auto_vs_best"] else "?"
     return (
-        f"| CPU threads, `grpo-trl train recipes/demo/tiny-cpu.yaml` s/step, {r['condition']} ({r['cores']} cores, "
-        f"load {r['load']:.1f}; `bench/threads.py`) | {listed}; grpo-trl's choice {ratio} the best |"
+        f"| CPU threads, `grpo-trl train recipes/demo/tiny-cpu.yaml` ({r['model']}) s/step, {r['condition']} "
+        f"({r['cores']} cores, load {r['load']:.1f}; `bench/threads.py`) | {listed}; "
+        f"grpo-trl's choice {ratio} the best |"
     )
 
 
@@ -112,7 +117,8 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the spinning processes go too
     conditions = [c.lstrip("-") for c in sys.argv[1:]] or ["idle", "busy"]
     for condition in conditions:
-        steps, limit = (20, 45) if condition == "idle" else (30, 150)  # idle: the whole command within 4 minutes
-        res = measure(condition, int(os.environ.get("STEPS", steps)), int(os.environ.get("REPEATS", 2)), limit)
+        steps, limit = (20, 50) if condition == "idle" else (30, 150)  # idle: the whole command within 4 minutes
+        env = {"steps": int(os.environ.get("STEPS", steps)), "repeats": int(os.environ.get("REPEATS", 2))}
+        res = measure(condition, **env, limit_s=limit, model=os.environ.get("MODEL"))  # MODEL: a path or Hub id
         (ROOT / "bench" / f"threads_{condition}.json").write_text(json.dumps(res, indent=1) + "\n")
         print(row(res))
