@@ -1,7 +1,7 @@
 """Torch's CPU threads for ``train`` and ``eval`` when the user set none: every core (at most 4 for a model under a
 million parameters), with OpenMP's passive wait when other work keeps the CPU busy at start; during training
 ``ThreadTuner`` times the thread count against its neighbours now and then and keeps the fastest. Why: bench/threads.py
-(on 2 shared cores torch's default ran 24x slower than 2 threads with passive wait, which ran 1.8x slower idle)."""
+(on 2 shared cores torch's default ran 14-24x slower than 2 passive threads, which ran 1.8x slower when idle)."""
 
 from __future__ import annotations
 
