@@ -145,7 +145,7 @@ def set_cpu_threads(model: dict, on_gpu: bool, busy: float = 0.0) -> ThreadTuner
     tuner = ThreadTuner(threads, cores)
     tuner.line = (
         f"grpo-trl: CPU: {threads} torch thread{'s' * (threads > 1)}{wait} ({size}{cores} cores, {busy:.1f} busy "
-        "with other work; training times half and double now and then); set OMP_NUM_THREADS to choose"
+        "with other work); set OMP_NUM_THREADS to choose"
     )
     return tuner
 
