@@ -127,8 +127,11 @@ def _generation(args: argparse.Namespace) -> dict:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from grpo_trl.cli.threads import cpu_threads, wait_policy
+
+    own = args.recipe and not (args.benchmark or args.data) and args.backend == "transformers"
+    busy = wait_policy() if own else 0.0  # before torch loads (the imports below load it)
     from grpo_trl.check import load_recipe
-    from grpo_trl.cli.threads import cpu_threads_line
     from grpo_trl.eval.run import evaluate, format_summary
 
     options = _generation(args)
@@ -141,8 +144,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("\n".join(summary_lines(report)))
         return 0
     recipe = load_recipe(args.recipe, args.overrides)
-    if args.backend == "transformers" and (line := cpu_threads_line(recipe, gpu_allowed=True)):
-        print(line)
+    if args.backend == "transformers" and (tuner := cpu_threads(recipe, gpu_allowed=True, busy=busy)):
+        print(tuner.line)
     start = time.perf_counter()
     report = evaluate(recipe, output_dir=args.output_dir, **options)
     print(format_summary(report, time.perf_counter() - start))

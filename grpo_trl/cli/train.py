@@ -35,8 +35,10 @@ def run_cli(args: argparse.Namespace) -> int:
     warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation chatter from transformers/TRL
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("grpo_trl").setLevel(logging.INFO)  # our progress notes (dataset size, resuming from...)
+    from grpo_trl.cli.threads import cpu_threads, wait_policy
+
+    busy = wait_policy()  # before torch loads (the imports below load it)
     from grpo_trl.check import load_recipe
-    from grpo_trl.cli.threads import cpu_threads_line
     from grpo_trl.rewards.stray_threads import exit_if_stray_threads
     from grpo_trl.run.resume import checkpoints
     from grpo_trl.run.session import is_main_process
@@ -45,9 +47,12 @@ def run_cli(args: argparse.Namespace) -> int:
     recipe = None
     try:
         recipe = load_recipe(args.recipe, args.overrides)
-        if is_main_process() and (line := cpu_threads_line(recipe, gpu_allowed=not recipe.trainer.get("use_cpu"))):
-            print(line)
-        result = run(recipe, resume=args.resume, overwrite=args.overwrite, verbose=args.verbose)
+        tuner = cpu_threads(recipe, gpu_allowed=not recipe.trainer.get("use_cpu"), busy=busy)
+        if tuner and is_main_process():
+            print(tuner.line)
+        tuners = [tuner] if tuner else None  # times thread counts during training, keeps the fastest
+        kwargs = {"resume": args.resume, "overwrite": args.overwrite, "verbose": args.verbose}
+        result = run(recipe, **kwargs, extra_callbacks=tuners)
     except GrpoTrlError as exc:
         print("\n".join(format_error_lines(exc, file=args.recipe)), file=sys.stderr)
         return 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -77,54 +76,6 @@ def test_tiny_model_builds_fast_and_is_deterministic(tmp_path):
     assert time.perf_counter() - start < 3
     b = build_tiny_model(tmp_path / "b", seed=1)
     assert (Path(a) / "model.safetensors").read_bytes() == (Path(b) / "model.safetensors").read_bytes()
-
-
-# ------------------------------------------------------------------------------------------------ CPU threads
-@given(
-    cores=st.integers(1, 512),
-    load=st.floats(0, 1000, allow_nan=False),
-    params=st.one_of(st.none(), st.integers(0, 10**12)),
-)
-def test_the_thread_choice_leaves_busy_cores_alone_and_small_models_few(cores, load, params):
-    from grpo_trl.cli.threads import SMALL_MODEL, SMALL_MODEL_THREADS, choose_threads
-
-    threads = choose_threads(cores, load, params)
-    assert 1 <= threads <= cores
-    assert threads <= max(1, round(cores - load + 1e-9))  # never more than the cores other work leaves free
-    assert choose_threads(cores, load + 1, params) <= threads  # more load: never more threads
-    if load >= cores - 0.5:  # a busy machine: one thread (bench/threads.py: default threads ran 10x slower)
-        assert threads == 1
-    if params is not None and params < SMALL_MODEL:
-        assert threads <= SMALL_MODEL_THREADS
-    elif load < 0.5:  # an idle machine and a model that is not small: every core
-        assert threads == cores
-
-
-@pytest.mark.parametrize("user_setting", [None, "OMP_NUM_THREADS", "MKL_NUM_THREADS"])
-def test_cpu_threads_are_chosen_and_said_once_only_when_the_user_set_none(monkeypatch, user_setting):
-    import torch
-
-    from grpo_trl.cli.threads import choose_threads, set_cpu_threads
-
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        monkeypatch.delenv(name, raising=False)
-    if user_setting:
-        monkeypatch.setenv(user_setting, "3")
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
-    before = torch.get_num_threads()
-    try:
-        torch.set_num_threads(7)
-        line = set_cpu_threads({"name": "builtin:tiny"}, on_gpu=False)
-        if user_setting:
-            assert line is None and torch.get_num_threads() == 7  # the user's choice stands
-        else:
-            expected = choose_threads(len(os.sched_getaffinity(0)), 0.0, 99_000)
-            assert torch.get_num_threads() == expected and os.environ["OMP_NUM_THREADS"] == str(expected)
-            assert line.startswith(f"grpo-trl: CPU: {expected} torch thread") and "OMP_NUM_THREADS" in line
-            assert "\n" not in line
-        assert set_cpu_threads({"name": "builtin:tiny"}, on_gpu=True) is None  # GPU runs: torch's default
-    finally:
-        torch.set_num_threads(before)
 
 
 # ------------------------------------------------------------------------------------------------ what users read
