@@ -6,28 +6,16 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_trl.io import read_json, write_json
 from grpo_trl.run.lock import Heartbeat, RunLock, last_alive, this_process  # noqa: F401 - Heartbeat, RunLock: here too
-from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable  # noqa: F401 - re-exported
+from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, clear, kind_of, predictable  # noqa: F401 - re-exported
 from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")
 SLACK_S = 2.0  # coarse filesystem timestamps: a file may look up to this much older than the run that wrote it
-
-
-def _fs_now(folder: Path) -> float:
-    """The current time on the filesystem's clock (a shared disk may disagree with this host's)."""
-    probe = folder / STATE / f".clock.{os.getpid()}"
-    probe.parent.mkdir(parents=True, exist_ok=True)
-    probe.write_bytes(b"")
-    try:
-        return probe.stat().st_mtime
-    finally:
-        probe.unlink()
 
 
 def _well_formed(data: object) -> bool:
@@ -132,11 +120,7 @@ class Manifest:
     def remove_own(self) -> list[str]:
         """``--overwrite``: move the entries grpo-trl wrote (nothing else) into ``.grpo-trl/previous/``, by name (a
         link is moved, never followed); the run overwritten before that one goes. Returns the names moved."""
-        aside = self.folder / STATE / "previous"
-        if aside.is_symlink() or aside.is_file():
-            aside.unlink()
-        elif aside.exists():
-            shutil.rmtree(aside)
+        clear(aside := self.folder / STATE / "previous")
         moved = [name for name in self.present() if name in self.entries]
         for name in moved:
             aside.mkdir(parents=True, exist_ok=True)
@@ -146,16 +130,17 @@ class Manifest:
         return moved
 
     def start_run(self, **info) -> dict:
-        """Record a run starting now (its window opens at the filesystem's current time)."""
-        run = this_process()
-        run.update(info, fs_start=_fs_now(self.folder), ended=None)
-        self.runs.append(run)
+        """Record a run starting now: its window opens at the manifest's mtime (the filesystem's clock, which a
+        shared disk may set apart from this host's)."""
+        self.runs.append(run := {**this_process(), **info, "ended": None})
+        self.save()
+        run["fs_start"] = self.path.stat().st_mtime
         self.save()
         return run
 
     def end_run(self, run: dict) -> None:
-        self.sync(run)
-        run["ended"] = _fs_now(self.folder)
+        self.sync(run)  # saves: its mtime closes the window
+        run["ended"] = self.path.stat().st_mtime
         self.save()
 
 
