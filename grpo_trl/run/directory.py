@@ -9,6 +9,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import BaseModel, ValidationError
+
 from grpo_trl.io import read_json, write_json
 from grpo_trl.run.lock import Heartbeat, RunLock, last_alive, this_process  # noqa: F401 - Heartbeat, RunLock: here too
 from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, clear, kind_of, predictable  # noqa: F401 - re-exported
@@ -18,18 +20,16 @@ logger = logging.getLogger("grpo_trl")
 SLACK_S = 2.0  # coarse filesystem timestamps: a file may look up to this much older than the run that wrote it
 
 
-def _well_formed(data: object) -> bool:
-    """The shape ``Manifest.save`` writes: entries name -> mapping, runs a list of mappings with numeric times."""
-    if not isinstance(data, dict):
-        return False
-    entries, runs = data.get("entries") or {}, data.get("runs") or []
-    if not isinstance(entries, dict) or not all(isinstance(e, dict) for e in entries.values()):
-        return False
-    number = (int, float, type(None))
-    return isinstance(runs, list) and all(
-        isinstance(r, dict) and isinstance(r.get("fs_start", 0), (int, float)) and isinstance(r.get("ended"), number)
-        for r in runs
-    )
+class _Run(BaseModel, strict=True):
+    fs_start: float = 0
+    ended: float | None = None
+
+
+class _Shape(BaseModel, strict=True):
+    """What ``Manifest.save`` writes; anything else (a hand edit, another tool's file) is trusted not at all."""
+
+    entries: dict[str, dict] | None = None
+    runs: list[_Run] | None = None
 
 
 @dataclass
@@ -50,14 +50,14 @@ class Manifest:
         folder = Path(folder)
         path = folder / STATE / "manifest.json"
         try:
-            data = read_json(path)
+            _Shape.model_validate(data := read_json(path))
         except FileNotFoundError:
+            return cls(folder)
+        except ValidationError:
+            logger.warning("%s is not a grpo-trl manifest: treating every entry as not written by grpo-trl", path)
             return cls(folder)
         except (OSError, ValueError) as exc:  # cut mid-write cannot happen (atomic replace); a hand edit can
             logger.warning("%s is unreadable (%s): treating every entry as not written by grpo-trl", path, exc)
-            return cls(folder)
-        if not _well_formed(data):  # a hand edit, or a file from elsewhere: trust none of it
-            logger.warning("%s is not a grpo-trl manifest: treating every entry as not written by grpo-trl", path)
             return cls(folder)
         return cls(folder, dict(data.get("entries") or {}), list(data.get("runs") or []), True)
 
