@@ -162,13 +162,6 @@ def describe(names: list[str], folder: Path, limit: int = 12) -> str:
     return ", ".join(shown) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _git_root(start: Path) -> Path | None:
-    for p in (start, *start.parents):
-        if (p / ".git").exists():
-            return p
-    return None
-
-
 def output_dir_problems(output_dir: str | None, recipe_dir: str | Path | None = None, cwd: Path | None = None) -> list:
     """What is wrong with ``output_dir`` as a place to write checkpoints (``[]``: nothing).
 
@@ -196,8 +189,7 @@ def output_dir_problems(output_dir: str | None, recipe_dir: str | Path | None = 
         return [f"cannot be used as a folder ({why}): name a plain folder such as outputs/NAME"]
     places = {Path("/"): "the filesystem root", Path.home().resolve(): "your home directory"}
     places[cwd] = "the current directory"
-    root = _git_root(cwd)
-    if root is not None:
+    if (root := next((p for p in (cwd, *cwd.parents) if (p / ".git").exists()), None)) is not None:
         places.setdefault(root, "the project (its git root)")
     if recipe_dir is not None:
         places.setdefault(Path(recipe_dir).resolve(), "the recipe's directory")
