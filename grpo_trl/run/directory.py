@@ -6,42 +6,30 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import BaseModel, ValidationError
+
 from grpo_trl.io import read_json, write_json
 from grpo_trl.run.lock import Heartbeat, RunLock, last_alive, this_process  # noqa: F401 - Heartbeat, RunLock: here too
-from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable  # noqa: F401 - re-exported
+from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, clear, kind_of, predictable  # noqa: F401 - re-exported
 from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")
 SLACK_S = 2.0  # coarse filesystem timestamps: a file may look up to this much older than the run that wrote it
 
 
-def _fs_now(folder: Path) -> float:
-    """The current time on the filesystem's clock (a shared disk may disagree with this host's)."""
-    probe = folder / STATE / f".clock.{os.getpid()}"
-    probe.parent.mkdir(parents=True, exist_ok=True)
-    probe.write_bytes(b"")
-    try:
-        return probe.stat().st_mtime
-    finally:
-        probe.unlink()
+class _Run(BaseModel, strict=True):
+    fs_start: float = 0
+    ended: float | None = None
 
 
-def _well_formed(data: object) -> bool:
-    """The shape ``Manifest.save`` writes: entries name -> mapping, runs a list of mappings with numeric times."""
-    if not isinstance(data, dict):
-        return False
-    entries, runs = data.get("entries") or {}, data.get("runs") or []
-    if not isinstance(entries, dict) or not all(isinstance(e, dict) for e in entries.values()):
-        return False
-    number = (int, float, type(None))
-    return isinstance(runs, list) and all(
-        isinstance(r, dict) and isinstance(r.get("fs_start", 0), (int, float)) and isinstance(r.get("ended"), number)
-        for r in runs
-    )
+class _Shape(BaseModel, strict=True):
+    """What ``Manifest.save`` writes; anything else (a hand edit, another tool's file) is trusted not at all."""
+
+    entries: dict[str, dict] | None = None
+    runs: list[_Run] | None = None
 
 
 @dataclass
@@ -62,14 +50,14 @@ class Manifest:
         folder = Path(folder)
         path = folder / STATE / "manifest.json"
         try:
-            data = read_json(path)
+            _Shape.model_validate(data := read_json(path))
         except FileNotFoundError:
+            return cls(folder)
+        except ValidationError:
+            logger.warning("%s is not a grpo-trl manifest: treating every entry as not written by grpo-trl", path)
             return cls(folder)
         except (OSError, ValueError) as exc:  # cut mid-write cannot happen (atomic replace); a hand edit can
             logger.warning("%s is unreadable (%s): treating every entry as not written by grpo-trl", path, exc)
-            return cls(folder)
-        if not _well_formed(data):  # a hand edit, or a file from elsewhere: trust none of it
-            logger.warning("%s is not a grpo-trl manifest: treating every entry as not written by grpo-trl", path)
             return cls(folder)
         return cls(folder, dict(data.get("entries") or {}), list(data.get("runs") or []), True)
 
@@ -132,11 +120,7 @@ class Manifest:
     def remove_own(self) -> list[str]:
         """``--overwrite``: move the entries grpo-trl wrote (nothing else) into ``.grpo-trl/previous/``, by name (a
         link is moved, never followed); the run overwritten before that one goes. Returns the names moved."""
-        aside = self.folder / STATE / "previous"
-        if aside.is_symlink() or aside.is_file():
-            aside.unlink()
-        elif aside.exists():
-            shutil.rmtree(aside)
+        clear(aside := self.folder / STATE / "previous")
         moved = [name for name in self.present() if name in self.entries]
         for name in moved:
             aside.mkdir(parents=True, exist_ok=True)
@@ -146,16 +130,17 @@ class Manifest:
         return moved
 
     def start_run(self, **info) -> dict:
-        """Record a run starting now (its window opens at the filesystem's current time)."""
-        run = this_process()
-        run.update(info, fs_start=_fs_now(self.folder), ended=None)
-        self.runs.append(run)
+        """Record a run starting now: its window opens at the manifest's mtime (the filesystem's clock, which a
+        shared disk may set apart from this host's)."""
+        self.runs.append(run := {**this_process(), **info, "ended": None})
+        self.save()
+        run["fs_start"] = self.path.stat().st_mtime
         self.save()
         return run
 
     def end_run(self, run: dict) -> None:
-        self.sync(run)
-        run["ended"] = _fs_now(self.folder)
+        self.sync(run)  # saves: its mtime closes the window
+        run["ended"] = self.path.stat().st_mtime
         self.save()
 
 
@@ -175,13 +160,6 @@ def record_entries(output_dir: str | Path, *names: str) -> None:
 def describe(names: list[str], folder: Path, limit: int = 12) -> str:
     shown = [n + ("/" if (folder / n).is_dir() else "") for n in names[:limit]]
     return ", ".join(shown) + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
-def _git_root(start: Path) -> Path | None:
-    for p in (start, *start.parents):
-        if (p / ".git").exists():
-            return p
-    return None
 
 
 def output_dir_problems(output_dir: str | None, recipe_dir: str | Path | None = None, cwd: Path | None = None) -> list:
@@ -211,8 +189,7 @@ def output_dir_problems(output_dir: str | None, recipe_dir: str | Path | None = 
         return [f"cannot be used as a folder ({why}): name a plain folder such as outputs/NAME"]
     places = {Path("/"): "the filesystem root", Path.home().resolve(): "your home directory"}
     places[cwd] = "the current directory"
-    root = _git_root(cwd)
-    if root is not None:
+    if (root := next((p for p in (cwd, *cwd.parents) if (p / ".git").exists()), None)) is not None:
         places.setdefault(root, "the project (its git root)")
     if recipe_dir is not None:
         places.setdefault(Path(recipe_dir).resolve(), "the recipe's directory")

@@ -4,6 +4,8 @@ is; only ``predictable`` names may be adopted by a killed run's manifest."""
 from __future__ import annotations
 
 import fnmatch
+import shutil
+from pathlib import Path
 
 from grpo_trl.trl_adapter import checkpoint_step
 
@@ -42,3 +44,11 @@ def predictable(name: str) -> bool:
     if checkpoint_step(name) is not None:
         return True
     return any(fnmatch.fnmatchcase(name, p) for p in TRAINER_NAMES + OWN_NAMES)
+
+
+def clear(path: Path) -> None:
+    """Remove ``path`` (in grpo-trl's own folder) by name: a link is never followed."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)

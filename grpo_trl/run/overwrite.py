@@ -28,15 +28,13 @@ def rotated_away(folder: Path, m: Manifest, cfg: Any) -> list[str]:
 
 def refuse_collisions(folder: Path, m: Manifest, cfg: Any, action: str, error: Error) -> None:
     """Stop when an entry grpo-trl did not write has a name the trainer would overwrite or rotate away."""
-    clash = [n for n in m.foreign() if predictable(n)]
-    if clash:
+    if clash := [n for n in m.foreign() if predictable(n)]:
         raise error(
             f"holds entries grpo-trl did not write, with names the trainer would overwrite or rotate: "
             f"{describe(clash, folder)}; {action} only touches what .grpo-trl/manifest.json records: move "
             "them away or choose another output_dir"
         )
-    rotated = rotated_away(folder, m, cfg)
-    if rotated:
+    if rotated := rotated_away(folder, m, cfg):
         raise error(
             f"holds {describe(rotated, folder)}, not written by grpo-trl, which the trainer's checkpoint "
             f"rotation would delete (trainer.save_total_limit: {cfg.save_total_limit}; transformers "
@@ -50,25 +48,22 @@ def prepare_fresh(folder: Path, m: Manifest, cfg: Any, overwrite: bool, error: E
     entry grpo-trl did not write and on a previous run's results."""
     if overwrite:
         refuse_collisions(folder, m, cfg, "--overwrite", error)
-        removed, kept = m.remove_own(), m.foreign()
-        if removed:
+        if removed := m.remove_own():
             logger.warning(
                 "--overwrite: moved the previous run's %s into %s/previous/ (until the next --overwrite)",
                 ", ".join(removed), STATE,
             )  # fmt: skip
-        if kept:
+        if kept := m.foreign():
             logger.warning("--overwrite: kept (not written by grpo-trl): %s", describe(kept, folder))
         return
-    foreign = m.foreign()
-    if foreign:
+    if foreign := m.foreign():
         beside = not any(predictable(n) for n in foreign) and not rotated_away(folder, m, cfg)
         raise error(
             f"holds entries grpo-trl did not write: {describe(foreign, folder)}; move them away, choose "
             "another output_dir (--set trainer.output_dir=DIR)"
             + (", or pass --overwrite to train beside them (they are kept)" if beside else "")
         )
-    trained = m.trained()
-    if trained:
+    if trained := m.trained():
         found = checkpoints(folder)
         what = f"{found[0].name} of a previous run" if found else f"a previous run's {describe(trained, folder, 4)}"
         raise error(

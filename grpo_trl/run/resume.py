@@ -54,8 +54,7 @@ def _weights_problem(ckpt: Path) -> str | None:
             shards = set(read_json(index)["weight_map"].values())
         except (OSError, ValueError, KeyError, AttributeError) as exc:
             return f"{index.name} is unreadable ({exc})"
-        missing = sorted(s for s in shards if not (ckpt / s).is_file())
-        if missing:
+        if missing := sorted(s for s in shards if not (ckpt / s).is_file()):
             return f"weight shard {missing[0]} is missing"
     for f in files:
         try:

@@ -1,6 +1,5 @@
-"""``RunSession``: what ``grpo-trl train`` decides about its output directory before a model loads (the lock, what a
-killed run left, a fresh run, ``--overwrite`` moving grpo-trl's entries aside, ``--resume``), and records while it
-trains (each checkpoint before it is saved, the staged final save). The rules: docs/safety.md."""
+"""``RunSession``: what ``train`` decides about its output directory before a model loads (the lock, a killed
+run's leftovers, fresh, ``--overwrite``, ``--resume``) and records while it trains. The rules: docs/safety.md."""
 
 from __future__ import annotations
 
@@ -73,8 +72,7 @@ class RunSession:
                 raise self._error(
                     f"cannot hold its lock in .grpo-trl/ ({exc.strerror or exc}); move it away"
                 ) from None
-            held = self._lock.acquire()
-            if held:
+            if held := self._lock.acquire():
                 raise self._error(f"{held}; wait for it to end, stop it, or use --set trainer.output_dir=DIR")
         try:
             self._prepare()
@@ -112,16 +110,13 @@ class RunSession:
             raise self._disk_error(exc) from exc
 
     def _disk_error(self, exc: BaseException) -> RecipeError:
-        where = getattr(exc, "filename", None)
-        what = f"writing {where}" if where else "writing"
+        what = f"writing {where}" if (where := getattr(exc, "filename", None)) else "writing"
         return self._error(f"cannot be written ({what}: {getattr(exc, 'strerror', None) or exc})")
 
-    # ------------------------------------------------------------------------------------------------ before
     def _prepare(self) -> None:
         m = self.manifest = Manifest.load(self.folder)
         if self.main:
-            adopted = m.recover()
-            if adopted:
+            if adopted := m.recover():
                 logger.info("recorded what the interrupted run wrote: %s", describe(adopted, self.folder))
             logs = ("recipe.yaml", "completions.jsonl", "alerts.jsonl")
             folders = [n for n in logs if n in m.entries and (self.folder / n).is_dir()]
@@ -162,15 +157,13 @@ class RunSession:
                     "OUTPUT_DIR/checkpoint-N)"
                 )
             refuse_collisions(self.folder, m, self.config, "--resume", self._error)
-            blocked = [n for n in m.present() if checkpoint_step(n) is not None and not (self.folder / n).is_dir()]
-            if blocked:
+            if blocked := [n for n in m.present() if checkpoint_step(n) is not None and not (m.folder / n).is_dir()]:
                 raise self._error(
                     f"holds {describe(blocked, self.folder)}, not a folder, where the trainer saves a checkpoint: "
                     "move it away"
                 )
             # written in place, through a link (TRL's checkpoint card; the logs grpo-trl appends to)
-            odd = [n for n in IN_PLACE if (self.folder / n).is_symlink() or (self.folder / n).is_dir()]
-            if odd:
+            if odd := [n for n in IN_PLACE if (self.folder / n).is_symlink() or (self.folder / n).is_dir()]:
                 raise self._error(
                     f"holds {describe(odd, self.folder)}, a link or a folder, where the run writes its model card "
                     "and logs: move it away"
@@ -220,7 +213,6 @@ class RunSession:
             logger.info("resuming from %s", ckpt)
             compare_recipe(self.recipe, self.folder, m, ckpt, self.config.world_size)
 
-    # ------------------------------------------------------------------------------------------------ after
     def save_final(self, trainer: Any) -> None:
         """The trainer's final save (``save_model`` and ``save_state``), whole before any of it is in place
         (``run_writes.place``): a run killed on the way leaves it unmade, and ``--resume`` makes it again."""
@@ -234,14 +226,12 @@ class RunSession:
             self._place(staged)
 
     def _place(self, staged: Path) -> None:
-        foreign = place(self.folder, self.manifest, staged, self._run)
-        if foreign:
+        if foreign := place(self.folder, self.manifest, staged, self._run):
             raise self._error(
                 f"holds {describe(foreign, self.folder)}, not written by grpo-trl, where the final save goes; the "
                 f"model is in {staged}: move them away and copy it from there"
             )
 
-    # ------------------------------------------------------------------------------------------------ during
     def attach(self, trainer: Any) -> None:
         """Record checkpoints as they are saved; on resume, continue the logs and alerts from the checkpoint."""
         if self.main and self._run is not None:

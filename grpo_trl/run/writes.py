@@ -13,6 +13,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from grpo_trl.run.directory import STATE, Manifest
+from grpo_trl.run.names import clear
 
 # what a checkpoint holds only to resume training (optimizer, scheduler, RNG, sharded optimizer state): not a model
 RESUME_ONLY = ("optimizer*.pt", "scheduler*.pt", "scaler.pt", "rng_state*.pth", "global_step*", "*_fsdp_*")
@@ -20,11 +21,7 @@ RESUME_ONLY = ("optimizer*.pt", "scheduler*.pt", "scaler.pt", "rng_state*.pth", 
 
 def stage(folder: Path) -> Path:
     """The empty staging folder of the final save (a killed save's leftovers removed)."""
-    path = Path(folder) / STATE / "final-save"
-    if path.is_symlink() or path.is_file():  # never followed: only the name in grpo-trl's own folder goes
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path)
+    clear(path := Path(folder) / STATE / "final-save")
     path.mkdir(parents=True)
     return path
 
@@ -67,16 +64,12 @@ class ManifestCallback(TrainerCallback):
     def __init__(self, manifest: Manifest, run: dict):
         self.manifest, self.run = manifest, run
 
-    def _announce(self, state, control) -> None:
+    def on_step_end(self, args, state, control, **kwargs):
         if state.is_world_process_zero and control.should_save:
             self.manifest.record(f"checkpoint-{state.global_step}", "README.md", run=self.run)
             self.manifest.save()
 
-    def on_step_end(self, args, state, control, **kwargs):
-        self._announce(state, control)
-
-    def on_epoch_end(self, args, state, control, **kwargs):
-        self._announce(state, control)
+    on_epoch_end = on_step_end
 
     def on_save(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
@@ -85,8 +78,8 @@ class ManifestCallback(TrainerCallback):
 
 
 def no_space(exc: BaseException) -> bool:
-    """A write that failed for lack of disk space: ``ENOSPC``/``EDQUOT``, or the same error as safetensors' writer
-    words it, anywhere in the exception's chain."""
+    """A write that failed for lack of disk space, anywhere in the exception's chain (as OSError or as safetensors
+    words it)."""
     seen: BaseException | None = exc
     for _ in range(8):
         if seen is None:
