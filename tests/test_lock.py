@@ -12,7 +12,7 @@ from packaging.utils import canonicalize_name
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+ (CI runs 3.11)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 LOCKED_EXTRAS = ("dev", "deepspeed")  # the extras `make lock` resolves
 
 
