@@ -17,6 +17,7 @@ import yaml
 
 from grpo_trl.check import load_recipe
 from grpo_trl.cli import train_main
+from tests.conftest import shared_build
 
 DEMOS = Path(__file__).resolve().parents[1] / "recipes" / "demo"
 DEMO = DEMOS / "tiny-countdown.yaml"
@@ -24,31 +25,34 @@ GSM8K_DEMO = DEMOS / "tiny-gsm8k.yaml"
 HELD_OUT = 500  # greedy, on the test split: other problems than the training rows and the warm-up's
 
 
-def _one_thread_build(build, folder):
-    """A warm-up, once per module; one torch thread as the Makefile runs (OMP_NUM_THREADS=1): much faster on a busy
-    CPU."""
+def _one_thread_build(tmp_path_factory, name: str, build) -> str:
+    """A warm-up, once per test run (shared by the xdist workers); one torch thread as the Makefile runs
+    (OMP_NUM_THREADS=1): much faster on a busy CPU."""
     import torch
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return build(folder)
-    finally:
-        torch.set_num_threads(threads)
+    def one_thread(folder):
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return build(folder / "model")
+        finally:
+            torch.set_num_threads(threads)
+
+    return shared_build(tmp_path_factory, name, one_thread)
 
 
 @pytest.fixture(scope="module")
 def warm_model(tmp_path_factory):
     from grpo_trl.models.tiny_countdown import build_tiny_countdown_model
 
-    return _one_thread_build(build_tiny_countdown_model, tmp_path_factory.mktemp("tiny-countdown") / "model")
+    return _one_thread_build(tmp_path_factory, "tiny-countdown", build_tiny_countdown_model)
 
 
 @pytest.fixture(scope="module")
 def gsm8k_model(tmp_path_factory):
     from grpo_trl.models.tiny_gsm8k import build_tiny_gsm8k_model
 
-    return _one_thread_build(build_tiny_gsm8k_model, tmp_path_factory.mktemp("tiny-gsm8k") / "model")
+    return _one_thread_build(tmp_path_factory, "tiny-gsm8k", build_tiny_gsm8k_model)
 
 
 def never_seen() -> set[int]:
