@@ -94,7 +94,7 @@ test-verifiers: $(VF_VENV)/.installed
 
 # What a TRL/transformers release can break for users: TRL's internals (adapter test, two real steps), the schema,
 # and a real tiny training run through the CLI (rewards, plugin, checkpoints, completions).
-EDGE_TESTS ?= tests/test_trl_adapter.py tests/recipe/test_jsonschema.py tests/test_train.py::test_end_to_end_train_cli
+EDGE_TESTS ?= tests/test_trl_adapter.py tests/recipe/test_jsonschema.py tests/e2e/test_train.py::test_end_to_end_train_cli
 
 test-trl-oldest: $(TRL_VENV)/.installed
 	$(TRL_VENV)/bin/python -m pytest -q -p no:cacheprovider $(EDGE_TESTS) $(PYTEST_ARGS)

@@ -26,7 +26,7 @@ pytestmark = [
         reason="pip install 'grpo-trl[deepspeed]' to run the DeepSpeed CPU rehearsal",
     ),
 ]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = '''
 import json, sys
