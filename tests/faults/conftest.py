@@ -8,19 +8,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import tiny_recipe
+from tests.conftest import shared_build, tiny_recipe
 
 RUN = {"max_steps": 4, "save_strategy": "steps", "save_steps": 2}
 
 
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory, tiny_model) -> Path:
+    """Trained once per test run, shared by the xdist workers (tests only copy it)."""
     from grpo_trl.cli import train_main
 
-    base = tmp_path_factory.mktemp("trained")
-    path = tiny_recipe(base, tiny_model, trainer=RUN, extra={"logging": {"completions_every": 1}})
-    assert train_main([str(path)]) == 0
-    return base / "out"
+    def train(base: Path) -> Path:
+        base.mkdir()
+        path = tiny_recipe(base, tiny_model, trainer=RUN, extra={"logging": {"completions_every": 1}})
+        assert train_main([str(path)]) == 0
+        return base / "out"
+
+    return Path(shared_build(tmp_path_factory, "trained-run", train))
 
 
 @pytest.fixture

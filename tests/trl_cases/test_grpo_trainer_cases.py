@@ -295,6 +295,7 @@ def _same(expected: list[dict], got: list[dict]) -> None:
                 assert have[key] == pytest.approx(value, rel=1e-5, abs=1e-8), f"log entry {step}: {key}"
 
 
+@pytest.mark.slow  # two real trainings per case
 @pytest.mark.parametrize(
     "case",
     [pytest.param(c, id=c.trl_test) for c in CASES],

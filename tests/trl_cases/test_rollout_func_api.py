@@ -47,6 +47,7 @@ def _without_env_reward(prompts, trainer):
     return out
 
 
+@pytest.mark.slow  # two real trainings
 @pytest.mark.parametrize("declared", [None, ["env_reward"]])
 def test_the_api_rollout_func_trains_like_the_recipe_key(tmp_path, tiny_model, declared):
     kwargs = {} if declared is None else {"rollout_fields": declared}

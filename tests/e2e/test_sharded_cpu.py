@@ -8,6 +8,7 @@ distributed types, so a CPU launch with an FSDP config runs as MULTI_CPU, unshar
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -17,9 +18,15 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
-pytest.importorskip("deepspeed", reason="pip install 'grpo-trl[deepspeed]' to run the DeepSpeed CPU rehearsal")
-ROOT = Path(__file__).resolve().parents[1]
+# deepspeed runs in the launched processes only: found, not imported here (importing it costs collection seconds)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("deepspeed") is None,
+        reason="pip install 'grpo-trl[deepspeed]' to run the DeepSpeed CPU rehearsal",
+    ),
+]
+ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = '''
 import json, sys

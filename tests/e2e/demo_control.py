@@ -2,7 +2,7 @@
 completions.
 
 Same scores and the same share of correct answers as the real reward, but no longer tied to what each completion
-says: a GRPO run rewarded by it must not get better at the task (``tests/test_demo_learns.py``).
+says: a GRPO run rewarded by it must not get better at the task (``tests/e2e/test_demo_learns.py``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from grpo_trl.check import load_recipe
 from grpo_trl.check.plan import make_plan
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 RANK_RECORDER = '''
 import json, os

@@ -17,38 +17,42 @@ import yaml
 
 from grpo_trl.check import load_recipe
 from grpo_trl.cli import train_main
+from tests.conftest import shared_build
 
-DEMOS = Path(__file__).resolve().parents[1] / "recipes" / "demo"
+DEMOS = Path(__file__).resolve().parents[2] / "recipes" / "demo"
 DEMO = DEMOS / "tiny-countdown.yaml"
 GSM8K_DEMO = DEMOS / "tiny-gsm8k.yaml"
 HELD_OUT = 500  # greedy, on the test split: other problems than the training rows and the warm-up's
 
 
-def _one_thread_build(build, folder):
-    """A warm-up, once per module; one torch thread as the Makefile runs (OMP_NUM_THREADS=1): much faster on a busy
-    CPU."""
+def _one_thread_build(tmp_path_factory, name: str, build) -> str:
+    """A warm-up, once per test run (shared by the xdist workers); one torch thread as the Makefile runs
+    (OMP_NUM_THREADS=1): much faster on a busy CPU."""
     import torch
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return build(folder)
-    finally:
-        torch.set_num_threads(threads)
+    def one_thread(folder):
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return build(folder / "model")
+        finally:
+            torch.set_num_threads(threads)
+
+    return shared_build(tmp_path_factory, name, one_thread)
 
 
 @pytest.fixture(scope="module")
 def warm_model(tmp_path_factory):
     from grpo_trl.models.tiny_countdown import build_tiny_countdown_model
 
-    return _one_thread_build(build_tiny_countdown_model, tmp_path_factory.mktemp("tiny-countdown") / "model")
+    return _one_thread_build(tmp_path_factory, "tiny-countdown", build_tiny_countdown_model)
 
 
 @pytest.fixture(scope="module")
 def gsm8k_model(tmp_path_factory):
     from grpo_trl.models.tiny_gsm8k import build_tiny_gsm8k_model
 
-    return _one_thread_build(build_tiny_gsm8k_model, tmp_path_factory.mktemp("tiny-gsm8k") / "model")
+    return _one_thread_build(tmp_path_factory, "tiny-gsm8k", build_tiny_gsm8k_model)
 
 
 def never_seen() -> set[int]:
@@ -120,7 +124,8 @@ def test_grpo_lifts_held_out_accuracy(tmp_path, warm_model):
 @pytest.mark.slow
 def test_shuffled_reward_does_not_lift_accuracy(tmp_path, warm_model):
     # the countdown scores of each batch, shuffled across its completions: same scores, no link to the answers
-    (before, _), (after, _) = _run(tmp_path, warm_model, rewards=[{"name": "tests.demo_control:shuffled_countdown"}])
+    control = [{"name": "tests.e2e.demo_control:shuffled_countdown"}]
+    (before, _), (after, _) = _run(tmp_path, warm_model, rewards=control)
     assert after - before <= 0.05, (before, after)  # measured over seeds 0-2: -17.4 to -15.4 points (it drifts)
 
 
@@ -133,6 +138,6 @@ def test_grpo_lifts_gsm8k_accuracy_on_never_seen_problems(tmp_path, gsm8k_model)
 
 @pytest.mark.slow
 def test_shuffled_gsm8k_reward_does_not_lift_accuracy(tmp_path, gsm8k_model):
-    control = [{"name": "tests.demo_control:shuffled_gsm8k"}, {"name": "xml_format"}]
+    control = [{"name": "tests.e2e.demo_control:shuffled_gsm8k"}, {"name": "xml_format"}]
     (before, _), (after, _) = _run(tmp_path, gsm8k_model, rewards=control, demo=GSM8K_DEMO)
     assert after - before <= 0.05, (before, after)  # measured 42.0% -> 17.4% (trainer seed 0)

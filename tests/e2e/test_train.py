@@ -109,7 +109,7 @@ def test_plan_says_how_often_trl_generates(make_recipe, trainer, micro, optimize
     from grpo_trl.cli import main as cli_main
 
     path = make_recipe(
-        rewards=[{"name": "tests.test_train:count_generations"}],
+        rewards=[{"name": "tests.e2e.test_train:count_generations"}],
         trainer={"max_steps": at[-1] + 1 if optimizer < 1 else 6, "per_device_train_batch_size": 4, **trainer},
     )
     recipe = load_recipe(path)
