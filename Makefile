@@ -64,7 +64,7 @@ install-vllm: $(VLLM_VENV)/.installed
 
 test-vllm: install-vllm
 	$(VLLM_VENV)/bin/python -m pytest -q tests/test_vllm_cpu.py tests/rewards/test_judge_vllm.py tests/eval/test_vllm_backend.py tests/tools/test_tools_vllm.py \
-		tests/test_heldout_vllm.py \
+		tests/monitor/test_heldout_vllm.py \
 		$(PYTEST_ARGS)
 
 # The oldest TRL of the supported range (pyproject: trl>=1.0) in a small venv layered on .venv: only TRL differs
