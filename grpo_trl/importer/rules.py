@@ -133,7 +133,8 @@ def carry(t: Translation, section: str) -> None:
         if path[0] != section or t.data.get(key) is None:
             continue
         value = t.take(key)
-        if (kind is None or t.check(key, value, kind)) and (value or not rule.get("if_true")):
+        shown = str(value) if kind == "string" else value  # a config named 0 is written '0', as the string it is
+        if (kind is None or t.check(key, value, kind)) and (shown or not rule.get("if_true")):
             as_read = T.ACCELERATE_PRESETS.get(value) or t.local(value) if kind == "accelerate" else value
             value = {"string": str(value), "flag": True}.get(kind, as_read)
             t.put(path, value, rule.get("note", key))

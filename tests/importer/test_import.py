@@ -259,6 +259,15 @@ def test_bad_configs_are_one_clear_error_each(tmp_path, capsys, text, key):
     assert lines and all(line.startswith(f"error: {src}: ") for line in lines if line.startswith("error"))
 
 
+@pytest.mark.parametrize("value, written", [("0", "0"), ("0.0", "0.0"), ("'0'", "0"), ("3", "3"), ("main", "main")])
+def test_dataset_config_is_written_as_the_string_it_names(value, written):
+    """A numeric config name (YAML reads ``0`` as an int) is the config '0', not a falsy value to skip."""
+    text = f"model_name_or_path: m\ndataset_name: d\nreward_funcs: [accuracy_reward]\ndataset_config: {value}\n"
+    result = import_text(text)
+    assert result.recipe["data"]["config"] == written
+    assert not [key for key, _ in result.unmapped if key == "dataset_config"]
+
+
 def test_bad_options_are_error_lines(tmp_path, capsys):
     (tmp_path / "c.yaml").write_text(TRL_FLAT)
     assert cli_main(["import", str(tmp_path / "c.yaml"), "--trl-version", "latest"]) == 1
