@@ -93,29 +93,26 @@ def test_an_unknown_taskset_is_one_error_naming_it():
         tasks("no_such_vf_env")
 
 
-def test_two_steps_on_the_tiny_model_log_each_rubric_function(tmp_path):
+def _train(tmp_path, model: str, taskset: str, steps: int, length: int, **extra):
+    """A real run of ``steps`` steps on the taskset's rows and rewards (``extra``: more recipe sections)."""
     from grpo_trl import load_recipe, train
 
+    trainer = {"output_dir": str(tmp_path / "out"), "max_steps": steps, "max_completion_length": length}
+    trainer |= {"num_generations": 4, "per_device_train_batch_size": 4, "logging_steps": 1, "save_strategy": "no"}
     recipe = {
-        "model": {"name": "builtin:tiny", "dtype": "float32"},
-        "data": {"builder": "verifiers", "taskset": "echo_vf_env"},
-        "rewards": reward_specs("echo_vf_env"),
-        "trainer": {
-            "output_dir": str(tmp_path / "out"),
-            "max_steps": 2,
-            "num_generations": 4,
-            "per_device_train_batch_size": 4,
-            "max_completion_length": 8,
-            "logging_steps": 1,
-            "save_strategy": "no",
-            "report_to": "none",
-            "use_cpu": True,
-            "bf16": False,
-        },
+        "model": {"name": model, "dtype": "float32"},
+        "data": {"builder": "verifiers", "taskset": taskset},
+        "rewards": reward_specs(taskset),
+        "trainer": trainer | {"report_to": "none", "use_cpu": True, "bf16": False},
+        **extra,
     }
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe))
-    result = train(load_recipe(path))
+    return train(load_recipe(path))
+
+
+def test_two_steps_on_the_tiny_model_log_each_rubric_function(tmp_path):
+    result = _train(tmp_path, "builtin:tiny", "echo_vf_env", steps=2, length=8)
     assert result.global_step == 2
     logged = result.log_history[0]
     assert {"rewards/exact/mean", "rewards/short/mean"} <= set(logged)
@@ -236,32 +233,10 @@ def test_multi_turn_rewards_score_the_last_assistant_reply(turns, text):
 def test_multi_turn_training_calls_the_tasksets_tool(tmp_path, calc_module, tool_model):
     import json
 
-    from grpo_trl import load_recipe, train
-
     calc_module = "calc1_vf_env"  # the calculator alone: the system prompt the tiny model was warmed on
-
-    recipe = {
-        "model": {"name": tool_model, "dtype": "float32"},
-        "data": {"builder": "verifiers", "taskset": calc_module},
-        "environment": {"factory": "grpo_trl.environments.verifiers_env:tools", "args": {"taskset": calc_module}},
-        "rewards": reward_specs(calc_module),
-        "logging": {"completions_every": 1, "completions_samples": 8},
-        "trainer": {
-            "output_dir": str(tmp_path / "out"),
-            "max_steps": 3,
-            "num_generations": 4,
-            "per_device_train_batch_size": 4,
-            "max_completion_length": 40,
-            "logging_steps": 1,
-            "save_strategy": "no",
-            "report_to": "none",
-            "use_cpu": True,
-            "bf16": False,
-        },
-    }
-    path = tmp_path / "recipe.yaml"
-    path.write_text(yaml.safe_dump(recipe))
-    result = train(load_recipe(path))
+    environment = {"factory": "grpo_trl.environments.verifiers_env:tools", "args": {"taskset": calc_module}}
+    logging = {"completions_every": 1, "completions_samples": 8}
+    result = _train(tmp_path, tool_model, calc_module, steps=3, length=40, environment=environment, logging=logging)
     assert result.global_step == 3
     assert max(h.get("tools/call_frequency", 0) for h in result.log_history) > 0
     assert "rewards/answered/mean" in result.log_history[0]
