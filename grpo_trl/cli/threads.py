@@ -81,7 +81,8 @@ class ThreadTuner:
 
         due = [n for n in self.neighbours() if self.times and self.due.setdefault(n, self.index) <= self.index]
         self.trying = due[0] if due else self.best
-        torch.set_num_threads(self.trying)
+        if torch.get_num_threads() != self.trying:  # OpenMP's team is rebuilt only when the count changes
+            torch.set_num_threads(self.trying)
         self.start = self.clock()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

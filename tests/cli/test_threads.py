@@ -174,3 +174,21 @@ def test_the_tuner_moves_as_soon_as_other_work_starts():
         assert tuner.best == 1 and tuner.index - index <= 5  # not 20 units of 15 s waiting for the next probe
     finally:
         torch.set_num_threads(before)
+
+
+def test_the_tuner_sets_torchs_threads_only_when_the_count_changes(monkeypatch):
+    """Setting the same count every step rebuilt OpenMP's team: grpo-trl's choice ran 1.14x torch's default idle,
+    1.04x once it set threads only on a change (bench/threads.py --idle, 2 cores)."""
+    import torch
+
+    before, calls = torch.get_num_threads(), []
+    real = torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: (calls.append(n), real(n)))
+    try:
+        tuner = ThreadTuner(2, 2)
+        _train(tuner, {1: 2.0, 2: 1.0}, 100)
+    finally:
+        real(before)
+    assert tuner.best == 2
+    probes = sum(1 for a, b in zip([before, *calls], calls) if a != b)
+    assert len(calls) == probes <= 12  # each call a change: to the probed count and back, a few times in 100 units

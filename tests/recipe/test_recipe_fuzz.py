@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from grpo_trl.cli import main as cli_main
 
-pytestmark = pytest.mark.fault  # a fault probe: `make faults` runs it with more examples
+pytestmark = [pytest.mark.fault, pytest.mark.xdist_group("recipe_fuzz")]  # fault probe; the count test needs its worker
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = [
