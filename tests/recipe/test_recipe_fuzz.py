@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from grpo_trl.cli import main as cli_main
 
-pytestmark = [pytest.mark.fault, pytest.mark.xdist_group("recipe_fuzz")]  # fault probe; the count test needs its worker
+pytestmark = pytest.mark.fault  # a fault probe: `make faults` runs it with more examples
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = [
@@ -113,6 +113,15 @@ def mutated_recipes(draw):
 TRIED = {"n": 0, "ok": 0, "errors": 0}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _report_fuzz_count():
+    """Prints how many mutated recipes were tried, once the module's tests ran in this process (shown with -s)."""
+    yield
+    if TRIED["n"]:
+        n, ok, errors = TRIED["n"], TRIED["ok"], TRIED["errors"]
+        print(f"\nrecipe fuzz: {n} mutated recipes, {ok} passed check, {errors} error exits")
+
+
 @settings(
     max_examples=N,
     deadline=None,
@@ -141,10 +150,3 @@ def test_mutated_recipes_never_traceback(tmp_path_factory, recipe):
     else:
         TRIED["ok"] += 1
         assert "OK" in out.getvalue()
-
-
-def test_report_fuzz_count():
-    """Prints how many mutated recipes were tried (run after the property test in the same session)."""
-    if TRIED["n"] == 0:
-        pytest.skip("the property test did not run in this session")
-    print(f"\nrecipe fuzz: {TRIED['n']} mutated recipes, {TRIED['ok']} passed check, {TRIED['errors']} error exits")
