@@ -1,5 +1,5 @@
 """Runs in the sandboxed child (``python -I -c``) before the user's code: binds the limits (soft = hard),
-death signal, ``no_new_privs``, own keyrings; runs ``main.py`` as ``__main__``; exits without teardown.
+death signal, ``no_new_privs``, no keyrings (seccomp); runs ``main.py`` as ``__main__``; exits without teardown.
 argv: cpu_seconds memory_bytes file_bytes max_processes max_open_files. Importing this module does nothing.
 """
 
@@ -31,24 +31,39 @@ def _limit(argv: list[str]) -> None:
         prctl = ctypes.CDLL(None).prctl
     except Exception:  # noqa: BLE001 - not Linux: the parent's deadline still applies
         return
-    _own_keyrings(ctypes, os)
     prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG = 1, SIGKILL = 9
     if prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS = 38
         raise SystemExit("sandbox: cannot set no_new_privs")
+    _no_keyrings(ctypes, os, prctl)
 
 
-def _own_keyrings(ctypes, os) -> None:
-    """Join a new empty session keyring (not grpo-trl's); under a per-run uid, empty that uid's user keyrings."""
-    keyctl = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
-    if keyctl is None:
+def _no_keyrings(ctypes, os, prctl) -> None:
+    """A seccomp filter refuses add_key, request_key and keyctl (EPERM), and every syscall of another ABI: no run
+    reads grpo-trl's keys or leaves one for the next run under the same uid. Where seccomp is refused, the run
+    joins a new empty session keyring and, under a per-run uid, empties that uid's user keyrings."""
+    arch, first = {"x86_64": (0xC000003E, 248), "aarch64": (0xC00000B7, 217)}.get(os.uname().machine, (0, 0))
+    if not arch:
+        return
+    deny, allow = 0x00050001, 0x7FFF0000  # SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_ALLOW
+    rules = [  # (code, jump if true, jump if false, k): classic BPF over struct seccomp_data
+        (0x20, 0, 0, 4), (0x15, 1, 0, arch), (0x06, 0, 0, deny),  # ld arch; another ABI (i386, arm32): refused
+        (0x20, 0, 0, 0), (0x54, 0, 0, 0xBFFFFFFF),  # ld nr; without x32's bit
+        (0x15, 3, 0, first), (0x15, 2, 0, first + 1), (0x15, 1, 0, first + 2),  # add_key, request_key, keyctl
+        (0x06, 0, 0, allow), (0x06, 0, 0, deny),
+    ]  # fmt: skip
+    filters = (ctypes.c_uint64 * len(rules))(*(c | t << 16 | f << 24 | k << 32 for c, t, f, k in rules))
+
+    class Program(ctypes.Structure):  # struct sock_fprog
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    program = Program(len(rules), ctypes.addressof(filters))
+    if prctl(22, 2, ctypes.byref(program), 0, 0) == 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
         return
     syscall = ctypes.CDLL(None).syscall
-    # KEYCTL_JOIN_SESSION_KEYRING, anonymous; where it fails, keyctl itself is refused (no keyrings, or a seccomp
-    # profile such as Docker's default), so the run cannot reach any keyring either
-    syscall(keyctl, 1, None)
+    syscall(first + 2, 1, None)  # KEYCTL_JOIN_SESSION_KEYRING, anonymous
     if os.getuid() >= 1_790_000_000:
         for ring in (-4, -5):  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
-            syscall(keyctl, 7, ring)  # KEYCTL_CLEAR
+            syscall(first + 2, 7, ring)  # KEYCTL_CLEAR
 
 
 def _exit_after(sys, os, status: list[int]) -> None:
@@ -73,7 +88,7 @@ if __name__ == "__main__":
         _code = compile(_f.read(), "main.py", "exec")
     _status = [1]  # Python's exit status after an uncaught exception
     atexit.register(_exit_after, sys, os, _status)
-    del atexit, os, _f, _limit, _own_keyrings, _exit_after
+    del atexit, os, _f, _limit, _no_keyrings, _exit_after
     try:
         # popped, not kept in this module (sys.modules["__main__"]), where main.py's code and constants stay reachable
         exec(globals().pop("_code"), {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__})

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 UID_BASE = 1_790_000_000  # per-run uids come from here (unnamed, unused by any distribution)
 UID_SLOTS = 256
 NOBODY = 65534
+LOCKS = Path("/run/grpo-trl-uids")  # a slot's lock: processes with different $TMPDIR never share a uid
 
 
 class SandboxError(RuntimeError):
@@ -37,9 +38,13 @@ class UidPool:
     def acquire(self) -> tuple[int, object | None]:
         if not self.dedicated:
             return NOBODY, None
-        locks = base_dir() / "locks"
         with self._lock:
-            locks.mkdir(mode=0o700, exist_ok=True)
+            try:
+                LOCKS.mkdir(mode=0o700, exist_ok=True)  # one place whatever $TMPDIR says
+                locks = LOCKS
+            except OSError:  # no writable /run
+                locks = base_dir() / "locks"
+                locks.mkdir(mode=0o700, exist_ok=True)
             for slot in range(UID_SLOTS):
                 handle = open(locks / f"{slot}.lock", "a")  # noqa: SIM115 - held for the run
                 try:

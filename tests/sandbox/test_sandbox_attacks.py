@@ -348,6 +348,48 @@ def test_no_new_privileges_in_any_process_of_the_run(mode):
     assert r.stdout.strip() == "1"
 
 
+_KEY_SYSCALLS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}.get(os.uname().machine)
+
+
+@pytest.mark.skipif(_KEY_SYSCALLS is None or sys.platform != "linux", reason="the filter is Linux x86_64/arm64")
+def test_keyring_syscalls_are_refused_in_every_process_of_the_run(any_mode):
+    """add_key, request_key and keyctl, with any arguments, from the run and from a process it starts: EPERM."""
+    probe = textwrap.dedent(
+        f"""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        out = []
+        for nr in {_KEY_SYSCALLS!r}:
+            for args in ([b"user", b"k", b"v", 1, -3], [0, -3, 0], [1, None], [7, -4], [10, -4, b"user", b"k", 0]):
+                out.append((libc.syscall(nr, *args), ctypes.get_errno()))
+        print(sorted(set(out)), open("/proc/self/status").read().split("Seccomp:")[1].split()[0])
+        """
+    )
+    again = "import subprocess, sys\nif len(sys.argv) == 1:\n    subprocess.run([sys.executable, 'main.py', '1'])\n"
+    r = run_python(probe + again)
+    assert r.ok, r.stderr
+    assert r.stdout.splitlines() == [f"[(-1, {errno.EPERM})] 2"] * 2, r.stdout
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64" or sys.platform != "linux", reason="the i386 ABI is x86_64's")
+def test_a_syscall_through_another_abi_is_refused():
+    """``int 0x80`` (the i386 table, where keyctl is 288) would pass a filter that reads numbers as x86_64's."""
+    probe = textwrap.dedent(
+        """
+        import ctypes, mmap
+        code = b"\\xb8\\x14\\x00\\x00\\x00\\xcd\\x80\\xc3"  # mov eax, 20 (i386 getpid); int 0x80; ret
+        page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        page.write(code)
+        address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+        print(ctypes.CFUNCTYPE(ctypes.c_int)(address)(), __import__("os").getpid())
+        """
+    )
+    r = run_python(probe)
+    assert r.ok, r.stderr
+    raw, pid = map(int, r.stdout.split())
+    assert raw == -errno.EPERM and pid > 0
+
+
 def _write_everywhere(dirs: list[str], name: str) -> str:
     return textwrap.dedent(
         f"""
@@ -455,3 +497,20 @@ def test_sysv_ipc_objects_do_not_outlive_the_run(mode):
 def test_the_run_sees_only_its_own_processes():
     r = run_python("import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
     assert r.stdout.strip() == "[1, 2]"  # its init and itself
+
+
+@needs_root
+def test_processes_with_different_tmpdirs_never_share_a_runs_uid(tmp_path):
+    """The uid slots are one machine-wide set: two grpo-trl processes whose $TMPDIR differ (so their run folders
+    differ) still take different uids, else one's cleanup would kill the other's run."""
+    from grpo_trl._sandbox_host import uids
+
+    uid, handle = uids.acquire()
+    try:
+        other = subprocess.run(
+            [sys.executable, "-c", "from grpo_trl._sandbox_host import uids; print(uids.acquire()[0])"],
+            env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        assert int(other.stdout) != uid
+    finally:
+        uids.release(handle)
