@@ -1,9 +1,7 @@
-"""Token-length filters (``data.max_prompt_tokens`` / ``max_solution_tokens``) and ``limit``: exactly the rows a
-row-at-a-time filter keeps (prompts rendered as ``GRPOTrainer`` renders them, see ``render.py``), but batched, short
-texts never tokenized (``token_count.py``), in parallel processes, lazily up to ``limit``, rows far too long dropped
-unread, the kept indices cached by content in ``$GRPO_TRL_CACHE/token-filter`` (built once per node), and on a
-stream counted batch by batch as training reads it.
-"""
+"""Token-length filters (``data.max_prompt_tokens`` / ``max_solution_tokens``) and ``limit``: the rows a row-at-a-time
+filter keeps (prompts rendered as ``GRPOTrainer`` renders them), but batched, short texts never tokenized, in parallel,
+lazily up to ``limit``, the kept indices cached by content in ``$GRPO_TRL_CACHE/token-filter`` (once per node); a
+stream is counted batch by batch as training reads it."""
 
 from __future__ import annotations
 
@@ -39,9 +37,8 @@ def num_proc_for(rows: int) -> int | None:
 
 
 def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col: str, rendering: Rendering):
-    """A batched ``datasets.map`` function adding ``_ok_p`` / ``_ok_s`` (prompt / solution within bounds), counted
-    as TRL tokenizes: a chat rendered (no special tokens added), a string prompt with them, a solution without, a
-    processor's prompt with its images."""
+    """A batched ``map`` function giving ``_ok_p`` / ``_ok_s`` (prompt / solution within bounds), counted as TRL
+    tokenizes: a chat rendered, a string prompt with special tokens, a solution without, images by the processor."""
     processor = tokenizer if is_processor(tokenizer) else None
     tokenizer = text_tokenizer(tokenizer)
     longest = max_token_chars(tokenizer)
@@ -71,11 +68,9 @@ def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col
         ok_p, ok_s = [True] * n, [True] * n
         if max_p:
             prompts = batch["prompt"]
-            fits = [i for i in range(n) if content_chars(prompts[i]) <= p_chars]
-            for i in set(range(n)) - set(fits):
-                ok_p[i] = False  # cannot fit: never rendered nor tokenized
-            chats = [i for i in fits if not isinstance(prompts[i], str)]
-            strings = [i for i in fits if isinstance(prompts[i], str)]
+            ok_p = [content_chars(p) <= p_chars for p in prompts]  # cannot fit: never rendered nor tokenized
+            chats = [i for i in range(n) if ok_p[i] and not isinstance(prompts[i], str)]
+            strings = [i for i in range(n) if ok_p[i] and isinstance(prompts[i], str)]
             texts = [p if isinstance(p, str) else "" for p in prompts]
             groups: dict[Any, list[int]] = {}  # rows rendered alike: by environment when tools differ by it
             envs = batch.get(ENV_COLUMN) if rendering.per_row else None
@@ -116,20 +111,6 @@ def _once_per_node():
     return PartialState().local_main_process_first()
 
 
-@contextlib.contextmanager
-def _tokenizers_parallelism_kept():
-    """``datasets.map(num_proc>1)`` leaves ``TOKENIZERS_PARALLELISM=false`` in the C environment (it restores only
-    ``os.environ``): every later tokenization here would run on one core. Put it back."""
-    before = os.environ.get(PARALLELISM)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.unsetenv(PARALLELISM)
-        else:
-            os.putenv(PARALLELISM, before)
-
-
 def _kept(ds: Any, counter, limit: int | None, max_p: Any, max_s: Any) -> tuple[list[int], dict[str, int]]:
     n = len(ds)
     kept: list[int] = []
@@ -137,8 +118,8 @@ def _kept(ds: Any, counter, limit: int | None, max_p: Any, max_s: Any) -> tuple[
     start, chunk = 0, n if limit is None else max(2 * limit, BATCH_SIZE)
     while start < n and (limit is None or len(kept) < limit):
         end = min(n, start + chunk)
-        part = ds.select(range(start, end))
-        with _tokenizers_parallelism_kept():
+        part, before = ds.select(range(start, end)), os.environ.get(PARALLELISM)
+        try:
             flags = part.map(
                 counter,
                 batched=True,
@@ -150,6 +131,8 @@ def _kept(ds: Any, counter, limit: int | None, max_p: Any, max_s: Any) -> tuple[
                 new_fingerprint=f"grpo-trl-token-filter-{start}-{end}",
                 desc="token-length filter",
             )
+        finally:  # map(num_proc>1) leaves TOKENIZERS_PARALLELISM=false in the C environment (then 1 core)
+            os.unsetenv(PARALLELISM) if before is None else os.putenv(PARALLELISM, before)
         for i, (ok_p, ok_s) in enumerate(zip(flags["_ok_p"], flags["_ok_s"]), start):
             if limit is not None and len(kept) == limit:
                 break
@@ -163,7 +146,7 @@ def _kept(ds: Any, counter, limit: int | None, max_p: Any, max_s: Any) -> tuple[
 
 
 def _cache_key(ds: Any, tokenizer: Any, columns: list[str], options: dict) -> str | None:
-    """A hash of the rows' content, the tokenizer (``tokenizer.json``, template, processor) and the options."""
+    """A hash of the rows, the tokenizer (``tokenizer.json``, template, processor) and the options."""
     import pyarrow as pa
 
     backend = getattr(text_tokenizer(tokenizer), "backend_tokenizer", None)
@@ -200,8 +183,7 @@ def _cached(path: Path, result: tuple[list[int], dict[str, int]] | None = None) 
 def filter_by_tokens(
     ds: Any, cfg: dict, tokenizer: Any, rendering: Rendering | None = None
 ) -> tuple[Any, dict[str, int]]:
-    """``max_prompt_tokens``, ``max_solution_tokens`` and ``limit`` of ``cfg`` applied to ``ds``: the kept rows and
-    ``{filter: rows dropped}``.
+    """``cfg``'s token bounds and ``limit`` applied to ``ds``: the kept rows and ``{filter: rows dropped}``.
 
     >>> from datasets import Dataset
     >>> filter_by_tokens(Dataset.from_list([{"prompt": "hi"}]), {"limit": 1}, tokenizer=None)[0].num_rows

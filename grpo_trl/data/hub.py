@@ -1,22 +1,21 @@
-"""Builders over a dataset the user names: ``hub`` (any Hub dataset or local file, TRL's prompt formats), ``files``
-(a local file with a question column or template), ``math`` (MATH-style boxed solutions) and ``environment``
-(placeholder rows for an environment that owns its data, as TRL trains without a dataset)."""
+"""Builders over a dataset the user names: ``hub`` (a Hub dataset or local file in TRL's prompt formats), ``files``
+(a question column or template), ``math`` (boxed solutions), ``environment`` (placeholder rows for an environment
+that owns its data)."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 from string import Formatter
-from typing import Any
+from typing import Any, Literal
 
-from grpo_trl.data.registry import DataError, load_file, load_hub_or_file, register_builder, require_columns
+from grpo_trl.data.registry import DataError, register_builder, to_conversation
 from grpo_trl.data.rows import missing
-from grpo_trl.data.sources import column_names, first_row
+from grpo_trl.data.sources import column_names, first_row, load_file, load_hub_or_file, require_columns
 from grpo_trl.rewards.text import extract_boxed
 
 logger = logging.getLogger(__name__)
 
-PROMPT_FORMATS = ("auto", "standard", "conversational")
 ROUTE = "environment"  # TRL's column naming each row's environment when there are several
 
 
@@ -30,7 +29,7 @@ def _is_messages(value: Any) -> bool:
 
 def to_prompt(value: Any, prompt_format: str, system: str | None) -> str | list[dict]:
     """One row's ``prompt``: ``standard`` keeps text, ``conversational`` makes it a user turn, ``auto`` keeps what
-    the data has unless a system prompt needs a conversation (``ValueError`` when neither text nor messages).
+    the data has unless a system prompt needs a conversation (``ValueError``: neither text nor messages).
 
     >>> to_prompt("2+2?", "auto", None), to_prompt("2+2?", "auto", "Be brief.")[0]["role"]
     ('2+2?', 'system')
@@ -38,7 +37,7 @@ def to_prompt(value: Any, prompt_format: str, system: str | None) -> str | list[
     if isinstance(value, str):
         if prompt_format == "standard" or (prompt_format == "auto" and not system):
             return value
-        return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": value}]
+        return to_conversation(value, system)
     if not _is_messages(value):
         raise ValueError(
             f"holds {type(value).__name__} {str(value)[:60]!r}: a prompt is a string or a list of messages"
@@ -76,7 +75,7 @@ def hub(
     config: str | None = None,
     prompt_column: str = "prompt",
     columns: list[str] | None = None,
-    prompt_format: str = "auto",
+    prompt_format: Literal["auto", "standard", "conversational"] = "auto",
     system_prompt: str | None = None,
     solution_column: str = "solution",
     base_dir: Path | None = None,
@@ -84,8 +83,6 @@ def hub(
 ):
     """Any Hub or local dataset: ``prompt`` from ``prompt_column`` (text or messages), ``solution``, other columns.
     A dataset with an ``environment`` column and no prompt is TRL's routing dataset: each row an empty user turn."""
-    if prompt_format not in PROMPT_FORMATS:
-        raise DataError(f"data.prompt_format: {prompt_format!r} is not one of {', '.join(PROMPT_FORMATS)}")
     if prompt_format == "standard" and system_prompt:
         raise DataError(
             "data.system_prompt: a standard-format (plain text) prompt has no system turn; set prompt_format: "
@@ -96,8 +93,7 @@ def hub(
     ds = load_hub_or_file(name, config, split, path, base_dir, streaming)
     where, names = f"dataset {path or name!r}", column_names(ds)
     if prompt_column == "prompt" and "prompt" not in names and ROUTE in names:
-        turns = [{"role": "system", "content": system_prompt}] if system_prompt else []
-        return ds.map(lambda row: {"prompt": turns + [{"role": "user", "content": ""}]})
+        return ds.map(lambda row: {"prompt": to_conversation("", system_prompt)})
     if prompt_column not in names:
         raise DataError(
             f"data.prompt_column: {where} has no column {prompt_column!r}; its columns: {', '.join(names)}"

@@ -1,7 +1,6 @@
-"""DAPO dynamic sampling (``data.dynamic_sampling: {max_resample: N}``): zero-variance groups are dropped from the
-generation batch and replaced by groups of fresh prompts, in up to ``N`` extra generation rounds. :class:`Refill`
-wraps TRL's one generation call per batch (``trl_adapter.wrap_generation``); every decision that sets the number of
-calls is taken on gathered numbers, so all processes make the same calls."""
+"""DAPO dynamic sampling (``data.dynamic_sampling: {max_resample: N}``): zero-variance groups of a generation batch
+are replaced by groups of fresh prompts, in up to ``N`` extra rounds of TRL's generation call. Every decision that
+sets the number of calls is taken on gathered numbers, so all processes make the same calls."""
 
 from __future__ import annotations
 
@@ -61,9 +60,8 @@ def choose_groups(flags: list[list[bool]], need: int) -> list[tuple[int, int]]:
 
 
 class RefillOrder:
-    """Fresh prompts: every dataset index once per pass, each pass a seeded permutation (its own seed, so it does
-    not replay the training order); its position is checkpointed. ``skip(index)``: pass over an index for now
-    (``data.sampler``'s cooldown), unless a whole pass offers nothing else."""
+    """Fresh prompts: each pass a seeded permutation of the indices (not the training order), position checkpointed.
+    ``skip(index)``: pass over an index (``data.sampler``'s cooldown) unless a whole pass offers nothing else."""
 
     def __init__(self, size: int, seed: int = 0):
         self.size, self.seed = size, seed
@@ -99,13 +97,10 @@ class RefillOrder:
 
 
 def _pad(tensor: Any, width: int, value: float, left: bool) -> Any:
-    import torch
+    from torch.nn.functional import pad
 
-    missing = width - tensor.size(1)
-    if missing <= 0:
-        return tensor
-    pad = torch.full((tensor.size(0), missing), value, dtype=tensor.dtype, device=tensor.device)
-    return torch.cat([pad, tensor] if left else [tensor, pad], dim=1)
+    missing = max(0, width - tensor.size(1))
+    return pad(tensor, (missing, 0) if left else (0, missing), value=value)
 
 
 def merge_batches(batches: list[dict], rows: list[list[int]], pad_token_id: int) -> dict:

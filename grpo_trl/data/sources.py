@@ -1,5 +1,5 @@
-"""Reading a builder's source: a Hub dataset or a local JSONL / JSON / Parquet / CSV file through ``load_dataset``,
-with one clear ``DataError`` when it cannot be read, and the check that it has the columns a builder needs."""
+"""A builder's source, a Hub dataset or a local JSONL / JSON / Parquet / CSV file, read by ``load_dataset``; one
+``DataError`` when it cannot be read."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ _IN_MEMORY = contextvars.ContextVar("grpo_trl_data_in_memory", default=False)
 
 @contextlib.contextmanager
 def without_cache() -> Iterator[None]:
-    """Local files are read into memory, nothing written to the ``datasets`` cache (``check``: a 50 MB file's Arrow
-    copy is 146 MB, and a read-only cache was blamed on the data file)."""
+    """Local files read into memory, nothing written to the ``datasets`` cache (``check``)."""
     token = _IN_MEMORY.set(True)
     try:
         yield
@@ -47,8 +46,7 @@ def load_hub_or_file(
     streaming: bool = False,
     local: str = "data.path",
 ) -> Any:
-    """``load_dataset(source, config, split=split, streaming=...)``, or a local file at ``path``; one clear error
-    when unreachable (``local``: the key naming a local copy instead)."""
+    """``load_dataset(source, config, split=...)``, or the local file ``path``; ``local``: the key of a local copy."""
     from datasets import load_dataset
 
     if path is not None:
@@ -64,8 +62,7 @@ def load_hub_or_file(
 
 
 def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = False) -> Any:
-    """A local JSONL, JSON, Parquet or CSV file (``path`` relative to the recipe's folder) as a ``Dataset``, or an
-    ``IterableDataset`` when ``streaming``.
+    """A local JSONL, JSON, Parquet or CSV file (relative to the recipe's folder) as a ``Dataset`` (or streamed).
 
     >>> load_file("nope.jsonl")
     Traceback (most recent call last):
@@ -118,8 +115,7 @@ def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = 
 
 
 def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:
-    """A JSON/JSONL/CSV file must be UTF-8 text: the first NUL or invalid byte is one ``DataError`` naming its line,
-    in one pass (about 1 s per GB)."""
+    """The first NUL or non-UTF-8 byte of a text file: one ``DataError`` naming its line (one pass, ~1 s per GB)."""
     import codecs
 
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -154,8 +150,7 @@ def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:
 
 
 def _keep_mixed_columns(ds: Any, path: Path) -> Any:
-    """A JSON column mixing types (``"007"`` and ``7``) becomes text as written: ``datasets`` would decode
-    ``"007"`` into 7."""
+    """A JSON column mixing types (``"007"`` and ``7``) as text as written (``datasets`` would make ``"007"`` 7)."""
     from datasets import Json
 
     mixed = [name for name, feature in ds.features.items() if isinstance(feature, Json)]
@@ -185,7 +180,7 @@ def require_columns(ds: Any, columns: list[str], what: str) -> None:
 
 
 def column_names(ds: Any) -> list[str]:
-    """A dataset's columns; a streamed one whose features are not known yet is read up to its first row."""
+    """A dataset's columns (a stream of unknown features: read up to its first row)."""
     if ds.column_names is not None:
         return list(ds.column_names)
     return list(first_row(ds) or ())
