@@ -50,23 +50,11 @@ def to_prompt(value: Any, prompt_format: str, system: str | None) -> str | list[
     return messages
 
 
-def columns_of(cfg: dict, base_dir: Path | None) -> set[str]:
-    """The columns rewards will see, unbuilt: a local file is read; a Hub dataset's solution column is assumed."""
-    solution = cfg.get("solution_column", "solution")
-    if not cfg.get("path"):
-        return set(cfg.get("columns") or ()) | {"solution"}
-    ds = load_file(cfg["path"], base_dir)
-    names = (
-        set(cfg["columns"])
-        if cfg.get("columns") is not None
-        else set(ds.column_names) - {cfg.get("prompt_column", "prompt")}
-    )
-    return names | ({"solution"} if solution in ds.column_names else set())
+def _hub_columns(options: dict, base_dir: Path | None) -> set[str]:  # unread: the solution column is assumed
+    return set(options.get("columns") or ()) | {"solution"}
 
 
-@register_builder(
-    "hub", system_prompt=None, columns=lambda options, base_dir: columns_of(options, base_dir), local_copy=True
-)
+@register_builder("hub", system_prompt=None, columns=_hub_columns, local_copy=True)
 def hub(
     split: str = "train",
     *,
@@ -127,11 +115,7 @@ def hub(
     return ds.map(to_row, with_indices=True, remove_columns=drop)
 
 
-def _file_columns(options: dict, base_dir: Path | None) -> set[str]:
-    return set(files(split="train", **options, base_dir=base_dir).column_names) - {"user"}
-
-
-@register_builder("files", system_prompt=None, columns=_file_columns)
+@register_builder("files", system_prompt=None)
 def files(
     split: str = "train",
     *,

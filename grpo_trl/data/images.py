@@ -18,12 +18,6 @@ IMAGES = "images"  # TRL's column of a row's images (a list)
 KEY = "data.image_column"
 
 
-def _columns(options: dict, base_dir: Path | None) -> set[str]:
-    if options.get("path"):
-        return set(images(split="train", **options, base_dir=base_dir).column_names) - {"user"}
-    return {IMAGES, "solution"}
-
-
 def _decodes_not(ds: Any, column: str) -> Any:
     """``column`` as undecoded ``{"bytes", "path"}`` mappings, so each image is opened once, by ``load_image``."""
     from datasets import Image, List, Sequence
@@ -134,7 +128,7 @@ def interleave(question: Any, images: int, system: str | None = None) -> list[di
 PARTS = ("image", "text")
 
 
-@register_builder("images", system_prompt=None, columns=_columns, local_copy=True)
+@register_builder("images", system_prompt=None, columns=(IMAGES, "solution"), local_copy=True)
 def images(
     split: str = "train",
     *,

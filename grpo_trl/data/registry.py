@@ -26,7 +26,6 @@ class Builder:
     func: Callable[..., Any]
     default_system_prompt: str | None
     known_sizes: dict[str, int]
-    description: str
     # reward columns beside ``prompt``: a tuple, or ``f(options, base_dir) -> columns`` when options decide them
     columns: tuple[str, ...] | Callable[[dict, Path | None], Any] = ()
     # ``path:`` is a local copy of what it otherwise downloads: ``check`` counts its rows, else builds no sample row
@@ -52,9 +51,8 @@ def register_builder(
     """Register a builder ``func(split, **options) -> Dataset`` with a ``user`` column. Duplicates are an error."""
 
     def decorator(func: Callable) -> Callable:
-        doc = (inspect.getdoc(func) or "").split("\n")[0]
         cols = columns if callable(columns) else tuple(columns)
-        builder = Builder(name, func, system_prompt, dict(known_sizes or {}), doc, cols, local_copy)
+        builder = Builder(name, func, system_prompt, dict(known_sizes or {}), cols, local_copy)
         BUILDERS.add(name, builder, source=source_of(func, name))
         return func
 

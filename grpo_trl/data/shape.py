@@ -12,7 +12,7 @@ from pathlib import Path
 from grpo_trl.data.build import build_one
 from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 from grpo_trl.data.rows import needing
-from grpo_trl.data.sources import load_file
+from grpo_trl.data.sources import column_names, load_file
 
 
 def expected_rows(cfg: dict, base_dir: str | Path | None = None) -> int | None:
@@ -64,13 +64,13 @@ def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str] |
     base = Path(base_dir) if base_dir else None
     if from_plugin(builder):
         return None if callable(builder.columns) else set(builder.columns)
+    if cfg.get("path"):  # a local file: built as train builds it, which checks it has what the builder needs
+        unfiltered = {"max_prompt_tokens": None, "max_solution_tokens": None, "pass_rate": None, "bad_rows": "drop"}
+        one = {**cfg, **unfiltered, "limit": 1}  # bad rows: told by check_rows, which knows the rewards' columns
+        return set(column_names(build_one(one, None, base)[0])) - {"prompt"}
     if callable(builder.columns):
-        options = {k: v for k, v in cfg.items() if k in builder_params(builder)}
-        return set(builder.columns(options, base))
-    columns = set(builder.columns)
-    if cfg.get("path"):  # a local copy in the Hub schema: check it has what the builder needs
-        build_one({**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None}, None, base)
-    return columns
+        return set(builder.columns({k: v for k, v in cfg.items() if k in builder_params(builder)}, base))
+    return set(builder.columns)
 
 
 def check_rows(cfg: dict, base_dir: str | Path | None, needed: list[str]) -> None:
