@@ -5,6 +5,7 @@ split, streaming and weighted mixtures. The section is checked first (``validate
 from __future__ import annotations
 
 import inspect
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,16 +116,15 @@ def _mixture(cfg: dict, tokenizer: Any, base: Path | None, rendering: Rendering 
     from datasets import concatenate_datasets
 
     _checked(cfg)
-    built, loaded, dropped = [], 0, {}
+    built, loaded, dropped = [], 0, Counter()
+    shared = {"system_prompt": cfg["system_prompt"]} if "system_prompt" in cfg else {}
     for part in cfg["mixture"]:
-        part = {k: v for k, v in part.items() if k != "weight"} | (
-            {"system_prompt": cfg["system_prompt"]} if "system_prompt" in cfg and "system_prompt" not in part else {}
+        ds, n, d = build_one(
+            shared | {k: v for k, v in part.items() if k != "weight"}, tokenizer, base, rendering=rendering
         )
-        ds, n, d = build_one(part, tokenizer, base, rendering=rendering)
         built.append(ds)
         loaded += n
-        for k, v in d.items():
-            dropped[k] = dropped.get(k, 0) + v
+        dropped.update(d)
     weights = [float(p.get("weight", 1.0)) for p in cfg["mixture"]]
     total_w = sum(w / max(weights) for w in weights)  # scaled first: weights near 1e308 must not sum to inf
     shares = [w / max(weights) / total_w for w in weights]
@@ -142,7 +142,7 @@ def _mixture(cfg: dict, tokenizer: Any, base: Path | None, rendering: Rendering 
                 feature = next(p.features[col] for p in pieces if col in p.column_names)
                 ds = ds.add_column(col, [None] * len(ds), feature=feature)
         pieces[i] = ds.select_columns(columns)
-    return DataResult(concatenate_datasets(pieces).shuffle(seed=seed), None, loaded, dropped)
+    return DataResult(concatenate_datasets(pieces).shuffle(seed=seed), None, loaded, dict(dropped))
 
 
 def build_dataset(

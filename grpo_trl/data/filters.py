@@ -183,12 +183,7 @@ def _cached(path: Path, result: tuple[list[int], dict[str, int]] | None = None) 
 def filter_by_tokens(
     ds: Any, cfg: dict, tokenizer: Any, rendering: Rendering | None = None
 ) -> tuple[Any, dict[str, int]]:
-    """``cfg``'s token bounds and ``limit`` applied to ``ds``: the kept rows and ``{filter: rows dropped}``.
-
-    >>> from datasets import Dataset
-    >>> filter_by_tokens(Dataset.from_list([{"prompt": "hi"}]), {"limit": 1}, tokenizer=None)[0].num_rows
-    1
-    """
+    """``cfg``'s token bounds and ``limit`` applied to ``ds``: the kept rows and ``{filter: rows dropped}``."""
     from grpo_trl.errors import DataError
 
     max_p, max_s, limit = cfg.get("max_prompt_tokens"), cfg.get("max_solution_tokens"), cfg.get("limit")

@@ -23,12 +23,8 @@ __all__ = ["IMAGES", "IMAGES_FIX", "Refill", "RefillOrder", "install", "merge_ba
 
 
 def zero_variance(rewards: list[float], group_size: int) -> list[bool]:
-    """Per group: True when fewer than two of its total rewards are scorable (NaN: none) or they are all equal
-    (spread <= 1e-8), as TRL's ``frac_reward_zero_std`` counts them.
-
-    >>> zero_variance([1.0, 1.0, 0.0, 1.0, float("nan"), 2.0, 2.0, 2.0], group_size=4)
-    [False, True]
-    """
+    """Per group: fewer than two scorable rewards (NaN: none), or all equal (spread <= 1e-8), as TRL's
+    ``frac_reward_zero_std`` counts them."""
     flags = []
     for start in range(0, len(rewards), group_size):
         valid = [r for r in rewards[start : start + group_size] if not math.isnan(r)]
@@ -46,12 +42,8 @@ def total_rewards(rewards_per_func: Any, weights: Any) -> list[float]:
 
 
 def choose_groups(flags: list[list[bool]], need: int) -> list[tuple[int, int]]:
-    """The ``(round, group)`` pairs that make a batch of ``need`` groups: those with variance in generation order,
-    then zero-variance ones, earliest first, when the rounds are spent (a full batch keeps TRL's step shapes).
-
-    >>> choose_groups([[False, True], [True, False]], need=2)
-    [(0, 0), (1, 1)]
-    """
+    """The ``(round, group)`` pairs of a batch of ``need`` groups: those with variance in generation order, then
+    zero-variance ones, earliest first, when the rounds are spent (a full batch keeps TRL's step shapes)."""
     good = [(r, g) for r, row in enumerate(flags) for g, zero in enumerate(row) if not zero]
     if len(good) >= need:
         return good[:need]

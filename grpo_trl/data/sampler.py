@@ -22,12 +22,8 @@ sampler_problems = functools.partial(rule_problems, "sampler")
 
 
 def systematic_counts(weights: list[float], total: int, u: float) -> list[int]:
-    """How often each index appears among ``total`` draws proportional to ``weights`` (systematic sampling with
-    offset ``u`` in [0, 1)): each count is the floor or ceiling of its expectation, and they sum to ``total``.
-
-    >>> systematic_counts([1, 1, 1, 1], 4, 0.5), systematic_counts([1, 0.1, 1, 0.1], 4, 0.0)
-    ([1, 1, 1, 1], [2, 0, 2, 0])
-    """
+    """How often each index appears among ``total`` draws proportional to ``weights`` (systematic sampling, offset
+    ``u`` in [0, 1)): each count the floor or ceiling of its expectation, summing to ``total``."""
     scale = total / math.fsum(weights)
     counts, cumulative, nxt = [], 0.0, u
     for w in weights:
@@ -65,14 +61,11 @@ class ZeroVarianceSampler:
         self.history: dict[str, int] = {}  # prompt hash -> epoch of its last group, kept only if zero-variance
         self.epoch_start_history: dict[str, int] = {}  # the history the current epoch was drawn from
         self._replay = False
-        self._hashes: list[str] | None = None
         self.observed_groups = self.zero_variance_groups = 0
 
-    @property
+    @functools.cached_property
     def hashes(self) -> list[str]:
-        if self._hashes is None:
-            self._hashes = [prompt_hash(p) for p in self.data_source["prompt"]]
-        return self._hashes
+        return [prompt_hash(p) for p in self.data_source["prompt"]]
 
     def weights(self, history: dict[str, int], epoch: int) -> list[float]:
         low = self.zero_variance_weight

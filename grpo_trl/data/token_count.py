@@ -57,11 +57,7 @@ def _forwards_to_backend(tokenizer: Any) -> bool:
 
 def token_lengths(tokenizer: Any, texts: list[str], special: bool = False) -> list[int]:
     """``len(tokenizer(text, add_special_tokens=special)["input_ids"])`` for each text, each distinct text once, by
-    the Rust tokenizer directly when transformers would only forward the call.
-
-    >>> token_lengths(None, [])
-    []
-    """
+    the Rust tokenizer directly when transformers would only forward the call."""
     if not texts:
         return []
     unique = list(dict.fromkeys(texts))
