@@ -142,7 +142,13 @@ def _mixture(cfg: dict, tokenizer: Any, base: Path | None, rendering: Rendering 
                 feature = next(p.features[col] for p in pieces if col in p.column_names)
                 ds = ds.add_column(col, [None] * len(ds), feature=feature)
         pieces[i] = ds.select_columns(columns)
-    return DataResult(concatenate_datasets(pieces).shuffle(seed=seed), None, loaded, dict(dropped))
+    try:
+        joined = concatenate_datasets(pieces)
+    except ValueError as exc:  # a column typed differently by two parts: text prompts beside conversations
+        why = str(exc).split(" of features")[0]
+        fix = "give the parts alike columns (a hub part: prompt_format: conversational)"
+        raise DataError(f"data.mixture: the parts cannot be joined: {why}", fix=fix) from None
+    return DataResult(joined.shuffle(seed=seed), None, loaded, dict(dropped))
 
 
 def build_dataset(

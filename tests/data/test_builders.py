@@ -277,3 +277,14 @@ def test_check_and_build_refuse_a_bad_mixture_size_alike(size):
 def test_mixture_weights_whose_sum_overflows_keep_their_shares():
     data = {"mixture": [{**PART, "weight": 1e308}, {**PART, "weight": 1e308}], "size": 4}
     assert len(build_dataset(data).train) == 4
+
+
+def test_a_mixture_of_text_and_conversation_prompts_is_one_data_error(tmp_path):
+    """A hub part of plain-text prompts beside a conversational part: one error naming data.mixture, not a crash."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"prompt": f"Say {i}", "solution": str(i)}) + "\n" for i in range(8)))
+    data = {"mixture": [PART, {"builder": "hub", "path": str(rows)}], "size": 4}
+    with pytest.raises(DataError, match="^data.mixture: the parts cannot be joined: .*prompt_format: conversational"):
+        build_dataset(data)
+    data["mixture"][1]["prompt_format"] = "conversational"
+    assert len(build_dataset(data).train) == 4
