@@ -31,10 +31,11 @@ def load_rates(path: Path) -> dict[str, dict]:
     """``{prompt hash: {"p": rate, "passed": c, "n": n}}`` from a file ``grpo-trl filter`` wrote."""
     try:
         rates = read_json(path)["rates"]  # the one bounded reader: a FIFO of that name was waited on forever
-        assert isinstance(rates, dict) and all(isinstance(v["p"], int | float) for v in rates.values())
+        if not isinstance(rates, dict) or not all(isinstance(v["p"], int | float) for v in rates.values()):
+            raise ValueError("rates must map prompt hashes to {p, passed, n}")  # not an assert: python -O drops those
     except FileNotFoundError:
         raise DataError(f"data.pass_rate.file: {path} does not exist (write it with `grpo-trl filter`)") from None
-    except (OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise DataError(
             f"data.pass_rate.file: {path} is not a pass-rate file from `grpo-trl filter` ({exc})"
         ) from None
