@@ -64,9 +64,10 @@ def finish(tokenizer: Any, ids: list[int]) -> tuple[str, int]:
     return tokenizer.decode(ids, skip_special_tokens=True), len(ids)
 
 
-def _finished(tokenizer: Any, groups: list[list[list[int]]], errors: list[str] | None = None) -> Generations:
+def decode_groups(tokenizer: Any, groups: list[list[list[int]]]) -> Generations:
+    """``finish`` on every sample of every prompt."""
     done = [[finish(tokenizer, list(ids)) for ids in group] for group in groups]
-    return Generations([[t for t, _ in g] for g in done], [[n for _, n in g] for g in done], errors or [])
+    return Generations([[t for t, _ in g] for g in done], [[n for _, n in g] for g in done])
 
 
 def generate_transformers(model_path: str, tokenizer: Any, prompts: list, s: Sampling, **options: Any) -> Generations:
@@ -132,7 +133,7 @@ def generate_with_model(
             )  # fmt: skip
         new = out[:, enc["input_ids"].shape[1] :].tolist()
         groups += [new[i * s.n : (i + 1) * s.n] for i in range(len(batch))]
-    return _finished(tokenizer, groups)
+    return decode_groups(tokenizer, groups)
 
 
 def generate_vllm(model_path: str, tokenizer: Any, prompts: list, s: Sampling, **options: Any) -> Generations:
@@ -159,7 +160,7 @@ def generate_vllm(model_path: str, tokenizer: Any, prompts: list, s: Sampling, *
     )
     template = options.get("template")
     outputs = _LLMS[key].generate([{"prompt_token_ids": prompt_ids(tokenizer, p, template)} for p in prompts], params)
-    return _finished(tokenizer, [[o.token_ids for o in out.outputs] for out in outputs])
+    return decode_groups(tokenizer, [[o.token_ids for o in out.outputs] for out in outputs])
 
 
 def _endpoint(options: dict) -> Any:

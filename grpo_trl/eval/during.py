@@ -16,7 +16,7 @@ from transformers import Trainer, TrainerCallback
 
 from grpo_trl import trl_adapter
 from grpo_trl.data.image_tokens import is_processor, text_tokenizer
-from grpo_trl.eval.backends import Generations, Sampling, finish, generate_with_model, prompt_ids
+from grpo_trl.eval.backends import Generations, Sampling, decode_groups, generate_with_model, prompt_ids
 from grpo_trl.monitor.heldout import GREEDY_KEY, PREFIX, TIME_KEY, ks
 
 logger = logging.getLogger("grpo_trl")
@@ -73,8 +73,7 @@ class HeldoutEval(TrainerCallback):
             ids = [prompt_ids(tokenizer, p, self.template) for p in prompts]
             params = {"n": sampling.n, "temperature": sampling.temperature, "top_p": sampling.top_p}
             rows = trl_adapter.vllm_completions(self.vllm, ids, {**params, "max_tokens": sampling.max_new_tokens})
-            done = [[finish(tokenizer, list(c)) for c in row] for row in rows]
-            return Generations([[t for t, _ in row] for row in done], [[n for _, n in row] for row in done])
+            return decode_groups(tokenizer, rows)
 
     def evaluate(self, state: Any) -> dict | None:
         """One evaluation at ``state.global_step`` (main process only), logged; returns the entry."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,7 @@ def require_split(recipe: Recipe, split: str | None, what: str = "evaluate") -> 
 
 
 def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | None, data: dict | None = None) -> Any:
-    """The rows to evaluate: the recipe's eval split, or the whole ``split`` when one is named (``data``: another
-    data section, e.g. filter's, whose rows are the training ones)."""
+    """The recipe's eval split, or the whole ``split`` named, or the training rows of ``data`` (filter's)."""
     from grpo_trl.data import build_dataset
     from grpo_trl.data.render import recipe_rendering
 
@@ -92,12 +92,14 @@ def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | 
     return ds.select(range(min(limit, len(ds)))) if limit else ds
 
 
-def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tuple[str, Any]:
-    """The local model path (the served name for an endpoint) and the recipe's tokenizer for rendering prompts."""
+def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tuple[str, Any, dict]:
+    """The local model path (the served name for an endpoint), the recipe's tokenizer for rendering prompts, and the
+    trainer's sampling for what is not given."""
     from grpo_trl.models.load import load_processing_class, resolve_model
     from grpo_trl.run.export import is_adapter
 
-    output_dir = recipe.to_grpo_config().output_dir
+    c = recipe.to_grpo_config()
+    output_dir = c.output_dir
     trained = (Path(output_dir) / "config.json").exists() or is_adapter(output_dir)  # a LoRA run: its adapter
     path = model or (output_dir if trained else resolve_model(recipe.model))  # builtin:*: from the cache
     if backend == "endpoint":
@@ -107,12 +109,14 @@ def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tupl
         raise RecipeError([Problem(WHERE, "--model", why, f"merge it first: grpo-trl export {path}")])
     else:
         source = path
-    return path, load_processing_class(recipe.model, source, recipe.file, recipe.base_dir)  # a VLM: its processor
+    defaults = {"n": 8, "temperature": c.temperature, "max_new_tokens": c.max_completion_length, "top_p": c.top_p}
+    defaults["chat_template_kwargs"] = c.chat_template_kwargs
+    return path, load_processing_class(recipe.model, source, recipe.file, recipe.base_dir), defaults  # VLM: processor
 
 
 @dataclass
 class Setup:
-    """What ``eval`` and ``filter`` resolve before generating."""
+    """What ``eval``, ``filter`` and ``--benchmark`` resolve before generating."""
 
     model_path: str
     tokenizer: Any
@@ -120,32 +124,46 @@ class Setup:
     sampling: Sampling
     options: dict
 
+    def generate(self, prompts: list) -> Generations:
+        return generate(self.backend, self.model_path, self.tokenizer, prompts, self.sampling, **self.options)
 
-def prepare(recipe: Recipe, where: str, model: str | None, then: Any = None, **args: Any) -> Setup:
+
+def prepare(
+    where: str, model: str | None, resolve: Callable[[], tuple[str, Any, dict]], then: Callable[[], Any] | None = None,
+    *, backend: str = "transformers", endpoint: dict | None = None, vllm_options: dict | None = None, **args: Any,
+) -> Setup:  # fmt: skip
     """Check the arguments (``error:`` lines naming ``where``), run ``then`` (more checks), probe the backend,
-    resolve model and sampling (the trainer's temperature and length unless given)."""
-    backend, vllm_options = args.pop("backend", "transformers"), args.pop("vllm_options", None)
-    endpoint = {**(args.pop("endpoint", None) or {}), **({"model": model} if backend == "endpoint" else {})}
-    args = {"n": 8, "batch_size": 16, "seed": 0, **args}
-    args["n"] = 8 if args["n"] is None else args["n"]  # eval's command line: a benchmark's own n unless given
-    check_arguments(where, backend=backend, endpoint=endpoint, **args)
+    ``resolve`` the model path, tokenizer and default sampling (n, temperature, max_new_tokens, top_p,
+    chat_template_kwargs)."""
+    endpoint = {**(endpoint or {}), "model": model} if backend == "endpoint" else None
+    args = {"batch_size": 16, "seed": 0, **args}
+    check_arguments(
+        where, backend=backend, endpoint=endpoint, **{**args, "n": 8 if args.get("n") is None else args["n"]}
+    )
     if then is not None:
         then()
     preflight(backend, endpoint)
-    config = recipe.to_grpo_config()
-    model_path, tokenizer = model_and_tokenizer(recipe, model, backend)
-    temperature = args.get("temperature")
+    model_path, tokenizer, defaults = resolve()
+    own = {**defaults, **{k: args[k] for k in ("n", "temperature", "max_new_tokens") if args.get(k) is not None}}
     sampling = Sampling(
-        n=args["n"],
-        max_new_tokens=args.get("max_new_tokens") or config.max_completion_length,
-        temperature=config.temperature if temperature is None else float(temperature),
-        top_p=config.top_p,
-        seed=args["seed"],
-        batch_size=args["batch_size"],
-    )
+        n=own["n"], max_new_tokens=own["max_new_tokens"], temperature=float(own["temperature"]), top_p=own["top_p"],
+        seed=args["seed"], batch_size=args["batch_size"],
+    )  # fmt: skip
     options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
-    options["template"] = config.chat_template_kwargs or {}  # prompts rendered as the trainer renders them
+    options["template"] = own.get("chat_template_kwargs") or {}  # prompts rendered as the trainer renders them
     return Setup(model_path, tokenizer, backend, sampling, options)
+
+
+def prepare_recipe(recipe: Recipe, where: str, model: str | None, then: Any = None, **args: Any) -> Setup:
+    """``prepare`` for a recipe's model (trained, else its base) and trainer."""
+    resolve = lambda: model_and_tokenizer(recipe, model, args.get("backend", "transformers"))  # noqa: E731
+    return prepare(where, model, resolve, then, **args)
+
+
+def writable_results(out: Path, names: tuple[str, ...], flag: str, where: str) -> None:
+    """Before generating: a place that cannot be written must not cost the generation."""
+    for name in names:
+        writable(out / name, flag=flag, where=where, folder=True)
 
 
 def generate_and_score(recipe: Recipe, ds: Any, setup: Setup) -> tuple[Generations, Scored]:
@@ -155,8 +173,7 @@ def generate_and_score(recipe: Recipe, ds: Any, setup: Setup) -> tuple[Generatio
         raise RecipeError(problems)
     rewards = load_reward_models(recipe, rewards)
     tok = setup.tokenizer
-    prompts = [as_trainer_prompt(tok, r) for r in ds] if is_processor(tok) else list(ds["prompt"])
-    gens = generate(setup.backend, setup.model_path, tok, prompts, setup.sampling, **setup.options)
+    gens = setup.generate([as_trainer_prompt(tok, r) for r in ds] if is_processor(tok) else list(ds["prompt"]))
     return gens, score(recipe, rewards, weights, ds, gens)
 
 
@@ -171,16 +188,13 @@ def write_results(out: Path, names: tuple[str, str], report: dict, rows: list[di
 def evaluate(
     recipe: Recipe, model: str | None = None, split: str | None = None, output_dir: str | None = None, **options: Any
 ) -> dict:
-    """Evaluate ``model`` on the recipe's eval split; write and return the report. ``options``: ``n``, ``limit``,
-    ``batch_size``, ``max_new_tokens``, ``temperature``, ``seed``, ``backend``, ``vllm_options`` and ``endpoint``
-    (``base_url``, ``api``, ``api_key_env``, ``max_concurrency``, ``timeout``, ``retries``; ``model``: the served
-    name)."""
-    setup = prepare(recipe, WHERE, model, then=lambda: require_split(recipe, split), **options)
+    """Evaluate ``model`` on the recipe's eval split; write and return the report. ``options``: ``limit`` and
+    ``prepare``'s (``endpoint``: ``grpo_trl.endpoint.Endpoint``'s options; ``model`` is then the served name)."""
+    setup = prepare_recipe(recipe, WHERE, model, then=lambda: require_split(recipe, split), **options)
     local = setup.backend != "endpoint" and Path(setup.model_path).is_dir()
     out = Path(output_dir or (setup.model_path if local else recipe.to_grpo_config().output_dir))
     flag = "--output-dir" if output_dir else "--model" if model and local else "trainer.output_dir"
-    for name in RESULTS:  # before generating: a place that cannot be written must not cost the generation
-        writable(out / name, flag=flag, where=WHERE, folder=True)
+    writable_results(out, RESULTS, flag, WHERE)
     ds = prompts_for(recipe, split, setup.tokenizer, options.get("limit"))
     gens, scored = generate_and_score(recipe, ds, setup)
     report = {"model": setup.model_path, "backend": setup.backend, "split": split or "eval", **scored.summary}

@@ -68,8 +68,9 @@ def none_shares(history: list[dict]) -> dict[str, float]:
     return {name: sum(v) / len(v) for name, v in values.items()}
 
 
-def _log_history(output_dir: Path) -> list[dict]:
-    """``log_history`` of the run's (or its newest checkpoint's) trainer_state.json, through the bounded reader."""
+def _histories(output_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
+    """The run's (or newest checkpoint's) training entries (with a loss), evaluation entries (``eval_`` prefix
+    removed) and held-out ones, from trainer_state.json through the bounded reader."""
     path = output_dir / "trainer_state.json"
     if not path.exists():
         states = (c / "trainer_state.json" for c in checkpoints(output_dir))  # newest first
@@ -83,12 +84,7 @@ def _log_history(output_dir: Path) -> list[dict]:
         raise GrpoTrlError(why, file=str(output_dir)) from None
     if not isinstance(history := state.get("log_history") if isinstance(state, dict) else None, list):
         raise GrpoTrlError(f"{path} has no log_history list: not a trainer state", file=str(output_dir))
-    return [h for h in history if isinstance(h, dict)]
-
-
-def _histories(output_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
-    """The training entries (with a loss), the evaluation entries (``eval_`` prefix removed), the held-out ones."""
-    logs = [h for h in _log_history(output_dir) if isinstance(h.get("step"), int)]
+    logs = [h for h in history if isinstance(h, dict) and isinstance(h.get("step"), int)]
     evals = [{"step": h["step"], **{k[5:]: v for k, v in h.items() if k.startswith("eval_")}} for h in logs]
     return [h for h in logs if "loss" in h], [e for e in evals if len(e) > 1], [h for h in logs if is_heldout(h)]
 
