@@ -222,7 +222,8 @@ def run_benchmark(name: str, model: str | None, *, data: str | None = None, outp
         writable_results(out, names, "--output-dir", WHERE)
         built.append(build(name, data, args.get("limit"), args.get("seed", 0)))
 
-    resolve = lambda: (model, _tokenizer(model, backend, args.get("endpoint")), spec)  # noqa: E731
+    own = {k: spec[k] for k in ("n", "temperature", "top_p", "max_new_tokens")}
+    resolve = lambda: (model, _tokenizer(model, backend, args.get("endpoint")), own)  # noqa: E731
     setup = prepare(WHERE, model, resolve, then, **args)
     ds = built[0].dataset(setup.tokenizer)
     gens = setup.generate(list(ds["prompt"]))

@@ -110,10 +110,9 @@ def install_heldout(trainer: Any, recipe: Any) -> HeldoutEval | None:
     divergence alert when alerts are on."""
     if "heldout" not in recipe.data:
         return None
-    from grpo_trl.check.rewards import build_rewards, column_problems
     from grpo_trl.errors import Problem, RecipeError
     from grpo_trl.eval.run import prompts_for, require_split
-    from grpo_trl.eval.score import load_reward_models, score
+    from grpo_trl.eval.score import recipe_scorer
     from grpo_trl.monitor.callbacks import Alerts
 
     section = recipe.section("heldout")
@@ -130,11 +129,7 @@ def install_heldout(trainer: Any, recipe: Any) -> HeldoutEval | None:
     else:
         require_split(recipe, None, "evaluate on during training (heldout:)")
         dataset = prompts_for(recipe, None, trainer.processing_class, section["limit"])
-        rewards, weights = build_rewards(recipe, output_dir=trainer.args.output_dir)
-        if problems := column_problems(recipe, rewards, dataset.column_names):
-            raise RecipeError(problems)
-        rewards = load_reward_models(recipe, rewards)
-        scorer = lambda ds, gens: score(recipe, rewards, weights, ds, gens)  # noqa: E731
+        scorer = recipe_scorer(recipe, dataset.column_names, trainer.args.output_dir)
     callback = HeldoutEval(trainer, section, dataset, scorer)
     for cb in trainer.callback_handler.callbacks:
         if isinstance(cb, Alerts):

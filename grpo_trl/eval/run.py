@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.check.rewards import build_rewards, column_problems
 from grpo_trl.data.image_tokens import as_trainer_prompt, is_processor
 from grpo_trl.eval.backends import BACKENDS, Generations, Sampling, generate, preflight
-from grpo_trl.eval.score import Scored, load_reward_models, score
+from grpo_trl.eval.score import Scored, recipe_scorer
 from grpo_trl.io import writable, write
 from grpo_trl.recipe import Problem, Recipe, RecipeError
 
@@ -110,7 +109,7 @@ def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tupl
     else:
         source = path
     defaults = {"n": 8, "temperature": c.temperature, "max_new_tokens": c.max_completion_length, "top_p": c.top_p}
-    defaults["chat_template_kwargs"] = c.chat_template_kwargs
+    defaults["template"] = c.chat_template_kwargs  # prompts rendered as the trainer renders them
     return path, load_processing_class(recipe.model, source, recipe.file, recipe.base_dir), defaults  # VLM: processor
 
 
@@ -133,10 +132,9 @@ def prepare(
     *, backend: str = "transformers", endpoint: dict | None = None, vllm_options: dict | None = None, **args: Any,
 ) -> Setup:  # fmt: skip
     """Check the arguments (``error:`` lines naming ``where``), run ``then`` (more checks), probe the backend,
-    ``resolve`` the model path, tokenizer and default sampling (n, temperature, max_new_tokens, top_p,
-    chat_template_kwargs)."""
+    ``resolve`` the model path, tokenizer and default ``Sampling`` fields (and ``template``: chat_template_kwargs)."""
     endpoint = {**(endpoint or {}), "model": model} if backend == "endpoint" else None
-    args = {"batch_size": 16, "seed": 0, **args}
+    args = {"batch_size": 16, "seed": 0, "n": None, "temperature": None, "max_new_tokens": None, **args}
     check_arguments(
         where, backend=backend, endpoint=endpoint, **{**args, "n": 8 if args.get("n") is None else args["n"]}
     )
@@ -144,13 +142,11 @@ def prepare(
         then()
     preflight(backend, endpoint)
     model_path, tokenizer, defaults = resolve()
-    own = {**defaults, **{k: args[k] for k in ("n", "temperature", "max_new_tokens") if args.get(k) is not None}}
-    sampling = Sampling(
-        n=own["n"], max_new_tokens=own["max_new_tokens"], temperature=float(own["temperature"]), top_p=own["top_p"],
-        seed=args["seed"], batch_size=args["batch_size"],
-    )  # fmt: skip
     options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
-    options["template"] = own.get("chat_template_kwargs") or {}  # prompts rendered as the trainer renders them
+    options["template"] = defaults.pop("template", None) or {}
+    given = {k: args[k] for k in ("n", "temperature", "max_new_tokens", "seed", "batch_size") if args[k] is not None}
+    sampling = Sampling(**{**defaults, **given})
+    sampling.temperature = float(sampling.temperature)
     return Setup(model_path, tokenizer, backend, sampling, options)
 
 
@@ -168,13 +164,10 @@ def writable_results(out: Path, names: tuple[str, ...], flag: str, where: str) -
 
 def generate_and_score(recipe: Recipe, ds: Any, setup: Setup) -> tuple[Generations, Scored]:
     """Generate for every row of ``ds`` and score with the recipe's rewards: what ``eval`` and ``filter`` share."""
-    rewards, weights = build_rewards(recipe)
-    if problems := column_problems(recipe, rewards, ds.column_names):
-        raise RecipeError(problems)
-    rewards = load_reward_models(recipe, rewards)
+    scorer = recipe_scorer(recipe, ds.column_names)
     tok = setup.tokenizer
     gens = setup.generate([as_trainer_prompt(tok, r) for r in ds] if is_processor(tok) else list(ds["prompt"]))
-    return gens, score(recipe, rewards, weights, ds, gens)
+    return gens, scorer(ds, gens)
 
 
 def write_results(out: Path, names: tuple[str, str], report: dict, rows: list[dict], flag: str, where: str) -> dict:

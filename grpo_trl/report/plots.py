@@ -41,6 +41,11 @@ PLOTS = {
 }
 HELDOUT_PLOT = "heldout.png"
 EVAL = "Evaluation on the eval split: "
+TITLES = {  # the plots not in PLOTS
+    HELDOUT_PLOT: "Held-out pass@k (heldout:) vs training reward",
+    "eval.png": EVAL + "mean reward (total and per reward)",
+    "eval_details.png": EVAL + "loss and reward std",
+}
 NOT_PLOTTED = {"step", "epoch", "num_tokens", "total_flos", "train_runtime", "train_loss", "runtime"}  # bookkeeping
 NOT_PLOTTED_SUFFIXES = ("_per_second", "_runtime")
 REWARD = "reward"  # the total: black and on top in every panel that has it
@@ -50,12 +55,8 @@ RUN_STYLES = ("-", "--", ":", "-.")  # one line style per run when runs are over
 def plot_title(filename: str) -> str:
     """The heading of a PNG this module writes."""
     name = filename.removesuffix(".png")
-    if filename == HELDOUT_PLOT:
-        return "Held-out pass@k (heldout:) vs training reward"
-    if filename in PLOTS:
-        return PLOTS[filename][0]
-    if filename in ("eval.png", "eval_details.png"):
-        return EVAL + ("mean reward (total and per reward)" if name == "eval" else "loss and reward std")
+    if filename in TITLES or filename in PLOTS:
+        return TITLES.get(filename) or PLOTS[filename][0]
     if name.startswith("eval_"):
         return EVAL + (PLOTS[filename[5:]][0] if filename[5:] in PLOTS else name.removeprefix("eval_metric_"))
     return f"Logged metric: {name.removeprefix('metric_')}"
