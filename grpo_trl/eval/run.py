@@ -201,20 +201,7 @@ def _num(value: Any, digits: int = 3) -> str:
 
 
 def format_summary(report: dict, seconds: float) -> str:
-    """``report`` (what ``evaluate`` returns) as a few aligned lines: pass@1, pass@n, counts, time, the files.
-
-    >>> print(format_summary({"model": "m", "backend": "transformers", "split": "eval", "prompts": 2, "n": 4,
-    ...     "pass@1": 0.5, "pass@4": 1.0, "reward_mean": 0.25, "rewards": {"acc": 0.5}, "output_dir": "out",
-    ...     "mean_completion_length": 12.0, "format_failure_rate": 0.0, "generation_errors": 0}, 1.5))
-    grpo-trl eval: m on split eval (transformers)
-      pass@1       0.500
-      pass@4       1.000
-      rows         2 prompts x 4 completions = 8
-      reward       0.250  (acc 0.500)
-      length       12 tokens; 0.0% without an <answer> block
-      time         1.5 s
-      results      out/eval.json, out/eval_completions.jsonl
-    """
+    """``report`` (what ``evaluate`` returns) as a few aligned lines: pass@1, pass@n, counts, time, the files."""
     n, prompts = report.get("n", 0), report.get("prompts", 0)
     rows = []
     for k in sorted({1, n} - {0}):

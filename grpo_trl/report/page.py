@@ -39,11 +39,7 @@ def trend_window(history: list[dict], window: int = 20, key: str = "reward") -> 
 
 
 def trend_label(history: list[dict]) -> str:
-    """``first vs last N logged steps``: the words the CLI summary and the report share.
-
-    >>> trend_label([{"loss": 0, "reward": 1.0}, {"loss": 0, "reward": 2.0}])
-    'first vs last logged step'
-    """
+    """``first vs last N logged steps``: the words the CLI summary and the report share."""
     n = trend_window(history)
     return "first vs last logged step" if n == 1 else f"first vs last {n} logged steps"
 
@@ -55,11 +51,7 @@ def reward_trend(history: list[dict], window: int = 20, key: str = "reward") -> 
 
 
 def none_shares(history: list[dict]) -> dict[str, float]:
-    """Per reward, the mean share of rows scored ``None`` over the logged steps (``reward_none_frac/<name>``).
-
-    >>> none_shares([{"reward_none_frac/a": 0.0, "reward_none_frac/b": 1.0}, {"reward_none_frac/a": 0.5}])
-    {'a': 0.25, 'b': 1.0}
-    """
+    """Per reward, the mean share of rows scored ``None`` over the logged steps (``reward_none_frac/<name>``)."""
     values: dict[str, list[float]] = {}
     for h in history:
         for key, value in h.items():

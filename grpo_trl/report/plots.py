@@ -63,11 +63,7 @@ def plot_title(filename: str) -> str:
 
 
 def smooth(values: list[float], window: int) -> list[float]:
-    """Centred mean over ``window`` values (fewer at the ends): a curve not shifted right as a trailing mean is.
-
-    >>> smooth([0.0, 2.0, 4.0, 6.0, 8.0], 3)
-    [1.0, 2.0, 4.0, 6.0, 7.0]
-    """
+    """Centred mean over ``window`` values (fewer at the ends): a curve not shifted right as a trailing mean is."""
     if window <= 1:  # nothing to average: the values as logged (a running sum would round them)
         return list(values)
     sums, half = [0.0, *itertools.accumulate(values)], window // 2
