@@ -12,11 +12,11 @@ from typing import Any
 
 def print_summary(result: Any) -> None:
     """What ``grpo-trl train`` prints at the end: steps, the reward trend, rows scored None, alerts."""
-    from grpo_trl.report.page import none_shares, trend_label
+    from grpo_trl.report.page import none_shares, trend_text
 
     print(f"\ngrpo-trl: trained {result.global_step} steps; results in {result.output_dir}/")
-    if trend := result.reward_trend():  # the window really averaged, as report.html names it
-        print(f"grpo-trl: reward mean, {trend_label(result.log_history)}: {trend[0]:.3f} -> {trend[1]:.3f}")
+    if trend := trend_text(result.log_history):  # the window really averaged, as report.html names it
+        print(f"grpo-trl: {trend}")
     if shares := none_shares(result.log_history):
         listed = ", ".join(f"{name} {share:.1%}" for name, share in shares.items())
         print(f"grpo-trl: rows scored None (skipped by TRL) per reward: {listed}")

@@ -38,16 +38,18 @@ def trend_window(history: list[dict], window: int = 20, key: str = "reward") -> 
     return min(window, max(1, len(_rewards(history, key)) // 2))
 
 
-def trend_label(history: list[dict]) -> str:
-    """``first vs last N logged steps``: the words the CLI summary and the report share."""
-    n = trend_window(history)
-    return "first vs last logged step" if n == 1 else f"first vs last {n} logged steps"
-
-
 def reward_trend(history: list[dict], window: int = 20, key: str = "reward") -> tuple[float, float] | None:
     """Mean of ``key`` over the first and last ``trend_window`` training log entries (with a ``loss``), or None."""
     values, w = _rewards(history, key), trend_window(history, window, key)
     return (sum(values[:w]) / w, sum(values[-w:]) / w) if values else None
+
+
+def trend_text(history: list[dict], arrow: str = "->") -> str | None:
+    """``reward mean, first vs last N logged steps: A -> B``, the words the summary, card and report share."""
+    if (trend := reward_trend(history)) is None:
+        return None
+    steps = "logged step" if (n := trend_window(history)) == 1 else f"{n} logged steps"
+    return f"reward mean, first vs last {steps}: {trend[0]:.3f} {arrow} {trend[1]:.3f}"
 
 
 def none_shares(history: list[dict]) -> dict[str, float]:
@@ -160,9 +162,7 @@ def _write_report(output_dir: Path, runs: list) -> str:
     )
     shares = summary["reward_none_share"]
     none_html = _table(["reward", "rows scored None"], [[e(k), f"{v:.1%}"] for k, v in sorted(shares.items())])
-    trend_html = (
-        f"reward mean, {trend_label(history)}: {trend[0]:.3f} &rarr; {trend[1]:.3f}" if trend else "no reward logged"
-    )
+    trend_html = trend_text(history, "&rarr;") or "no reward logged"
     runs_html = ""
     if len(runs) > 1:  # one row per run with its line style
         rows = [
