@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.errors import Problem, RecipeError
+from grpo_trl.errors import DataError, Problem, RecipeError
 from grpo_trl.eval.backends import Generations
 from grpo_trl.eval.benchmark_table import BENCHMARKS, REFERENCES
 from grpo_trl.eval.run import prepare, writable_results, write_results
@@ -34,21 +34,16 @@ def spec_of(name: str, key: str = "--benchmark") -> dict:
 
 
 def load_rows(name: str, data: str | None = None, key: str = "--data") -> list[dict]:
-    """The benchmark's rows in its own format: from the Hub (``load_hub_or_file``), or the local file ``data``."""
-    from datasets import load_dataset
-
+    """The benchmark's rows in its own format: from the Hub, or the local file ``data`` (as ``data.path`` is read)."""
     from grpo_trl.data.sources import load_hub_or_file
 
-    if data is None:  # unreachable: one error line naming the local copy's key
-        hub_id, config, split = spec_of(name)["hub"]
-        return list(load_hub_or_file(hub_id, config, split, None, None, local=f"{key} (heldout.data in a recipe)"))
-    if not Path(data).is_file():
-        raise RecipeError([Problem(WHERE, key, f"{data!r} is not a file", "give a local copy of the benchmark")])
-    kind = {".parquet": "parquet", ".csv": "csv"}.get(Path(data).suffix, "json")
-    try:
-        return list(load_dataset(kind, data_files=data, split="train"))
-    except Exception as exc:  # noqa: BLE001 - any parse failure of a user's file is one error line
-        raise RecipeError([Problem(WHERE, key, f"cannot read {data!r} as {kind}: {str(exc)[:200]}")]) from None
+    hub_id, config, split = spec_of(name)["hub"]
+    try:  # unreachable: one error line naming the local copy's key
+        return list(load_hub_or_file(hub_id, config, split, data, None, local=f"{key} (heldout.data in a recipe)"))
+    except DataError as exc:
+        if data is None:
+            raise
+        raise RecipeError(exc.located(WHERE, key)) from None
 
 
 def _question(spec: dict, row: dict, seed: int) -> tuple[str, str]:
