@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from grpo_trl.errors import Problem, RecipeError
@@ -182,15 +183,11 @@ def generate_endpoint(model_path: str, tokenizer: Any, prompts: list, s: Samplin
     chat_params = {**params, **({"extra_body": {"chat_template_kwargs": template}} if template else {})}
     calls = []
     for i, prompt in enumerate(prompts):
-        chat = chat_api and not is_standard(prompt)
-        text = None if chat else render(tokenizer, prompt, template)
-        for j in range(s.n):
-            seed = s.seed + i * s.n + j
-            calls.append(
-                ep.chat_choices(prompt, seed=seed, **chat_params)
-                if chat
-                else ep.complete_choices(text, seed=seed, **params)
-            )
+        if chat_api and not is_standard(prompt):
+            ask = partial(ep.chat_choices, prompt, **chat_params)
+        else:
+            ask = partial(ep.complete_choices, render(tokenizer, prompt, template), **params)
+        calls += [ask(seed=s.seed + i * s.n + j) for j in range(s.n)]
     results, errors, groups = ep.run(calls), [], []
     for k, result in enumerate(results):
         if isinstance(result, BaseException) or len(result) != 1:
