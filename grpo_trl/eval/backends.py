@@ -28,6 +28,17 @@ class Sampling:
     seed: int = 0
     batch_size: int = 16
 
+    def updated(self, **values: Any) -> Sampling:
+        """A copy with the ``values`` that are not None; the temperature a float."""
+        s = replace(self, **{k: v for k, v in values.items() if v is not None})
+        return replace(s, temperature=float(s.temperature))
+
+    @classmethod
+    def of_trainer(cls, config: Any, **values: Any) -> Sampling:
+        """As the trainer samples (``GRPOConfig``'s temperature, completion length, top_p) unless ``values`` say."""
+        base = cls(temperature=config.temperature, max_new_tokens=config.max_completion_length, top_p=config.top_p)
+        return base.updated(**values)
+
 
 @dataclass
 class Generations:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.errors import DataError, Problem, RecipeError
-from grpo_trl.eval.backends import Generations
+from grpo_trl.eval.backends import Generations, Sampling
 from grpo_trl.eval.benchmark_table import BENCHMARKS, REFERENCES
 from grpo_trl.eval.run import prepare, writable_results, write_results
 from grpo_trl.eval.score import Scored, score
@@ -217,8 +217,8 @@ def run_benchmark(name: str, model: str | None, *, data: str | None = None, outp
         writable_results(out, names, "--output-dir", WHERE)
         built.append(build(name, data, args.get("limit"), args.get("seed", 0)))
 
-    own = {k: spec[k] for k in ("n", "temperature", "top_p", "max_new_tokens")}
-    resolve = lambda: (model, _tokenizer(model, backend, args.get("endpoint")), own)  # noqa: E731
+    own = Sampling(**{k: spec[k] for k in ("n", "temperature", "top_p", "max_new_tokens")})
+    resolve = lambda: (model, _tokenizer(model, backend, args.get("endpoint")), own, None)  # noqa: E731
     setup = prepare(WHERE, model, resolve, then, **args)
     ds = built[0].dataset(setup.tokenizer)
     gens = setup.generate(list(ds["prompt"]))

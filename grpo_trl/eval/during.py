@@ -29,14 +29,8 @@ class HeldoutEval(TrainerCallback):
         self.trainer, self.section, self.dataset, self.score = trainer, section, dataset, score
         config = trainer.args
         self.template = config.chat_template_kwargs or {}
-        self.sampling = Sampling(
-            n=section["n"],
-            max_new_tokens=section["max_new_tokens"] or config.max_completion_length,
-            temperature=config.temperature if section["temperature"] is None else float(section["temperature"]),
-            top_p=config.top_p,
-            seed=section["seed"],
-            batch_size=section["batch_size"],
-        )
+        given = {k: section[k] for k in ("n", "max_new_tokens", "temperature", "seed", "batch_size")}
+        self.sampling = Sampling.of_trainer(config, **given)
         # sampled as the trainer samples its rollouts (transformers' own default top_k of 50 would not be)
         knobs = {"top_k": config.top_k, "min_p": config.min_p, "repetition_penalty": config.repetition_penalty}
         fixed = ("max_new_tokens", "num_return_sequences", "pad_token_id", "do_sample", "temperature", "top_p")

@@ -91,9 +91,9 @@ def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | 
     return ds.select(range(min(limit, len(ds)))) if limit else ds
 
 
-def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tuple[str, Any, dict]:
+def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tuple[str, Any, Sampling, dict | None]:
     """The local model path (the served name for an endpoint), the recipe's tokenizer for rendering prompts, and the
-    trainer's sampling for what is not given."""
+    trainer's sampling and chat template kwargs."""
     from grpo_trl.models.load import load_processing_class, resolve_model
     from grpo_trl.run.export import is_adapter
 
@@ -108,9 +108,8 @@ def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tupl
         raise RecipeError([Problem(WHERE, "--model", why, f"merge it first: grpo-trl export {path}")])
     else:
         source = path
-    defaults = {"n": 8, "temperature": c.temperature, "max_new_tokens": c.max_completion_length, "top_p": c.top_p}
-    defaults["template"] = c.chat_template_kwargs  # prompts rendered as the trainer renders them
-    return path, load_processing_class(recipe.model, source, recipe.file, recipe.base_dir), defaults  # VLM: processor
+    tokenizer = load_processing_class(recipe.model, source, recipe.file, recipe.base_dir)  # a VLM: its processor
+    return path, tokenizer, Sampling.of_trainer(c, n=8), c.chat_template_kwargs
 
 
 @dataclass
@@ -128,11 +127,11 @@ class Setup:
 
 
 def prepare(
-    where: str, model: str | None, resolve: Callable[[], tuple[str, Any, dict]], then: Callable[[], Any] | None = None,
+    where: str, model: str | None, resolve: Callable[[], tuple], then: Callable[[], Any] | None = None,
     *, backend: str = "transformers", endpoint: dict | None = None, vllm_options: dict | None = None, **args: Any,
 ) -> Setup:  # fmt: skip
     """Check the arguments (``error:`` lines naming ``where``), run ``then`` (more checks), probe the backend,
-    ``resolve`` the model path, tokenizer and default ``Sampling`` fields (and ``template``: chat_template_kwargs)."""
+    ``resolve`` the model path, tokenizer, default ``Sampling`` and chat_template_kwargs."""
     endpoint = {**(endpoint or {}), "model": model} if backend == "endpoint" else None
     args = {"batch_size": 16, "seed": 0, "n": None, "temperature": None, "max_new_tokens": None, **args}
     check_arguments(
@@ -141,12 +140,10 @@ def prepare(
     if then is not None:
         then()
     preflight(backend, endpoint)
-    model_path, tokenizer, defaults = resolve()
+    model_path, tokenizer, defaults, template = resolve()
     options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
-    options["template"] = defaults.pop("template", None) or {}
-    given = {k: args[k] for k in ("n", "temperature", "max_new_tokens", "seed", "batch_size") if args[k] is not None}
-    sampling = Sampling(**{**defaults, **given})
-    sampling.temperature = float(sampling.temperature)
+    options["template"] = template or {}  # prompts rendered as the trainer renders them
+    sampling = defaults.updated(**{k: args[k] for k in ("n", "temperature", "max_new_tokens", "seed", "batch_size")})
     return Setup(model_path, tokenizer, backend, sampling, options)
 
 
