@@ -1,5 +1,5 @@
-"""``grpo-trl train`` (and ``python -m grpo_trl.train``): train from the parsed arguments, then the summary; errors
-one line each, Ctrl-C naming the last checkpoint and the command that resumes from it."""
+"""``grpo-trl train`` (and ``python -m grpo_trl.train``): train from the parsed arguments, then the summary; Ctrl-C
+names the last checkpoint and the command that resumes from it."""
 
 from __future__ import annotations
 
@@ -7,19 +7,16 @@ import argparse
 import logging
 import shlex
 import sys
-import warnings
 from typing import Any
-
-from grpo_trl.errors import GrpoTrlError, format_error_lines
 
 
 def print_summary(result: Any) -> None:
     """What ``grpo-trl train`` prints at the end: steps, the reward trend, rows scored None, alerts."""
-    from grpo_trl.report.page import none_shares, trend_label
+    from grpo_trl.report.page import none_shares, trend_text
 
     print(f"\ngrpo-trl: trained {result.global_step} steps; results in {result.output_dir}/")
-    if trend := result.reward_trend():  # the window really averaged, as report.html names it
-        print(f"grpo-trl: reward mean, {trend_label(result.log_history)}: {trend[0]:.3f} -> {trend[1]:.3f}")
+    if trend := trend_text(result.log_history):  # the window really averaged, as report.html names it
+        print(f"grpo-trl: {trend}")
     if shares := none_shares(result.log_history):
         listed = ", ".join(f"{name} {share:.1%}" for name, share in shares.items())
         print(f"grpo-trl: rows scored None (skipped by TRL) per reward: {listed}")
@@ -31,9 +28,7 @@ def print_summary(result: Any) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    """``grpo-trl train``: errors one line each; Ctrl-C names the last checkpoint and the command that resumes."""
-    warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation chatter from transformers/TRL
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    """``grpo-trl train``; Ctrl-C names the last checkpoint and the command that resumes."""
     logging.getLogger("grpo_trl").setLevel(logging.INFO)  # our progress notes (dataset size, resuming from...)
     from grpo_trl.cli.threads import cpu_threads, wait_policy
 
@@ -53,21 +48,13 @@ def run_cli(args: argparse.Namespace) -> int:
         tuners = [tuner] if tuner else None  # times thread counts during training, keeps the fastest
         kwargs = {"resume": args.resume, "overwrite": args.overwrite, "verbose": args.verbose}
         result = run(recipe, **kwargs, extra_callbacks=tuners)
-    except GrpoTrlError as exc:
-        print("\n".join(format_error_lines(exc, file=args.recipe)), file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         sets = "".join(f" --set {shlex.quote(o)}" for o in args.overrides)
-        if recipe is None:
-            line = "interrupted"
-        elif saved := checkpoints(recipe.to_grpo_config().output_dir):
-            line = (
-                f"interrupted; last checkpoint: {saved[0]}; continue with: grpo-trl train {args.recipe}{sets} --resume"
-            )
-        else:
-            line = (
-                "interrupted before the first checkpoint was saved: nothing to resume (trainer.save_steps sets when)"
-            )
+        line = "interrupted"
+        if recipe is not None and (saved := checkpoints(recipe.to_grpo_config().output_dir)):
+            line += f"; last checkpoint: {saved[0]}; continue with: grpo-trl train {args.recipe}{sets} --resume"
+        elif recipe is not None:
+            line += " before the first checkpoint was saved: nothing to resume (trainer.save_steps sets when)"
         print(line, file=sys.stderr)
         return 130
     if is_main_process():  # RANK was read (and checked) by the run

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from grpo_trl.errors import Problem, RecipeError
@@ -26,6 +27,17 @@ class Sampling:
     top_p: float = 1.0
     seed: int = 0
     batch_size: int = 16
+
+    def updated(self, **values: Any) -> Sampling:
+        """A copy with the ``values`` that are not None; the temperature a float."""
+        s = replace(self, **{k: v for k, v in values.items() if v is not None})
+        return replace(s, temperature=float(s.temperature))
+
+    @classmethod
+    def of_trainer(cls, config: Any, **values: Any) -> Sampling:
+        """As the trainer samples (``GRPOConfig``'s temperature, completion length, top_p) unless ``values`` say."""
+        base = cls(temperature=config.temperature, max_new_tokens=config.max_completion_length, top_p=config.top_p)
+        return base.updated(**values)
 
 
 @dataclass
@@ -64,9 +76,10 @@ def finish(tokenizer: Any, ids: list[int]) -> tuple[str, int]:
     return tokenizer.decode(ids, skip_special_tokens=True), len(ids)
 
 
-def _finished(tokenizer: Any, groups: list[list[list[int]]], errors: list[str] | None = None) -> Generations:
+def decode_groups(tokenizer: Any, groups: list[list[list[int]]]) -> Generations:
+    """``finish`` on every sample of every prompt."""
     done = [[finish(tokenizer, list(ids)) for ids in group] for group in groups]
-    return Generations([[t for t, _ in g] for g in done], [[n for _, n in g] for g in done], errors or [])
+    return Generations([[t for t, _ in g] for g in done], [[n for _, n in g] for g in done])
 
 
 def generate_transformers(model_path: str, tokenizer: Any, prompts: list, s: Sampling, **options: Any) -> Generations:
@@ -132,7 +145,7 @@ def generate_with_model(
             )  # fmt: skip
         new = out[:, enc["input_ids"].shape[1] :].tolist()
         groups += [new[i * s.n : (i + 1) * s.n] for i in range(len(batch))]
-    return _finished(tokenizer, groups)
+    return decode_groups(tokenizer, groups)
 
 
 def generate_vllm(model_path: str, tokenizer: Any, prompts: list, s: Sampling, **options: Any) -> Generations:
@@ -159,7 +172,7 @@ def generate_vllm(model_path: str, tokenizer: Any, prompts: list, s: Sampling, *
     )
     template = options.get("template")
     outputs = _LLMS[key].generate([{"prompt_token_ids": prompt_ids(tokenizer, p, template)} for p in prompts], params)
-    return _finished(tokenizer, [[o.token_ids for o in out.outputs] for out in outputs])
+    return decode_groups(tokenizer, [[o.token_ids for o in out.outputs] for out in outputs])
 
 
 def _endpoint(options: dict) -> Any:
@@ -181,15 +194,11 @@ def generate_endpoint(model_path: str, tokenizer: Any, prompts: list, s: Samplin
     chat_params = {**params, **({"extra_body": {"chat_template_kwargs": template}} if template else {})}
     calls = []
     for i, prompt in enumerate(prompts):
-        chat = chat_api and not is_standard(prompt)
-        text = None if chat else render(tokenizer, prompt, template)
-        for j in range(s.n):
-            seed = s.seed + i * s.n + j
-            calls.append(
-                ep.chat_choices(prompt, seed=seed, **chat_params)
-                if chat
-                else ep.complete_choices(text, seed=seed, **params)
-            )
+        if chat_api and not is_standard(prompt):
+            ask = partial(ep.chat_choices, prompt, **chat_params)
+        else:
+            ask = partial(ep.complete_choices, render(tokenizer, prompt, template), **params)
+        calls += [ask(seed=s.seed + i * s.n + j) for j in range(s.n)]
     results, errors, groups = ep.run(calls), [], []
     for k, result in enumerate(results):
         if isinstance(result, BaseException) or len(result) != 1:

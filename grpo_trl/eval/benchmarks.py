@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.errors import Problem, RecipeError
-from grpo_trl.eval.backends import Generations, Sampling, generate, preflight
+from grpo_trl.errors import DataError, Problem, RecipeError
+from grpo_trl.eval.backends import Generations, Sampling
 from grpo_trl.eval.benchmark_table import BENCHMARKS, REFERENCES
-from grpo_trl.eval.run import check_arguments, write_results
+from grpo_trl.eval.run import prepare, writable_results, write_results
 from grpo_trl.eval.score import Scored, score
-from grpo_trl.io import read_text, writable
+from grpo_trl.io import read_text
 
 WHERE = "grpo-trl eval --benchmark"
 _GSM8K = re.compile(r"#### *(-?[0-9.,]+)")  # verl's strict GSM8K extraction: the number after '####'
@@ -34,21 +34,16 @@ def spec_of(name: str, key: str = "--benchmark") -> dict:
 
 
 def load_rows(name: str, data: str | None = None, key: str = "--data") -> list[dict]:
-    """The benchmark's rows in its own format: from the Hub (``load_hub_or_file``), or the local file ``data``."""
-    from datasets import load_dataset
-
+    """The benchmark's rows in its own format: from the Hub, or the local file ``data`` (as ``data.path`` is read)."""
     from grpo_trl.data.sources import load_hub_or_file
 
-    if data is None:  # unreachable: one error line naming the local copy's key
-        hub_id, config, split = spec_of(name)["hub"]
-        return list(load_hub_or_file(hub_id, config, split, None, None, local=f"{key} (heldout.data in a recipe)"))
-    if not Path(data).is_file():
-        raise RecipeError([Problem(WHERE, key, f"{data!r} is not a file", "give a local copy of the benchmark")])
-    kind = {".parquet": "parquet", ".csv": "csv"}.get(Path(data).suffix, "json")
-    try:
-        return list(load_dataset(kind, data_files=data, split="train"))
-    except Exception as exc:  # noqa: BLE001 - any parse failure of a user's file is one error line
-        raise RecipeError([Problem(WHERE, key, f"cannot read {data!r} as {kind}: {str(exc)[:200]}")]) from None
+    hub_id, config, split = spec_of(name)["hub"]
+    try:  # unreachable: one error line naming the local copy's key
+        return list(load_hub_or_file(hub_id, config, split, data, None, local=f"{key} (heldout.data in a recipe)"))
+    except DataError as exc:
+        if data is None:
+            raise
+        raise RecipeError(exc.located(WHERE, key)) from None
 
 
 def _question(spec: dict, row: dict, seed: int) -> tuple[str, str]:
@@ -206,39 +201,34 @@ def _tokenizer(model: str, backend: str, endpoint: dict | None) -> Any:
 
 
 def run_benchmark(name: str, model: str | None, *, data: str | None = None, output_dir: str | None = None,
-                  backend: str = "transformers", endpoint: dict | None = None, vllm_options: dict | None = None,
                   **args: Any) -> dict:  # fmt: skip
     """Evaluate ``model`` on ``name``; write and return ``benchmark-<name>.json`` (with the references) and its
-    rows. ``args``: ``n``, ``limit``, ``temperature``, ``max_new_tokens`` (the benchmark's own where not given)..."""
+    rows. ``args``: as ``prepare``'s (the benchmark's own n, temperature, max_new_tokens where not given)."""
     spec = spec_of(name)
     if not model:
         raise RecipeError([Problem(WHERE, "--model", "a benchmark needs the model to evaluate", "add --model PATH")])
-    endpoint = {**(endpoint or {}), "model": model} if backend == "endpoint" else None
-    args = {"batch_size": 16, "seed": 0, **args}
-    check_arguments(
-        WHERE, backend=backend, endpoint=endpoint, **{**args, "n": 8 if args.get("n") is None else args["n"]}
-    )
+    backend = args.get("backend", "transformers")
     local = backend != "endpoint" and Path(model).is_dir()
     out = Path(output_dir) if output_dir else Path(model) if local else Path("outputs") / "benchmarks"
     names = (f"benchmark-{name}.json", f"benchmark-{name}_completions.jsonl")
-    for file in names:  # before generating: a place that cannot be written must not cost the generation
-        writable(out / file, flag="--output-dir", where=WHERE, folder=True)
-    preflight(backend, endpoint)
-    bench = build(name, data, args.get("limit"), args["seed"])
-    tokenizer = _tokenizer(model, backend, endpoint)
-    own = {k: spec[k] if args.get(k) is None else args[k] for k in ("n", "temperature", "max_new_tokens")}
-    sampling = Sampling(**own, top_p=spec["top_p"], seed=args["seed"], batch_size=args["batch_size"])
-    sampling.temperature = float(sampling.temperature)
-    ds = bench.dataset(tokenizer)
-    options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
-    gens = generate(backend, model, tokenizer, list(ds["prompt"]), sampling, **options)
-    scored = bench.score(ds, gens)
+    built: list[Benchmark] = []
+
+    def then() -> None:  # after the arguments are checked, before the model loads
+        writable_results(out, names, "--output-dir", WHERE)
+        built.append(build(name, data, args.get("limit"), args.get("seed", 0)))
+
+    own = Sampling(**{k: spec[k] for k in ("n", "temperature", "top_p", "max_new_tokens")})
+    resolve = lambda: (model, _tokenizer(model, backend, args.get("endpoint")), own, None)  # noqa: E731
+    setup = prepare(WHERE, model, resolve, then, **args)
+    ds = built[0].dataset(setup.tokenizer)
+    gens = setup.generate(list(ds["prompt"]))
+    scored = built[0].score(ds, gens)
     base, refs = references(name, model)
     hub_id, config, split = spec["hub"]
     report = {
         "benchmark": name, "model": model, "backend": backend,
         "data": data or f"hub:{hub_id}{f'/{config}' if config else ''}:{split}", "follows": spec["follows"],
-        "sampling": {k: getattr(sampling, k) for k in ("n", "temperature", "top_p", "max_new_tokens", "seed")},
+        "sampling": {k: getattr(setup.sampling, k) for k in ("n", "temperature", "top_p", "max_new_tokens", "seed")},
         **scored.summary, "reference_model": base, "references": refs,
         **({"generation_error_examples": gens.errors[:5]} if gens.errors else {}),
     }  # fmt: skip

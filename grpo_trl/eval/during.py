@@ -16,7 +16,7 @@ from transformers import Trainer, TrainerCallback
 
 from grpo_trl import trl_adapter
 from grpo_trl.data.image_tokens import is_processor, text_tokenizer
-from grpo_trl.eval.backends import Generations, Sampling, finish, generate_with_model, prompt_ids
+from grpo_trl.eval.backends import Generations, Sampling, decode_groups, generate_with_model, prompt_ids
 from grpo_trl.monitor.heldout import GREEDY_KEY, PREFIX, TIME_KEY, ks
 
 logger = logging.getLogger("grpo_trl")
@@ -29,14 +29,8 @@ class HeldoutEval(TrainerCallback):
         self.trainer, self.section, self.dataset, self.score = trainer, section, dataset, score
         config = trainer.args
         self.template = config.chat_template_kwargs or {}
-        self.sampling = Sampling(
-            n=section["n"],
-            max_new_tokens=section["max_new_tokens"] or config.max_completion_length,
-            temperature=config.temperature if section["temperature"] is None else float(section["temperature"]),
-            top_p=config.top_p,
-            seed=section["seed"],
-            batch_size=section["batch_size"],
-        )
+        given = {k: section[k] for k in ("n", "max_new_tokens", "temperature", "seed", "batch_size")}
+        self.sampling = Sampling.of_trainer(config, **given)
         # sampled as the trainer samples its rollouts (transformers' own default top_k of 50 would not be)
         knobs = {"top_k": config.top_k, "min_p": config.min_p, "repetition_penalty": config.repetition_penalty}
         fixed = ("max_new_tokens", "num_return_sequences", "pad_token_id", "do_sample", "temperature", "top_p")
@@ -73,8 +67,7 @@ class HeldoutEval(TrainerCallback):
             ids = [prompt_ids(tokenizer, p, self.template) for p in prompts]
             params = {"n": sampling.n, "temperature": sampling.temperature, "top_p": sampling.top_p}
             rows = trl_adapter.vllm_completions(self.vllm, ids, {**params, "max_tokens": sampling.max_new_tokens})
-            done = [[finish(tokenizer, list(c)) for c in row] for row in rows]
-            return Generations([[t for t, _ in row] for row in done], [[n for _, n in row] for row in done])
+            return decode_groups(tokenizer, rows)
 
     def evaluate(self, state: Any) -> dict | None:
         """One evaluation at ``state.global_step`` (main process only), logged; returns the entry."""
@@ -111,10 +104,9 @@ def install_heldout(trainer: Any, recipe: Any) -> HeldoutEval | None:
     divergence alert when alerts are on."""
     if "heldout" not in recipe.data:
         return None
-    from grpo_trl.check.rewards import build_rewards, column_problems
     from grpo_trl.errors import Problem, RecipeError
     from grpo_trl.eval.run import prompts_for, require_split
-    from grpo_trl.eval.score import load_reward_models, score
+    from grpo_trl.eval.score import recipe_scorer
     from grpo_trl.monitor.callbacks import Alerts
 
     section = recipe.section("heldout")
@@ -131,11 +123,7 @@ def install_heldout(trainer: Any, recipe: Any) -> HeldoutEval | None:
     else:
         require_split(recipe, None, "evaluate on during training (heldout:)")
         dataset = prompts_for(recipe, None, trainer.processing_class, section["limit"])
-        rewards, weights = build_rewards(recipe, output_dir=trainer.args.output_dir)
-        if problems := column_problems(recipe, rewards, dataset.column_names):
-            raise RecipeError(problems)
-        rewards = load_reward_models(recipe, rewards)
-        scorer = lambda ds, gens: score(recipe, rewards, weights, ds, gens)  # noqa: E731
+        scorer = recipe_scorer(recipe, dataset.column_names, trainer.args.output_dir)
     callback = HeldoutEval(trainer, section, dataset, scorer)
     for cb in trainer.callback_handler.callbacks:
         if isinstance(cb, Alerts):

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.data.pass_rate import prompt_hash
-from grpo_trl.eval.run import generate_and_score, prepare, prompts_for
+from grpo_trl.eval.run import generate_and_score, prepare_recipe, prompts_for
 from grpo_trl.io import writable, write
 from grpo_trl.jsonio import read_json_head
 from grpo_trl.recipe import Problem, Recipe, RecipeError
@@ -45,7 +45,7 @@ def filter_prompts(recipe: Recipe, model: str | None = None, split: str | None =
                    **options: Any) -> dict:  # fmt: skip
     """Score the recipe's training prompts (``data.limit`` ignored; ``limit``: the first N) and write their pass
     rates; returns the file, the counts per band and the recipe snippet. ``options`` as ``evaluate``'s."""
-    setup = prepare(recipe, WHERE, model, **options)
+    setup = prepare_recipe(recipe, WHERE, model, **options)
     path = Path(output) if output else default_path(recipe)
     if path.is_file() and not path.is_symlink() and _rates(path) is None:  # data or notes named by mistake
         why = f"{str(path)!r} exists and is not a pass-rate file (JSON with 'rates')"

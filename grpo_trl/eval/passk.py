@@ -1,9 +1,5 @@
 """pass@k by the unbiased estimator of Chen et al. (2021): ``1 - C(n-c, k) / C(n, k)`` as the paper's product, and
-its mean over problems with a normal interval over problems (``None`` with one problem).
-
-    >>> pass_at_k(4, 1, 1), pass_at_k(4, 1, 2), pass_at_k(4, 0, 3), pass_at_k(4, 2, 3)
-    (0.25, 0.5, 0.0, 1.0)
-"""
+its mean over problems with a normal interval over problems (``None`` with one problem)."""
 
 from __future__ import annotations
 
@@ -20,12 +16,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 def pass_at_k_table(passed: list[list[bool]], confidence: float = 0.95) -> dict[int, dict]:
     """``{k: {"estimate", "stderr", "ci_low", "ci_high"}}`` for every ``k`` up to the fewest samples of a problem;
-    the interval is ``estimate ± z * stderr`` over problems, clipped to [0, 1].
-
-    >>> table = pass_at_k_table([[True, False], [False, False]])
-    >>> table[1]["estimate"], table[2]["estimate"]
-    (0.25, 0.5)
-    """
+    the interval is ``estimate ± z * stderr`` over problems, clipped to [0, 1]."""
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     table: dict[int, dict] = {}
     for k in range(1, min(map(len, passed), default=0) + 1):

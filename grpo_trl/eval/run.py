@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.check.rewards import build_rewards, column_problems
 from grpo_trl.data.image_tokens import as_trainer_prompt, is_processor
 from grpo_trl.eval.backends import BACKENDS, Generations, Sampling, generate, preflight
-from grpo_trl.eval.score import Scored, load_reward_models, score
+from grpo_trl.eval.score import Scored, recipe_scorer
 from grpo_trl.io import writable, write
 from grpo_trl.recipe import Problem, Recipe, RecipeError
 
@@ -76,8 +76,7 @@ def require_split(recipe: Recipe, split: str | None, what: str = "evaluate") -> 
 
 
 def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | None, data: dict | None = None) -> Any:
-    """The rows to evaluate: the recipe's eval split, or the whole ``split`` when one is named (``data``: another
-    data section, e.g. filter's, whose rows are the training ones)."""
+    """The recipe's eval split, or the whole ``split`` named, or the training rows of ``data`` (filter's)."""
     from grpo_trl.data import build_dataset
     from grpo_trl.data.render import recipe_rendering
 
@@ -92,12 +91,14 @@ def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | 
     return ds.select(range(min(limit, len(ds)))) if limit else ds
 
 
-def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tuple[str, Any]:
-    """The local model path (the served name for an endpoint) and the recipe's tokenizer for rendering prompts."""
+def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tuple[str, Any, Sampling, dict | None]:
+    """The local model path (the served name for an endpoint), the recipe's tokenizer for rendering prompts, and the
+    trainer's sampling and chat template kwargs."""
     from grpo_trl.models.load import load_processing_class, resolve_model
     from grpo_trl.run.export import is_adapter
 
-    output_dir = recipe.to_grpo_config().output_dir
+    c = recipe.to_grpo_config()
+    output_dir = c.output_dir
     trained = (Path(output_dir) / "config.json").exists() or is_adapter(output_dir)  # a LoRA run: its adapter
     path = model or (output_dir if trained else resolve_model(recipe.model))  # builtin:*: from the cache
     if backend == "endpoint":
@@ -107,12 +108,13 @@ def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tupl
         raise RecipeError([Problem(WHERE, "--model", why, f"merge it first: grpo-trl export {path}")])
     else:
         source = path
-    return path, load_processing_class(recipe.model, source, recipe.file, recipe.base_dir)  # a VLM: its processor
+    tokenizer = load_processing_class(recipe.model, source, recipe.file, recipe.base_dir)  # a VLM: its processor
+    return path, tokenizer, Sampling.of_trainer(c, n=8), c.chat_template_kwargs
 
 
 @dataclass
 class Setup:
-    """What ``eval`` and ``filter`` resolve before generating."""
+    """What ``eval``, ``filter`` and ``--benchmark`` resolve before generating."""
 
     model_path: str
     tokenizer: Any
@@ -120,44 +122,49 @@ class Setup:
     sampling: Sampling
     options: dict
 
+    def generate(self, prompts: list) -> Generations:
+        return generate(self.backend, self.model_path, self.tokenizer, prompts, self.sampling, **self.options)
 
-def prepare(recipe: Recipe, where: str, model: str | None, then: Any = None, **args: Any) -> Setup:
+
+def prepare(
+    where: str, model: str | None, resolve: Callable[[], tuple], then: Callable[[], Any] | None = None,
+    *, backend: str = "transformers", endpoint: dict | None = None, vllm_options: dict | None = None, **args: Any,
+) -> Setup:  # fmt: skip
     """Check the arguments (``error:`` lines naming ``where``), run ``then`` (more checks), probe the backend,
-    resolve model and sampling (the trainer's temperature and length unless given)."""
-    backend, vllm_options = args.pop("backend", "transformers"), args.pop("vllm_options", None)
-    endpoint = {**(args.pop("endpoint", None) or {}), **({"model": model} if backend == "endpoint" else {})}
-    args = {"n": 8, "batch_size": 16, "seed": 0, **args}
-    args["n"] = 8 if args["n"] is None else args["n"]  # eval's command line: a benchmark's own n unless given
-    check_arguments(where, backend=backend, endpoint=endpoint, **args)
+    ``resolve`` the model path, tokenizer, default ``Sampling`` and chat_template_kwargs."""
+    endpoint = {**(endpoint or {}), "model": model} if backend == "endpoint" else None
+    args = {"batch_size": 16, "seed": 0, "n": None, "temperature": None, "max_new_tokens": None, **args}
+    check_arguments(
+        where, backend=backend, endpoint=endpoint, **{**args, "n": 8 if args.get("n") is None else args["n"]}
+    )
     if then is not None:
         then()
     preflight(backend, endpoint)
-    config = recipe.to_grpo_config()
-    model_path, tokenizer = model_and_tokenizer(recipe, model, backend)
-    temperature = args.get("temperature")
-    sampling = Sampling(
-        n=args["n"],
-        max_new_tokens=args.get("max_new_tokens") or config.max_completion_length,
-        temperature=config.temperature if temperature is None else float(temperature),
-        top_p=config.top_p,
-        seed=args["seed"],
-        batch_size=args["batch_size"],
-    )
+    model_path, tokenizer, defaults, template = resolve()
     options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
-    options["template"] = config.chat_template_kwargs or {}  # prompts rendered as the trainer renders them
+    options["template"] = template or {}  # prompts rendered as the trainer renders them
+    sampling = defaults.updated(**{k: args[k] for k in ("n", "temperature", "max_new_tokens", "seed", "batch_size")})
     return Setup(model_path, tokenizer, backend, sampling, options)
+
+
+def prepare_recipe(recipe: Recipe, where: str, model: str | None, then: Any = None, **args: Any) -> Setup:
+    """``prepare`` for a recipe's model (trained, else its base) and trainer."""
+    resolve = lambda: model_and_tokenizer(recipe, model, args.get("backend", "transformers"))  # noqa: E731
+    return prepare(where, model, resolve, then, **args)
+
+
+def writable_results(out: Path, names: tuple[str, ...], flag: str, where: str) -> None:
+    """Before generating: a place that cannot be written must not cost the generation."""
+    for name in names:
+        writable(out / name, flag=flag, where=where, folder=True)
 
 
 def generate_and_score(recipe: Recipe, ds: Any, setup: Setup) -> tuple[Generations, Scored]:
     """Generate for every row of ``ds`` and score with the recipe's rewards: what ``eval`` and ``filter`` share."""
-    rewards, weights = build_rewards(recipe)
-    if problems := column_problems(recipe, rewards, ds.column_names):
-        raise RecipeError(problems)
-    rewards = load_reward_models(recipe, rewards)
+    scorer = recipe_scorer(recipe, ds.column_names)
     tok = setup.tokenizer
-    prompts = [as_trainer_prompt(tok, r) for r in ds] if is_processor(tok) else list(ds["prompt"])
-    gens = generate(setup.backend, setup.model_path, tok, prompts, setup.sampling, **setup.options)
-    return gens, score(recipe, rewards, weights, ds, gens)
+    gens = setup.generate([as_trainer_prompt(tok, r) for r in ds] if is_processor(tok) else list(ds["prompt"]))
+    return gens, scorer(ds, gens)
 
 
 def write_results(out: Path, names: tuple[str, str], report: dict, rows: list[dict], flag: str, where: str) -> dict:
@@ -171,16 +178,13 @@ def write_results(out: Path, names: tuple[str, str], report: dict, rows: list[di
 def evaluate(
     recipe: Recipe, model: str | None = None, split: str | None = None, output_dir: str | None = None, **options: Any
 ) -> dict:
-    """Evaluate ``model`` on the recipe's eval split; write and return the report. ``options``: ``n``, ``limit``,
-    ``batch_size``, ``max_new_tokens``, ``temperature``, ``seed``, ``backend``, ``vllm_options`` and ``endpoint``
-    (``base_url``, ``api``, ``api_key_env``, ``max_concurrency``, ``timeout``, ``retries``; ``model``: the served
-    name)."""
-    setup = prepare(recipe, WHERE, model, then=lambda: require_split(recipe, split), **options)
+    """Evaluate ``model`` on the recipe's eval split; write and return the report. ``options``: ``limit`` and
+    ``prepare``'s (``endpoint``: ``grpo_trl.endpoint.Endpoint``'s options; ``model`` is then the served name)."""
+    setup = prepare_recipe(recipe, WHERE, model, then=lambda: require_split(recipe, split), **options)
     local = setup.backend != "endpoint" and Path(setup.model_path).is_dir()
     out = Path(output_dir or (setup.model_path if local else recipe.to_grpo_config().output_dir))
     flag = "--output-dir" if output_dir else "--model" if model and local else "trainer.output_dir"
-    for name in RESULTS:  # before generating: a place that cannot be written must not cost the generation
-        writable(out / name, flag=flag, where=WHERE, folder=True)
+    writable_results(out, RESULTS, flag, WHERE)
     ds = prompts_for(recipe, split, setup.tokenizer, options.get("limit"))
     gens, scored = generate_and_score(recipe, ds, setup)
     report = {"model": setup.model_path, "backend": setup.backend, "split": split or "eval", **scored.summary}
@@ -194,20 +198,7 @@ def _num(value: Any, digits: int = 3) -> str:
 
 
 def format_summary(report: dict, seconds: float) -> str:
-    """``report`` (what ``evaluate`` returns) as a few aligned lines: pass@1, pass@n, counts, time, the files.
-
-    >>> print(format_summary({"model": "m", "backend": "transformers", "split": "eval", "prompts": 2, "n": 4,
-    ...     "pass@1": 0.5, "pass@4": 1.0, "reward_mean": 0.25, "rewards": {"acc": 0.5}, "output_dir": "out",
-    ...     "mean_completion_length": 12.0, "format_failure_rate": 0.0, "generation_errors": 0}, 1.5))
-    grpo-trl eval: m on split eval (transformers)
-      pass@1       0.500
-      pass@4       1.000
-      rows         2 prompts x 4 completions = 8
-      reward       0.250  (acc 0.500)
-      length       12 tokens; 0.0% without an <answer> block
-      time         1.5 s
-      results      out/eval.json, out/eval_completions.jsonl
-    """
+    """``report`` (what ``evaluate`` returns) as a few aligned lines: pass@1, pass@n, counts, time, the files."""
     n, prompts = report.get("n", 0), report.get("prompts", 0)
     rows = []
     for k in sorted({1, n} - {0}):

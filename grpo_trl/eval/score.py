@@ -5,6 +5,7 @@ reward model) reaches its threshold.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
@@ -39,6 +40,20 @@ def load_reward_models(recipe: Recipe, rewards: list) -> list:
         RewardModel.from_entry(spec, reward, recipe.base_dir, **kwargs) if is_model_entry(spec) else reward
         for spec, reward in zip(recipe.rewards, rewards, strict=True)
     ]
+
+
+def recipe_scorer(
+    recipe: Recipe, columns: list[str], output_dir: str | None = None
+) -> Callable[[Any, Generations], Scored]:
+    """``score`` with the recipe's rewards, built and checked against the data's ``columns`` once."""
+    from grpo_trl.check.rewards import build_rewards, column_problems
+    from grpo_trl.errors import RecipeError
+
+    rewards, weights = build_rewards(recipe, output_dir=output_dir)
+    if problems := column_problems(recipe, rewards, columns):
+        raise RecipeError(problems)
+    rewards = load_reward_models(recipe, rewards)
+    return lambda ds, gens: score(recipe, rewards, weights, ds, gens)
 
 
 @dataclass

@@ -95,7 +95,7 @@ def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None)
     """The whole card (front matter and body) for the run in ``folder``, from what is there now."""
     from huggingface_hub import ModelCard, ModelCardData
 
-    from grpo_trl.report.page import reward_trend, trend_label
+    from grpo_trl.report.page import trend_text
 
     folder = Path(folder)
     lora = (folder / "adapter_config.json").is_file()
@@ -135,8 +135,8 @@ def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None)
     if not metrics:
         lines.append("Nothing was logged.")
     else:
-        if trend := reward_trend(history):
-            lines += [f"Reward mean, {trend_label(history)}: {trend[0]:.3f} -> {trend[1]:.3f}.", ""]
+        if trend := trend_text(history):
+            lines += [f"Training {trend}.", ""]
         lines += [f"Last logged step ({last.get('step')}):", "", "| metric | value |", "|---|---|"]
         lines += [f"| {_cell(k)} | {v:.6g} |" for k, v in sorted(metrics.items()) if k != "step"]
     if alerts := [a for a in read_jsonl(folder / "alerts.jsonl") if isinstance(a.get("step"), int)]:

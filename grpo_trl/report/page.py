@@ -38,28 +38,22 @@ def trend_window(history: list[dict], window: int = 20, key: str = "reward") -> 
     return min(window, max(1, len(_rewards(history, key)) // 2))
 
 
-def trend_label(history: list[dict]) -> str:
-    """``first vs last N logged steps``: the words the CLI summary and the report share.
-
-    >>> trend_label([{"loss": 0, "reward": 1.0}, {"loss": 0, "reward": 2.0}])
-    'first vs last logged step'
-    """
-    n = trend_window(history)
-    return "first vs last logged step" if n == 1 else f"first vs last {n} logged steps"
-
-
 def reward_trend(history: list[dict], window: int = 20, key: str = "reward") -> tuple[float, float] | None:
     """Mean of ``key`` over the first and last ``trend_window`` training log entries (with a ``loss``), or None."""
     values, w = _rewards(history, key), trend_window(history, window, key)
     return (sum(values[:w]) / w, sum(values[-w:]) / w) if values else None
 
 
-def none_shares(history: list[dict]) -> dict[str, float]:
-    """Per reward, the mean share of rows scored ``None`` over the logged steps (``reward_none_frac/<name>``).
+def trend_text(history: list[dict], arrow: str = "->") -> str | None:
+    """``reward mean, first vs last N logged steps: A -> B``, the words the summary, card and report share."""
+    if (trend := reward_trend(history)) is None:
+        return None
+    steps = "logged step" if (n := trend_window(history)) == 1 else f"{n} logged steps"
+    return f"reward mean, first vs last {steps}: {trend[0]:.3f} {arrow} {trend[1]:.3f}"
 
-    >>> none_shares([{"reward_none_frac/a": 0.0, "reward_none_frac/b": 1.0}, {"reward_none_frac/a": 0.5}])
-    {'a': 0.25, 'b': 1.0}
-    """
+
+def none_shares(history: list[dict]) -> dict[str, float]:
+    """Per reward, the mean share of rows scored ``None`` over the logged steps (``reward_none_frac/<name>``)."""
     values: dict[str, list[float]] = {}
     for h in history:
         for key, value in h.items():
@@ -68,8 +62,9 @@ def none_shares(history: list[dict]) -> dict[str, float]:
     return {name: sum(v) / len(v) for name, v in values.items()}
 
 
-def _log_history(output_dir: Path) -> list[dict]:
-    """``log_history`` of the run's (or its newest checkpoint's) trainer_state.json, through the bounded reader."""
+def _histories(output_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
+    """The run's (or newest checkpoint's) training entries (with a loss), evaluation entries (``eval_`` prefix
+    removed) and held-out ones, from trainer_state.json through the bounded reader."""
     path = output_dir / "trainer_state.json"
     if not path.exists():
         states = (c / "trainer_state.json" for c in checkpoints(output_dir))  # newest first
@@ -83,12 +78,7 @@ def _log_history(output_dir: Path) -> list[dict]:
         raise GrpoTrlError(why, file=str(output_dir)) from None
     if not isinstance(history := state.get("log_history") if isinstance(state, dict) else None, list):
         raise GrpoTrlError(f"{path} has no log_history list: not a trainer state", file=str(output_dir))
-    return [h for h in history if isinstance(h, dict)]
-
-
-def _histories(output_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
-    """The training entries (with a loss), the evaluation entries (``eval_`` prefix removed), the held-out ones."""
-    logs = [h for h in _log_history(output_dir) if isinstance(h.get("step"), int)]
+    logs = [h for h in history if isinstance(h, dict) and isinstance(h.get("step"), int)]
     evals = [{"step": h["step"], **{k[5:]: v for k, v in h.items() if k.startswith("eval_")}} for h in logs]
     return [h for h in logs if "loss" in h], [e for e in evals if len(e) > 1], [h for h in logs if is_heldout(h)]
 
@@ -172,9 +162,7 @@ def _write_report(output_dir: Path, runs: list) -> str:
     )
     shares = summary["reward_none_share"]
     none_html = _table(["reward", "rows scored None"], [[e(k), f"{v:.1%}"] for k, v in sorted(shares.items())])
-    trend_html = (
-        f"reward mean, {trend_label(history)}: {trend[0]:.3f} &rarr; {trend[1]:.3f}" if trend else "no reward logged"
-    )
+    trend_html = trend_text(history, "&rarr;") or "no reward logged"
     runs_html = ""
     if len(runs) > 1:  # one row per run with its line style
         rows = [

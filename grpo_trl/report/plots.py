@@ -5,7 +5,6 @@ values faint, runs told apart by line style; every PNG through the one writer.
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from io import BytesIO
@@ -41,6 +40,11 @@ PLOTS = {
 }
 HELDOUT_PLOT = "heldout.png"
 EVAL = "Evaluation on the eval split: "
+TITLES = {  # the plots not in PLOTS
+    HELDOUT_PLOT: "Held-out pass@k (heldout:) vs training reward",
+    "eval.png": EVAL + "mean reward (total and per reward)",
+    "eval_details.png": EVAL + "loss and reward std",
+}
 NOT_PLOTTED = {"step", "epoch", "num_tokens", "total_flos", "train_runtime", "train_loss", "runtime"}  # bookkeeping
 NOT_PLOTTED_SUFFIXES = ("_per_second", "_runtime")
 REWARD = "reward"  # the total: black and on top in every panel that has it
@@ -50,28 +54,20 @@ RUN_STYLES = ("-", "--", ":", "-.")  # one line style per run when runs are over
 def plot_title(filename: str) -> str:
     """The heading of a PNG this module writes."""
     name = filename.removesuffix(".png")
-    if filename == HELDOUT_PLOT:
-        return "Held-out pass@k (heldout:) vs training reward"
-    if filename in PLOTS:
-        return PLOTS[filename][0]
-    if filename in ("eval.png", "eval_details.png"):
-        return EVAL + ("mean reward (total and per reward)" if name == "eval" else "loss and reward std")
+    if filename in TITLES or filename in PLOTS:
+        return TITLES.get(filename) or PLOTS[filename][0]
     if name.startswith("eval_"):
         return EVAL + (PLOTS[filename[5:]][0] if filename[5:] in PLOTS else name.removeprefix("eval_metric_"))
     return f"Logged metric: {name.removeprefix('metric_')}"
 
 
 def smooth(values: list[float], window: int) -> list[float]:
-    """Centred mean over ``window`` values (fewer at the ends): a curve not shifted right as a trailing mean is.
+    """Centred mean over ``window`` values (fewer at the ends): a curve not shifted right as a trailing mean is."""
+    import pandas  # datasets' own dependency
 
-    >>> smooth([0.0, 2.0, 4.0, 6.0, 8.0], 3)
-    [1.0, 2.0, 4.0, 6.0, 7.0]
-    """
-    if window <= 1:  # nothing to average: the values as logged (a running sum would round them)
+    if window <= 1:  # nothing to average: the values as logged
         return list(values)
-    sums, half = [0.0, *itertools.accumulate(values)], window // 2
-    spans = ((max(0, i - half), min(len(values), i + window - half)) for i in range(len(values)))
-    return [(sums[b] - sums[a]) / (b - a) for a, b in spans]
+    return pandas.Series(values).rolling(window, min_periods=1, center=True).mean().tolist()
 
 
 def _points(history: list[dict], key: str) -> list[tuple[int, float]]:

@@ -126,6 +126,14 @@ def test_rewards_shows_the_first_sentence_whole_without_markup(tmp_path, capsys)
     assert "`" not in "".join(descriptions)
 
 
+def test_first_sentence_does_not_end_at_an_abbreviation():
+    from grpo_trl.cli.commands import first_sentence
+
+    assert first_sentence("Scores ``<answer>`` tags (App. C.1), e.g. 1.0. More text.") == (
+        "Scores <answer> tags (App. C.1), e.g. 1.0."
+    )
+
+
 def test_a_reward_without_a_docstring_is_shown_without_description():
     from grpo_trl.cli.commands import first_sentence
 

@@ -214,3 +214,23 @@ def test_no_secret_in_the_prompts_reaches_evals_files(make_recipe, tiny_model, t
         assert "<redacted>" in texts[1] and all(body not in text for text in texts)
 
     probe()
+
+
+def test_the_summary_is_a_few_aligned_lines():
+    from grpo_trl.eval.run import format_summary
+
+    report = {
+        "model": "m", "backend": "transformers", "split": "eval", "prompts": 2, "n": 4, "pass@1": 0.5, "pass@4": 1.0,
+        "reward_mean": 0.25, "rewards": {"acc": 0.5}, "output_dir": "out", "mean_completion_length": 12.0,
+        "format_failure_rate": 0.0, "generation_errors": 0,
+    }  # fmt: skip
+    assert format_summary(report, 1.5).splitlines() == [
+        "grpo-trl eval: m on split eval (transformers)",
+        "  pass@1       0.500",
+        "  pass@4       1.000",
+        "  rows         2 prompts x 4 completions = 8",
+        "  reward       0.250  (acc 0.500)",
+        "  length       12 tokens; 0.0% without an <answer> block",
+        "  time         1.5 s",
+        "  results      out/eval.json, out/eval_completions.jsonl",
+    ]

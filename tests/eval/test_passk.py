@@ -21,6 +21,7 @@ from grpo_trl.eval.passk import pass_at_k, pass_at_k_table
         (4, 1, 2, 0.5),  # 1 - C(3,2)/C(4,2) = 1 - 3/6
         (4, 2, 2, 5 / 6),  # 1 - C(2,2)/C(4,2) = 1 - 1/6
         (4, 2, 3, 1.0),  # n - c < k: every draw of 3 holds a pass
+        (4, 0, 3, 0.0),
         (8, 2, 4, 1 - 15 / 70),  # 1 - C(6,4)/C(8,4)
         (10, 3, 5, 1 - 21 / 252),  # 1 - C(7,5)/C(10,5)
         (16, 0, 16, 0.0),
@@ -73,6 +74,11 @@ def test_interval_hand_computed():
     assert row["estimate"] == 0.5 and row["stderr"] == pytest.approx(stderr)
     assert row["ci_low"] == pytest.approx(0.5 - 1.959964 * stderr, abs=1e-5)
     assert row["ci_high"] == pytest.approx(0.5 + 1.959964 * stderr, abs=1e-5)
+
+
+def test_table_hand_computed():
+    table = pass_at_k_table([[True, False], [False, False]])
+    assert (table[1]["estimate"], table[2]["estimate"]) == (0.25, 0.5)
 
 
 def test_uneven_sample_counts_stop_at_the_smallest():

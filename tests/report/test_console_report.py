@@ -69,6 +69,15 @@ def test_duration_and_trend_edges():
     assert reward_trend([{"loss": 0, "reward": float("nan")}, {"loss": 0, "reward": 1.0}]) == (1.0, 1.0)
 
 
+def test_none_shares_and_smoothing_by_hand():
+    from grpo_trl.report.page import none_shares
+    from grpo_trl.report.plots import smooth
+
+    history = [{"reward_none_frac/a": 0.0, "reward_none_frac/b": 1.0}, {"reward_none_frac/a": 0.5}]
+    assert none_shares(history) == {"a": 0.25, "b": 1.0}
+    assert smooth([0.0, 2.0, 4.0, 6.0, 8.0], 3) == [1.0, 2.0, 4.0, 6.0, 7.0]  # centred, not trailing
+
+
 @pytest.mark.slow
 def test_train_prints_one_line_per_step_and_the_report_draws_every_metric(tmp_path, make_recipe, capsys):
     import matplotlib.image
