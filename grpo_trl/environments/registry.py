@@ -3,10 +3,6 @@
 TRL's contract: ``reset(**row)`` before generation (a returned string is appended to the prompt), tool methods with
 type hints and Google-style docstrings, optionally ``get_reward()``. A recipe names one factory, or maps names to
 factories chosen per row by an ``environment`` column (docs/tools-and-environments.md).
-
-    >>> env = build_environment_factory({"factory": "countdown"})()
-    >>> env.reset(nums=[3, 5, 2], target=16), env.check_equation("(3 + 5) * 2"), env.get_reward()
-    (None, 'correct: (3 + 5) * 2 = 16', 1.0)
 """
 
 from __future__ import annotations

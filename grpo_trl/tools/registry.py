@@ -103,9 +103,7 @@ def bounded(func: Callable, timeout: float | None = DEFAULT_TIMEOUT, max_chars: 
         if isinstance(value, list):
             return value
         try:
-            text = value if isinstance(value, str) else str(value)
-            if not isinstance(text, str):
-                raise TypeError(f"__str__ returned {type(text).__name__}")
+            text = str(value)  # a __str__ returning other than text raises TypeError itself
         except Exception as exc:  # noqa: BLE001 - a result that cannot be shown costs the call
             shown = f"returned a value of type {type(value).__name__} that cannot be shown as text"
             raise fail(RuntimeError(f"tool {func.__name__!r} {shown}: {type(exc).__name__}: {exc}")) from exc
