@@ -91,6 +91,8 @@ class Registry:
 
     def resolve(self, name: str) -> Any:
         """The object a registered name or a ``module.path:attribute`` names."""
+        if not isinstance(name, str) or not name:
+            raise self.error(f"{self.kind} names are strings, got {name!r}", key=self.key)
         if ":" in name:
             return import_target(name, self.kind, self.error, form=self.form, key=self.key)
         return self.get(name).obj

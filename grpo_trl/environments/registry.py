@@ -40,11 +40,7 @@ def register_environment(name: str | None = None) -> Callable[[Callable], Callab
     return ENVIRONMENTS.decorator(name)
 
 
-def lookup_environment(name: str) -> Callable:
-    """The class or factory for a registered name or ``module.path:Class``."""
-    if not isinstance(name, str) or not name:
-        raise EnvError(f"an environment factory is named by a string, got {name!r}")
-    return ENVIRONMENTS.resolve(name)
+lookup_environment = ENVIRONMENTS.resolve  # the class or factory for a registered name or ``module.path:Class``
 
 
 def is_multi(section: Any) -> bool:

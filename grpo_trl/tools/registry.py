@@ -2,17 +2,6 @@
 
 A tool is a function with type hints and a Google-style docstring (TRL renders it with transformers'
 ``get_json_schema``); a recipe's ``tools:`` names it, as ``module.path:function``, or from a ``plugins:`` file.
-
-    >>> @register_tool("shout_doc")
-    ... def shout(text: str) -> str:
-    ...     '''Upper-case a text.
-    ...
-    ...     Args:
-    ...         text: The text to shout.
-    ...     '''
-    ...     return text.upper()
-    >>> get_tool("shout_doc", timeout=5)(text="hi")
-    'HI'
 """
 
 from __future__ import annotations
@@ -52,11 +41,7 @@ def register_tool(name: str | None = None) -> Callable[[Callable], Callable]:
     return TOOLS.decorator(name)
 
 
-def lookup_tool(name: str) -> Callable:
-    """The raw function for a registered name or ``module.path:function``."""
-    if not isinstance(name, str) or not name:
-        raise ToolError(f"a tool is named by a string, got {name!r}")
-    return TOOLS.resolve(name)
+lookup_tool = TOOLS.resolve  # the raw function for a registered name or ``module.path:function``
 
 
 def tool_schema(func: Callable) -> dict:
