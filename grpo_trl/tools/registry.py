@@ -173,9 +173,8 @@ def tool_problems(tools: Any) -> list[Problem]:
         if extra := [k for k in spec if k not in ("name", "timeout")]:
             problems.append(Problem("", f"{key}.{extra[0]}", "unknown key; tool keys: name, timeout"))
         timeout = spec.get("timeout")
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
-        ):
+        number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+        if timeout is not None and not (number and 0 < timeout < float("inf")):  # NaN and infinity too
             problems.append(Problem("", f"{key}.timeout", f"must be a positive number of seconds, got {timeout!r}"))
         try:
             tool_schema(func := lookup_tool(spec["name"]))
