@@ -50,9 +50,8 @@ def is_multi(section: Any) -> bool:
 
 def _entries(section: Any) -> dict[Any, Any]:
     """Name (None for a single one) -> its ``{factory, args}`` entry."""
-    if not is_multi(section):
-        return {None: {"factory": section} if isinstance(section, str) else section}
-    return {k: {"factory": v} if isinstance(v, str) else v for k, v in section.items()}
+    named = section.items() if is_multi(section) else [(None, section)]
+    return {k: {"factory": v} if isinstance(v, str) else v for k, v in named}
 
 
 def _key(name: Any) -> str:
