@@ -21,6 +21,11 @@ from typing import Any
 RENAMES: dict[str, str] = {}
 
 
+def add_rename(old: str, new: str) -> None:
+    """Teach ``suggest`` that ``old`` is now called ``new`` (ARCHITECTURE.md: a renamed key)."""
+    RENAMES[old] = new
+
+
 def renames() -> dict[str, str]:
     """Every rename ``suggest`` knows.
 
