@@ -129,10 +129,6 @@ def describe(exc: BaseException, base_url: str, model: str, timeout: float, retr
         cause = exc.__cause__ or exc
         why = f"{type(cause).__name__}: {cause} (is the server running there?)"
         return EndpointError(f"cannot reach {base_url}{after}: {why}")
-    if isinstance(exc, openai.APIResponseValidationError):
-        return EndpointError(
-            f"{base_url} answered HTTP {exc.status_code} with a malformed body", status=exc.status_code
-        )
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         after = after if status in (408, 409, 429) or status >= 500 else ""  # the only ones retried

@@ -17,14 +17,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-# old name -> new (may be a dotted key): PEER_RENAMES is filled by grpo_trl.tables (TRL's, open-r1's), RENAMES by
-# add_rename; ``closest`` consults them before the fuzzy match.
-PEER_RENAMES: dict[str, str] = {}
+# old name -> new (may be a dotted key), filled by grpo_trl.tables (TRL's, open-r1's); ``closest`` consults it first.
 RENAMES: dict[str, str] = {}
 
 
 def add_rename(old: str, new: str) -> None:
-    """Teach ``suggest`` that ``old`` is now called ``new``."""
+    """Teach ``suggest`` that ``old`` is now called ``new`` (ARCHITECTURE.md: a renamed key)."""
     RENAMES[old] = new
 
 
@@ -34,7 +32,7 @@ def renames() -> dict[str, str]:
     >>> renames()["model_name_or_path"], renames()["no_cuda"]
     ('model.name', 'use_cpu')
     """
-    return {**PEER_RENAMES, **RENAMES}
+    return dict(RENAMES)
 
 
 def closest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str | None:

@@ -208,28 +208,26 @@ def read_yaml(path: str | Path, limit: int = 2**24) -> Any:
 
 
 def check_yaml_size(node: yaml.Node, file: str, max_nodes: int = MAX_YAML_NODES, max_depth: int = 64) -> None:
-    """Refuse a composed YAML document whose alias expansion or nesting exceeds the bounds, before it is built."""
+    """Refuse a composed YAML document whose alias expansion or nesting exceeds the bounds, before it is built (an
+    alias is the node it names, so each node's expanded size is counted once)."""
     sizes: dict[int, int] = {}
-    stack: list[tuple[yaml.Node, int, bool]] = [(node, 1, False)]
-    while stack:
-        current, depth, done = stack.pop()
-        if depth > max_depth:
+
+    def size(current: yaml.Node, depth: int) -> int:
+        if depth > max_depth:  # also where an alias names its own ancestor
             raise GrpoTrlError(
                 f"nested more than {max_depth} levels deep", file=file, fix="a config is a few levels of sections"
             )
-        if id(current) in sizes and not done:
-            continue
-        children = current.value if isinstance(current, yaml.SequenceNode) else []
-        if isinstance(current, yaml.MappingNode):
-            children = [n for pair in current.value for n in pair]
-        if not done:
-            stack.append((current, depth, True))
-            stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
-        elif (total := 1 + sum(sizes[id(c)] for c in children)) > max_nodes:
-            why = f"the YAML expands to more than {max_nodes:,} values (aliases/anchors repeating each other)"
-            raise GrpoTrlError(why, file=file, fix="write the values out; a config needs no nested aliases")
-        else:
+        if id(current) not in sizes:
+            children = current.value if isinstance(current, yaml.SequenceNode) else []
+            if isinstance(current, yaml.MappingNode):
+                children = [n for pair in current.value for n in pair]
+            if (total := 1 + sum(size(c, depth + 1) for c in children)) > max_nodes:
+                why = f"the YAML expands to more than {max_nodes:,} values (aliases/anchors repeating each other)"
+                raise GrpoTrlError(why, file=file, fix="write the values out; a config needs no nested aliases")
             sizes[id(current)] = total
+        return sizes[id(current)]
+
+    size(node, 1)
 
 
 def load_yaml(text: str, file: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader) -> tuple[Any, yaml.SafeLoader]:

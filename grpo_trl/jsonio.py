@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +29,11 @@ def read_json_head(path: Path, max_bytes: int, first_line: bool = False, empty: 
         return None
 
 
-def iter_jsonl(path: Path, max_line: int = MAX_LINE) -> Iterator[dict]:
-    """The rows of a JSON-lines log, streamed a line at a time; a bad or cut line (a kill) costs that line."""
+def read_jsonl(path: Path, max_line: int = MAX_LINE) -> list[dict]:
+    """The rows of a JSON-lines log, read a line at a time; a bad or cut line (a kill) costs that line."""
+    rows: list[dict] = []
     if not Path(path).is_file():
-        return
+        return rows
     with open_regular(path) as fh:
         while line := fh.readline(max_line + 1):
             if len(line) > max_line:  # skip the rest of an over-long line without holding it
@@ -45,9 +45,5 @@ def iter_jsonl(path: Path, max_line: int = MAX_LINE) -> Iterator[dict]:
             except (ValueError, RecursionError):
                 continue
             if isinstance(row, dict):
-                yield row
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """``iter_jsonl`` as a list."""
-    return list(iter_jsonl(path))
+                rows.append(row)
+    return rows

@@ -2,13 +2,6 @@
 
 Registering a name again from the same definition (``module:qualname``) replaces it, from another is an error; an
 unknown name says what is close; ``module.path:attribute`` names go through ``grpo_trl.targets``.
-
-    >>> shapes = Registry("shape", GrpoTrlError, duplicate="{name!r} is taken", unknown="unknown shape {name!r}{hint}")
-    >>> _ = shapes.add("square", object())
-    >>> shapes.get("sqare")
-    Traceback (most recent call last):
-    ...
-    grpo_trl.errors.GrpoTrlError: unknown shape 'sqare' (did you mean 'square'?)
 """
 
 from __future__ import annotations
@@ -91,6 +84,8 @@ class Registry:
 
     def resolve(self, name: str) -> Any:
         """The object a registered name or a ``module.path:attribute`` names."""
+        if not isinstance(name, str) or not name:
+            raise self.error(f"{self.kind} names are strings, got {name!r}", key=self.key)
         if ":" in name:
             return import_target(name, self.kind, self.error, form=self.form, key=self.key)
         return self.get(name).obj

@@ -81,13 +81,8 @@ def checked_rollout(func: Callable, fields: set[str], key: str = "rollout_func")
             got = ", ".join(sorted(out)) if isinstance(out, dict) else type(out).__name__
             name, lacking = getattr(func, "__name__", "rollout_func"), ", ".join(missing)
             why = f"{name} returned no {lacking}, which the rewards read (it returned: {got})"
-            raise RecipeError(
-                [
-                    Problem(
-                        "", key, why, f"return {lacking} from it (one value per completion), or read it in no reward"
-                    )
-                ]
-            )
+            fix = f"return {lacking} from it (one value per completion), or read it in no reward"
+            raise RecipeError(why, key=key, fix=fix)
         checked = True
         return out
 

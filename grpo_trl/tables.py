@@ -102,4 +102,4 @@ def top_level_hint(key: str) -> str | None:
     return None
 
 
-errors.PEER_RENAMES.update(suggest_renames())  # what errors.suggest knows of TRL's and open-r1's names
+errors.RENAMES.update(suggest_renames())  # what errors.suggest knows of TRL's and open-r1's names

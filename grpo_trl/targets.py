@@ -1,12 +1,4 @@
-"""``module.path:attribute`` targets (rewards, tools, environments): one importer with one set of errors.
-
->>> import_target("os.path:join", "tool", ValueError).__name__
-'join'
->>> import_target("os.path:nope", "tool", ValueError)
-Traceback (most recent call last):
-...
-ValueError: tool 'os.path:nope': module 'os.path' has no attribute 'nope'
-"""
+"""``module.path:attribute`` targets (rewards, tools, environments): one importer with one set of errors."""
 
 from __future__ import annotations
 

@@ -43,11 +43,10 @@ def check_output_dir(path: str | Path, min_free_mb: int | None = None, file: str
     """Fail before training when ``path`` cannot be written or its disk has less than ``min_free_mb`` free."""
     p, key = Path(path), "trainer.output_dir" if file != "trainer" else "output_dir"
     if min_free_mb is None and (min_free_mb := MIN_FREE_MB) is None:
-        raw = os.environ.get("GRPO_TRL_MIN_FREE_MB", "200")
-        min_free_mb = int(raw) if raw.strip().isdigit() else -1
-        if min_free_mb < 0:
+        if not (raw := os.environ.get("GRPO_TRL_MIN_FREE_MB", "200")).strip().isdigit():
             why = f"must be a whole number of MB >= 0, got {raw!r}"
             raise RecipeError([Problem("environment", "GRPO_TRL_MIN_FREE_MB", why)])
+        min_free_mb = int(raw)
     try:
         p.mkdir(parents=True, exist_ok=True)
         probe = p / f".grpo_trl_write_test.{os.getpid()}"

@@ -148,11 +148,10 @@ def vllm_serve_command(extra_args: list[str] | None = None, **script_args: Any) 
     try:
         build_command = _trl_name("trl.scripts.vllm_serve:build_command")
     except (ImportError, AttributeError):  # TRL 1.0 has no build_command (LATER_NAMES)
-        from grpo_trl.errors import GenerationError, Problem
+        from grpo_trl.errors import GenerationError
 
-        raise GenerationError(
-            [Problem("trl", "version", f"TRL {trl_version()} cannot build the `trl vllm-serve` command", "upgrade")]
-        ) from None
+        why = f"TRL {trl_version()} cannot build the `trl vllm-serve` command"
+        raise GenerationError(why, file="trl", key="version", fix="upgrade") from None
     arguments = _trl_name("trl.scripts.vllm_serve:ScriptArguments")(**script_args)
     return build_command(arguments, extra_args)
 

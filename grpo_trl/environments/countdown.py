@@ -1,12 +1,4 @@
-"""The built-in Countdown environment: the model checks equations with a tool; rows need ``nums`` and ``target``.
-
->>> env = Countdown(max_attempts=2)
->>> env.reset(nums=[3, 5, 2], target=16)
->>> env.check_equation("3 + 5 + 2")
-'wrong: 3 + 5 + 2 = 10, the target is 16'
->>> env.get_reward()
-0.2
-"""
+"""The built-in Countdown environment: the model checks equations with a tool; rows need ``nums`` and ``target``."""
 
 from __future__ import annotations
 

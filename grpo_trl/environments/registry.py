@@ -3,10 +3,6 @@
 TRL's contract: ``reset(**row)`` before generation (a returned string is appended to the prompt), tool methods with
 type hints and Google-style docstrings, optionally ``get_reward()``. A recipe names one factory, or maps names to
 factories chosen per row by an ``environment`` column (docs/tools-and-environments.md).
-
-    >>> env = build_environment_factory({"factory": "countdown"})()
-    >>> env.reset(nums=[3, 5, 2], target=16), env.check_equation("(3 + 5) * 2"), env.get_reward()
-    (None, 'correct: (3 + 5) * 2 = 16', 1.0)
 """
 
 from __future__ import annotations
@@ -44,11 +40,7 @@ def register_environment(name: str | None = None) -> Callable[[Callable], Callab
     return ENVIRONMENTS.decorator(name)
 
 
-def lookup_environment(name: str) -> Callable:
-    """The class or factory for a registered name or ``module.path:Class``."""
-    if not isinstance(name, str) or not name:
-        raise EnvError(f"an environment factory is named by a string, got {name!r}")
-    return ENVIRONMENTS.resolve(name)
+lookup_environment = ENVIRONMENTS.resolve  # the class or factory for a registered name or ``module.path:Class``
 
 
 def is_multi(section: Any) -> bool:
@@ -58,9 +50,8 @@ def is_multi(section: Any) -> bool:
 
 def _entries(section: Any) -> dict[Any, Any]:
     """Name (None for a single one) -> its ``{factory, args}`` entry."""
-    if not is_multi(section):
-        return {None: {"factory": section} if isinstance(section, str) else section}
-    return {k: {"factory": v} if isinstance(v, str) else v for k, v in section.items()}
+    named = section.items() if is_multi(section) else [(None, section)]
+    return {k: {"factory": v} if isinstance(v, str) else v for k, v in named}
 
 
 def _key(name: Any) -> str:

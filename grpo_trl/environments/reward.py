@@ -1,12 +1,5 @@
 """The ``environment`` reward: each rollout's environment's ``get_reward()`` (TRL passes ``environments``), with a
 recipe weight; TRL then does not add the same score a second time.
-
-    >>> from grpo_trl.environments.countdown import Countdown
-    >>> env = Countdown()
-    >>> env.reset(nums=[3, 5, 2], target=16)
-    >>> _ = env.check_equation("(3 + 5) * 2")
-    >>> environment(["done"], environments=[env])
-    [1.0]
 """
 
 from __future__ import annotations

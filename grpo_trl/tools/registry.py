@@ -2,17 +2,6 @@
 
 A tool is a function with type hints and a Google-style docstring (TRL renders it with transformers'
 ``get_json_schema``); a recipe's ``tools:`` names it, as ``module.path:function``, or from a ``plugins:`` file.
-
-    >>> @register_tool("shout_doc")
-    ... def shout(text: str) -> str:
-    ...     '''Upper-case a text.
-    ...
-    ...     Args:
-    ...         text: The text to shout.
-    ...     '''
-    ...     return text.upper()
-    >>> get_tool("shout_doc", timeout=5)(text="hi")
-    'HI'
 """
 
 from __future__ import annotations
@@ -52,11 +41,7 @@ def register_tool(name: str | None = None) -> Callable[[Callable], Callable]:
     return TOOLS.decorator(name)
 
 
-def lookup_tool(name: str) -> Callable:
-    """The raw function for a registered name or ``module.path:function``."""
-    if not isinstance(name, str) or not name:
-        raise ToolError(f"a tool is named by a string, got {name!r}")
-    return TOOLS.resolve(name)
+lookup_tool = TOOLS.resolve  # the raw function for a registered name or ``module.path:function``
 
 
 def tool_schema(func: Callable) -> dict:
@@ -103,9 +88,7 @@ def bounded(func: Callable, timeout: float | None = DEFAULT_TIMEOUT, max_chars: 
         if isinstance(value, list):
             return value
         try:
-            text = value if isinstance(value, str) else str(value)
-            if not isinstance(text, str):
-                raise TypeError(f"__str__ returned {type(text).__name__}")
+            text = str(value)  # a __str__ returning other than text raises TypeError itself
         except Exception as exc:  # noqa: BLE001 - a result that cannot be shown costs the call
             shown = f"returned a value of type {type(value).__name__} that cannot be shown as text"
             raise fail(RuntimeError(f"tool {func.__name__!r} {shown}: {type(exc).__name__}: {exc}")) from exc
@@ -190,9 +173,8 @@ def tool_problems(tools: Any) -> list[Problem]:
         if extra := [k for k in spec if k not in ("name", "timeout")]:
             problems.append(Problem("", f"{key}.{extra[0]}", "unknown key; tool keys: name, timeout"))
         timeout = spec.get("timeout")
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
-        ):
+        number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+        if timeout is not None and not (number and 0 < timeout < float("inf")):  # NaN and infinity too
             problems.append(Problem("", f"{key}.timeout", f"must be a positive number of seconds, got {timeout!r}"))
         try:
             tool_schema(func := lookup_tool(spec["name"]))

@@ -4,7 +4,7 @@ interpreter runs and a known check, and a peer value reaches its recipe key, or 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from grpo_trl.errors import RecipeError
@@ -22,6 +22,7 @@ def test_every_rule_names_a_section_and_a_known_check():
 
 @settings(max_examples=30, deadline=None)
 @given(key=st.sampled_from(sorted(RULES)), value=st.integers(-3, 5) | st.booleans() | st.text(max_size=6))
+@example(key="dataset_config", value=0).via("a falsy YAML int that names a config")
 def test_a_rule_carries_a_value_or_names_the_key(key, value):
     import yaml
 
@@ -35,7 +36,8 @@ def test_a_rule_carries_a_value_or_names_the_key(key, value):
     assert ok(value)
     section, name = rule["to"].split(".")
     written = result.recipe.get(section, {}).get(name)
-    if value or not rule.get("if_true"):
+    shown = str(value) if rule.get("as") == "string" else value  # a config named 0 is the string '0'
+    if shown or not rule.get("if_true"):
         assert written is not None and result.imported.comments[(section, name)] == rule.get("note", key)
     else:
         assert written is None

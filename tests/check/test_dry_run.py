@@ -107,9 +107,9 @@ def write_gsm8k(tmp_path):
         ("builtins:print", "cannot be called the way TRL calls rewards"),
         ("builtins:len", "cannot be called the way TRL calls rewards"),
         ("os:system", "cannot be called the way TRL calls rewards"),
-        ("tests.test_dry_run:no_kwargs", "give it a **kwargs parameter"),
-        ("tests.test_dry_run:positional_only", "cannot be called the way TRL calls rewards"),
-        ("tests.test_dry_run:NotARegisteredReward", "not a registered reward"),
+        ("tests.check.test_dry_run:no_kwargs", "give it a **kwargs parameter"),
+        ("tests.check.test_dry_run:positional_only", "cannot be called the way TRL calls rewards"),
+        ("tests.check.test_dry_run:NotARegisteredReward", "not a registered reward"),
     ],
 )
 def test_targets_trl_could_not_call_are_check_errors(tmp_path, capsys, name, message):
@@ -188,7 +188,7 @@ def every_trl_keyword_and_kwargs(prompts, completions, completion_ids, trainer_s
 def test_a_reward_without_kwargs_must_take_every_column_trl_passes(tmp_path, capsys, reward, columns, extra):
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"prompt": "q", "solution": "1", "level": "L1", "some_values": 3}) + "\n")
-    name = reward if reward == "gsm8k" else f"tests.test_dry_run:{reward}"
+    name = reward if reward == "gsm8k" else f"tests.check.test_dry_run:{reward}"
     spec = {"builder": "hub", "path": str(data), **({"columns": columns} if columns else {})}
     path = recipe_file(tmp_path, [{"name": name}], data=spec)
     code = cli_main(["check", str(path)])
@@ -205,7 +205,7 @@ def test_a_reward_without_kwargs_must_take_every_column_trl_passes(tmp_path, cap
     ("name", "hint"),
     [
         ("trl.rewards.accuracy_reward", "did you mean 'trl.rewards:accuracy_reward'?"),  # TRL's CLI form
-        ("tests.test_dry_run.no_kwargs", "did you mean 'tests.test_dry_run:no_kwargs'?"),
+        ("tests.check.test_dry_run.no_kwargs", "did you mean 'tests.check.test_dry_run:no_kwargs'?"),
         ("trl.rewards:get_soft_overlong_punishment", "grpo-trl's built-in 'soft_overlong' is this reward"),
         ("trl.rewards:get_cosine_scaled_reward", "grpo-trl's built-in 'cosine' is this reward"),
         ("trl.rewards:get_repetition_penalty_reward", "grpo-trl's built-in 'repetition_penalty' is this reward"),
@@ -243,7 +243,7 @@ def test_columns_trl_drops_are_never_a_reward_input(tmp_path, capsys, reward, er
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"prompt": "q", "completion": "a", "solution": "1"}) + "\n")
     path = recipe_file(
-        tmp_path, [{"name": f"tests.test_dry_run:{reward}"}], data={"builder": "hub", "path": str(data)}
+        tmp_path, [{"name": f"tests.check.test_dry_run:{reward}"}], data={"builder": "hub", "path": str(data)}
     )
     code = cli_main(["check", str(path)])
     err = capsys.readouterr().err
