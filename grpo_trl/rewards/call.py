@@ -151,16 +151,10 @@ class AsyncSafeReward(SafeReward):
 
     async def _invoke(self, kwargs: dict, first: bool) -> Any:
         kwargs = private(kwargs) if first else kwargs  # runs beside others: its own copy
-        if self.timeout is not None and isolated.CAN_FORK:  # a child process; this loop waits without blocking
-            started = isolated.start(self.reward, kwargs, self.timeout)
-            outcome = await asyncio.get_running_loop().run_in_executor(None, isolated.finish, started, self.timeout)
-            return isolated.replay(outcome, kwargs)
-        if self.timeout is not None:
+        if self.timeout is not None:  # a child process waited for in a thread: this loop goes on
             return await asyncio.to_thread(isolated.call, self.reward, kwargs, self.timeout)
         result = self.reward(**kwargs)
-        if not inspect.isawaitable(result):
-            return result
-        return await result
+        return await result if inspect.isawaitable(result) else result
 
     async def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
         return await self._score(_keywords(args, kwargs))
