@@ -88,11 +88,6 @@ __done.acquire()
 """
 
 
-def _assert_script(asserts: list[str]) -> str:
-    """``main.py`` for a row's asserts: ``solution.py`` runs as a module, then each assert in its namespace."""
-    return _HARNESS + _START % (asserts,)
-
-
 def _passed_asserts(stdout: str, token: str, total: int) -> int:
     """How many of ``total`` asserts the harness reported passed: each index in range once, nothing else counts."""
     seen = set()
@@ -135,7 +130,7 @@ class CodeTests:
             if tests["asserts"]:
                 token = secrets.token_hex(16)
                 files = {"solution.py": solution}
-                jobs.append({"code": _assert_script(tests["asserts"]), "stdin": token, "files": files})
+                jobs.append({"code": _HARNESS + _START % (tests["asserts"],), "stdin": token, "files": files})
                 owners.append((i, "asserts", (token, len(tests["asserts"]))))
             for stdin, expected in tests["io"]:
                 jobs.append({"code": solution, "stdin": stdin})
