@@ -16,7 +16,6 @@ import pickle
 import select
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import Connection
@@ -153,23 +152,12 @@ def _outcome(func: Callable, kwargs: dict) -> Any:  # pragma: no cover - runs in
 
 def _run_coroutine(awaitable: Any) -> Any:
     """Run ``awaitable`` on a fresh loop in a fresh thread (a forked thread may still think TRL's loop runs)."""
-    box: dict[str, Any] = {}
 
-    def target() -> None:
-        async def wrapped() -> Any:
-            return await awaitable
+    async def wrapped() -> Any:
+        return await awaitable
 
-        try:
-            box["value"] = asyncio.run(wrapped())
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            box["error"] = exc
-
-    worker = threading.Thread(target=contextvars.copy_context().run, args=(target,))  # faults reach the collector
-    worker.start()
-    worker.join()
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    context = contextvars.copy_context()  # faults the reward reports reach the collector
+    return in_thread(lambda: context.run(asyncio.run, wrapped()), None, RuntimeError("no bound"), "reward-async")
 
 
 def _replay(outcome: Any, kwargs: dict) -> Any:
