@@ -87,17 +87,14 @@ def verdict(gold: str, answer: str, latex: bool) -> float | None:
 
     if not (parsed_gold := _parsed(gold)):
         return None
-    if latex:  # its default normalization includes units, as TRL's
-        config = [LatexExtractionConfig(boxed_match_priority=0)]
-        parsed = parse(answer, config, extraction_mode="first_match", parsing_timeout=None)
-    else:
-        parsed = parse(answer, parsing_timeout=None)
+    # TRL's reading: one LaTeX extraction (its default normalization includes units), the first match
+    as_trl = {"extraction_config": [LatexExtractionConfig(boxed_match_priority=0)], "extraction_mode": "first_match"}
+    parsed = parse(answer, parsing_timeout=None, **(as_trl if latex else {}))
     return float(verify(parsed_gold, parsed, timeout_seconds=None))
 
 
-@functools.lru_cache(maxsize=10_000)
+@functools.lru_cache(maxsize=10_000)  # each gold parsed once per worker
 def _parsed(gold: str) -> list:
-    """math-verify's parse of a gold, once per worker."""
     from math_verify import parse
 
     return parse(gold, parsing_timeout=None)
