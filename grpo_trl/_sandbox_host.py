@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import shutil
 import signal
@@ -62,15 +63,12 @@ class UidPool:
 
 
 uids = UidPool()
-_base: Path | None = None
 
 
+@functools.cache
 def base_dir() -> Path:
     """``$TMPDIR/grpo-trl-sandbox-<euid>``, mode 0711 (runs reach their own directory, cannot write beside it); run
     directories of dead processes are removed on first use."""
-    global _base
-    if _base is not None:
-        return _base
     base = Path(tempfile.gettempdir()) / f"grpo-trl-sandbox-{os.geteuid()}"
     with contextlib.suppress(FileExistsError):
         base.mkdir(mode=0o711)
@@ -83,7 +81,6 @@ def base_dir() -> Path:
         pid = run.name.split("-")[1]
         if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
             rmtree(run)
-    _base = base
     return base
 
 
@@ -193,33 +190,27 @@ def _can_run(exe: str, uid: int | None) -> bool:
         return False
 
 
-_python: str | None = None
-_python_lock = threading.Lock()
 ENV_PYTHON = "GRPO_TRL_SANDBOX_PYTHON"  # interpreter override when the sandbox user cannot run sys.executable
 
 
+@functools.cache  # called under the fork server's lock (sandbox._fork_server)
 def interpreter() -> str:
     """The Python the sandbox runs (by the unprivileged user, as root): ``$GRPO_TRL_SANDBOX_PYTHON``, else
     ``sys.executable``, else a system ``python3``."""
-    global _python
-    with _python_lock:
-        if _python is not None:
-            return _python
-        uid = None
-        if os.geteuid() == 0:
-            uid = UID_BASE
-            if not _can_run("/bin/true" if os.path.exists("/bin/true") else sys.executable, uid):
-                uids.dedicated, uid = False, NOBODY
-        candidates = [os.environ.get(ENV_PYTHON), sys.executable, shutil.which("python3", path="/usr/bin:/bin")]
-        for exe in filter(None, candidates):
-            if _can_run(exe, uid):
-                _python = exe
-                return exe
-        who = "this user" if uid is None else f"uid {uid}"
-        raise SandboxError(
-            f"no Python interpreter that {who} can execute (tried {', '.join(filter(None, candidates))}); "
-            f"set {ENV_PYTHON} to one it can run"
-        )
+    uid = None
+    if os.geteuid() == 0:
+        uid = UID_BASE
+        if not _can_run("/bin/true" if os.path.exists("/bin/true") else sys.executable, uid):
+            uids.dedicated, uid = False, NOBODY
+    candidates = [os.environ.get(ENV_PYTHON), sys.executable, shutil.which("python3", path="/usr/bin:/bin")]
+    for exe in filter(None, candidates):
+        if _can_run(exe, uid):
+            return exe
+    who = "this user" if uid is None else f"uid {uid}"
+    raise SandboxError(
+        f"no Python interpreter that {who} can execute (tried {', '.join(filter(None, candidates))}); "
+        f"set {ENV_PYTHON} to one it can run"
+    )
 
 
 def write_files(root: Path, files: dict[str, str]) -> None:

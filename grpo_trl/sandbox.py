@@ -130,18 +130,17 @@ def _start(argv: list[str], fds: list[int]) -> socket.socket:
     if it died); its control socket (see ``_serve``)."""
     control, theirs = socket.socketpair()
     with theirs:
-        for attempt in (0, 1):
+        for _ in range(2):
             proc, server = _fork_server()
             try:
                 socket.send_fds(server, [json.dumps(argv).encode()], [*fds[:3], theirs.fileno(), *fds[3:]])
                 return control
-            except OSError:
-                if attempt:
-                    control.close()
-                    raise
+            except OSError as exc:
                 proc.kill()
                 proc.wait()
-    raise AssertionError("unreachable")
+                failure = exc
+    control.close()
+    raise SandboxError(f"the sandbox's fork server does not take runs ({failure})")
 
 
 def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str) -> Result:

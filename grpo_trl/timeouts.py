@@ -1,13 +1,5 @@
 """One call bounded in wall time by a daemon thread, abandoned at the deadline (Python cannot stop a thread): tools
 off the main thread, endpoint probes, timed rewards where ``os.fork`` is missing (else ``rewards/isolated.py``).
-
-    >>> import time
-    >>> in_thread(lambda: 6 * 7, 1.0, TimeoutError("late"))
-    42
-    >>> in_thread(lambda: time.sleep(5), 0.05, TimeoutError("late"))
-    Traceback (most recent call last):
-    ...
-    TimeoutError: late
 """
 
 from __future__ import annotations

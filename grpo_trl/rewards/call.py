@@ -32,22 +32,10 @@ def _batch_size(kwargs: dict) -> int:
     raise TypeError("a reward call needs completions=... (or completion_ids=... / prompts=...)")
 
 
-def _is_builtin(reward: Callable) -> bool:
-    """A grpo-trl built-in reward (function or factory product), all of which leave their inputs alone."""
-    func = reward.func if isinstance(reward, NamedReward) else reward
-    module = getattr(func, "__module__", None) if inspect.isroutine(func) else type(func).__module__
-    return str(module).startswith("grpo_trl.rewards.")
-
-
 class SafeReward:
-    """Runs a reward, called exactly as TRL would call it bare, so that it can never end a run (docs/rewards.md).
-
-    A fault (an exception or exit, a wrong length, NaN/inf/non-numbers, a ``report_fault``) costs only its rows
-    (the batch is retried row by row); ``timeout`` runs it in a killed-at-deadline child (``isolated``); cwd,
-    streams and builtins are put back (``Place``); inputs are private copies. Logs ``reward_faults/<name>``,
-    ``reward_none_frac/<name>``, ``timing/reward_s/<name>``. ``stop_if_broken``: a fault on every row of the first
-    call (not a timeout) raises ``RewardError``.
-    """
+    """Runs a reward as TRL would call it bare, so that it can never end a run: a fault costs only its rows (the
+    batch is retried row by row); ``timeout``: in a child killed at the deadline; cwd, streams and builtins are put
+    back; inputs are private copies; ``stop_if_broken``: a fault on all of the first batch raises. docs/rewards.md."""
 
     def __new__(cls, reward: Callable | None = None, *args: Any, **kwargs: Any):
         if cls is SafeReward and reward is not None and is_async_reward(reward):
@@ -65,7 +53,9 @@ class SafeReward:
         self.first_cause: str | None = None  # the first fault
         self._none_cause: str | None = None  # the reward's own None, when no fault came first
         self._warned: set[str] = set()
-        self.read_only = _is_builtin(reward)  # a built-in never edits its inputs (tested): no copy needed
+        func = reward.func if isinstance(reward, NamedReward) else reward
+        module = getattr(func, "__module__", None) if inspect.isroutine(func) else type(func).__module__
+        self.read_only = str(module).startswith("grpo_trl.rewards.")  # built-ins never edit their inputs (tested)
 
     @property
     def cause(self) -> str | None:
@@ -73,7 +63,7 @@ class SafeReward:
         return self.first_cause or self._none_cause
 
     async def _invoke(self, kwargs: dict, first: bool) -> Any:
-        """One call: the batch (``first``: a private copy, unless built-in) or one row (already its own copy)."""
+        """The batch (``first``: copied unless built-in) or one row (already its own copy)."""
         if self.timeout is not None:  # a child process: its memory is its own copy
             return isolated.call(self.reward, kwargs, self.timeout)
         return self.reward(**(private(kwargs) if first and not self.read_only else kwargs))
@@ -93,7 +83,7 @@ class SafeReward:
         return (out, *with_reported(out, bad, cause, reported))
 
     async def _score(self, kwargs: dict) -> list[float | None]:
-        """The wrapper's whole logic, for both flavours: a sync reward's coroutine never suspends (``_drive``)."""
+        """The whole logic, for both flavours: a sync reward's coroutine never suspends (``_drive``)."""
         n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
         place, timed_out = Place(), False
         try:
@@ -161,16 +151,10 @@ class AsyncSafeReward(SafeReward):
 
     async def _invoke(self, kwargs: dict, first: bool) -> Any:
         kwargs = private(kwargs) if first else kwargs  # runs beside others: its own copy
-        if self.timeout is not None and isolated.CAN_FORK:  # a child process; this loop waits without blocking
-            started = isolated.start(self.reward, kwargs, self.timeout)
-            outcome = await asyncio.get_running_loop().run_in_executor(None, isolated.finish, started, self.timeout)
-            return isolated.replay(outcome, kwargs)
-        if self.timeout is not None:
+        if self.timeout is not None:  # a child process waited for in a thread: this loop goes on
             return await asyncio.to_thread(isolated.call, self.reward, kwargs, self.timeout)
         result = self.reward(**kwargs)
-        if not inspect.isawaitable(result):
-            return result
-        return await result
+        return await result if inspect.isawaitable(result) else result
 
     async def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
         return await self._score(_keywords(args, kwargs))
@@ -222,8 +206,7 @@ def broken(name: str, reward: Callable, cause: str | None, n: int) -> RewardErro
 
 
 def guarded(reward: Any) -> Any:
-    """A reward as the trainer runs it (recipe's or ``reward_funcs=``): ``SafeReward`` stopping the run when broken on
-    the whole first batch; a reward model (a path, a ``PreTrainedModel``) is TRL's to run, returned as it is."""
+    """A reward as the trainer runs it: ``SafeReward(stop_if_broken)``; a reward model is TRL's, returned as is."""
     if isinstance(reward, SafeReward):
         reward.stop_if_broken = True
         return reward
@@ -237,9 +220,7 @@ def guarded(reward: Any) -> Any:
 def call_sync(reward: Callable, *args: Any, **kwargs: Any) -> Any:
     """Call a reward from synchronous code (eval, tests), running it to completion when it is ``async``."""
     result = reward(*args, **kwargs)
-    if inspect.isawaitable(result):
-        return asyncio.run(_await(result))
-    return result
+    return asyncio.run(_await(result)) if inspect.isawaitable(result) else result
 
 
 async def _await(awaitable: Any) -> Any:

@@ -88,11 +88,6 @@ __done.acquire()
 """
 
 
-def _assert_script(asserts: list[str]) -> str:
-    """``main.py`` for a row's asserts: ``solution.py`` runs as a module, then each assert in its namespace."""
-    return _HARNESS + _START % (asserts,)
-
-
 def _passed_asserts(stdout: str, token: str, total: int) -> int:
     """How many of ``total`` asserts the harness reported passed: each index in range once, nothing else counts."""
     seen = set()
@@ -120,46 +115,37 @@ class CodeTests:
         self.max_workers = max_workers or 2 * len(os.sched_getaffinity(0))
 
     def __call__(self, completions: list, **columns) -> list[float | None]:
-        texts = text_of(completions)
-        n = len(texts)
         keys = [
             k for k in ("tests", "verification_info", "test_list", "test_setup_code", "test_imports") if k in columns
         ]
-        rows = [{k: columns[k][i] for k in keys} for i in range(n)]
-        out: list[float | None] = [0.0] * n
         jobs, owners = [], []  # owners[j] = (row, kind, payload)
-        totals = [0] * n
-        for i, (text, row) in enumerate(zip(texts, rows, strict=True)):
-            tests = parse_tests(row)
-            if tests is None:
-                out[i] = None
-                continue
-            totals[i] = len(tests["asserts"]) + len(tests["io"])
-            code = extract_code(text)
+        all_tests = []
+        for i, text in enumerate(text_of(completions)):
+            tests = parse_tests({k: columns[k][i] for k in keys})
+            all_tests.append(tests)
+            code = extract_code(text) if tests else None
             if code is None:
                 continue
+            solution = f"{tests['setup']}\n{code}"
             if tests["asserts"]:
                 token = secrets.token_hex(16)
-                script = _assert_script(tests["asserts"])
-                solution = f"{tests['setup']}\n{code}"
-                jobs.append(
-                    {"code": script, "stdin": token, "files": {"solution.py": solution}, "limits": self.limits}
-                )
+                files = {"solution.py": solution}
+                jobs.append({"code": _HARNESS + _START % (tests["asserts"],), "stdin": token, "files": files})
                 owners.append((i, "asserts", (token, len(tests["asserts"]))))
             for stdin, expected in tests["io"]:
-                jobs.append({"code": f"{tests['setup']}\n{code}", "stdin": stdin, "limits": self.limits})
+                jobs.append({"code": solution, "stdin": stdin})
                 owners.append((i, "io", expected))
-        passed = [0] * n
-        for (i, kind, payload), result in zip(owners, run_many(jobs, max_workers=self.max_workers)):
+        passed = [0] * len(all_tests)
+        results = run_many([{**job, "limits": self.limits} for job in jobs], max_workers=self.max_workers)
+        for (i, kind, payload), result in zip(owners, results):
             if kind == "asserts":
                 passed[i] += _passed_asserts(result.stdout, *payload)
             elif result.ok and not result.truncated and _lines(result.stdout) == _lines(payload):
                 passed[i] += 1
-        for i in range(n):
-            if out[i] is None or not totals[i]:
-                continue
-            fraction = passed[i] / totals[i]
-            out[i] = (1.0 if fraction == 1.0 else 0.0) if self.binary else fraction
+        out: list[float | None] = []
+        for tests, n_passed in zip(all_tests, passed):
+            fraction = n_passed / (len(tests["asserts"]) + len(tests["io"])) if tests else None
+            out.append(float(fraction == 1.0) if self.binary and fraction is not None else fraction)
         return out
 
 

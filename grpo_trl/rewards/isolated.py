@@ -16,9 +16,9 @@ import pickle
 import select
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from multiprocessing.connection import Connection
 from typing import Any
 
 from grpo_trl.rewards.results import collecting_faults, describe, report_fault
@@ -49,7 +49,7 @@ class Child:
             with contextlib.suppress(Exception):
                 stream.flush()
         read, write = os.pipe()
-        requests, self.requests = os.pipe() if worker else (-1, -1)
+        requests, sender = os.pipe() if worker else (-1, -1)
         self.pid = os.fork()
         if self.pid == 0:  # pragma: no cover - the child (coverage does not follow a fork)
             try:
@@ -60,13 +60,14 @@ class Child:
                         os.closerange(max(3, start), end)
                 else:
                     os.close(read)
-                for message in produce(*([_received(requests)] if worker else [])):
+                for message in produce(*([_received(Connection(requests, writable=False))] if worker else [])):
                     _send(write, message)
             finally:  # whatever happens, the child never returns into the trainer
                 os._exit(0)
         os.close(write)
         if worker:
             os.close(requests)
+        self.requests = Connection(sender, readable=False) if worker else None
         self.fd, self.buf, self.eof = read, b"", False
         self.poller = select.poll()  # not select.select: it fails on a descriptor above 1023
         self.poller.register(read, select.POLLIN)
@@ -93,7 +94,7 @@ class Child:
 
     def send(self, message: Any) -> None:
         try:
-            _send(self.requests, message)
+            self.requests.send(message)
         except OSError:  # it died: ``next`` says so
             self.eof = True
 
@@ -101,10 +102,10 @@ class Child:
         """Kill the child and every process it started (its group), and collect it (once)."""
         if self.fd < 0:
             return
-        for fd in (self.fd, self.requests):
-            if fd >= 0:
-                os.close(fd)
-        self.fd, self.requests, self.eof = -1, -1, True
+        os.close(self.fd)
+        if self.requests is not None:
+            self.requests.close()
+        self.fd, self.requests, self.eof = -1, None, True
         for kill in (os.killpg, os.kill):
             with contextlib.suppress(OSError):  # already gone, or not yet its own group
                 kill(self.pid, signal.SIGKILL)
@@ -123,18 +124,11 @@ def _send(fd: int, message: Any) -> None:  # pragma: no cover - runs in the chil
         view = view[os.write(fd, view) :]
 
 
-def _received(fd: int) -> Iterator[Any]:  # pragma: no cover - runs in a worker child
+def _received(requests: Connection) -> Iterator[Any]:  # pragma: no cover - runs in a worker child
     """The messages ``Child.send`` sends, until grpo-trl closes its end."""
-    buf = b""
-    while True:
-        while len(buf) < 8 or len(buf) < 8 + int.from_bytes(buf[:8], "big"):
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return
-            buf += chunk
-        need = 8 + int.from_bytes(buf[:8], "big")
-        data, buf = buf[8:need], buf[need:]
-        yield pickle.loads(data)
+    with contextlib.suppress(EOFError):
+        while True:
+            yield requests.recv()
 
 
 def _outcome(func: Callable, kwargs: dict) -> Any:  # pragma: no cover - runs in the child
@@ -158,42 +152,15 @@ def _outcome(func: Callable, kwargs: dict) -> Any:  # pragma: no cover - runs in
 
 def _run_coroutine(awaitable: Any) -> Any:
     """Run ``awaitable`` on a fresh loop in a fresh thread (a forked thread may still think TRL's loop runs)."""
-    box: dict[str, Any] = {}
 
-    def target() -> None:
-        async def wrapped() -> Any:
-            return await awaitable
+    async def wrapped() -> Any:
+        return await awaitable
 
-        try:
-            box["value"] = asyncio.run(wrapped())
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            box["error"] = exc
-
-    worker = threading.Thread(target=contextvars.copy_context().run, args=(target,))  # faults reach the collector
-    worker.start()
-    worker.join()
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    context = contextvars.copy_context()  # faults the reward reports reach the collector
+    return in_thread(lambda: context.run(asyncio.run, wrapped()), None, RuntimeError("no bound"), "reward-async")
 
 
-def start(func: Callable, kwargs: dict, timeout: float) -> tuple[Child, float]:
-    """Fork a child calling ``func(**kwargs)`` (run to completion when ``async``), and its deadline."""
-    return Child(lambda: [_outcome(func, kwargs)]), time.monotonic() + timeout
-
-
-def finish(started: tuple[Child, float], timeout: float) -> Any:
-    """What ``start``'s child sent, waiting until its deadline (blocking: run it off an event loop)."""
-    child, deadline = started
-    try:
-        return child.next(deadline)
-    except RewardTimeout:
-        raise RewardTimeout(f"did not return within {timeout} s (timeout)") from None
-    finally:
-        child.close()
-
-
-def replay(outcome: Any, kwargs: dict) -> Any:
+def _replay(outcome: Any, kwargs: dict) -> Any:
     """In the trainer: the child's faults reported, its ``log_metric`` / ``log_extra`` calls made; the value."""
     if outcome[0] != "ok":
         raise ChildFault(outcome[1])
@@ -208,13 +175,22 @@ def replay(outcome: Any, kwargs: dict) -> Any:
 
 
 def call(func: Callable, kwargs: dict, timeout: float) -> Any:
-    """``func(**kwargs)`` bounded by ``timeout`` seconds of wall time, in a child process where one can be forked."""
+    """``func(**kwargs)`` (run to completion when ``async``) bounded by ``timeout`` seconds of wall time, in a child
+    process where one can be forked. Blocking: an event loop runs it in a thread."""
+    late = RewardTimeout(f"did not return within {timeout} s (timeout)")
     if CAN_FORK:
-        return replay(finish(start(func, kwargs, timeout), timeout), kwargs)
+        child = Child(lambda: [_outcome(func, kwargs)])
+        try:
+            outcome = child.next(time.monotonic() + timeout)
+        except RewardTimeout:
+            raise late from None
+        finally:
+            child.close()
+        return _replay(outcome, kwargs)
     context = contextvars.copy_context()  # faults the reward reports reach this call's collector
 
     def run() -> Any:
         value = context.run(func, **kwargs)
         return _run_coroutine(value) if inspect.isawaitable(value) else value
 
-    return in_thread(run, timeout, RewardTimeout(f"did not return within {timeout} s (timeout)"), "reward-timed")
+    return in_thread(run, timeout, late, "reward-timed")

@@ -161,14 +161,11 @@ class Judge:
             except (ValueError, TypeError):
                 return None
         else:
-            found = None
-            for match in self.regex.finditer(answer):
-                found = match
-            if found is None:
-                return None
+            found = self.regex.findall(answer)  # the last match: its first group, else the whole match
+            last = found[-1] if found else None
             try:
-                value = float(found.group(1) if self.regex.groups else found.group(0))
-            except (ValueError, IndexError):
+                value = float(last[0] if isinstance(last, tuple) else last)
+            except (ValueError, TypeError, IndexError):
                 return None
         if not self.low <= value <= self.high:
             return None

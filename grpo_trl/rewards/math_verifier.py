@@ -73,7 +73,6 @@ def request(gold: str, answer: str) -> tuple[str, str, bool]:
     return math_form(gold), form, form != answer or answer.startswith("\\boxed{")
 
 
-_GOLDS: dict[str, list] = {}
 # One of each common answer form (roots, fractions, intervals, sets, polynomials, prose), compared as in a run
 _WARM = [
     ("$1$", "1"), ("$3\\sqrt{2}$", "\\sqrt{18}"), ("$\\frac{5}{8}$", "0.625"), ("$2\\pi$", "\\pi \\cdot 2"),
@@ -86,18 +85,19 @@ def verdict(gold: str, answer: str, latex: bool) -> float | None:
     ``latex``: the answer read as TRL's ``accuracy_reward`` does, else with math-verify's default extraction."""
     from math_verify import LatexExtractionConfig, parse, verify
 
-    if gold not in _GOLDS:
-        if len(_GOLDS) > 10_000:
-            _GOLDS.clear()
-        _GOLDS[gold] = parse(gold, parsing_timeout=None)
-    if not _GOLDS[gold]:
+    if not (parsed_gold := _parsed(gold)):
         return None
-    if latex:  # its default normalization includes units, as TRL's
-        config = [LatexExtractionConfig(boxed_match_priority=0)]
-        parsed = parse(answer, config, extraction_mode="first_match", parsing_timeout=None)
-    else:
-        parsed = parse(answer, parsing_timeout=None)
-    return float(verify(_GOLDS[gold], parsed, timeout_seconds=None))
+    # TRL's reading: one LaTeX extraction (its default normalization includes units), the first match
+    as_trl = {"extraction_config": [LatexExtractionConfig(boxed_match_priority=0)], "extraction_mode": "first_match"}
+    parsed = parse(answer, parsing_timeout=None, **(as_trl if latex else {}))
+    return float(verify(parsed_gold, parsed, timeout_seconds=None))
+
+
+@functools.lru_cache(maxsize=10_000)  # each gold parsed once per worker
+def _parsed(gold: str) -> list:
+    from math_verify import parse
+
+    return parse(gold, parsing_timeout=None)
 
 
 def _serve(requests: Iterator[list]) -> Iterator:  # pragma: no cover - runs in a worker child

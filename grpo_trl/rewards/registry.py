@@ -1,5 +1,5 @@
-"""The reward registry (a ``grpo_trl.registry.Registry``): register, look up, list, plan. A reward is a function in
-TRL's signature ``(completions, **kwargs) -> list[float | None]``, ``kwargs`` the dataset's columns and TRL's own.
+"""The reward registry: register, look up, list, plan. A reward is a function in TRL's signature
+``(completions, **kwargs) -> list[float | None]``, ``kwargs`` the dataset's columns and TRL's own.
 
     >>> from grpo_trl.rewards import register_reward, get_reward
     >>> @register_reward("says_yes_doc")
@@ -44,7 +44,7 @@ class RewardInfo:
 
 
 def _hint(name: str, names: list[str]) -> str:
-    """The did-you-mean of an unknown reward, or what the name looks like (a reward model, TRL's ``pkg.mod.func``)."""
+    """The did-you-mean of an unknown reward, or what it looks like (a reward model, TRL's ``pkg.mod.func``)."""
     hint = suggest(name, names)
     module, _, attr = name.rpartition(".")
     if "/" in name:  # GRPOTrainer(reward_funcs="org/model") loads a reward model
@@ -73,12 +73,9 @@ def register_reward(
     uses_trainer: dict[str, str] | None = None,
     passes_at: float | str | None = None,
 ) -> Callable[[Callable], Callable]:
-    """Decorator registering a reward under ``name`` (default: the function's name); duplicates are an error.
-
-    A *factory* (a class, or ``factory=True``) is called once with the recipe's ``args`` and returns the reward.
-    ``uses_trainer``: argument -> ``trainer`` field it defaults to; ``passes_at``: the score that counts as solved
-    for ``eval``'s pass@k (a number, or the argument holding it). See docs/rewards.md.
-    """
+    """Register a reward under ``name`` (default: its own); a *factory* (a class, or ``factory=True``) is called with
+    the recipe's ``args``. ``uses_trainer``: argument -> ``trainer`` field it defaults to; ``passes_at``: the score
+    that counts as solved for pass@k (a number, or the argument holding it). See docs/rewards.md."""
 
     def decorator(obj: Callable) -> Callable:
         is_factory = inspect.isclass(obj) if factory is None else factory
@@ -98,8 +95,7 @@ def pass_threshold(name: str, args: dict[str, Any]) -> float | None:
     """The score at which reward ``name`` (with ``args``) counts a completion as solved; None if it does not say."""
     rule = reward_metadata(name).get("passes_at")
     if isinstance(rule, str):
-        obj, is_factory = _lookup(name)
-        default = inspect.signature(obj.__init__ if inspect.isclass(obj) else obj).parameters[rule].default
+        default = inspect.signature(_target(_lookup(name)[0])).parameters[rule].default
         return float(args.get(rule, default))
     return None if rule is None else float(rule)
 
@@ -111,16 +107,19 @@ def reward_metadata(name: str) -> dict[str, Any]:
     return {k: meta[k] for k in ("uses_trainer", "passes_at") if k in meta}
 
 
+def _target(obj: Callable) -> Callable:
+    """What a recipe's ``args`` bind to: a class's ``__init__``, else the function."""
+    return obj.__init__ if inspect.isclass(obj) else obj
+
+
 def _params(obj: Callable, is_factory: bool) -> dict[str, Any]:
-    target = obj.__init__ if inspect.isclass(obj) else obj
-    params = {}
-    for pname, p in inspect.signature(target).parameters.items():
-        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or pname in ("self",) or pname in TRL_KWARGS:
-            continue
-        if not is_factory and p.default is p.empty:
-            continue  # a dataset column the reward reads (solution, nums...), not an argument
-        params[pname] = p.default
-    return params
+    """Argument -> default; a plain reward's parameters without one are dataset columns, not arguments."""
+    return {
+        k: p.default
+        for k, p in inspect.signature(_target(obj)).parameters.items()
+        if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and k != "self" and k not in TRL_KWARGS
+        and (is_factory or p.default is not p.empty)
+    }  # fmt: skip
 
 
 def list_rewards() -> list[RewardInfo]:
@@ -152,9 +151,8 @@ def _lookup(name: str) -> tuple[Callable, bool]:
 def check_reward_args(name: str, args: dict[str, Any]) -> None:
     """Raise ``RewardError`` naming any argument the reward does not take, or a required one that is missing."""
     obj, is_factory = _lookup(name)
-    target = obj.__init__ if inspect.isclass(obj) else obj
     try:
-        sig = inspect.signature(target)
+        sig = inspect.signature(_target(obj))
     except Exception as exc:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
         raise RewardError(f"reward {name!r}: its signature cannot be read ({exc})", key="name") from exc
     accepts_any = is_factory and any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())

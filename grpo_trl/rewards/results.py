@@ -71,12 +71,7 @@ def _as_list(raw: Any, n: int) -> list:
 
 def scores(raw: Any, n: int) -> tuple[list[float | None], int, str | None]:
     """TRL-storable scores from a reward's result: ``(values, rows turned None, first cause)``; ``LengthError`` when
-    ``raw`` is not one value per completion.
-
-    >>> import numpy as np
-    >>> scores(np.array([1, 0.5]), 2), scores((1e308, float("nan"), None), 3)[1:]
-    (([1.0, 0.5], 0, None), (2, 'returned 1e+308, beyond float32 (TRL stores rewards as float32)'))
-    """
+    ``raw`` is not one value per completion."""
     values = _as_list(raw, n)
     if len(values) != n:
         raise LengthError(f"returned {len(values)} values for {n} completions")
@@ -110,21 +105,12 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg[:300]}{at}"
 
 
-# ------------------------------------------------------------------------------------------------ reported faults
 _REPORTED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("grpo_trl_reward_faults", default=None)
 
 
 def report_fault(why: str) -> bool:
     """Call from inside a reward for each row it scores ``None`` because of a failure: ``SafeReward`` counts it as a
     fault. ``False`` when no wrapper listens (called bare, or from a thread the reward started): log ``why`` yourself.
-
-    >>> report_fault("judge request failed: HTTP 500")
-    False
-    >>> with collecting_faults() as reported:
-    ...     report_fault("judge request failed: HTTP 500")
-    True
-    >>> reported
-    ['judge request failed: HTTP 500']
     """
     reported = _REPORTED.get()
     if reported is None:

@@ -10,20 +10,17 @@ from __future__ import annotations
 
 import math
 
-from grpo_trl.rewards.math import Accuracy, MathVerifier
+from grpo_trl.rewards.math import Accuracy
 from grpo_trl.rewards.registry import register_reward, text_of
 
 
-def _lengths(completions: list, completion_ids: list | None) -> list[int]:
-    if completion_ids is not None:
-        return [len(ids) for ids in completion_ids]
-    return [len(t.split()) for t in text_of(completions)]
-
-
 def _ids(completions: list, completion_ids: list | None) -> list[list]:
-    if completion_ids is not None:
-        return list(completion_ids)
-    return [t.split() for t in text_of(completions)]
+    """Token ids per completion, else its whitespace-separated words."""
+    return list(completion_ids) if completion_ids is not None else [t.split() for t in text_of(completions)]
+
+
+def _lengths(completions: list, completion_ids: list | None) -> list[int]:
+    return [len(ids) for ids in _ids(completions, completion_ids)]
 
 
 class _Correctness:
@@ -31,10 +28,6 @@ class _Correctness:
 
     def __init__(self, timeout: float, require_answer_tag: bool = True, answer_tag: str = "answer"):
         self.accuracy = Accuracy(timeout=timeout, require_answer_tag=require_answer_tag, answer_tag=answer_tag)
-
-    @property
-    def verifier(self) -> MathVerifier:
-        return self.accuracy.verifier
 
     def __call__(self, completions: list, solution: list) -> list[bool | None]:
         return [None if s is None else s == 1.0 for s in self.accuracy(completions, solution)]

@@ -28,38 +28,36 @@ class RewardPlan:
         return f"RewardPlan({self.__name__!r}, {self.signature}, args={self.args})"
 
 
+_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
 def call_signature(reward: Any) -> inspect.Signature | None:
     """The signature TRL's keyword call meets: through ``SafeReward`` and ``NamedReward`` to the function."""
-    if isinstance(reward, SafeReward):
-        reward = reward.reward
+    reward = reward.reward if isinstance(reward, SafeReward) else reward
     if isinstance(reward, RewardPlan):
         return reward.signature
-    func = reward.func if isinstance(reward, NamedReward) else reward
-    try:
-        return inspect.signature(func)  # a function, or a callable instance (its bound __call__)
+    try:  # a function, or a callable instance (its bound __call__)
+        return inspect.signature(reward.func if isinstance(reward, NamedReward) else reward)
     except Exception:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
         return None
 
 
 def bound_args(reward: Any) -> dict[str, Any]:
     """The recipe ``args`` bound to a reward (``SafeReward``, ``NamedReward`` or ``RewardPlan``)."""
-    if isinstance(reward, SafeReward):
-        reward = reward.reward
-    return dict(getattr(reward, "args", {}) if isinstance(reward, (NamedReward, RewardPlan)) else {})
+    reward = reward.reward if isinstance(reward, SafeReward) else reward
+    return dict(reward.args if isinstance(reward, (NamedReward, RewardPlan)) else {})
+
+
+def _columns(sig: inspect.Signature) -> list[str]:
+    """Keyword parameters without a default: what the call needs passed (dataset columns, TRL's own)."""
+    return [k for k, p in sig.parameters.items() if p.default is p.empty and p.kind in _KEYWORD]
 
 
 def required_columns(reward: Any) -> list[str]:
     """Dataset columns a reward reads: parameters of its call without a default, besides TRL's own and bound args."""
     sig = call_signature(reward)
-    if sig is None:
-        return []
     bound = bound_args(reward)
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return [
-        name
-        for name, p in sig.parameters.items()
-        if p.default is p.empty and p.kind in kinds and name not in TRL_KWARGS and name not in bound
-    ]
+    return [k for k in _columns(sig) if k not in TRL_KWARGS and k not in bound] if sig else []
 
 
 def unaccepted_columns(reward: Any, columns: Iterable[str]) -> list[str]:
@@ -67,8 +65,7 @@ def unaccepted_columns(reward: Any, columns: Iterable[str]) -> list[str]:
     sig = call_signature(reward)
     if sig is None or any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
         return []
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    takes = {name for name, p in sig.parameters.items() if p.kind in kinds}
+    takes = {k for k, p in sig.parameters.items() if p.kind in _KEYWORD}
     return sorted(set(columns) - takes - TRL_KWARGS - set(bound_args(reward)) - NOT_PASSED)
 
 
@@ -83,9 +80,7 @@ def product_signature(cls: type) -> inspect.Signature | None:
 
 def _trl_call_problem(signature: inspect.Signature, args: dict[str, Any]) -> str | None:
     """Why TRL's keyword call (plus ``args`` and the columns the reward names) cannot bind, or None."""
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    columns = {k: None for k, p in signature.parameters.items() if p.default is p.empty and p.kind in kinds}
-    keywords = {**columns, **{k: None for k in TRL_KWARGS - {"environments"}}, **args}
+    keywords = dict.fromkeys([*_columns(signature), *(TRL_KWARGS - {"environments"})]) | args
     try:
         signature.bind(**keywords)
     except TypeError as exc:
@@ -120,19 +115,11 @@ def check_call(
             "completions; wrap it in a Python function `def my_reward(completions, **kwargs)`",
             key="name",
         ) from exc
-    if is_factory:
-        params = signature.parameters
-        known = set(args) <= set(params) or any(p.kind is p.VAR_KEYWORD for p in params.values())
-        required = {
-            k for k, p in params.items() if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-        }
-        if known and required <= set(args):  # unknown or missing names: the registry names them (did you mean)
-            try:
-                signature.bind(**args)
-            except TypeError as exc:
-                raise RewardError(
-                    f"reward {name!r}: args do not fit {qualname}{signature} ({exc})", key="args"
-                ) from exc
+    if is_factory:  # unknown or missing names: the registry named them before (did you mean)
+        try:
+            signature.bind(**args)
+        except TypeError as exc:
+            raise RewardError(f"reward {name!r}: args do not fit {qualname}{signature} ({exc})", key="args") from exc
         signature = product_signature(obj) if inspect.isclass(obj) else None
         if signature is None and inspect.isclass(obj):
             raise RewardError(
