@@ -75,13 +75,15 @@ class Manifest:
         """Entries a run that trained left (checkpoints, logs, final weights): a fresh run would mix with them."""
         return [n for n in self.present() if self.entries.get(n, {}).get("kind") in ("checkpoint", "log", "model")]
 
-    def sync(self, live: bool = False) -> None:
-        """Forget entries that are gone (rotated checkpoints), save. ``live``: the run holding the lock adopts what
-        the trainer wrote unannounced (a name it writes, absent when the run checked the folder)."""
+    def sync(self, live: bool = False, training: bool = False) -> None:
+        """Forget entries that are gone (``training``: only checkpoints rotated away; logs recorded may come yet),
+        save. ``live``: the run holding the lock adopts what the trainer wrote unannounced (a name it writes, absent
+        when the run checked the folder)."""
         names = set(self.present())
-        self.entries = {n: e for n, e in self.entries.items() if n in names}
+        keep = {n for n, e in self.entries.items() if n in names or (training and e.get("kind") != "checkpoint")}
+        self.entries = {n: e for n, e in self.entries.items() if n in keep}
         if live:
-            self.record(*sorted(n for n in names - set(self.entries) if predictable(n)))
+            self.record(*sorted(n for n in names - keep if predictable(n)))
         self.save()
 
     def recover(self) -> list[dict]:

@@ -62,10 +62,15 @@ def place(folder: Path, manifest: Manifest, staged: Path) -> list[str]:
 
 class ManifestCallback(TrainerCallback):
     """Records each ``checkpoint-<N>`` (and TRL's ``README.md`` model card, written with it) before the trainer saves
-    it, and syncs the manifest after: a run killed mid-save has recorded what it was writing."""
+    it, and syncs the manifest after: a run killed mid-save has recorded what it was writing. At the start it adopts
+    the logs the trainer made unannounced (TRL's ``completions/``, tensorboard's ``runs/``)."""
 
     def __init__(self, manifest: Manifest):
         self.manifest = manifest
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.manifest.sync(live=True, training=True)
 
     def on_step_end(self, args, state, control, **kwargs):
         if state.is_world_process_zero and control.should_save:
@@ -77,7 +82,7 @@ class ManifestCallback(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
             self.manifest.record(f"checkpoint-{state.global_step}")
-            self.manifest.sync(live=True)
+            self.manifest.sync(live=True, training=True)
 
 
 def no_space(exc: BaseException) -> bool:

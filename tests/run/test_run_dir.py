@@ -208,13 +208,22 @@ def test_a_killed_runs_files_are_its_own_only_where_recorded(tmp_path):
 
 
 def test_a_live_run_adopts_what_the_trainer_wrote_unannounced(tmp_path):
+    from transformers import TrainerControl, TrainerState
+
+    from grpo_trl.run.writes import ManifestCallback
+
     (tmp_path / "notes.txt").write_text("mine")
     m = Manifest.load(tmp_path)
     run = m.start_run()
-    (tmp_path / "runs").mkdir()  # tensorboard, TRL's parquet logs: written without a callback to record them first
+    m.record("alerts.jsonl")  # recorded before it is written (at the first alert)
+    (tmp_path / "completions").mkdir()  # TRL's parquet logs, made in GRPOTrainer's __init__: no callback before it
+    ManifestCallback(m).on_train_begin(None, TrainerState(), TrainerControl())
+    assert sorted(Manifest.load(tmp_path).entries) == ["alerts.jsonl", "completions"]  # before any kill can land
+    (tmp_path / "runs").mkdir()  # tensorboard's, made while the run holds the lock
     (tmp_path / "my_eval.txt").write_text("mine too")
     m.end_run(run)
-    assert sorted(m.entries) == ["runs"] and Manifest.load(tmp_path).foreign() == ["my_eval.txt", "notes.txt"]
+    assert sorted(m.entries) == ["completions", "runs"]  # alerts.jsonl never came: forgotten
+    assert Manifest.load(tmp_path).foreign() == ["my_eval.txt", "notes.txt"]
     assert Manifest.load(tmp_path).runs[0]["ended"]
 
 
