@@ -73,16 +73,15 @@ def model_entry_problems(spec: dict, key: str, base_dir: Path) -> list[Problem]:
 
 
 def resolve_model(spec: dict, base_dir: Path, output_dir: str | Path) -> str:
-    """The path or id TRL loads: ``builtin:tiny-reward`` is built (once) into ``<output_dir>/tiny-reward``."""
+    """The path or id TRL loads: ``builtin:tiny-reward`` is built once, whole or not at all, into
+    ``<output_dir>/tiny-reward`` (staged in the run's ``.grpo-trl/``, as the policy's ``builtin:`` model)."""
     model = str(spec["model"])
     if model != BUILTIN_TINY_REWARD:
         return _where(model, base_dir)
+    from grpo_trl.models.load import build_once
     from grpo_trl.models.tiny import build_tiny_reward_model
 
-    path = Path(output_dir) / "tiny-reward"
-    if not (path / "config.json").exists():
-        build_tiny_reward_model(path)
-    return str(path)
+    return build_once(build_tiny_reward_model, Path(output_dir) / "tiny-reward", Path(output_dir) / ".grpo-trl")
 
 
 def processing_class(spec: dict, base_dir: Path):

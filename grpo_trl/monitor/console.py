@@ -191,13 +191,10 @@ class CompletionSamples(TrainerCallback):
         prompts, completions = batch["prompt"], batch["completion"]
         rewards, advantages = batch["rewards"], batch["advantages"]
         # one completion per distinct prompt first, so the sample covers several prompts
-        order, seen = [], set()
+        first: dict[str, int] = {}
         for i, p in enumerate(prompts):
-            key = _text(p)
-            if key not in seen:
-                seen.add(key)
-                order.append(i)
-        order += [i for i in range(len(prompts)) if i not in order]
+            first.setdefault(_text(p), i)
+        order = [*first.values(), *(i for i in range(len(prompts)) if i not in first.values())]
         lines = []
         for i in order[: self.samples]:
             row = {

@@ -1,1 +1,1 @@
-"""One training session's output directory: names, lock and heartbeat, manifest, staged writes, resume, export."""
+"""One training session's output directory: names, lock, manifest, staged writes, resume, export."""

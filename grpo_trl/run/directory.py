@@ -1,35 +1,30 @@
-"""The output directory is the user's: ``.grpo-trl/manifest.json`` records each entry grpo-trl writes before it
-writes it; what the trainer writes unannounced (``TRAINER_NAMES``) is the run's when modified within the run's
-window (to a killed run's last heartbeat). Anything else is foreign and never touched (docs/safety.md)."""
+"""The output directory is the user's: ``.grpo-trl/manifest.json`` records each entry grpo-trl or the trainer writes
+before it is written (or, while the run is alive, once the trainer wrote it). What the manifest does not record is
+foreign: never touched. A run never deletes: ``--overwrite`` moves its entries aside (docs/safety.md)."""
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
 from grpo_trl.io import read_json, write_json
-from grpo_trl.run.lock import Heartbeat, RunLock, last_alive, this_process  # noqa: F401 - Heartbeat, RunLock: here too
-from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, clear, kind_of, predictable  # noqa: F401 - re-exported
+from grpo_trl.run.lock import RunLock, this_process  # noqa: F401 - RunLock: here too
+from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable  # noqa: F401 - re-exported
 from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")
-SLACK_S = 2.0  # coarse filesystem timestamps: a file may look up to this much older than the run that wrote it
-
-
-class _Run(BaseModel, strict=True):
-    fs_start: float = 0
-    ended: float | None = None
 
 
 class _Shape(BaseModel, strict=True):
     """What ``Manifest.save`` writes; anything else (a hand edit, another tool's file) is trusted not at all."""
 
     entries: dict[str, dict] | None = None
-    runs: list[_Run] | None = None
+    runs: list[dict] | None = None
 
 
 @dataclass
@@ -53,28 +48,24 @@ class Manifest:
             _Shape.model_validate(data := read_json(path))
         except FileNotFoundError:
             return cls(folder)
-        except ValidationError:
-            logger.warning("%s is not a grpo-trl manifest: treating every entry as not written by grpo-trl", path)
-            return cls(folder)
-        except (OSError, ValueError) as exc:  # cut mid-write cannot happen (atomic replace); a hand edit can
-            logger.warning("%s is unreadable (%s): treating every entry as not written by grpo-trl", path, exc)
+        except (OSError, ValueError, ValidationError) as exc:  # a hand edit, another tool's file
+            logger.warning("%s is not a grpo-trl manifest (%s): treating every entry as not written by grpo-trl",
+                           path, str(exc).splitlines()[0])  # fmt: skip
             return cls(folder)
         return cls(folder, dict(data.get("entries") or {}), list(data.get("runs") or []), True)
 
     def save(self) -> None:
         (self.folder / STATE).mkdir(parents=True, exist_ok=True)
-        write_json(self.path, {"version": 1, "entries": self.entries, "runs": self.runs}, mine=True)
+        write_json(self.path, {"version": 2, "entries": self.entries, "runs": self.runs}, mine=True)
         self.exists = True
 
     def present(self) -> list[str]:
         return sorted(p.name for p in self.folder.iterdir() if p.name != STATE) if self.folder.is_dir() else []
 
-    def record(self, *names: str, run: dict | None = None) -> None:
-        """Add ``names`` (about to be written by ``run``, when given: a killed run's unwritten ones are dropped)."""
+    def record(self, *names: str) -> None:
+        """Add ``names``, about to be written by grpo-trl or the trainer."""
         for name in names:
-            entry = self.entries.setdefault(name, {"kind": kind_of(name)})
-            if run is not None and "fs_start" in run and not (self.folder / name).exists():
-                entry["run"] = run["fs_start"]
+            self.entries.setdefault(name, {"kind": kind_of(name)})
 
     def foreign(self) -> list[str]:
         """Entries in the directory that grpo-trl did not write."""
@@ -84,44 +75,32 @@ class Manifest:
         """Entries a run that trained left (checkpoints, logs, final weights): a fresh run would mix with them."""
         return [n for n in self.present() if self.entries.get(n, {}).get("kind") in ("checkpoint", "log", "model")]
 
-    def sync(self, run: dict | None = None) -> None:
-        """Forget entries that are gone (rotated checkpoints), adopt the run's own by the window rule, save."""
+    def sync(self, live: bool = False, training: bool = False) -> None:
+        """Forget entries that are gone (``training``: only checkpoints rotated away; logs recorded may come yet),
+        save. ``live``: the run holding the lock adopts what the trainer wrote unannounced (a name it writes, absent
+        when the run checked the folder)."""
         names = set(self.present())
-        self.entries = {n: e for n, e in self.entries.items() if n in names}
-        runs = [run] if run else self.runs
-        windows = [(r["fs_start"] - SLACK_S, r.get("ended") or float("inf")) for r in runs if "fs_start" in r]
-        for name in names - set(self.entries):
-            if predictable(name) and any(lo <= self._mtime(name) <= hi for lo, hi in windows):
-                self.record(name)
+        keep = {n for n, e in self.entries.items() if n in names or (training and e.get("kind") != "checkpoint")}
+        self.entries = {n: e for n, e in self.entries.items() if n in keep}
+        if live:
+            self.record(*sorted(n for n in names - keep if predictable(n)))
         self.save()
 
-    def recover(self) -> list[str]:
-        """Close the windows of runs that never recorded their end (killed) at their last heartbeat, adopting what
-        they wrote then, and dropping what they recorded but the user made after they died."""
-        open_runs = [r for r in self.runs if not r.get("ended")]
-        if not open_runs:
-            return []
-        before = set(self.entries)
-        for run in open_runs:
-            end = last_alive(self.folder, run)
-            run["ended"], run["killed"] = (end if end is not None else run.get("fs_start") or 0.0), True
-            for name, entry in list(self.entries.items()):
-                if "run" in entry and entry["run"] == run.get("fs_start") and self._mtime(name) > run["ended"]:
-                    del self.entries[name]
-            self.sync(run)
-        return sorted(set(self.entries) - before)
+    def recover(self) -> list[dict]:
+        """Close the runs that never recorded their end (killed): what they recorded and wrote is theirs, anything
+        else stays foreign. Returns those runs."""
+        killed = [r for r in self.runs if not r.get("ended")]
+        for run in killed:
+            run["ended"], run["killed"] = time.time(), True
+        if killed:
+            self.sync()
+        return killed
 
-    def _mtime(self, name: str) -> float:
-        try:
-            return (self.folder / name).lstat().st_mtime
-        except OSError:
-            return float("-inf")
-
-    def remove_own(self) -> list[str]:
-        """``--overwrite``: move the entries grpo-trl wrote (nothing else) into ``.grpo-trl/previous/``, by name (a
-        link is moved, never followed); the run overwritten before that one goes. Returns the names moved."""
-        clear(aside := self.folder / STATE / "previous")
+    def remove_own(self, aside: Path | None = None) -> list[str]:
+        """``--overwrite``: move the entries grpo-trl wrote (nothing else) by name (a link is moved, never followed)
+        into ``aside`` (a new ``aside_folder``): nothing is deleted. Returns the names moved."""
         moved = [name for name in self.present() if name in self.entries]
+        aside = aside or aside_folder(self.folder)
         for name in moved:
             aside.mkdir(parents=True, exist_ok=True)
             os.replace(self.folder / name, aside / name)
@@ -130,18 +109,22 @@ class Manifest:
         return moved
 
     def start_run(self, **info) -> dict:
-        """Record a run starting now: its window opens at the manifest's mtime (the filesystem's clock, which a
-        shared disk may set apart from this host's)."""
+        """Record a run starting now."""
         self.runs.append(run := {**this_process(), **info, "ended": None})
-        self.save()
-        run["fs_start"] = self.path.stat().st_mtime
         self.save()
         return run
 
     def end_run(self, run: dict) -> None:
-        self.sync(run)  # saves: its mtime closes the window
-        run["ended"] = self.path.stat().st_mtime
-        self.save()
+        run["ended"] = time.time()
+        self.sync(live=True)
+
+
+def aside_folder(folder: Path) -> Path:
+    """The first unused ``.grpo-trl/previous``, ``previous-2``, ...: where ``--overwrite`` moves a run."""
+    state, n = Path(folder) / STATE, 1
+    while os.path.lexists(path := state / ("previous" if n == 1 else f"previous-{n}")):
+        n += 1
+    return path
 
 
 def record_entries(output_dir: str | Path, *names: str) -> None:

@@ -1,12 +1,11 @@
-"""One run per output directory: an OS lock (``filelock``) on ``.grpo-trl/lock``, ``lock.json`` saying whose it is,
-and ``heartbeat.json`` whose mtime bounds when a killed run last wrote."""
+"""One run per output directory: an OS lock (``filelock``) on ``.grpo-trl/lock`` and ``lock.json`` saying whose
+it is; the kernel frees the lock when its process dies, so a ``lock.json`` found with the lock free is a dead run's."""
 
 from __future__ import annotations
 
 import logging
 import os
 import socket
-import threading
 import time
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from grpo_trl.io import read_json, write_json
 from grpo_trl.run.names import STATE
 
 logger = logging.getLogger("grpo_trl")
-HEARTBEAT_S = 1.0  # how often a live run touches .grpo-trl/heartbeat.json
 
 
 def this_process() -> dict:
@@ -25,8 +23,7 @@ def this_process() -> dict:
 
 
 class RunLock:
-    """The OS lock, held by the main process; the kernel frees it when its process dies, so a ``lock.json`` found
-    with the lock free is a dead run's: taken over with a warning."""
+    """The OS lock, held by the main process; a dead run's ``lock.json`` is taken over with a warning."""
 
     def __init__(self, folder: str | Path):
         state = Path(folder) / STATE
@@ -68,44 +65,3 @@ class RunLock:
             except OSError:  # a read-only folder: the next run takes a lock.json over when the OS lock is free
                 pass
             self._lock.release()
-
-
-class Heartbeat:
-    """``.grpo-trl/heartbeat.json`` (its run), touched every ``HEARTBEAT_S`` by a thread while the run lives: its
-    mtime, on the filesystem's clock, closes a killed run's window, so a file made after the kill is not the run's."""
-
-    def __init__(self, folder: str | Path, run: dict):
-        self.path, self.run = (
-            Path(folder) / STATE / "heartbeat.json",
-            {k: run.get(k) for k in ("pid", "host", "fs_start")},
-        )
-        self._stop, self._thread = threading.Event(), threading.Thread(target=self._beat, daemon=True)
-
-    def start(self) -> None:
-        write_json(self.path, self.run, mine=True)
-        self._thread.start()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(HEARTBEAT_S):
-            try:
-                os.utime(self.path)
-            except OSError:  # the directory went away or turned read-only: the run's own writes will say so
-                pass
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
-
-
-def last_alive(folder: str | Path, run: dict) -> float | None:
-    """When ``run`` was last known alive (filesystem clock): its heartbeat's mtime plus two missed beats, or ``None``
-    when it left no heartbeat of its own."""
-    path = Path(folder) / STATE / "heartbeat.json"
-    try:
-        who, mtime = read_json(path), path.stat().st_mtime
-    except (OSError, ValueError):
-        return None
-    if not isinstance(who, dict) or any(who.get(k) != run.get(k) for k in ("pid", "host", "fs_start")):
-        return None
-    return mtime + 3 * HEARTBEAT_S

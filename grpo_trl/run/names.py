@@ -1,11 +1,9 @@
 """Names in an output directory: grpo-trl's state folder, what the trainer and grpo-trl write, and what kind each
-is; only ``predictable`` names may be adopted by a killed run's manifest."""
+is; only ``predictable`` names may be adopted by a live run's manifest."""
 
 from __future__ import annotations
 
 import fnmatch
-import shutil
-from pathlib import Path
 
 from grpo_trl.trl_adapter import checkpoint_step
 
@@ -44,11 +42,3 @@ def predictable(name: str) -> bool:
     if checkpoint_step(name) is not None:
         return True
     return any(fnmatch.fnmatchcase(name, p) for p in TRAINER_NAMES + OWN_NAMES)
-
-
-def clear(path: Path) -> None:
-    """Remove ``path`` (in grpo-trl's own folder) by name: a link is never followed."""
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path)

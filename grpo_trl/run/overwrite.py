@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.recipe import RecipeError
-from grpo_trl.run.directory import STATE, Manifest, describe, predictable
+from grpo_trl.run.directory import STATE, Manifest, aside_folder, describe, predictable
 from grpo_trl.run.resume import checkpoints
 from grpo_trl.trl_adapter import rotation_candidates
 
@@ -48,11 +48,9 @@ def prepare_fresh(folder: Path, m: Manifest, cfg: Any, overwrite: bool, error: E
     entry grpo-trl did not write and on a previous run's results."""
     if overwrite:
         refuse_collisions(folder, m, cfg, "--overwrite", error)
-        if removed := m.remove_own():
-            logger.warning(
-                "--overwrite: moved the previous run's %s into %s/previous/ (until the next --overwrite)",
-                ", ".join(removed), STATE,
-            )  # fmt: skip
+        if removed := m.remove_own(aside := aside_folder(folder)):
+            where = f"{STATE}/{aside.name}/"
+            logger.warning("--overwrite: moved the previous run's %s into %s", ", ".join(removed), where)
         if kept := m.foreign():
             logger.warning("--overwrite: kept (not written by grpo-trl): %s", describe(kept, folder))
         return

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, Field, ValidationError
 
 from grpo_trl.errors import Problem, RecipeError, redact
 from grpo_trl.io import read_json, read_yaml, write
@@ -72,31 +73,29 @@ def _weights_problem(ckpt: Path) -> str | None:
     return None
 
 
-# the fields of trainer_state.json the trainer computes with on resume, and the JSON types it needs them in
-STATE_TYPES = {
-    "global_step": (int,),
-    "max_steps": (int,),
-    "epoch": (int, float, type(None)),
-    "best_global_step": (int, type(None)),
-    "log_history": (list,),
-}
+class _State(BaseModel, strict=True):
+    """The fields of ``trainer_state.json`` the trainer computes with on resume, in the JSON types it needs."""
+
+    global_step: int = Field(ge=0)
+    max_steps: int = Field(0, ge=0)
+    epoch: float | None = Field(0, ge=0)
+    best_global_step: int | None = Field(None, ge=0)
+    log_history: list = []
 
 
 def state_problem(state: Any) -> str | None:
     """What is wrong with a parsed ``trainer_state.json`` for resuming (a hand edit, another tool's file), or None.
     >>> state_problem({"global_step": "3"})
-    "global_step is '3' (a string), not a whole number"
+    "global_step is '3': Input should be a valid integer"
     """
     if not isinstance(state, dict):
         return f"is a JSON {type(state).__name__}, not an object"
-    if "global_step" not in state:
-        return "has no global_step"
-    for key, types in STATE_TYPES.items():
-        value = state.get(key, 0 if key != "log_history" else [])
-        if not isinstance(value, types) or isinstance(value, bool) or (isinstance(value, int) and value < 0):
-            kind = {str: "a string", float: "a fraction", bool: "true/false"}.get(type(value), type(value).__name__)
-            need = "a list" if key == "log_history" else "a number" if key == "epoch" else "a whole number"
-            return f"{key} is {value!r} ({kind}), not {need}"
+    try:
+        _State.model_validate(state)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(map(str, error["loc"]))
+        return f"has no {where}" if error["type"] == "missing" else f"{where} is {error['input']!r}: {error['msg']}"
     return None
 
 

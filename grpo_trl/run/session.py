@@ -14,14 +14,14 @@ from grpo_trl.errors import GrpoTrlError, config_secrets, redact
 from grpo_trl.io import read_json, write
 from grpo_trl.models.builtin import folder_name
 from grpo_trl.recipe import Problem, Recipe, RecipeError
-from grpo_trl.run.directory import STATE, Heartbeat, Manifest, RunLock, describe, predictable
+from grpo_trl.run.directory import STATE, Manifest, RunLock, describe, predictable
 from grpo_trl.run.overwrite import prepare_fresh, refuse_collisions
 from grpo_trl.run.resume import compare_recipe, continue_callbacks, newest_complete, saved_step
 from grpo_trl.run.writes import ManifestCallback, disk_full, inside, no_space, place, stage, stage_from_checkpoint
 from grpo_trl.trl_adapter import checkpoint_step, save_model_only
 
 logger = logging.getLogger("grpo_trl")
-STATE_FILES = ("lock", "lock.json", "manifest.json", "heartbeat.json")
+STATE_FILES = ("lock", "lock.json", "manifest.json")
 BATCH_FIELDS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "world_size")
 
 
@@ -55,7 +55,6 @@ class RunSession:
         self.manifest: Manifest | None = None
         self._lock: RunLock | None = None
         self._run: dict | None = None
-        self._heartbeat: Heartbeat | None = None
 
     def _error(self, message: str) -> RecipeError:
         return RecipeError([Problem(self.recipe.file, "trainer.output_dir", f"{str(self.folder)!r} {message}")])
@@ -83,8 +82,6 @@ class RunSession:
 
     def __exit__(self, exc_type: Any = None, exc: BaseException | None = None, tb: Any = None) -> None:
         try:
-            if self._heartbeat is not None:
-                self._heartbeat.stop()
             if self._run is not None and self.manifest is not None:
                 self.manifest.end_run(self._run)
         except (OSError, GrpoTrlError) as err:  # the directory became unwritable (full disk, read-only)
@@ -116,8 +113,8 @@ class RunSession:
     def _prepare(self) -> None:
         m = self.manifest = Manifest.load(self.folder)
         if self.main:
-            if adopted := m.recover():
-                logger.info("recorded what the interrupted run wrote: %s", describe(adopted, self.folder))
+            if m.recover():
+                logger.info("%s: an earlier run was interrupted; its recorded entries stay its own", self.folder)
             logs = ("recipe.yaml", "completions.jsonl", "alerts.jsonl")
             folders = [n for n in logs if n in m.entries and (self.folder / n).is_dir()]
             if folders and not self.overwrite:  # grpo-trl's own, replaced by a folder: the first write would fail
@@ -133,14 +130,12 @@ class RunSession:
         cfg = self.config
         batch = {k: getattr(cfg, k) for k in BATCH_FIELDS}
         resumed = self.resume_from.name if self.resume_from else None
-        run = self._run = m.start_run(resumed_from=resumed, model=self.recipe.model.get("name"), batch=batch)
-        self._heartbeat = Heartbeat(self.folder, run)
-        self._heartbeat.start()
-        m.record("recipe.yaml", "completions.jsonl", "alerts.jsonl", run=run)  # recorded before they are written
+        self._run = m.start_run(resumed_from=resumed, model=self.recipe.model.get("name"), batch=batch)
+        m.record("recipe.yaml", "completions.jsonl", "alerts.jsonl")  # recorded before they are written
         if str(self.recipe.model.get("name")).startswith("builtin:"):  # built into the output_dir by resolve_model
-            m.record(folder_name(str(self.recipe.model.get("name"))), run=run)
+            m.record(folder_name(str(self.recipe.model.get("name"))))
         if any(spec.get("model") == "builtin:tiny-reward" for spec in self.recipe.rewards):
-            m.record("tiny-reward", run=run)
+            m.record("tiny-reward")
         m.save()
         text = yaml.safe_dump(redact(self.recipe.data), sort_keys=False)  # the one redaction: no secret in the copy
         path = self.folder / "recipe.yaml"
@@ -226,7 +221,7 @@ class RunSession:
             self._place(staged)
 
     def _place(self, staged: Path) -> None:
-        if foreign := place(self.folder, self.manifest, staged, self._run):
+        if foreign := place(self.folder, self.manifest, staged):
             raise self._error(
                 f"holds {describe(foreign, self.folder)}, not written by grpo-trl, where the final save goes; the "
                 f"model is in {staged}: move them away and copy it from there"
@@ -235,6 +230,6 @@ class RunSession:
     def attach(self, trainer: Any) -> None:
         """Record checkpoints as they are saved; on resume, continue the logs and alerts from the checkpoint."""
         if self.main and self._run is not None:
-            trainer.add_callback(ManifestCallback(self.manifest, self._run))
+            trainer.add_callback(ManifestCallback(self.manifest))
         if self.resume_from is not None:
             continue_callbacks(trainer, self.folder, self.resume_from, write=self.main)

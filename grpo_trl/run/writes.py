@@ -13,7 +13,6 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from grpo_trl.run.directory import STATE, Manifest
-from grpo_trl.run.names import clear
 
 # what a checkpoint holds only to resume training (optimizer, scheduler, RNG, sharded optimizer state): not a model
 RESUME_ONLY = ("optimizer*.pt", "scheduler*.pt", "scaler.pt", "rng_state*.pth", "global_step*", "*_fsdp_*")
@@ -21,7 +20,11 @@ RESUME_ONLY = ("optimizer*.pt", "scheduler*.pt", "scaler.pt", "rng_state*.pth", 
 
 def stage(folder: Path) -> Path:
     """The empty staging folder of the final save (a killed save's leftovers removed)."""
-    clear(path := Path(folder) / STATE / "final-save")
+    path = Path(folder) / STATE / "final-save"
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)  # grpo-trl's own staging: a killed save's leftovers
     path.mkdir(parents=True)
     return path
 
@@ -37,7 +40,7 @@ def stage_from_checkpoint(ckpt: Path, folder: Path) -> Path:
     return path
 
 
-def place(folder: Path, manifest: Manifest, staged: Path, run: dict | None = None) -> list[str]:
+def place(folder: Path, manifest: Manifest, staged: Path) -> list[str]:
     """Move ``staged``'s entries into ``folder``, each recorded first, ``trainer_state.json`` last. Returns the names
     it would not replace (not written by grpo-trl), having moved nothing; else ``[]``."""
     names = sorted(p.name for p in staged.iterdir() if p.name != "trainer_state.json")
@@ -45,7 +48,7 @@ def place(folder: Path, manifest: Manifest, staged: Path, run: dict | None = Non
     foreign = [n for n in names if os.path.lexists(folder / n) and n not in manifest.entries]
     if foreign:
         return foreign
-    manifest.record(*names, run=run)
+    manifest.record(*names)
     manifest.save()
     (folder / "trainer_state.json").unlink(missing_ok=True)  # the previous final save is no longer whole
     for name in names:
@@ -59,14 +62,19 @@ def place(folder: Path, manifest: Manifest, staged: Path, run: dict | None = Non
 
 class ManifestCallback(TrainerCallback):
     """Records each ``checkpoint-<N>`` (and TRL's ``README.md`` model card, written with it) before the trainer saves
-    it, and syncs the manifest after: a run killed mid-save has recorded what it was writing."""
+    it, and syncs the manifest after: a run killed mid-save has recorded what it was writing. At the start it adopts
+    the logs the trainer made unannounced (TRL's ``completions/``, tensorboard's ``runs/``)."""
 
-    def __init__(self, manifest: Manifest, run: dict):
-        self.manifest, self.run = manifest, run
+    def __init__(self, manifest: Manifest):
+        self.manifest = manifest
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.manifest.sync(live=True, training=True)
 
     def on_step_end(self, args, state, control, **kwargs):
         if state.is_world_process_zero and control.should_save:
-            self.manifest.record(f"checkpoint-{state.global_step}", "README.md", run=self.run)
+            self.manifest.record(f"checkpoint-{state.global_step}", "README.md")
             self.manifest.save()
 
     on_epoch_end = on_step_end
@@ -74,7 +82,7 @@ class ManifestCallback(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
             self.manifest.record(f"checkpoint-{state.global_step}")
-            self.manifest.sync(self.run)
+            self.manifest.sync(live=True, training=True)
 
 
 def no_space(exc: BaseException) -> bool:

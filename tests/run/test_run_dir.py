@@ -1,6 +1,7 @@
-"""The output directory is the user's: foreign entries stop a fresh run before the model loads, --overwrite removes
-only grpo-trl's entries, one run per directory (a real second process holds the lock), a killed run's files are
-recognised by the window rule, bad output_dir values are `check` errors, and `grpo-trl data` writes nothing there."""
+"""The output directory is the user's: foreign entries stop a fresh run before the model loads, --overwrite moves
+aside only grpo-trl's entries, one run per directory (a real second process holds the lock), a killed run's files
+are its own only where its manifest recorded them, bad output_dir values are `check` errors, and `grpo-trl data`
+writes nothing there."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from grpo_trl.check import load_recipe
 from grpo_trl.cli import main as cli_main
 from grpo_trl.cli import train_main
-from grpo_trl.run.directory import Heartbeat, Manifest, RunLock, output_dir_problems
+from grpo_trl.run.directory import Manifest, RunLock, output_dir_problems
 from tests.faults.conftest import snapshot
 
 pytestmark = pytest.mark.fault
@@ -171,30 +172,59 @@ def test_lock_of_a_killed_process_is_taken_over_with_a_warning(tmp_path, caplog)
     assert not (tmp_path / ".grpo-trl" / "lock.json").exists()
 
 
-def test_a_killed_runs_files_are_recognised_by_the_window_rule(tmp_path):
-    old = tmp_path / "checkpoint-9"  # a user's copy with its old mtime, made before the run
+def test_a_killed_runs_files_are_its_own_only_where_recorded(tmp_path):
+    """No time window: what the killed run recorded (and wrote) is its own, anything else stays foreign; --overwrite
+    moves only the recorded entries aside, never deleting or overwriting a file, and a second one does not replace
+    the first one's aside folder."""
+    old = tmp_path / "checkpoint-9"  # a user's copy, made before the run
     old.mkdir()
-    past = time.time() - 3600
-    os.utime(old, (past, past))
     m = Manifest.load(tmp_path)
-    run = m.start_run()  # then the run is killed before recording anything
+    m.start_run()
+    m.record("checkpoint-2", "completions.jsonl", "README.md")  # recorded before written; then the run is killed
+    m.save()
     for name in ("checkpoint-2", "runs"):
         (tmp_path / name).mkdir()
     for name in ("model.safetensors", "config.json", "completions.jsonl", "README.md", "notes.txt", "ckpt-7"):
-        (tmp_path / name).write_text("x")
-    beat = Heartbeat(tmp_path, run)  # the run was alive when it wrote them: its last heartbeat
-    beat.start()
-    beat.stop()
+        (tmp_path / name).write_text(f"{name} x")
     again = Manifest.load(tmp_path)
-    adopted = again.recover()
-    assert adopted == ["README.md", "checkpoint-2", "completions.jsonl", "config.json", "model.safetensors", "runs"]
-    assert again.foreign() == ["checkpoint-9", "ckpt-7", "notes.txt"]
-    (tmp_path / "config.json").unlink()
-    (tmp_path / "generation_config.json").write_text("x")  # after the killed run's window closed: not its
+    assert [r.get("killed") for r in again.recover()] == [True]
+    assert sorted(again.entries) == ["README.md", "checkpoint-2", "completions.jsonl"]
+    foreign = ["checkpoint-9", "ckpt-7", "config.json", "model.safetensors", "notes.txt", "runs"]
+    assert again.foreign() == foreign  # written unannounced: not adopted after the kill
+    assert Manifest.load(tmp_path).recover() == []  # closed once
+    assert again.remove_own() == ["README.md", "checkpoint-2", "completions.jsonl"]
+    aside = tmp_path / ".grpo-trl" / "previous"
+    assert (aside / "README.md").read_text() == "README.md x" and (aside / "checkpoint-2").is_dir()
+    assert Manifest.load(tmp_path).foreign() == foreign and (tmp_path / "notes.txt").read_text() == "notes.txt x"
+    (tmp_path / "README.md").write_text("second")
     later = Manifest.load(tmp_path)
-    assert later.recover() == [] and "generation_config.json" in later.foreign()
+    later.record("README.md")
+    assert later.remove_own() == ["README.md"]
+    assert (aside / "README.md").read_text() == "README.md x"  # the first aside folder is kept whole
+    assert (tmp_path / ".grpo-trl" / "previous-2" / "README.md").read_text() == "second"
+    (tmp_path / "config.json").unlink()
     later.sync()
     assert "config.json" not in Manifest.load(tmp_path).entries  # gone entries are forgotten
+
+
+def test_a_live_run_adopts_what_the_trainer_wrote_unannounced(tmp_path):
+    from transformers import TrainerControl, TrainerState
+
+    from grpo_trl.run.writes import ManifestCallback
+
+    (tmp_path / "notes.txt").write_text("mine")
+    m = Manifest.load(tmp_path)
+    run = m.start_run()
+    m.record("alerts.jsonl")  # recorded before it is written (at the first alert)
+    (tmp_path / "completions").mkdir()  # TRL's parquet logs, made in GRPOTrainer's __init__: no callback before it
+    ManifestCallback(m).on_train_begin(None, TrainerState(), TrainerControl())
+    assert sorted(Manifest.load(tmp_path).entries) == ["alerts.jsonl", "completions"]  # before any kill can land
+    (tmp_path / "runs").mkdir()  # tensorboard's, made while the run holds the lock
+    (tmp_path / "my_eval.txt").write_text("mine too")
+    m.end_run(run)
+    assert sorted(m.entries) == ["completions", "runs"]  # alerts.jsonl never came: forgotten
+    assert Manifest.load(tmp_path).foreign() == ["my_eval.txt", "notes.txt"]
+    assert Manifest.load(tmp_path).runs[0]["ended"]
 
 
 def _git_project(tmp_path: Path) -> Path:

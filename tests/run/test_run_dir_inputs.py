@@ -47,7 +47,7 @@ def read_only():
 
 
 # ------------------------------------------------------------------------------------ files replaced by folders
-@pytest.mark.parametrize("name", ["lock", "lock.json", "manifest.json", "heartbeat.json"])
+@pytest.mark.parametrize("name", ["lock", "lock.json", "manifest.json"])
 def test_state_file_replaced_by_a_folder(name, run_copy, capsys):
     path, out = run_copy({"max_steps": 6})
     state = out / ".grpo-trl" / name

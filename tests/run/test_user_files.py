@@ -1,7 +1,8 @@
-"""A user's files and checkpoints are sacred (issue 20): what a killed run wrote is told from what the user made
-after it died, --resume without a manifest adopts nothing, the trainer's checkpoint rotation never deletes a folder
---overwrite said it kept, and a kill while the tiny model or the final save is being written leaves nothing that
-breaks the next run. Kills are real (SIGKILL/SIGTERM of a real `grpo_trl.train` process)."""
+"""A user's files and checkpoints are sacred (issue 20): a killed run's files are its own only where it recorded
+them (the rest is never touched; --overwrite moves its own aside), --resume without a manifest adopts nothing, the
+trainer's checkpoint rotation never deletes a folder --overwrite said it kept, and a kill while the tiny model or
+the final save is being written leaves nothing that breaks the next run. Kills are real (SIGKILL/SIGTERM of a real
+`grpo_trl.train` process)."""
 
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ def _kill(proc: subprocess.Popen, sig: int) -> None:
     proc.wait(timeout=60)
 
 
-# ------------------------------------------------------------------------------------------ the killed run's window
+# ------------------------------------------------------------------------------------------------- a killed run
 def _visible(out: Path) -> dict:
     return {k: v for k, v in snapshot(out).items() if not k.startswith(".grpo-trl")}
 
@@ -95,7 +96,6 @@ def test_files_made_after_a_kill_are_the_users(sig, tmp_path, make_recipe):
     proc = _start(path)
     _wait_for(proc, lambda: (out / "checkpoint-2" / "trainer_state.json").exists())
     _kill(proc, sig)
-    time.sleep(3.5)  # later than the run's last heartbeat can say it lived
     (out / "tokenizer_notes.txt").write_text("mine")
     (out / "my_eval_results.json").write_text('{"acc": 0.5}')
     (out / "runs").mkdir()
@@ -119,31 +119,26 @@ def test_files_made_after_a_kill_are_the_users(sig, tmp_path, make_recipe):
 
 
 def test_a_recorded_name_the_user_made_after_the_kill_is_theirs(tmp_path):
-    """Entries a run records before writing them (logs, checkpoints, README.md): one that appears only after the
-    run's last heartbeat was made by someone else."""
-    from grpo_trl.run.directory import Heartbeat
-
+    """Entries a run records before writing them (logs, checkpoints, README.md): one the user made after the run
+    died is adopted as the run's, so --overwrite moves it aside with the run; it is never overwritten or deleted."""
     m = Manifest.load(tmp_path)
-    run = m.start_run()
-    beat = Heartbeat(tmp_path, run)
-    beat.start()
-    m.record("completions.jsonl", "checkpoint-2", "README.md", run=run)
+    m.start_run()
+    m.record("completions.jsonl", "checkpoint-2", "README.md")
     m.save()
-    (tmp_path / "checkpoint-2").mkdir()  # the run wrote this one, then died (the thread stops beating)
-    beat.stop()
-    dead = (tmp_path / ".grpo-trl" / "heartbeat.json").stat().st_mtime
+    (tmp_path / "checkpoint-2").mkdir()  # the run wrote this one, then died
     for name in ("completions.jsonl", "README.md"):  # made by the user after the kill
-        (tmp_path / name).write_text("mine")
-        os.utime(tmp_path / name, (dead + 10, dead + 10))
+        (tmp_path / name).write_text(f"mine: {name}")
     again = Manifest.load(tmp_path)
     again.recover()
-    assert again.foreign() == ["README.md", "completions.jsonl"]
-    assert again.remove_own() == ["checkpoint-2"]
-    assert (tmp_path / "README.md").read_text() == "mine"
+    assert again.foreign() == []
+    assert again.remove_own() == ["README.md", "checkpoint-2", "completions.jsonl"]
+    for name in ("completions.jsonl", "README.md"):
+        assert not (tmp_path / name).exists()
+        assert (tmp_path / ".grpo-trl" / "previous" / name).read_text() == f"mine: {name}"
 
 
-def test_a_killed_run_without_heartbeat_drops_none_of_the_earlier_entries(tmp_path):
-    """An open run from an older grpo-trl (no heartbeat, even no start time): entries it did not announce stay."""
+def test_a_killed_run_from_an_older_grpo_trl_drops_none_of_the_earlier_entries(tmp_path):
+    """An open run from an older grpo-trl (no start time): the entries it recorded stay its own."""
     (tmp_path / "checkpoint-2").mkdir()
     (tmp_path / "completions.jsonl").write_text("{}\n")
     m = Manifest.load(tmp_path)
