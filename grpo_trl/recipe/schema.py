@@ -99,6 +99,12 @@ def _bare_names(value: Any) -> Any:
     return [{"name": v} if isinstance(v, str) else v for v in value] if isinstance(value, list) else value
 
 
+def named_list(spec: type[Section]) -> Any:
+    """A list of ``spec`` whose items may also be a bare name (``- countdown``), in the JSON Schema too."""
+    name = Annotated[str, Field(min_length=1)]
+    return Annotated[list[spec], BeforeValidator(_bare_names, json_schema_input_type=list[name | spec])]
+
+
 class LoggingSection(Section):
     """Completion samples and alerts written next to the checkpoints."""
 
@@ -135,8 +141,8 @@ class RolloutSpec(Section):
 SECTIONS: dict[str, Any] = {  # section name -> its pydantic type, or a function making it (typed from TRL)
     "model": ModelSection,
     "data": DataSection,
-    "rewards": Annotated[list[RewardSpec], BeforeValidator(_bare_names)],
-    "tools": Annotated[list[ToolSpec], BeforeValidator(_bare_names)],
+    "rewards": named_list(RewardSpec),
+    "tools": named_list(ToolSpec),
     "environment": dict[str, Any],
     "rollout_func": str | RolloutSpec,
     "plugins": list[str],
