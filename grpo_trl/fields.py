@@ -4,6 +4,7 @@ annotations (a signature or a dataclass), and pydantic's errors translated into 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import inspect
 import math
@@ -122,8 +123,6 @@ def dataclass_model(
     bounds: Mapping[str, dict] | None = None,
 ) -> type[Section]:
     """A ``Section`` of a dataclass's init fields (``trl.GRPOConfig``): read, never copied; ``bounds`` add ranges."""
-    import dataclasses
-
     hints, fields = typing.get_type_hints(cls), {}
     for f in (f for f in dataclasses.fields(cls) if f.init and f.name not in skip):
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default

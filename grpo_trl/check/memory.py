@@ -27,13 +27,16 @@ def accelerate_config(recipe: Any) -> tuple[dict | None, str | None]:
     """``(config, problem)`` for ``launch.accelerate_config``: the mapping, or why the file it names is not one."""
     import yaml
 
+    from grpo_trl.errors import GrpoTrlError
+    from grpo_trl.io import load_yaml, read_bytes
+
     if (path := _accelerate_file(recipe)) is None:
         return None, None
-    try:
-        with path.open("rb") as fh:  # bounded: the name may be a device
-            data = yaml.safe_load(fh.read(1_000_000).decode("utf-8"))
+    try:  # the one bounded reader: the name may be a device, the YAML may expand its aliases without end
+        data = load_yaml(read_bytes(path, 1_000_000, "accelerate config").decode("utf-8"), str(path))[0]
     except (OSError, ValueError, yaml.YAMLError) as exc:
-        return None, f"{str(path)!r} is not a readable YAML file ({type(exc).__name__})"
+        why = exc.problems[0].message if isinstance(exc, GrpoTrlError) else type(exc).__name__
+        return None, f"{str(path)!r} is not a readable YAML file ({why})"
     if not isinstance(data, dict):
         return None, f"{str(path)!r} is not an accelerate config (a YAML mapping), got {type(data).__name__}"
     return data, None
