@@ -1,4 +1,4 @@
-"""The recipe schema: one strict pydantic type per section (``register_section``), defaults in one place; ``trainer``
+"""The recipe schema: one strict pydantic type per section (``SECTIONS``), defaults in one place; ``trainer``
 and ``generation`` are typed from the installed ``trl.GRPOConfig`` (``trl_schema.py``), builder options and
 ``model.tiny`` from signatures. Coercion, ``check`` and ``grpo-trl schema`` all read it.
 
