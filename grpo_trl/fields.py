@@ -4,6 +4,7 @@ annotations (a signature or a dataclass), and pydantic's errors translated into 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import inspect
 import math
@@ -122,8 +123,6 @@ def dataclass_model(
     bounds: Mapping[str, dict] | None = None,
 ) -> type[Section]:
     """A ``Section`` of a dataclass's init fields (``trl.GRPOConfig``): read, never copied; ``bounds`` add ranges."""
-    import dataclasses
-
     hints, fields = typing.get_type_hints(cls), {}
     for f in (f for f in dataclasses.fields(cls) if f.init and f.name not in skip):
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
@@ -161,8 +160,8 @@ def _path(loc: tuple, value: Any) -> tuple[list, Any]:
     return path, node
 
 
-def _fields_at(kind: Any, path: list) -> list[str]:
-    """Field names of the model reached by ``path`` inside ``kind`` (for did-you-mean); empty when unknown."""
+def _kind_at(kind: Any, path: list) -> Any:
+    """The type reached by ``path`` inside ``kind`` (``None`` when unknown)."""
     for part in path:
         while typing.get_origin(kind) is typing.Annotated:  # Annotated[list[Spec], ...] -> list[Spec]
             kind = typing.get_args(kind)[0]
@@ -171,9 +170,13 @@ def _fields_at(kind: Any, path: list) -> list[str]:
             continue
         fields = getattr(kind, "model_fields", None)
         if not fields or part not in fields:
-            return []
+            return None
         kind = fields[part].annotation
-    return list(getattr(kind, "model_fields", {}) or {})
+    return kind
+
+
+def _takes_float(kind: Any) -> bool:
+    return kind is float or any(_takes_float(a) for a in typing.get_args(kind))
 
 
 class Hints(typing.NamedTuple):
@@ -183,7 +186,6 @@ class Hints(typing.NamedTuple):
     sections: Mapping[str, str] = {}
     unknown: Mapping[str, Callable[[str, list[str]], str]] = {}
     bounds: Mapping[str, str] = {}
-    floats: Callable[[str], bool] = lambda key: False
 
 
 NO_HINTS = Hints()
@@ -194,7 +196,7 @@ def _one(key: str, errs: list[tuple[dict, Any, list]], file: str, section: str, 
     kinds = {e["type"]: e for e, _, _ in errs}
     where, _, last = key.rpartition(".")
     if "extra_forbidden" in kinds:
-        choices = _fields_at(kind, path[:-1])
+        choices = list(getattr(_kind_at(kind, path[:-1]), "model_fields", {}) or {})  # for did-you-mean
         if where in hints.unknown:
             return Problem(file, key, hints.unknown[where](last, choices))
         return Problem(file, key, f"unknown key{suggest(last, choices)}; {where} keys: {', '.join(choices)}")
@@ -212,7 +214,7 @@ def _one(key: str, errs: list[tuple[dict, Any, list]], file: str, section: str, 
             bound = next(iter(e["ctx"].values()))
             why = hints.bounds.get(key, "")
             if e["type"] == "greater_than" and bound == 0:
-                kind_name = "number" if isinstance(node, float) or hints.floats(key) else "integer"
+                kind_name = "number" if isinstance(node, float) or _takes_float(_kind_at(kind, path)) else "integer"
                 return Problem(file, key, f"must be a positive {kind_name}, got {short(node)}", why)
             return Problem(file, key, f"must be {_BOUNDS[e['type']]} {bound}, got {short(node)}", why)
         if e["type"] in ("too_short", "string_too_short"):

@@ -23,25 +23,23 @@ def _accelerate_file(recipe: Any) -> Path | None:
     return next((path for path in paths if path.is_file()), None)
 
 
-def _load_accelerate(recipe: Any) -> tuple[dict | None, str | None]:
+def accelerate_config(recipe: Any) -> tuple[dict | None, str | None]:
     """``(config, problem)`` for ``launch.accelerate_config``: the mapping, or why the file it names is not one."""
     import yaml
 
+    from grpo_trl.errors import GrpoTrlError
+    from grpo_trl.io import load_yaml, read_bytes
+
     if (path := _accelerate_file(recipe)) is None:
         return None, None
-    try:
-        with path.open("rb") as fh:  # bounded: the name may be a device
-            data = yaml.safe_load(fh.read(1_000_000).decode("utf-8"))
+    try:  # the one bounded reader: the name may be a device, the YAML may expand its aliases without end
+        data = load_yaml(read_bytes(path, 1_000_000, "accelerate config").decode("utf-8"), str(path))[0]
     except (OSError, ValueError, yaml.YAMLError) as exc:
-        return None, f"{str(path)!r} is not a readable YAML file ({type(exc).__name__})"
+        why = exc.problems[0].message if isinstance(exc, GrpoTrlError) else type(exc).__name__
+        return None, f"{str(path)!r} is not a readable YAML file ({why})"
     if not isinstance(data, dict):
         return None, f"{str(path)!r} is not an accelerate config (a YAML mapping), got {type(data).__name__}"
     return data, None
-
-
-def accelerate_config_problem(recipe: Any) -> str | None:
-    """Why the file ``launch.accelerate_config`` names is not an accelerate config (``None``: it is, or none found)."""
-    return _load_accelerate(recipe)[1]
 
 
 def detected_gpu_bytes() -> float | None:
@@ -62,7 +60,7 @@ def recipe_memory_plan(recipe: Any, config: Any, world_size: int, gpu_bytes: flo
     return plan_memory(
         load_shape(model["name"], model.get("tiny"), revision=model.get("revision")),
         world_size=world_size,
-        accelerate_config=_load_accelerate(recipe)[0],
+        accelerate_config=accelerate_config(recipe)[0],
         dtype=model.get("dtype"),
         lora=model.get("lora"),
         quant_bits=4 if quant.get("load_in_4bit") else 8 if quant.get("load_in_8bit") else None,
@@ -110,7 +108,7 @@ def check_lines(recipe: Any, config: Any, world_size: int, gpu_memory: float | N
         first = str(exc).strip().splitlines()[0][:240] if str(exc).strip() else type(exc).__name__
         return [*lines, f"  memory per GPU      unknown: {first}"]
     lines += plan.lines()
-    accel = _load_accelerate(recipe)[0] or {}
+    accel = accelerate_config(recipe)[0] or {}
     if str(accel.get("distributed_type", "")).upper() == "FSDP" and recipe.trainer.get("use_cpu"):
         lines.append(
             "warning: accelerate applies FSDP only on GPUs: with trainer.use_cpu this launch runs unsharded "

@@ -133,18 +133,18 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
         + ("" if plan.steps_from_max_steps else "  (epochs x rows x generations x iterations / completions per step)"),
         f"  generation          {plan.generation}",
         f"  output_dir          {plan.output_dir}",
-        *heldout_lines(recipe, total),
+        *heldout_lines(recipe, plan),
     ]
     return async_plan_lines(recipe, plan.world_size, rows, lines)  # async_grpo: its own arithmetic replaces TRL's
 
 
-def heldout_lines(recipe: Recipe, total: int | None) -> list[str]:
+def heldout_lines(recipe: Recipe, plan: Plan) -> list[str]:
     """What one ``heldout:`` evaluation costs and how many the run makes (nothing without the section)."""
     if "heldout" not in recipe.data:
         return []
-    h = recipe.section("heldout")
+    h, total = recipe.section("heldout"), plan.total_optimizer_steps
     per = (h["n"] if h["sampled"] else 0) + (1 if h["greedy"] else 0)
-    tokens = h["max_new_tokens"] or recipe.to_grpo_config().max_completion_length
+    tokens = h["max_new_tokens"] or plan.max_completion_length
     evaluations = None if total is None else total // h["every"] + int(h["at_start"]) + int(total % h["every"] > 0)
     count = "" if evaluations is None else f": {evaluations} in all"
     return [

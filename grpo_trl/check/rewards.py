@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typing
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from grpo_trl.errors import GrpoTrlError, Problem, RewardError, located
 from grpo_trl.recipe.trl_schema import trainer_model
@@ -79,11 +79,6 @@ def no_reward_problems(recipe: Recipe) -> list[Problem]:
         return []
 
 
-def trainer_default(name: str) -> Any:
-    """The installed TRL's default for GRPOConfig field ``name``."""
-    return trainer_model().model_fields[name].default
-
-
 def reward_args(recipe: Recipe, spec: dict) -> dict:
     """The reward's args, with the trainer values it declares (``uses_trainer``) filled in when not given."""
     from grpo_trl.rewards.registry import reward_metadata
@@ -94,7 +89,8 @@ def reward_args(recipe: Recipe, spec: dict) -> dict:
     except GrpoTrlError:
         return args
     for arg, trainer_field in meta.get("uses_trainer", {}).items():
-        args.setdefault(arg, recipe.trainer.get(trainer_field, trainer_default(trainer_field)))
+        default = trainer_model().model_fields[trainer_field].default  # the installed TRL's
+        args.setdefault(arg, recipe.trainer.get(trainer_field, default))
     return args
 
 

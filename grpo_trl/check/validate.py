@@ -53,9 +53,9 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
 
         problems += heldout_problems(recipe.section("heldout"), recipe.dataset, file)
     if "launch" not in bad:
-        from grpo_trl.check.memory import accelerate_config_problem
+        from grpo_trl.check.memory import accelerate_config
 
-        if why := accelerate_config_problem(recipe):
+        if why := accelerate_config(recipe)[1]:
             problems.append(Problem(file, "launch.accelerate_config", why, "name an accelerate config file"))
     if "trainer" not in bad and "output_dir" in recipe.trainer:  # where checkpoints may go: grpo_trl.run.directory
         where = output_dir_problems(recipe.trainer["output_dir"], recipe.base_dir)

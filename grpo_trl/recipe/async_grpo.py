@@ -8,14 +8,13 @@ import functools
 import inspect
 import math
 import os
-import typing
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import Field, create_model
+from pydantic import create_model
 
 from grpo_trl.errors import Problem, RecipeError
-from grpo_trl.fields import Section, field_type, jsonable
+from grpo_trl.fields import Section, dataclass_model
 
 SECTION = "async_grpo"
 # recipe features AsyncGRPOTrainer has no argument or field for: dotted key -> why
@@ -55,18 +54,7 @@ def async_model() -> type[Section]:
         cls = config_class()
     except RecipeError:  # the section takes nothing here; check says why when a recipe has one
         return create_model("AsyncGrpoSection", __base__=Section, __doc__="AsyncGRPOTrainer is not loadable here")
-    hints, shared = typing.get_type_hints(cls), _fields(GRPOConfig)
-    fields: dict[str, Any] = {}
-    for name, f in _fields(cls).items():
-        if name in shared:
-            continue
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        help_text = f.metadata.get("help", "")
-        fields[name] = (
-            field_type(hints.get(name, Any)),
-            Field(jsonable(default), description=help_text[:300] or None),
-        )
-    return create_model("AsyncGrpoSection", __base__=Section, __doc__=async_model.__doc__, **fields)
+    return dataclass_model("AsyncGrpoSection", cls, async_model.__doc__, skip=_fields(GRPOConfig))
 
 
 def enabled(recipe: Any) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from grpo_trl.errors import Problem, suggest, suggest_fix
 from grpo_trl.fields import Hints, validate_value
 from grpo_trl.recipe import schema
-from grpo_trl.recipe.trl_schema import BOUND_REASONS, MANAGED_FIELDS, takes_float
+from grpo_trl.recipe.trl_schema import BOUND_REASONS, MANAGED_FIELDS
 from grpo_trl.tables import REMOVED_FIELDS, peer_config_problems, top_level_hint
 
 
@@ -71,5 +71,4 @@ def hints() -> Hints:
         sections=schema.SECTION_HINTS,
         unknown={"trainer": _unknown_trainer_key, "model.lora": _unknown_lora_key},
         bounds=BOUND_REASONS,
-        floats=takes_float,
     )

@@ -112,9 +112,9 @@ class Recipe:
         kwargs.setdefault("output_dir", "outputs/" + (self.path.stem if self.path else "run"))
         return kwargs
 
-    def to_grpo_config(self, *, world_size: int | None = None, planning: bool = False, device_fallback: bool = True):
-        """A real ``trl.GRPOConfig``; without CUDA on CPU in float32 (``device_fallback``); ``planning``: as if
-        ``world_size`` processes were launched (for ``check``)."""
+    def to_grpo_config(self, *, world_size: int | None = None, planning: bool = False):
+        """A real ``trl.GRPOConfig``; without CUDA on CPU in float32; ``planning``: as if ``world_size`` processes
+        were launched (for ``check``)."""
         import torch
         from trl import GRPOConfig
 
@@ -123,7 +123,7 @@ class Recipe:
         if planning and no_gpu:
             kwargs.update(use_cpu=True, bf16=False, fp16=False)
             kwargs.pop("ddp_backend", None)  # a launch setting: outside a launch, transformers would want its group
-        elif device_fallback and no_gpu and "use_cpu" not in kwargs:
+        elif no_gpu and "use_cpu" not in kwargs:
             kwargs["use_cpu"] = True
             kwargs.setdefault("bf16", False)
         cls = GRPOConfig

@@ -54,23 +54,11 @@ def recipe_json_schema() -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # defaults that JSON cannot hold are left out
         out = model.model_json_schema()
-    _allow_bare_names(out)
     out["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     out.pop("required", None)  # a recipe that `extends` another is partial: required sections are checked merged
     out["x-trl-version"] = trl.__version__
     out["x-written-with"] = {name: version(name) for name in WRITTEN_WITH}
     return out
-
-
-def _allow_bare_names(out: dict) -> None:
-    """Lists of named entries (``rewards``, ``tools``) also take a bare name (``- countdown``), as the loader does."""
-    defs = out.get("$defs", {})
-    for prop in out["properties"].values():
-        for option in prop.get("anyOf", [prop]):
-            items = option.get("items") if option.get("type") == "array" else None
-            ref = (items or {}).get("$ref", "")
-            if ref and "name" in defs.get(ref.rsplit("/", 1)[-1], {}).get("properties", {}):
-                option["items"] = {"anyOf": [{"type": "string", "minLength": 1}, items]}
 
 
 def write_schema(path: str | None) -> str:

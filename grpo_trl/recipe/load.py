@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, is_secret_key
-from grpo_trl.io import MAX_YAML_DEPTH, load_yaml, read_text
+from grpo_trl.io import load_yaml, read_text
 
 MAX_BYTES = 1_000_000  # a recipe is a few KB; anything over 1 MB is not one
 MAX_EXTENDS = 16  # length of an extends chain
@@ -77,8 +77,6 @@ def parse_yaml(text: str, file: str) -> Any:
         problem = getattr(exc, "problem", None) or str(exc).split("\n")[0]
         fix = "" if mark else "remove the control characters"
         raise _error(file, "", f"not valid YAML{where}: {str(problem)[:200]}", fix) from None
-    except RecursionError:
-        raise _error(file, "", f"nested more than {MAX_YAML_DEPTH} levels deep") from None
     except GrpoTrlError as exc:  # a duplicate key, an unreadable value, the bounds of the one reader
         raise RecipeError(exc.problems) from None
 

@@ -1,4 +1,4 @@
-"""The recipe schema: one strict pydantic type per section (``register_section``), defaults in one place; ``trainer``
+"""The recipe schema: one strict pydantic type per section (``SECTIONS``), defaults in one place; ``trainer``
 and ``generation`` are typed from the installed ``trl.GRPOConfig`` (``trl_schema.py``), builder options and
 ``model.tiny`` from signatures. Coercion, ``check`` and ``grpo-trl schema`` all read it.
 
@@ -11,8 +11,6 @@ and ``generation`` are typed from the installed ``trl.GRPOConfig`` (``trl_schema
 from __future__ import annotations
 
 import functools
-import inspect
-import typing
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
@@ -33,21 +31,6 @@ from grpo_trl.recipe.async_grpo import async_model
 from grpo_trl.recipe.trl_schema import generation_model, trainer_model
 
 DTYPES = ("auto", "bfloat16", "float16", "float32")
-
-
-class _Lazy:
-    def __init__(self, factory: typing.Callable[[], Any]):
-        self.factory = factory
-
-
-SECTIONS: dict[str, Any] = {}  # section name -> pydantic model class or type (or a zero-argument factory)
-SECTION_HINTS: dict[str, str] = {}  # section name -> what it holds, for "must be a mapping ..." messages
-
-
-def register_section(name: str, kind: Any, hint: str = "", *, lazy: bool = False) -> None:
-    """Section ``name`` validated as ``kind`` (``lazy``: a function returning the type: sections typed from TRL)."""
-    SECTIONS[name] = _Lazy(kind) if lazy else kind
-    SECTION_HINTS[name] = hint or (inspect.getdoc(kind) or "").split("\n")[0]
 
 
 def tiny_model() -> type[Section]:
@@ -116,6 +99,12 @@ def _bare_names(value: Any) -> Any:
     return [{"name": v} if isinstance(v, str) else v for v in value] if isinstance(value, list) else value
 
 
+def named_list(spec: type[Section]) -> Any:
+    """A list of ``spec`` whose items may also be a bare name (``- countdown``), in the JSON Schema too."""
+    name = Annotated[str, Field(min_length=1)]
+    return Annotated[list[spec], BeforeValidator(_bare_names, json_schema_input_type=list[name | spec])]
+
+
 class LoggingSection(Section):
     """Completion samples and alerts written next to the checkpoints."""
 
@@ -142,23 +131,6 @@ def lora_model() -> type[Section]:
     return dataclass_model("LoraSection", LoraConfig, "peft.LoraConfig fields")
 
 
-register_section("model", ModelSection)
-register_section("data", DataSection)
-register_section(
-    "rewards",
-    Annotated[list[RewardSpec], BeforeValidator(_bare_names)],
-    "a list of {name, weight, args} or reward models {model, weight}, e.g. - {name: accuracy, weight: 1.0}",
-)
-register_section(
-    "tools", Annotated[list[ToolSpec], BeforeValidator(_bare_names)], "a list of tool names, e.g. tools: [calculator]"
-)
-register_section(
-    "environment",
-    dict[str, Any],
-    "{factory: NAME or module:Class, args: {...}}, or a mapping of names to such entries",
-)
-
-
 class RolloutSpec(Section):
     """TRL's ``rollout_func`` with the extra fields it returns (TRL forwards them to rewards as keywords)."""
 
@@ -166,22 +138,34 @@ class RolloutSpec(Section):
     fields: list[str] = Field(default_factory=list, description="extra fields it returns, which rewards may read")
 
 
-register_section(
-    "rollout_func",
-    str | RolloutSpec,
-    "module.path:function (TRL's rollout_func), or {func: module.path:function, fields: [...]}",
-)
-register_section("plugins", list[str], "a list of Python files (relative to the recipe) that register rewards")
-register_section("trainer", trainer_model, "a mapping of trl.GRPOConfig fields", lazy=True)
-register_section(
-    "generation", generation_model, "a mapping: backend (transformers or vllm) and vLLM settings", lazy=True
-)
-register_section("logging", LoggingSection)
-register_section("launch", LaunchSection)
-register_section("heldout", HeldoutSection)
-register_section(
-    "async_grpo", async_model, "AsyncGRPOConfig fields GRPOConfig lacks ({} for defaults)", lazy=True
-)  # the monitor capability's own section (monitor/heldout.py)
+SECTIONS: dict[str, Any] = {  # section name -> its pydantic type, or a function making it (typed from TRL)
+    "model": ModelSection,
+    "data": DataSection,
+    "rewards": named_list(RewardSpec),
+    "tools": named_list(ToolSpec),
+    "environment": dict[str, Any],
+    "rollout_func": str | RolloutSpec,
+    "plugins": list[str],
+    "trainer": trainer_model,
+    "generation": generation_model,
+    "logging": LoggingSection,
+    "launch": LaunchSection,
+    "heldout": HeldoutSection,  # the monitor capability's own section (monitor/heldout.py)
+    "async_grpo": async_model,
+}
+_MADE = (trainer_model, generation_model, async_model)
+SECTION_HINTS = {  # section name -> what it holds, for "must be a mapping ..." messages
+    name: SECTIONS[name].__doc__.split("\n")[0] for name in ("model", "data", "logging", "launch", "heldout")
+} | {
+    "rewards": "a list of {name, weight, args} or reward models {model, weight}, e.g. - {name: accuracy, weight: 1.0}",
+    "tools": "a list of tool names, e.g. tools: [calculator]",
+    "environment": "{factory: NAME or module:Class, args: {...}}, or a mapping of names to such entries",
+    "rollout_func": "module.path:function (TRL's rollout_func), or {func: module.path:function, fields: [...]}",
+    "plugins": "a list of Python files (relative to the recipe) that register rewards",
+    "trainer": "a mapping of trl.GRPOConfig fields",
+    "generation": "a mapping: backend (transformers or vllm) and vLLM settings",
+    "async_grpo": "AsyncGRPOConfig fields GRPOConfig lacks ({} for defaults)",
+}
 REQUIRED_SECTIONS = {
     "model": "a Hugging Face model id, a local path, or builtin:tiny, e.g. model: {name: builtin:tiny}",
     "data": DATA_REQUIRED,
@@ -193,4 +177,4 @@ REWARDS_HINT = "a list of {name, weight, args}, e.g. - {name: accuracy, weight: 
 def section_type(name: str) -> Any:
     """The pydantic type of section ``name`` (factories, used for TRL-typed sections, are called here)."""
     kind = SECTIONS[name]
-    return kind.factory() if isinstance(kind, _Lazy) else kind
+    return kind() if kind in _MADE else kind

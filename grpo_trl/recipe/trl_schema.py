@@ -96,22 +96,6 @@ def trainer_model() -> type[Section]:
     )
 
 
-@functools.cache
-def takes_float(key: str) -> bool:
-    """Whether the ``GRPOConfig`` field behind a dotted ``trainer.``/``generation.`` key is typed ``float``.
-    >>> takes_float("trainer.temperature"), takes_float("trainer.logging_steps"), takes_float("data.size")
-    (True, True, False)
-    """
-    from trl import GRPOConfig
-
-    section, _, name = key.partition(".")
-    name = GENERATION_FIELDS.get(name, name) if section == "generation" else name
-    if section not in ("trainer", "generation"):
-        return False
-    hint = typing.get_type_hints(GRPOConfig).get(name)
-    return hint is float or float in typing.get_args(hint)
-
-
 GENERATION_FIELDS = {"vllm_mode": "vllm_mode"} | {  # generation: key -> its GRPOConfig field
     key: f"vllm_{key}"
     for key in ("server_host", "server_port", "server_base_url", "server_timeout", "gpu_memory_utilization")

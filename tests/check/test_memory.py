@@ -183,6 +183,17 @@ def test_check_warns_that_fsdp_on_cpu_would_not_shard(make_recipe, capsys):
     assert "FSDP only on GPUs" not in capsys.readouterr().err
 
 
+def test_an_accelerate_config_is_read_through_the_bounded_reader(tmp_path, make_recipe, capsys):
+    # nested aliases: a few lines that expand to a million values; yaml.safe_load would build them all
+    lines = ["a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"]
+    lines += [f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]" for a, b in zip("abcde", "bcdef")]
+    (tmp_path / "laughs.yaml").write_text("\n".join(lines) + "\n")
+    path = make_recipe(extra={"launch": {"accelerate_config": str(tmp_path / "laughs.yaml")}})
+    assert cli_main(["check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "launch.accelerate_config:" in err and "expands to more than" in err and "name an accelerate config" in err
+
+
 def test_gpu_bench_plan_reads_the_saved_config(tmp_path):
     from bench.gpu import QWEN25_05B as SHAPE
     from bench.gpu import VOCAB, planned_items
