@@ -293,9 +293,12 @@ def vandal(prompts, completions, completion_ids, solution, **kwargs):
     return [0.0] * (len(completions) + 1)
 
 
+_EXPECTED: list = []  # what reader must see; set before the calls, so a forked (timed) reward's child has it too
+
+
 def reader(prompts, completions, completion_ids, solution, **kwargs):
-    reader.seen = copy.deepcopy((prompts, completions, completion_ids, solution))
-    return [1.0] * len(completions)
+    """1.0 per row where it saw the untouched inputs, else 0.0 (it may run in a forked child: the score says it)."""
+    return [float((prompts, completions, completion_ids, solution) == _EXPECTED[0])] * len(completions)
 
 
 @pytest.mark.parametrize("timeout", [None, 5.0])
@@ -304,10 +307,10 @@ def test_in_place_mutation_is_invisible_to_other_rewards_and_to_trl(timeout):
     kwargs["trainer_state"] = object()
     before = copy.deepcopy({k: kwargs[k] for k in ("prompts", "completions", "completion_ids", "solution")})
     held = kwargs["completions"][0][0]  # TRL's logs hold the same message dicts
+    _EXPECTED[:] = [tuple(before[k] for k in ("prompts", "completions", "completion_ids", "solution"))]
     for _ in range(2):
         assert SafeReward(NamedReward("vandal", vandal), timeout=timeout)(**kwargs) == [0.0] * 4
         assert SafeReward(NamedReward("reader", reader), timeout=timeout)(**kwargs) == [1.0] * 4
-        assert reader.seen == tuple(before[k] for k in ("prompts", "completions", "completion_ids", "solution"))
     assert {k: kwargs[k] for k in before} == before
     # its own copy: the originals were never touched
     assert held == {"role": "assistant", "content": "<answer>0</answer>"} and kwargs["completions"][0][0] is held
