@@ -146,15 +146,26 @@ FAULT_PROBES = {
 }
 
 
+# Session fixtures that take a minute to build: the tests using one share an xdist group (make test's --dist
+# loadgroup), so one worker builds it and runs them while the other goes on with other tests instead of waiting idle
+# on the build's lock
+GROUPED_FIXTURES = ("tool_model",)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group markers
 def pytest_collection_modifyitems(items):
     """Markers: each test of ``FAULT_PROBES`` is a ``fault`` probe (``make faults``; whole probe files beside their
-    unit say ``pytestmark = pytest.mark.fault``); everything under tests/e2e is ``slow`` (not in make test-fast)."""
+    unit say ``pytestmark = pytest.mark.fault``); everything under tests/e2e is ``slow`` (not in make test-fast);
+    the users of a ``GROUPED_FIXTURES`` fixture share an ``xdist_group``."""
     e2e = ROOT / "tests" / "e2e"
     for item in items:
         if getattr(item, "originalname", None) in FAULT_PROBES:
             item.add_marker(pytest.mark.fault)
         elif Path(str(item.path)).is_relative_to(e2e):
             item.add_marker(pytest.mark.slow)
+        for name in GROUPED_FIXTURES:
+            if name in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(name))
 
 
 @pytest.fixture(scope="session", autouse=True)
