@@ -166,8 +166,8 @@ bench: install
 gpu-wheels: install
 	$(PY) bench/gpu_kit.py wheelhouse
 
-# The fault probes at full fuzzing size, one process, their output shown: every test marked `fault` (tests/faults,
-# the probe files beside the unit they attack: `pytestmark = pytest.mark.fault`, and tests/conftest.py's FAULT_PROBES).
+# The fault probes at full fuzzing size, one process, their output shown: every test marked `fault` (the probe
+# files beside the unit they attack, `pytestmark = pytest.mark.fault`, and tests/conftest.py's FAULT_PROBES).
 faults: install
 	GRPO_TRL_FUZZ_N=10000 GRPO_TRL_RECIPE_FUZZ_N=600 $(PY) -m pytest -q -s -m fault tests $(PYTEST_ARGS)
 

@@ -1,9 +1,12 @@
-"""Shared fixtures: a tiny offline model (built once per test run, shared by pytest-xdist's workers), a helper that
-writes recipes, the markers given by folder (tests/faults: ``fault``; tests/e2e: ``slow``) and CI's no-skip rule."""
+"""Shared fixtures: a tiny offline model and a finished run (each built once per test run, shared by pytest-xdist's
+workers), a helper that writes recipes, the markers (tests/e2e: ``slow``; ``FAULT_PROBES``: ``fault``) and CI's
+no-skip rule."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -90,6 +93,47 @@ def tool_model(tmp_path_factory) -> str:
     return shared_build(tmp_path_factory, "tiny-tools", lambda folder: build_tiny_tool_model(folder / "model"))
 
 
+# A real finished training run (checkpoints 2 and 4, final save) that output-directory tests copy and damage
+RUN = {"max_steps": 4, "save_strategy": "steps", "save_steps": 2}
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory, tiny_model) -> Path:
+    """Trained once per test run, shared by the xdist workers (tests only copy it)."""
+    from grpo_trl.cli import train_main
+
+    def train(base: Path) -> Path:
+        base.mkdir()
+        path = tiny_recipe(base, tiny_model, trainer=RUN, extra={"logging": {"completions_every": 1}})
+        assert train_main([str(path)]) == 0
+        return base / "out"
+
+    return Path(shared_build(tmp_path_factory, "trained-run", train))
+
+
+@pytest.fixture
+def run_copy(trained_run, tmp_path, tiny_model):
+    """``make(**trainer)`` -> (recipe path, output_dir): a private copy of the finished run and its recipe."""
+
+    def make(trainer: dict | None = None, **kwargs) -> tuple[Path, Path]:
+        out = tmp_path / "out"
+        shutil.copytree(trained_run, out, symlinks=True)
+        extra = {"logging": {"completions_every": 1}, **kwargs.pop("extra", {})}
+        return tiny_recipe(tmp_path, tiny_model, trainer={**RUN, **(trainer or {})}, extra=extra, **kwargs), out
+
+    return make
+
+
+def snapshot(folder: Path) -> dict[str, tuple[str, int]]:
+    """Every file under ``folder`` (the lock files aside) with its sha256 and mtime."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        rel = str(p.relative_to(folder))
+        if p.is_file() and rel not in (".grpo-trl/lock", ".grpo-trl/lock.json"):
+            out[rel] = (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+    return out
+
+
 # Fault probes that live in a unit's test file beside its other tests (the rest of such a file is not a probe)
 FAULT_PROBES = {
     "test_a_misbehaving_reset_is_one_error_naming_the_environment",
@@ -102,16 +146,26 @@ FAULT_PROBES = {
 }
 
 
+# Session fixtures that take a minute to build: the tests using one share an xdist group (make test's --dist
+# loadgroup), so one worker builds it and runs them while the other goes on with other tests instead of waiting idle
+# on the build's lock
+GROUPED_FIXTURES = ("tool_model",)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group markers
 def pytest_collection_modifyitems(items):
-    """Markers by folder: everything under tests/faults (and each test of ``FAULT_PROBES``) is a ``fault`` probe
-    (``make faults``), everything under tests/e2e is ``slow`` (left out by ``make test-fast``)."""
-    faults, e2e = ROOT / "tests" / "faults", ROOT / "tests" / "e2e"
+    """Markers: each test of ``FAULT_PROBES`` is a ``fault`` probe (``make faults``; whole probe files beside their
+    unit say ``pytestmark = pytest.mark.fault``); everything under tests/e2e is ``slow`` (not in make test-fast);
+    the users of a ``GROUPED_FIXTURES`` fixture share an ``xdist_group``."""
+    e2e = ROOT / "tests" / "e2e"
     for item in items:
-        path = Path(str(item.path))
-        if path.is_relative_to(faults) or getattr(item, "originalname", None) in FAULT_PROBES:
+        if getattr(item, "originalname", None) in FAULT_PROBES:
             item.add_marker(pytest.mark.fault)
-        elif path.is_relative_to(e2e):
+        elif Path(str(item.path)).is_relative_to(e2e):
             item.add_marker(pytest.mark.slow)
+        for name in GROUPED_FIXTURES:
+            if name in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(name))
 
 
 @pytest.fixture(scope="session", autouse=True)

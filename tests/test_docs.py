@@ -41,8 +41,9 @@ checkout). The rules, by the block's language:
 - On ``RUN_PAGES`` (the quickstart), ``grpo-trl train`` and ``grpo-trl eval`` run for real (a tiny CPU run), so the
   page's ``report`` reads a real run.
 
-Every ``grpo-trl`` command runs as the CLI's ``main(argv)`` in one worker process per page (TRL is imported once
-per page rather than once per command; the page's environment and working folder; stdout and stderr captured).
+Every ``grpo-trl`` command runs as the CLI's ``main(argv)`` in one worker process per page (the page's environment
+and working folder; stdout and stderr captured); it and the page's python-block process fork from a zygote that
+imported TRL once per pytest worker, rather than once per page or per command.
 
 Anything else (another language, an unknown command, an unknown ``grpo-trl`` subcommand) fails the test: no block is
 skipped silently. Placeholder code the docs name (``my_pkg.rewards:brevity``, ``my_rewards.py``, ``./my-rm``...) is
@@ -56,7 +57,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import shlex
+import socket
 import subprocess
 import sys
 import textwrap
@@ -127,8 +130,8 @@ class Page:
     written: dict = field(default_factory=dict)  # file name -> block that wrote it and awaits a check
     checks: dict = field(default_factory=dict)  # argv tuple -> (rc, output), each check once per page
     counts: dict = field(default_factory=dict)
-    worker: subprocess.Popen | None = None
-    replies: object = None
+    zygote: Zygote | None = None
+    worker: tuple | None = None  # (requests, replies, exit status): the page's CLI process, forked from the zygote
 
 
 # Per-block settings, keyed by (page name, a text the block holds). Each says why.
@@ -216,20 +219,104 @@ WORKER = textwrap.dedent("""
 """)
 
 
+ZYGOTE = textwrap.dedent("""
+    import json, os, socket, sys, traceback
+    import datasets, peft, transformers  # what the pages' commands import: loaded once, every page process forks
+    from trl import GRPOConfig, GRPOTrainer
+    import grpo_trl, grpo_trl.cli
+    jobs = socket.socket(fileno=int(sys.argv[1]))
+    def reap(flags):  # waited for, the page processes' CPU time counts as the zygote's (and so the test's)
+        try:
+            while os.waitpid(-1, flags)[0]:
+                pass
+        except ChildProcessError:
+            pass
+    while True:
+        message, fds, _, _ = socket.recv_fds(jobs, 1 << 20, 5)
+        reap(0 if not message else os.WNOHANG)
+        if not message:  # the test closed its end
+            break
+        if os.fork():
+            for fd in fds:
+                os.close(fd)
+            continue
+        jobs.close()
+        job = json.loads(message)
+        for fd, new in zip(fds[:3], (0, 1, 2)):
+            os.dup2(fd, new)
+        status = fds[3]
+        os.chdir(job["cwd"])
+        os.environ.clear()
+        os.environ.update(job["env"], **({"DOCS_PROTO_FD": str(fds[4])} if len(fds) > 4 else {}))
+        sys.stdin = open(0, closefd=False)
+        sys.stdout, sys.stderr = open(1, "w", closefd=False), open(2, "w", closefd=False)
+        rc = 0
+        try:
+            exec(compile(job["code"], "<docs>", "exec"), {"__name__": "__main__"})
+        except SystemExit as e:
+            rc = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+            if not isinstance(e.code, int | None):
+                print(e.code, file=sys.stderr)
+        except BaseException:
+            traceback.print_exc()
+            rc = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.write(status, str(rc).encode())
+        os._exit(0)
+""")
+
+
+class Zygote:
+    """One process per pytest worker that imports grpo-trl, TRL and their libraries once (~5 s of CPU); each page's
+    processes (its CLI worker, its python blocks) fork from it, with the page's folder, environment and pipes, rather
+    than each importing TRL anew. The fake Hub cache is the zygote's (huggingface_hub reads HF_HUB_CACHE at import)."""
+
+    def __init__(self, env: dict):
+        self.jobs, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", ZYGOTE, str(theirs.fileno())], env=env, pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        theirs.close()
+
+    def spawn(self, code: str, cwd: Path, env: dict, stdio: tuple[int, int, int], proto: int | None = None) -> int:
+        """Forks a process running ``code``; returns the read end of its exit status (EOF when it died)."""
+        assert self.proc.poll() is None, "the docs zygote died"
+        status, status_w = os.pipe()
+        job = json.dumps({"code": code, "cwd": str(cwd), "env": env}).encode()
+        socket.send_fds(self.jobs, [job], [*stdio, status_w, *([proto] if proto is not None else [])])
+        os.close(status_w)
+        return status
+
+    @staticmethod
+    def wait(status: int, timeout: float) -> int:
+        ready, _, _ = select.select([status], [], [], timeout)
+        assert ready, f"a docs process ran past {timeout} s"
+        with os.fdopen(status, "rb") as f:
+            text = f.read()
+        return int(text) if text else -1
+
+    def close(self) -> None:
+        self.jobs.close()
+        self.proc.wait(timeout=60)
+
+
 def worker_run(page: Page, argv: list[str], recipe: str | None = None, sets: list[str] = ()) -> tuple[int, str]:
-    """Runs the CLI's ``main(argv)`` in the page's worker: one Python process per page (TRL imported once), with the
+    """Runs the CLI's ``main(argv)`` in the page's worker: one process per page (forked from the zygote), with the
     page's environment and working folder; stdout and stderr of the command are captured together."""
     if page.worker is None:
-        r, w = os.pipe()
-        page.worker = subprocess.Popen(
-            [sys.executable, "-c", WORKER], cwd=page.work, env={**page.env, "DOCS_PROTO_FD": str(w)}, pass_fds=[w],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
-        os.close(w)
-        page.replies = os.fdopen(r)
-    page.worker.stdin.write(json.dumps({"argv": argv, "recipe": recipe, "sets": list(sets)}) + "\n")
-    page.worker.stdin.flush()
-    reply = page.replies.readline()
+        requests_r, requests_w = os.pipe()
+        replies_r, replies_w = os.pipe()
+        null = os.open(os.devnull, os.O_WRONLY)
+        status = page.zygote.spawn(WORKER, page.work, page.env, (requests_r, null, null), proto=replies_w)
+        for fd in (requests_r, replies_w, null):
+            os.close(fd)
+        page.worker = (os.fdopen(requests_w, "w"), os.fdopen(replies_r), status)
+    requests, replies, _ = page.worker
+    requests.write(json.dumps({"argv": argv, "recipe": recipe, "sets": list(sets)}) + "\n")
+    requests.flush()
+    reply = replies.readline()
     assert reply, f"the worker died running grpo-trl {' '.join(argv)}"
     rc, out = json.loads(reply)
     return rc, out
@@ -492,14 +579,19 @@ RUNNER = textwrap.dedent("""
 
 
 def run_python(page: Page, blocks: list[Block]) -> None:
-    payload = json.dumps([[b.where, b.lang, b.text] for b in blocks])
-    env = {**page.env, "DOCS_ROOT": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-c", RUNNER], input=payload, cwd=page.work, env=env, capture_output=True, text=True,
-        timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, f"python blocks of {page.path.name}:\n{proc.stdout}\n{proc.stderr}"
-    assert proc.stdout.count("ok ") == len(blocks), proc.stdout
+    files = {name: page.work.parent / f"python-blocks.{name}" for name in ("json", "out", "err")}
+    files["json"].write_text(json.dumps([[b.where, b.lang, b.text] for b in blocks]))
+    stdio = (
+        os.open(files["json"], os.O_RDONLY),
+        *(os.open(files[n], os.O_WRONLY | os.O_CREAT) for n in ("out", "err")),
+    )
+    status = page.zygote.spawn(RUNNER, page.work, {**page.env, "DOCS_ROOT": str(ROOT)}, stdio)
+    for fd in stdio:
+        os.close(fd)
+    rc = Zygote.wait(status, 600)
+    out, err = files["out"].read_text(), files["err"].read_text()
+    assert rc == 0, f"python blocks of {page.path.name}:\n{out}\n{err}"
+    assert out.count("ok ") == len(blocks), out
 
 
 def fake_hub_cache(hub: Path) -> None:
@@ -537,7 +629,7 @@ def local_reward_model(work: Path) -> None:
 
 
 def page_params():
-    # slow: each page runs its commands in a worker process (TRL imported once a page; quickstart and python-api
+    # slow: each page runs its commands in a worker process (forked, TRL imported already; quickstart and python-api
     # train the tiny model), 5-100 s a page: make test runs them, make test-fast leaves them out
     for path in PAGES:
         yield pytest.param(path, id=str(path.relative_to(ROOT)), marks=[pytest.mark.slow])
@@ -563,8 +655,20 @@ def test_docs_pages_linked():
             assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: broken link {target}"
 
 
+BASE_ENV = {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OPENAI_API_KEY": "not-a-key", "OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory):
+    hub = tmp_path_factory.mktemp("docs-hub")
+    fake_hub_cache(hub)
+    started = Zygote({**os.environ, **BASE_ENV, "HF_HUB_CACHE": str(hub)})
+    yield started, hub
+    started.close()
+
+
 @pytest.mark.parametrize("path", page_params())
-def test_page_blocks(path: Path, tmp_path: Path):
+def test_page_blocks(path: Path, tmp_path: Path, zygote):
     blocks = [b for b in parse_blocks(path) if b.lang != "text"]
     work = tmp_path / "work"
     work.mkdir()
@@ -573,20 +677,11 @@ def test_page_blocks(path: Path, tmp_path: Path):
     for name, text in FIXTURES.items():
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_text(textwrap.dedent(text).lstrip())
-    hub = tmp_path / "hub"
-    fake_hub_cache(hub)
     if "./my-rm" in path.read_text():
         local_reward_model(work)
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "HF_HUB_CACHE": str(hub),
-        "HF_HUB_OFFLINE": "1",
-        "GRPO_TRL_CACHE": str(tmp_path / "cache"),
-        "OPENAI_API_KEY": "not-a-key",
-        "OMP_NUM_THREADS": "1",
-    }
-    page = Page(path, work, env)
+    forks, hub = zygote
+    env = {**os.environ, **BASE_ENV, "HF_HUB_CACHE": str(hub), "GRPO_TRL_CACHE": str(tmp_path / "cache")}
+    page = Page(path, work, env, zygote=forks)
     python = [b for b in blocks if b.lang in ("python", "pycon") and not b.file]
     try:
         for i, block in enumerate(blocks):
@@ -598,9 +693,10 @@ def test_page_blocks(path: Path, tmp_path: Path):
                 run_shell(page, block)
     finally:
         if page.worker is not None:
-            page.worker.stdin.close()
-            page.worker.wait(timeout=60)
-            page.replies.close()
+            requests, replies, status = page.worker
+            requests.close()
+            Zygote.wait(status, 60)
+            replies.close()
     if python:
         run_python(page, python)
     assert not page.written, f"files written for a later check that no block checks: {sorted(page.written)}"

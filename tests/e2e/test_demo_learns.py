@@ -83,18 +83,31 @@ def _accuracy(recipe_path: Path, model: str, out: Path, unseen: set[int]) -> tup
     return report["pass@1"], sum(r["passed"] for r in rows if r["prompt_index"] in unseen) / len(unseen)
 
 
-def _run(tmp_path: Path, model: str, rewards: list | None = None, demo: Path = DEMO) -> tuple[tuple, tuple]:
+def _recipe(folder: Path, model: str, demo: Path, rewards: list | None = None) -> Path:
     raw = yaml.safe_load(demo.read_text())
     raw["model"]["name"] = model
-    raw["trainer"]["output_dir"] = str(tmp_path / "run")
+    raw["trainer"]["output_dir"] = str(folder / "run")
     if rewards is not None:
         raw["rewards"] = rewards
-    path = tmp_path / "recipe.yaml"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "recipe.yaml"
     path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def _run(tmp_path: Path, tmp_path_factory, model: str, rewards: list | None = None, demo: Path = DEMO) -> tuple:
+    """Accuracy before and after GRPO with ``rewards`` (default: the demo's), both scored by the demo's own rewards;
+    the warm model's "before" is evaluated once per test run, shared by the run and its control."""
     unseen = never_seen() if demo == DEMO else set(range(HELD_OUT))  # no GSM8K test problem is a training one
-    before = _accuracy(path, model, tmp_path / "before", unseen)
-    assert train_main([str(path)]) == 0
-    return before, _accuracy(path, str(tmp_path / "run"), tmp_path / "after", unseen)
+
+    def evaluate_before(folder: Path) -> str:
+        return json.dumps(_accuracy(_recipe(folder, model, demo), model, folder / "before", unseen))
+
+    before = tuple(json.loads(shared_build(tmp_path_factory, f"before-{demo.stem}", evaluate_before)))
+    assert train_main([str(_recipe(tmp_path, model, demo, rewards))]) == 0
+    return before, _accuracy(
+        _recipe(tmp_path / "score", model, demo), str(tmp_path / "run"), tmp_path / "after", unseen
+    )
 
 
 def test_never_seen_is_most_of_the_held_out_problems():
@@ -110,9 +123,14 @@ def test_no_gsm8k_held_out_problem_is_a_training_or_warmup_one():
     assert not seen & {r["key"] for r in generate_problems(HELD_OUT, split_seed("test", 0), test=True)}
 
 
+COUNTDOWN_GROUP = pytest.mark.xdist_group("demo-countdown")  # one worker warms the model up and runs both
+GSM8K_GROUP = pytest.mark.xdist_group("demo-gsm8k")
+
+
 @pytest.mark.slow
-def test_grpo_lifts_held_out_accuracy(tmp_path, warm_model):
-    (before, before_unseen), (after, after_unseen) = _run(tmp_path, warm_model)
+@COUNTDOWN_GROUP
+def test_grpo_lifts_held_out_accuracy(tmp_path, tmp_path_factory, warm_model):
+    (before, before_unseen), (after, after_unseen) = _run(tmp_path, tmp_path_factory, warm_model)
     assert 0.1 <= before <= 0.35  # the warm-up solves some problems, leaving room
     # measured at 150 steps over trainer seeds 0-3 on an AMD EPYC: +24.8 to +32.4 points (all), +19.8 to +24.4 (never
     # seen); at 150 steps on an Intel Xeon only +12.8 (the warm-up differs by CPU), at 300 steps there +27.2 and +21.2;
@@ -122,22 +140,25 @@ def test_grpo_lifts_held_out_accuracy(tmp_path, warm_model):
 
 
 @pytest.mark.slow
-def test_shuffled_reward_does_not_lift_accuracy(tmp_path, warm_model):
+@COUNTDOWN_GROUP
+def test_shuffled_reward_does_not_lift_accuracy(tmp_path, tmp_path_factory, warm_model):
     # the countdown scores of each batch, shuffled across its completions: same scores, no link to the answers
     control = [{"name": "tests.e2e.demo_control:shuffled_countdown"}]
-    (before, _), (after, _) = _run(tmp_path, warm_model, rewards=control)
+    (before, _), (after, _) = _run(tmp_path, tmp_path_factory, warm_model, rewards=control)
     assert after - before <= 0.05, (before, after)  # measured over seeds 0-2: -17.4 to -15.4 points (it drifts)
 
 
 @pytest.mark.slow
-def test_grpo_lifts_gsm8k_accuracy_on_never_seen_problems(tmp_path, gsm8k_model):
-    (before, _), (after, _) = _run(tmp_path, gsm8k_model, demo=GSM8K_DEMO)
+@GSM8K_GROUP
+def test_grpo_lifts_gsm8k_accuracy_on_never_seen_problems(tmp_path, tmp_path_factory, gsm8k_model):
+    (before, _), (after, _) = _run(tmp_path, tmp_path_factory, gsm8k_model, demo=GSM8K_DEMO)
     assert 0.2 <= before <= 0.6  # the warm-up answers in format and mostly adds, leaving room
     assert after - before >= 0.25, (before, after)  # measured 42.0% -> 76.0% (AMD EPYC, trainer seed 0)
 
 
 @pytest.mark.slow
-def test_shuffled_gsm8k_reward_does_not_lift_accuracy(tmp_path, gsm8k_model):
+@GSM8K_GROUP
+def test_shuffled_gsm8k_reward_does_not_lift_accuracy(tmp_path, tmp_path_factory, gsm8k_model):
     control = [{"name": "tests.e2e.demo_control:shuffled_gsm8k"}, {"name": "xml_format"}]
-    (before, _), (after, _) = _run(tmp_path, gsm8k_model, rewards=control, demo=GSM8K_DEMO)
+    (before, _), (after, _) = _run(tmp_path, tmp_path_factory, gsm8k_model, rewards=control, demo=GSM8K_DEMO)
     assert after - before <= 0.05, (before, after)  # measured 42.0% -> 17.4% (trainer seed 0)

@@ -14,7 +14,7 @@ import pytest
 from grpo_trl.check import load_recipe
 from grpo_trl.check.plan import make_plan
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("two-process-launch")]  # one launch at a time: 2 cores
 ROOT = Path(__file__).resolve().parents[2]
 
 RANK_RECORDER = '''

@@ -21,6 +21,7 @@ import pytest
 # deepspeed runs in the launched processes only: found, not imported here (importing it costs collection seconds)
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.xdist_group("two-process-launch"),  # one launch of two ranks at a time: 2 cores
     pytest.mark.skipif(
         importlib.util.find_spec("deepspeed") is None,
         reason="pip install 'grpo-trl[deepspeed]' to run the DeepSpeed CPU rehearsal",
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = '''
 import json, sys
+import deepspeed.ops
 import torch.distributed as dist
 from transformers import TrainerCallback
 from grpo_trl.check import load_recipe
@@ -64,6 +66,10 @@ class Probe(TrainerCallback):
         with open(f"{self.path}.rank{record['rank']}.jsonl", "a") as fh:
             fh.write(json.dumps(record) + "\\n")
 
+
+# DeepSpeed's shared-memory all-reduce serves its inference engine only (ZeRO training reduces through gloo): not
+# building it spares its compile (~1-3 min of one core, on every fresh machine such as CI's)
+deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
 
 if __name__ == "__main__":
     recipe = load_recipe(sys.argv[1], [a for a in sys.argv[3:] if a != "--set"])

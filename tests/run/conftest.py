@@ -1,3 +1,2 @@
-"""The finished training run the output-directory probes copy and damage (shared with tests/faults)."""
-
-from tests.faults.conftest import run_copy, trained_run  # noqa: F401 - fixtures
+"""The finished training run the output-directory probes copy and damage: ``trained_run`` and ``run_copy`` in
+tests/conftest.py (shared with the fault probes beside other units)."""

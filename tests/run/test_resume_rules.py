@@ -15,7 +15,7 @@ import yaml
 from grpo_trl.cli import train_main
 from grpo_trl.run.resume import checkpoint_problem, newest_complete
 from grpo_trl.train import train
-from tests.faults.conftest import snapshot
+from tests.conftest import snapshot
 
 pytestmark = pytest.mark.fault
 

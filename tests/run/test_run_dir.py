@@ -22,7 +22,7 @@ from grpo_trl.check import load_recipe
 from grpo_trl.cli import main as cli_main
 from grpo_trl.cli import train_main
 from grpo_trl.run.directory import Manifest, RunLock, output_dir_problems
-from tests.faults.conftest import snapshot
+from tests.conftest import snapshot
 
 pytestmark = pytest.mark.fault
 

@@ -14,7 +14,7 @@ import pytest
 
 from grpo_trl.cli import main as cli_main
 from grpo_trl.cli import train_main
-from tests.faults.conftest import snapshot
+from tests.conftest import snapshot
 
 pytestmark = pytest.mark.fault
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from grpo_trl.cli import train_main
 from grpo_trl.run.directory import Manifest
-from tests.faults.conftest import snapshot
+from tests.conftest import snapshot
 
 pytestmark = pytest.mark.fault
 

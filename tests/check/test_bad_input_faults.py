@@ -20,6 +20,8 @@ from grpo_trl.errors import RecipeError
 from grpo_trl.recipe.load import apply_override, parse_yaml
 from tests.conftest import tiny_recipe
 
+pytestmark = pytest.mark.fault  # a fault probe: `make faults` selects it
+
 
 def run(capsys, *argv: str) -> tuple[int, list[str]]:
     code = cli_main(list(argv))

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from grpo_trl.cli import main as cli_main
 from grpo_trl.report.page import write_report
 
+pytestmark = pytest.mark.fault  # a fault probe: `make faults` selects it
+
 ALIASES = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=24).filter(lambda a: a.strip())
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from grpo_trl.rewards import get_reward
 
+pytestmark = pytest.mark.fault  # a fault probe: `make faults` selects it
+
 N = int(os.environ.get("GRPO_TRL_FUZZ_N", "2000"))
 
 # documented range of each built-in: (low, high, may return None)

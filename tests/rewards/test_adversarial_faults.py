@@ -25,6 +25,8 @@ from grpo_trl.rewards import isolated
 from grpo_trl.rewards.call import SafeReward
 from grpo_trl.rewards.math import Accuracy, gsm8k
 
+pytestmark = pytest.mark.fault  # a fault probe: `make faults` selects it
+
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-c", "import sys; from grpo_trl.cli import main; sys.exit(main())"]
 needs_fork = pytest.mark.skipif(not isolated.CAN_FORK, reason="a timed reward runs in a thread without fork")

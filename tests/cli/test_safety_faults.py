@@ -20,6 +20,8 @@ from grpo_trl.run.directory import Manifest, RunLock
 from grpo_trl.run.resume import checkpoint_problem, keep_until, saved_step
 from tests.check.test_bad_recipes import GOOD, _check_good_with
 
+pytestmark = pytest.mark.fault  # a fault probe: `make faults` selects it
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

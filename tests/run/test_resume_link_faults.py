@@ -8,6 +8,8 @@ import yaml
 
 from grpo_trl.cli import main
 
+pytestmark = pytest.mark.fault  # a fault probe: `make faults` selects it
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
