@@ -19,13 +19,15 @@ pytestmark = [pytest.mark.fault, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 SLOW_REWARD = '''
+import os
 import time
 from grpo_trl.rewards import register_reward
 
 @register_reward("t_slow_zero")
-def slow_zero(completions, **kwargs):
-    """0.0 after a pause, so the run can be killed between checkpoints."""
-    time.sleep(0.4)
+def slow_zero(completions, trainer_state=None, **kwargs):
+    """0.0, after a pause in the run to be killed (T_SLOW=1) once past checkpoint-4: room to kill it before the end."""
+    if os.environ.get("T_SLOW") == "1" and trainer_state.global_step >= 4:
+        time.sleep(0.4)
     return [0.0] * len(completions)
 
 
@@ -74,7 +76,9 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path, make_recipe):
     assert ref.returncode == 0, ref.stderr[-2000:]
 
     out = tmp_path / "out"
-    proc = subprocess.Popen(_cmd(path), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        _cmd(path), env={**env, "T_SLOW": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.time() + 240
     while not (out / "checkpoint-4" / "trainer_state.json").exists() or _rows(out / "alerts.jsonl")[-1:] == []:
         assert proc.poll() is None, "training ended before the first checkpoint"

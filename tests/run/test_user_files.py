@@ -85,7 +85,7 @@ def _visible(out: Path) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_files_made_after_a_kill_are_the_users(sig, tmp_path, make_recipe):
+def test_files_made_after_a_kill_are_the_users(sig, tmp_path, make_recipe, capsys, caplog):
     (tmp_path / "slow.py").write_text(SLOW_REWARD)
     path = make_recipe(
         rewards=[{"name": "t_slow"}],
@@ -102,17 +102,20 @@ def test_files_made_after_a_kill_are_the_users(sig, tmp_path, make_recipe):
     (out / "runs" / "x.csv").write_text("a,b\n")
     mine = {k: v for k, v in snapshot(out).items() if k.startswith(("tokenizer_notes", "my_eval", "runs"))}
     assert len(mine) == 3
-    again = [sys.executable, "-m", "grpo_trl.train", str(path), "--overwrite", "--set", "trainer.max_steps=1"]
-    again += ["--set", "trainer.save_steps=5"]
+    again = [str(path), "--overwrite", "--set", "trainer.max_steps=1", "--set", "trainer.save_steps=5"]
     before = _visible(out)
-    run = subprocess.run(again, env=ENV, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 1  # runs/ is the user's (was: the killed run's, deleted), where the trainer logs
-    assert "with names the trainer would overwrite or rotate: runs/;" in run.stderr, run.stderr[-2000:]
-    assert _visible(out) == before
-    shutil.move(out / "runs", tmp_path / "runs")
-    run = subprocess.run(again, env=ENV, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    err = run.stderr
+    from grpo_trl.rewards import unregister_reward
+
+    try:  # the runs after the kill in this process (the plugin's t_slow registered here, so unregistered after)
+        assert train_main(again) == 1  # runs/ is the user's (was: the killed run's, deleted), where the trainer logs
+        err = capsys.readouterr().err
+        assert "with names the trainer would overwrite or rotate: runs/;" in err, err[-2000:]
+        assert _visible(out) == before
+        shutil.move(out / "runs", tmp_path / "runs")
+        assert train_main(again) == 0
+    finally:
+        unregister_reward("t_slow")
+    err = capsys.readouterr().err + caplog.text
     assert "kept (not written by grpo-trl): my_eval_results.json, tokenizer_notes.txt" in err, err[-2000:]
     assert "moved the previous run's" in err and "checkpoint-2" in err
     assert {k: v for k, v in snapshot(out).items() if k in mine} == {k: v for k, v in mine.items() if "runs" not in k}
