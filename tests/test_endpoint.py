@@ -47,9 +47,9 @@ def test_concurrency_is_bounded_and_results_keep_their_order():
     assert server.max_in_flight == 3  # never more, and the bound was used
 
 
-@pytest.mark.parametrize("status", ["500", "502", "503", "429", "408"])
-def test_retryable_statuses_are_retried_then_succeed(status):
-    with FakeOpenAI(models=["m"], script=[status, status]) as server:
+@pytest.mark.parametrize("statuses", [("500", "502"), ("503", "429"), ("408", "408")])  # each retryable one
+def test_retryable_statuses_are_retried_then_succeed(statuses):
+    with FakeOpenAI(models=["m"], script=list(statuses)) as server:  # two failed attempts, then the answer
         assert one(server, retries=2) == ["fake: hi"]
     assert len(server.requests) == 3
 

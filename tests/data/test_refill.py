@@ -47,20 +47,19 @@ def test_good_options_and_the_mixture_rules():
     assert "set data.dynamic_sampling beside data.mixture" in inside[0].text
 
 
-@pytest.mark.slow  # a subprocess importing TRL: ~7 s alone, more on a busy machine
-def test_check_prints_one_error_line_before_any_model_loads(tmp_path):
-    import subprocess
-    import sys
-
+def test_check_prints_one_error_line_before_any_model_loads(tmp_path, capsys):
     import yaml
+
+    from grpo_trl.cli import main
 
     data = {**COUNTDOWN, "dynamic_sampling": {"max_resample": -1}}
     recipe = {"model": {"name": "no/such-model"}, "data": data, "rewards": [{"name": "xml_format"}]}
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump(recipe))
-    done = subprocess.run([sys.executable, "-m", "grpo_trl.cli", "check", str(path)], capture_output=True, text=True)
-    errors = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("error:")]
-    assert done.returncode != 0 and len(errors) == 1, done.stdout + done.stderr
+    code = main(["check", str(path)])  # in process, as the images test below: `grpo-trl check` is this call
+    out = capsys.readouterr()
+    errors = [line for line in (out.out + out.err).splitlines() if line.startswith("error:")]
+    assert code != 0 and len(errors) == 1, out.out + out.err
     assert "data.dynamic_sampling.max_resample" in errors[0] and "integer >= 1" in errors[0]
 
 

@@ -147,8 +147,8 @@ def test_a_failing_reward_factory_is_one_error_naming_the_entry(make_recipe, nam
 @pytest.mark.slow
 def test_train_survives_rewards_that_end_runs_and_exits_when_done(tmp_path, tiny_model):
     """One real run (`python -m grpo_trl.train`, relative output_dir) with every reward that ended a run, hung it
-    past its timeout, or kept the process alive after the summary: it trains, saves where it was told, prints its
-    summary and exits 0 within a bound."""
+    past its timeout, or kept the process alive after the summary (a child process, a non-daemon thread): it trains,
+    saves where it was told, prints its summary, names what it left behind and exits 0 within a bound."""
     from tests.conftest import tiny_recipe
 
     rewards = [
@@ -158,6 +158,7 @@ def test_train_survives_rewards_that_end_runs_and_exits_when_done(tmp_path, tiny
         {"name": M + "changes_dir"},
         {"name": M + "closes_stdout"},
         {"name": M + "starts_process"},
+        {"name": M + "leaves_thread"},
         {"name": M + "regex_hang", "timeout": 1.0},
         {"name": M + "blocks_loop", "timeout": 1.0},
     ]
@@ -177,6 +178,7 @@ def test_train_survives_rewards_that_end_runs_and_exits_when_done(tmp_path, tiny
     assert "grpo-trl: trained 2 steps" in done.stdout
     assert (tmp_path / "out" / "model.safetensors").exists() or any((tmp_path / "out").glob("*.safetensors"))
     assert "left process" in done.stderr and "(terminated)" in done.stderr
+    assert "reward 'leaves_thread' left thread 'forgotten-worker' running" in done.stderr  # not kept alive by it
     assert elapsed < 300  # two timeouts of 1 s per step, not 2 x 13 s or 35 s; no wait for the process
 
 
