@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_trl.cli import main
+from grpo_trl.errors import RecipeError
 from grpo_trl.eval.backends import Generations
 from grpo_trl.eval.benchmark_table import BENCHMARKS
 from grpo_trl.eval.benchmarks import Benchmark, build, build_rows, references, summary_lines
@@ -233,3 +234,11 @@ def test_a_benchmark_never_writes_over_or_through_what_is_in_its_output_dir(tmp_
     assert victim.read_text() == "the user's own" and not (tmp_path / "not-yet").exists()
     if thing == "user file":
         assert (out / name).read_text() == "the user's own"
+
+
+@pytest.mark.parametrize("dropped", ["Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3"])
+def test_a_gpqa_file_without_one_wrong_option_is_one_error_naming_it(dropped):
+    """Every option column is checked up front (only the first was: a file without the second crashed, KeyError)."""
+    rows = [{k: v for k, v in GPQA[0].items() if k != dropped}]
+    with pytest.raises(RecipeError, match=f"lack {dropped}"):
+        build_rows("gpqa-diamond", rows)
