@@ -288,3 +288,54 @@ def test_a_mixture_of_text_and_conversation_prompts_is_one_data_error(tmp_path):
         build_dataset(data)
     data["mixture"][1]["prompt_format"] = "conversational"
     assert len(build_dataset(data).train) == 4
+
+
+@pytest.mark.parametrize(
+    "values, column, fix",
+    [
+        (([{"prompt": "a", "solution": "1"}], [{"prompt": "b", "solution": 2}]), "solution", "one type in every part"),
+        (
+            ([{"prompt": "a", "solution": "1", "meta": 1}], [{"prompt": "b", "solution": "2", "meta": {"k": 1}}]),
+            "meta",
+            "one type in every part",
+        ),
+        (([{"prompt": "a"}], [{"prompt": [{"role": "user", "content": "b"}]}]), "prompt", "prompt_format"),
+    ],
+)
+def test_a_mixture_error_names_the_column_the_parts_type_differently(tmp_path, values, column, fix):
+    """The column and both types, and a fix for that column (the conversational hint was given for every column)."""
+    parts = []
+    for i, rows in enumerate(values):
+        path = tmp_path / f"part{i}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows * 4))
+        parts.append({"builder": "hub", "path": str(path), "columns": [c for c in rows[0] if c != "prompt"]})
+    with pytest.raises(DataError) as info:
+        build_dataset({"mixture": parts, "size": 4})
+    text = str(info.value)
+    assert f"part 1 gives column {column!r} as " in text and f", part 2 as " in text and fix in text, text
+    assert (fix == "prompt_format") == ("prompt_format" in text), text
+
+
+def test_check_refuses_the_mixture_train_cannot_join(tmp_path, capsys):
+    """``check`` builds each local part's first row as train does, and joins them as train will: text prompts beside
+    conversations (or a system prompt beside a standard-format part) fail in check, not at train's start."""
+    from grpo_trl.cli import main
+
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.jsonl").write_text('{"prompt": "1+1?", "solution": "2"}\n' * 4)
+    recipe = tmp_path / "recipe.yaml"
+    mixture = {"mixture": [{"builder": "hub", "path": "a.jsonl"}, {"builder": "hub", "path": "b.jsonl"}]}
+    for data, expected in (
+        (mixture, None),
+        ({**mixture, "system_prompt": "Be brief."}, None),
+        ({"mixture": [mixture["mixture"][0], {**mixture["mixture"][1], "prompt_format": "conversational"}]}, "prompt"),
+        ({"system_prompt": "Be brief.", "mixture": [{**mixture["mixture"][0], "prompt_format": "standard"}]}, "system"),
+    ):
+        recipe.write_text(json.dumps({"model": {"name": "builtin:tiny"}, "data": data, "rewards": ["gsm8k"]}))
+        code = main(["check", str(recipe)])
+        err = capsys.readouterr().err
+        assert code == (0 if expected is None else 1), err
+        if expected == "prompt":
+            assert "part 1 gives column 'prompt' as" in err and "prompt_format: conversational" in err, err
+        if expected == "system":
+            assert "data.system_prompt: a standard-format" in err, err
