@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grpo_trl.check.validate import validate
 from grpo_trl.data import DataError, build_dataset
@@ -312,7 +314,7 @@ def test_a_mixture_error_names_the_column_the_parts_type_differently(tmp_path, v
     with pytest.raises(DataError) as info:
         build_dataset({"mixture": parts, "size": 4})
     text = str(info.value)
-    assert f"part 1 gives column {column!r} as " in text and f", part 2 as " in text and fix in text, text
+    assert f"part 1 gives column {column!r} as " in text and ", part 2 as " in text and fix in text, text
     assert (fix == "prompt_format") == ("prompt_format" in text), text
 
 
@@ -324,12 +326,12 @@ def test_check_refuses_the_mixture_train_cannot_join(tmp_path, capsys):
     for name in ("a", "b"):
         (tmp_path / f"{name}.jsonl").write_text('{"prompt": "1+1?", "solution": "2"}\n' * 4)
     recipe = tmp_path / "recipe.yaml"
-    mixture = {"mixture": [{"builder": "hub", "path": "a.jsonl"}, {"builder": "hub", "path": "b.jsonl"}]}
+    a, b = {"builder": "hub", "path": "a.jsonl"}, {"builder": "hub", "path": "b.jsonl"}
     for data, expected in (
-        (mixture, None),
-        ({**mixture, "system_prompt": "Be brief."}, None),
-        ({"mixture": [mixture["mixture"][0], {**mixture["mixture"][1], "prompt_format": "conversational"}]}, "prompt"),
-        ({"system_prompt": "Be brief.", "mixture": [{**mixture["mixture"][0], "prompt_format": "standard"}]}, "system"),
+        ({"mixture": [a, b]}, None),
+        ({"mixture": [a, b], "system_prompt": "Be brief."}, None),
+        ({"mixture": [a, {**b, "prompt_format": "conversational"}]}, "prompt"),
+        ({"mixture": [{**a, "prompt_format": "standard"}], "system_prompt": "Be brief."}, "system"),
     ):
         recipe.write_text(json.dumps({"model": {"name": "builtin:tiny"}, "data": data, "rewards": ["gsm8k"]}))
         code = main(["check", str(recipe)])
@@ -339,3 +341,36 @@ def test_check_refuses_the_mixture_train_cannot_join(tmp_path, capsys):
             assert "part 1 gives column 'prompt' as" in err and "prompt_format: conversational" in err, err
         if expected == "system":
             assert "data.system_prompt: a standard-format" in err, err
+
+
+_PART = st.fixed_dictionaries(
+    {
+        "prompt": st.sampled_from(["1+1?", [{"role": "user", "content": "1+1?"}]]),
+        "solution": st.sampled_from(["2", 2, None]),
+    },
+    optional={"prompt_format": st.sampled_from(["auto", "standard", "conversational"])},
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(parts=st.lists(_PART, min_size=2, max_size=3), system=st.sampled_from([None, "Be brief."]))
+def test_check_and_train_agree_on_a_mixture_of_local_files(tmp_path_factory, parts, system):
+    """Whatever the parts' prompt kinds, solution types and formats: check's columns raise iff the build does."""
+    from grpo_trl.data.shape import dataset_columns
+
+    folder = tmp_path_factory.mktemp("mix")
+    mixture = []
+    for i, part in enumerate(parts):
+        row = {"prompt": part["prompt"], "solution": part["solution"]}
+        (folder / f"{i}.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(row) + "\n")
+        options = {k: v for k, v in part.items() if k == "prompt_format"}
+        mixture.append({"builder": "hub", "path": f"{i}.jsonl", **options})
+    data = {"mixture": mixture, "size": 2, **({"system_prompt": system} if system else {})}
+    outcomes = []
+    for step in (lambda: dataset_columns(data, folder), lambda: build_dataset(data, base_dir=folder)):
+        try:
+            step()
+            outcomes.append("ok")
+        except DataError as exc:
+            outcomes.append(str(exc).split(":")[0])
+    assert outcomes[0] == outcomes[1], outcomes
