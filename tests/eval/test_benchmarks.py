@@ -242,3 +242,26 @@ def test_a_gpqa_file_without_one_wrong_option_is_one_error_naming_it(dropped):
     rows = [{k: v for k, v in GPQA[0].items() if k != dropped}]
     with pytest.raises(RecipeError, match=f"lack {dropped}"):
         build_rows("gpqa-diamond", rows)
+
+
+@pytest.mark.parametrize(
+    "extra, key",
+    [
+        (["RECIPE"], "RECIPE"),
+        (["--split", "test"], "--split"),
+        (["--set", "trainer.temperature=0.1"], "--set"),
+    ],
+)
+def test_what_a_benchmark_would_ignore_is_one_error_line(capsys, tmp_path, make_recipe, extra, key):
+    """``--benchmark`` runs without a recipe: a recipe, ``--split`` or ``--set`` beside it was silently dropped."""
+    extra = [str(make_recipe()) if a == "RECIPE" else a for a in extra]
+    argv = ["eval", *extra, "--benchmark", "gsm8k", "--model", "m", "--output-dir", str(tmp_path)]
+    assert main(argv) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(err) == 1 and f"{key}: " in err[0] and "--benchmark" in err[0], err
+
+
+def test_data_beside_a_recipe_without_a_benchmark_says_what_it_is_for(capsys, tmp_path, make_recipe):
+    assert main(["eval", str(make_recipe()), "--data", "x.jsonl", "--output-dir", str(tmp_path)]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(err) == 1 and "--data: " in err[0] and "give a recipe" not in err[0], err
