@@ -134,6 +134,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.benchmark or args.data or not args.recipe:  # a standard benchmark: no recipe
         from grpo_trl.eval.benchmarks import run_benchmark, summary_lines
 
+        _unused_beside_benchmark(args)
         del options["split"]
         report = run_benchmark(args.benchmark or "", options.pop("model"), data=args.data, output_dir=args.output_dir,
                                **options)  # fmt: skip
@@ -146,6 +147,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     report = evaluate(recipe, output_dir=args.output_dir, **options)
     print(format_summary(report, time.perf_counter() - start))
     return 0
+
+
+def _unused_beside_benchmark(args: argparse.Namespace) -> None:
+    """``--benchmark`` runs without a recipe: a recipe, ``--split`` or ``--set`` beside it is an error, not dropped."""
+    from grpo_trl.errors import Problem, RecipeError
+
+    if args.recipe and not args.benchmark:  # --data alone
+        why = "is a benchmark's local copy; the recipe's eval reads its own data: section"
+        raise RecipeError([Problem("grpo-trl eval", "--data", why, "add --benchmark NAME, or drop --data")])
+    for key, given in (("RECIPE", args.recipe), ("--split", args.split), ("--set", args.overrides)):
+        if given:
+            why = "is not used by --benchmark (it runs without a recipe)"
+            raise RecipeError([Problem("grpo-trl eval --benchmark", key, why, f"drop {key}")])
 
 
 def cmd_filter(args: argparse.Namespace) -> int:

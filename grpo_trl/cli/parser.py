@@ -106,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--benchmark", help="a standard benchmark instead of the recipe's eval split")
     p.add_argument("--data", help="--benchmark: a local copy of its data (default: the Hub)")
     p.set_defaults(n=None)  # a benchmark's own n unless given; 8 for a recipe
+    next(a for a in p._actions if a.dest == "n").help = "completions per prompt (default: 8; a benchmark: its own)"
 
     p = command("filter", c.cmd_filter, "measure each training prompt's pass rate, for the data.pass_rate band")
     _generation(p, "dataset split to score (default: the recipe's training data)")

@@ -113,8 +113,6 @@ def build_one(
 
 
 def _mixture(cfg: dict, tokenizer: Any, base: Path | None, rendering: Rendering | None) -> DataResult:
-    from datasets import concatenate_datasets
-
     _checked(cfg)
     built, loaded, dropped = [], 0, Counter()
     shared = {"system_prompt": cfg["system_prompt"]} if "system_prompt" in cfg else {}
@@ -135,20 +133,45 @@ def _mixture(cfg: dict, tokenizer: Any, base: Path | None, rendering: Rendering 
             raise DataError(f"data.mixture: builder {part['builder']!r} has {len(ds)} rows, the mixture asks for {c}")
     seed = cfg.get("seed", 42)
     pieces = [ds.shuffle(seed=seed).select(range(c)) for ds, c in zip(built, counts)]
+    return DataResult(join_parts(pieces).shuffle(seed=seed), None, loaded, dict(dropped))
+
+
+def join_parts(pieces: list, numbers: list[int] | None = None) -> Any:
+    """A mixture's parts (``numbers``: their places in it) as one dataset, the union of their columns (a missing one
+    as None); ``DataError`` naming a column two parts type differently (text prompts beside conversations)."""
+    from datasets import concatenate_datasets
+
     columns = list(dict.fromkeys(c for ds in pieces for c in ds.column_names))
-    for i, ds in enumerate(pieces):  # the union of columns, missing ones as None, so they can be concatenated
+    pieces = list(pieces)
+    for i, ds in enumerate(pieces):
         for col in columns:
             if col not in ds.column_names:
                 feature = next(p.features[col] for p in pieces if col in p.column_names)
                 ds = ds.add_column(col, [None] * len(ds), feature=feature)
         pieces[i] = ds.select_columns(columns)
     try:
-        joined = concatenate_datasets(pieces)
-    except ValueError as exc:  # a column typed differently by two parts: text prompts beside conversations
-        why = str(exc).split(" of features")[0]
-        fix = "give the parts alike columns (a hub part: prompt_format: conversational)"
-        raise DataError(f"data.mixture: the parts cannot be joined: {why}", fix=fix) from None
-    return DataResult(joined.shuffle(seed=seed), None, loaded, dict(dropped))
+        return concatenate_datasets(pieces)
+    except ValueError:
+        raise _unjoinable(pieces, columns, numbers or list(range(1, len(pieces) + 1))) from None
+
+
+def _unjoinable(pieces: list, columns: list[str], numbers: list[int]) -> DataError:
+    """The error naming the first column two parts type differently, and how each types it."""
+    from itertools import combinations
+
+    from datasets import concatenate_datasets
+
+    for col in columns:
+        for (i, a), (j, b) in combinations(zip(numbers, pieces), 2):
+            try:
+                concatenate_datasets([a.select_columns([col]), b.select_columns([col])])
+            except ValueError:
+                how = [str(p.features[col])[:80] for p in (a, b)]
+                why = f"part {i} gives column {col!r} as {how[0]}, part {j} as {how[1]}"
+                fix = f"give {col!r} one type in every part"
+                fix = "set prompt_format: conversational on the text parts" if col == "prompt" else fix
+                return DataError(f"data.mixture: the parts cannot be joined: {why}", fix=fix)
+    return DataError("data.mixture: the parts cannot be joined", fix="give the parts alike columns")
 
 
 def build_dataset(

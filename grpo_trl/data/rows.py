@@ -50,8 +50,8 @@ def _bad(column: str, value: Any) -> bool:
 
 def _place(index: int, where: str) -> str:
     """``line N of FILE`` for a JSONL / CSV file (a header line first), else ``row N``."""
-    lower = where.lower()
-    if lower.endswith((".jsonl", ".jsonl.gz", ".csv")):
+    lower = where.lower().removesuffix(".gz")
+    if lower.endswith((".jsonl", ".ndjson", ".jsonlines", ".csv")):
         return f"line {index + 1 + lower.endswith('.csv')} of {where}"
     return f"row {index + 1}" + (f" of {where}" if where else "")
 

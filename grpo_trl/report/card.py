@@ -95,7 +95,7 @@ def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None)
     """The whole card (front matter and body) for the run in ``folder``, from what is there now."""
     from huggingface_hub import ModelCard, ModelCardData
 
-    from grpo_trl.report.page import trend_text
+    from grpo_trl.report.page import log_entries, trend_text
 
     folder = Path(folder)
     lora = (folder / "adapter_config.json").is_file()
@@ -107,7 +107,7 @@ def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None)
         pipeline_tag="text-generation",
     )
     state = read_json_head(folder / "trainer_state.json", 256 * 2**20) or {}
-    history = list(state.get("log_history") or []) if isinstance(state, dict) else []
+    history = log_entries(state.get("log_history")) if isinstance(state, dict) else []
     last = next((h for h in reversed(history) if "reward" in h and "loss" in h), {})
     metrics = {
         k: v for k, v in last.items()

@@ -9,8 +9,10 @@ import base64
 import html
 import json
 import math
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from grpo_trl.errors import GrpoTrlError
 from grpo_trl.io import read_json, write
@@ -62,6 +64,15 @@ def none_shares(history: list[dict]) -> dict[str, float]:
     return {name: sum(v) / len(v) for name, v in values.items()}
 
 
+def log_entries(history: Any) -> list[dict]:
+    """The objects of a ``log_history``; an integer beyond a float's range (JSON allows one) as inf, which every
+    reader leaves out (float arithmetic on it raised OverflowError)."""
+    if not isinstance(history, list):
+        return []
+    big = lambda v: isinstance(v, int) and abs(v) > sys.float_info.max  # noqa: E731
+    return [{k: math.inf if big(v) else v for k, v in h.items()} for h in history if isinstance(h, dict)]
+
+
 def _histories(output_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
     """The run's (or newest checkpoint's) training entries (with a loss), evaluation entries (``eval_`` prefix
     removed) and held-out ones, from trainer_state.json through the bounded reader."""
@@ -78,7 +89,7 @@ def _histories(output_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
         raise GrpoTrlError(why, file=str(output_dir)) from None
     if not isinstance(history := state.get("log_history") if isinstance(state, dict) else None, list):
         raise GrpoTrlError(f"{path} has no log_history list: not a trainer state", file=str(output_dir))
-    logs = [h for h in history if isinstance(h, dict) and isinstance(h.get("step"), int)]
+    logs = [h for h in log_entries(history) if isinstance(h.get("step"), int)]
     evals = [{"step": h["step"], **{k[5:]: v for k, v in h.items() if k.startswith("eval_")}} for h in logs]
     return [h for h in logs if "loss" in h], [e for e in evals if len(e) > 1], [h for h in logs if is_heldout(h)]
 

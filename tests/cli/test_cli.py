@@ -275,3 +275,10 @@ def test_a_server_not_reached_is_one_error_line_and_exit_1_never_70(capsys, monk
 class _Args:
     def __init__(self, func):
         self.func, self.recipe = func, "r.yaml"
+
+
+def test_eval_help_gives_the_real_default_of_n(capsys):
+    """``eval`` takes n from the benchmark (or 8): its help said "default: None"."""
+    assert cli_main(["eval", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "default: None" not in out and "completions per prompt (default: 8; a benchmark: its own)" in out

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grpo_trl.check.validate import validate
 from grpo_trl.data import DataError, build_dataset
@@ -288,3 +290,87 @@ def test_a_mixture_of_text_and_conversation_prompts_is_one_data_error(tmp_path):
         build_dataset(data)
     data["mixture"][1]["prompt_format"] = "conversational"
     assert len(build_dataset(data).train) == 4
+
+
+@pytest.mark.parametrize(
+    "values, column, fix",
+    [
+        (([{"prompt": "a", "solution": "1"}], [{"prompt": "b", "solution": 2}]), "solution", "one type in every part"),
+        (
+            ([{"prompt": "a", "solution": "1", "meta": 1}], [{"prompt": "b", "solution": "2", "meta": {"k": 1}}]),
+            "meta",
+            "one type in every part",
+        ),
+        (([{"prompt": "a"}], [{"prompt": [{"role": "user", "content": "b"}]}]), "prompt", "prompt_format"),
+    ],
+)
+def test_a_mixture_error_names_the_column_the_parts_type_differently(tmp_path, values, column, fix):
+    """The column and both types, and a fix for that column (the conversational hint was given for every column)."""
+    parts = []
+    for i, rows in enumerate(values):
+        path = tmp_path / f"part{i}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows * 4))
+        parts.append({"builder": "hub", "path": str(path), "columns": [c for c in rows[0] if c != "prompt"]})
+    with pytest.raises(DataError) as info:
+        build_dataset({"mixture": parts, "size": 4})
+    text = str(info.value)
+    assert f"part 1 gives column {column!r} as " in text and ", part 2 as " in text and fix in text, text
+    assert (fix == "prompt_format") == ("prompt_format" in text), text
+
+
+def test_check_refuses_the_mixture_train_cannot_join(tmp_path, capsys):
+    """``check`` builds each local part's first row as train does, and joins them as train will: text prompts beside
+    conversations (or a system prompt beside a standard-format part) fail in check, not at train's start."""
+    from grpo_trl.cli import main
+
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.jsonl").write_text('{"prompt": "1+1?", "solution": "2"}\n' * 4)
+    recipe = tmp_path / "recipe.yaml"
+    a, b = {"builder": "hub", "path": "a.jsonl"}, {"builder": "hub", "path": "b.jsonl"}
+    for data, expected in (
+        ({"mixture": [a, b]}, None),
+        ({"mixture": [a, b], "system_prompt": "Be brief."}, None),
+        ({"mixture": [a, {**b, "prompt_format": "conversational"}]}, "prompt"),
+        ({"mixture": [{**a, "prompt_format": "standard"}], "system_prompt": "Be brief."}, "system"),
+    ):
+        recipe.write_text(json.dumps({"model": {"name": "builtin:tiny"}, "data": data, "rewards": ["gsm8k"]}))
+        code = main(["check", str(recipe)])
+        err = capsys.readouterr().err
+        assert code == (0 if expected is None else 1), err
+        if expected == "prompt":
+            assert "part 1 gives column 'prompt' as" in err and "prompt_format: conversational" in err, err
+        if expected == "system":
+            assert "data.system_prompt: a standard-format" in err, err
+
+
+_PART = st.fixed_dictionaries(
+    {
+        "prompt": st.sampled_from(["1+1?", [{"role": "user", "content": "1+1?"}]]),
+        "solution": st.sampled_from(["2", 2, None]),
+    },
+    optional={"prompt_format": st.sampled_from(["auto", "standard", "conversational"])},
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(parts=st.lists(_PART, min_size=2, max_size=3), system=st.sampled_from([None, "Be brief."]))
+def test_check_and_train_agree_on_a_mixture_of_local_files(tmp_path_factory, parts, system):
+    """Whatever the parts' prompt kinds, solution types and formats: check's columns raise iff the build does."""
+    from grpo_trl.data.shape import dataset_columns
+
+    folder = tmp_path_factory.mktemp("mix")
+    mixture = []
+    for i, part in enumerate(parts):
+        row = {"prompt": part["prompt"], "solution": part["solution"]}
+        (folder / f"{i}.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(row) + "\n")
+        options = {k: v for k, v in part.items() if k == "prompt_format"}
+        mixture.append({"builder": "hub", "path": f"{i}.jsonl", **options})
+    data = {"mixture": mixture, "size": 2, **({"system_prompt": system} if system else {})}
+    outcomes = []
+    for step in (lambda: dataset_columns(data, folder), lambda: build_dataset(data, base_dir=folder)):
+        try:
+            step()
+            outcomes.append("ok")
+        except DataError as exc:
+            outcomes.append(str(exc).split(":")[0])
+    assert outcomes[0] == outcomes[1], outcomes

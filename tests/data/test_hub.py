@@ -182,3 +182,30 @@ def test_a_benchmark_the_hub_cannot_serve_is_one_error_naming_its_local_copy(mon
     monkeypatch.setattr(datasets, "load_dataset", unreachable)
     with pytest.raises(DataError, match=r"--data \(heldout.data in a recipe\)"):
         load_rows(benchmark)
+
+
+@pytest.mark.parametrize("name", ["rows.ndjson", "rows.jsonlines", "rows.NDJSON", "rows.ndjson.gz"])
+def test_json_lines_under_its_other_names_is_read(tmp_path, name):
+    """.ndjson and .jsonlines are JSON Lines too (eval --benchmark --data read them before it shared this reader)."""
+    import gzip
+
+    from grpo_trl.data.sources import load_file
+
+    text = '{"prompt": "a", "solution": "1"}\n{"prompt": "b", "solution": "2"}\n'
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    assert list(load_file(path)["prompt"]) == ["a", "b"]
+
+
+@pytest.mark.parametrize("name", ["rows.ndjson", "rows.jsonlines", "rows.csv.gz"])
+def test_a_bad_row_of_a_line_file_is_named_by_its_line(tmp_path, name):
+    import gzip
+
+    from grpo_trl.data.rows import needing
+
+    text = "prompt,solution\na,1\nb,\n" if ".csv" in name else '{"prompt": "a", "solution": "1"}\n{"prompt": "b"}\n'
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    line = 3 if ".csv" in name else 2
+    with needing(["solution"]), pytest.raises(DataError, match=f"line {line} of {name}"):
+        build_dataset({"builder": "hub", "path": name, "bad_rows": "error"}, base_dir=tmp_path)

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_trl.cli import main
+from grpo_trl.errors import RecipeError
 from grpo_trl.eval.backends import Generations
 from grpo_trl.eval.benchmark_table import BENCHMARKS
 from grpo_trl.eval.benchmarks import Benchmark, build, build_rows, references, summary_lines
@@ -233,3 +234,34 @@ def test_a_benchmark_never_writes_over_or_through_what_is_in_its_output_dir(tmp_
     assert victim.read_text() == "the user's own" and not (tmp_path / "not-yet").exists()
     if thing == "user file":
         assert (out / name).read_text() == "the user's own"
+
+
+@pytest.mark.parametrize("dropped", ["Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3"])
+def test_a_gpqa_file_without_one_wrong_option_is_one_error_naming_it(dropped):
+    """Every option column is checked up front (only the first was: a file without the second crashed, KeyError)."""
+    rows = [{k: v for k, v in GPQA[0].items() if k != dropped}]
+    with pytest.raises(RecipeError, match=f"lack {dropped}"):
+        build_rows("gpqa-diamond", rows)
+
+
+@pytest.mark.parametrize(
+    "extra, key",
+    [
+        (["RECIPE"], "RECIPE"),
+        (["--split", "test"], "--split"),
+        (["--set", "trainer.temperature=0.1"], "--set"),
+    ],
+)
+def test_what_a_benchmark_would_ignore_is_one_error_line(capsys, tmp_path, make_recipe, extra, key):
+    """``--benchmark`` runs without a recipe: a recipe, ``--split`` or ``--set`` beside it was silently dropped."""
+    extra = [str(make_recipe()) if a == "RECIPE" else a for a in extra]
+    argv = ["eval", *extra, "--benchmark", "gsm8k", "--model", "m", "--output-dir", str(tmp_path)]
+    assert main(argv) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(err) == 1 and f"{key}: " in err[0] and "--benchmark" in err[0], err
+
+
+def test_data_beside_a_recipe_without_a_benchmark_says_what_it_is_for(capsys, tmp_path, make_recipe):
+    assert main(["eval", str(make_recipe()), "--data", "x.jsonl", "--output-dir", str(tmp_path)]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(err) == 1 and "--data: " in err[0] and "give a recipe" not in err[0], err

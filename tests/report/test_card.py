@@ -299,3 +299,21 @@ def test_a_hand_edited_recipe_yaml_still_gives_a_card_not_a_crash(tmp_path, sect
     recipe.data[section] = value
     text = card_text(recipe, tmp_path)
     assert "## Plan" in text and "not available" in text
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        [7, "x", None, {"step": 1, "loss": 0.1, "reward": 0.5}, {"step": 2, "loss": 0.1, "reward": 0.7}],
+        [{"step": 1, "loss": 0.1, "reward": 10**400}, {"step": 2, "loss": 0.1, "reward": 0.7}],
+        [{"step": 10**400, "loss": 0.1, "reward": 0.5}, {"step": 2, "loss": -(10**400), "reward": 0.7}],
+    ],
+)
+def test_a_trainer_state_with_odd_entries_still_gives_a_card_and_a_report(tmp_path, capsys, history):
+    """Entries that are not objects, and integers beyond a float (JSON allows them): left out, not exit 70."""
+    import json
+
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"global_step": 2, "log_history": history}))
+    text = card_text(_recipe(tmp_path, {}, "r", "s" * 8), tmp_path)
+    assert "Training reward mean, first vs last logged step: " in text, text
+    assert main(["report", str(tmp_path)]) == 0, capsys.readouterr().err
