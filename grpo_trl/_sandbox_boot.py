@@ -38,12 +38,15 @@ def _limit(argv: list[str]) -> None:
 
 
 def _no_keyrings(ctypes, os, prctl) -> None:
-    """A seccomp filter refuses add_key, request_key and keyctl (EPERM), and every syscall of another ABI: no run
-    reads grpo-trl's keys or leaves one for the next run under the same uid. Where seccomp is refused, the run
-    joins a new empty session keyring and, under a per-run uid, empties that uid's user keyrings."""
+    """Leave grpo-trl's session keyring for a new empty one (else the run possesses its keys), then a seccomp filter
+    refuses add_key, request_key and keyctl (EPERM), and every syscall of another ABI: no run reads grpo-trl's keys
+    or leaves one for the next run under the same uid. Where seccomp is refused, a per-run uid's user keyrings are
+    emptied instead."""
     arch, first = {"x86_64": (0xC000003E, 248), "aarch64": (0xC00000B7, 217)}.get(os.uname().machine, (0, 0))
     if not arch:
         return
+    syscall = ctypes.CDLL(None).syscall
+    syscall(first + 2, 1, None)  # KEYCTL_JOIN_SESSION_KEYRING, anonymous
     deny, allow = 0x00050001, 0x7FFF0000  # SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_ALLOW
     rules = [  # (code, jump if true, jump if false, k): classic BPF over struct seccomp_data
         (0x20, 0, 0, 4), (0x15, 1, 0, arch), (0x06, 0, 0, deny),  # ld arch; another ABI (i386, arm32): refused
@@ -59,8 +62,6 @@ def _no_keyrings(ctypes, os, prctl) -> None:
     program = Program(len(rules), ctypes.addressof(filters))
     if prctl(22, 2, ctypes.byref(program), 0, 0) == 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
         return
-    syscall = ctypes.CDLL(None).syscall
-    syscall(first + 2, 1, None)  # KEYCTL_JOIN_SESSION_KEYRING, anonymous
     if os.getuid() >= 1_790_000_000:
         for ring in (-4, -5):  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
             syscall(first + 2, 7, ring)  # KEYCTL_CLEAR

@@ -176,13 +176,6 @@ print(r.stdout.strip() if r.ok else r.stderr)
 
 
 @needs_filter
-@pytest.mark.xfail(
-    strict=True,
-    reason="the run stays in grpo-trl's session keyring (it no longer joins an empty one when seccomp works), so it "
-    "possesses grpo-trl's session keys: /proc/keys lists a possessor-only key's description (and a kernel with "
-    "AF_ALG's ALG_SET_KEY_BY_KEY_SERIAL would let it use the key). Fix: join an anonymous session keyring before "
-    "installing the filter",
-)
 @pytest.mark.parametrize("mode", MODES)
 def test_a_possessor_only_key_of_grpo_trls_session_is_not_visible_to_a_run(mode):
     """A key in the session keyring grpo-trl runs in, readable only by its possessor: a run must not possess it."""
