@@ -197,15 +197,17 @@ ENV_PYTHON = "GRPO_TRL_SANDBOX_PYTHON"  # interpreter override when the sandbox 
 def interpreter() -> str:
     """The Python the sandbox runs (by the unprivileged user, as root): ``$GRPO_TRL_SANDBOX_PYTHON``, else
     ``sys.executable``, else a system ``python3``."""
-    uid = None
-    if os.geteuid() == 0:
-        uid = UID_BASE
-        if not _can_run("/bin/true" if os.path.exists("/bin/true") else sys.executable, uid):
-            uids.dedicated, uid = False, NOBODY
+    # as root, probed under a uid slot of its own: another process's run on that uid would kill the probe at its end
+    uid, handle = uids.acquire() if os.geteuid() == 0 else (None, None)
     candidates = [os.environ.get(ENV_PYTHON), sys.executable, shutil.which("python3", path="/usr/bin:/bin")]
-    for exe in filter(None, candidates):
-        if _can_run(exe, uid):
-            return exe
+    try:
+        if uid is not None and not _can_run("/bin/true" if os.path.exists("/bin/true") else sys.executable, uid):
+            uids.dedicated, uid = False, NOBODY
+        for exe in filter(None, candidates):
+            if _can_run(exe, uid):
+                return exe
+    finally:
+        uids.release(handle)
     who = "this user" if uid is None else f"uid {uid}"
     raise SandboxError(
         f"no Python interpreter that {who} can execute (tried {', '.join(filter(None, candidates))}); "

@@ -514,3 +514,27 @@ def test_processes_with_different_tmpdirs_never_share_a_runs_uid(tmp_path):
         assert int(other.stdout) != uid
     finally:
         uids.release(handle)
+
+
+@needs_root
+def test_the_interpreter_probe_runs_on_a_uid_slot_no_run_holds():
+    """Another process's run on a slot ends by killing every process of that slot's uid: the probe that picks the
+    sandbox's Python takes a slot of its own, so that cleanup can never kill it (it ran as slot 0's uid, and a killed
+    probe failed the run, or silently put every later run under the shared ``nobody`` uid)."""
+    from grpo_trl._sandbox_host import _kill_uid, uids
+
+    uid, handle = uids.acquire()  # a "run" of this process holds a slot ...
+    stop = time.monotonic() + 60
+    code = "from grpo_trl._sandbox_host import interpreter, uids\nexe = interpreter()\nprint(uids.dedicated, exe)"
+    probe = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        while probe.poll() is None and time.monotonic() < stop:
+            _kill_uid(uid)  # ... and its cleanup kills every process of its uid, over and over
+        out, err = probe.communicate(timeout=60)
+    finally:
+        uids.release(handle)
+    assert probe.returncode == 0, err[-2000:]
+    assert out.split()[0] == "True", out  # a killed probe made every later run fall back to the shared nobody uid
