@@ -112,14 +112,18 @@ def build_one(
     return ds, loaded, dropped
 
 
+def mixture_parts(cfg: dict) -> list[dict]:
+    """Each part of ``data.mixture`` as ``build_one`` takes it: without its weight, with the section's system prompt
+    unless it sets its own."""
+    shared = {"system_prompt": cfg["system_prompt"]} if "system_prompt" in cfg else {}
+    return [shared | {k: v for k, v in part.items() if k != "weight"} for part in cfg["mixture"]]
+
+
 def _mixture(cfg: dict, tokenizer: Any, base: Path | None, rendering: Rendering | None) -> DataResult:
     _checked(cfg)
     built, loaded, dropped = [], 0, Counter()
-    shared = {"system_prompt": cfg["system_prompt"]} if "system_prompt" in cfg else {}
-    for part in cfg["mixture"]:
-        ds, n, d = build_one(
-            shared | {k: v for k, v in part.items() if k != "weight"}, tokenizer, base, rendering=rendering
-        )
+    for part in mixture_parts(cfg):
+        ds, n, d = build_one(part, tokenizer, base, rendering=rendering)
         built.append(ds)
         loaded += n
         dropped.update(d)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.data.build import build_one, join_parts
+from grpo_trl.data.build import build_one, join_parts, mixture_parts
 from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 from grpo_trl.data.rows import needing
 from grpo_trl.data.sources import column_names, load_file
@@ -56,10 +56,8 @@ def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str] |
     base = Path(base_dir) if base_dir else None
     if "mixture" in cfg:
         out: set[str] = set()
-        shared = {"system_prompt": cfg["system_prompt"]} if "system_prompt" in cfg else {}
         built = {}  # the local parts' first rows: train joins the parts, so they must join here too
-        for number, part in enumerate(cfg["mixture"], 1):
-            part = shared | {k: v for k, v in part.items() if k != "weight"}
+        for number, part in enumerate(mixture_parts(cfg), 1):
             if part.get("path") and not from_plugin(get_builder(part["builder"])):
                 built[number] = _first_row(part, base)
                 part_columns = set(column_names(built[number])) - {"prompt"}
