@@ -39,13 +39,8 @@ class UidPool:
     def acquire(self) -> tuple[int, object | None]:
         if not self.dedicated:
             return NOBODY, None
+        locks = lock_dir()
         with self._lock:
-            try:
-                LOCKS.mkdir(mode=0o700, exist_ok=True)  # one place whatever $TMPDIR says
-                locks = LOCKS
-            except OSError:  # no writable /run
-                locks = base_dir() / "locks"
-                locks.mkdir(mode=0o700, exist_ok=True)
             for slot in range(UID_SLOTS):
                 handle = open(locks / f"{slot}.lock", "a")  # noqa: SIM115 - held for the run
                 try:
@@ -63,6 +58,18 @@ class UidPool:
 
 
 uids = UidPool()
+
+
+@functools.cache
+def lock_dir() -> Path:
+    """Where the slots' locks are: ``LOCKS``, one place whatever ``$TMPDIR`` says; ``base_dir()`` without a writable
+    ``/run``."""
+    try:
+        LOCKS.mkdir(mode=0o700, exist_ok=True)
+        return LOCKS
+    except OSError:
+        (locks := base_dir() / "locks").mkdir(mode=0o700, exist_ok=True)
+        return locks
 
 
 @functools.cache
