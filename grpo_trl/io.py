@@ -1,7 +1,6 @@
-"""The one writer and the one bounded reader every command uses (redaction is ``errors.redact``). ``write``: never
-through a symlink, never over a file grpo-trl did not write, atomically (temp + ``os.replace``). ``read_bytes``:
-regular files only, opened without blocking, size capped; ``load_yaml``: aliases and depth bounded.
-"""
+"""The one writer and the one bounded reader (redaction is ``errors.redact``). ``write``: never through a symlink,
+never over a file grpo-trl did not write, atomically (temp + ``os.replace``). ``read_bytes``: regular files only, not
+blocking, size capped (JSON logs a line at a time); ``load_yaml``: aliases and depth bounded."""
 
 from __future__ import annotations
 
@@ -19,50 +18,40 @@ import yaml
 from grpo_trl.errors import GrpoTrlError, Problem, redact
 
 STATE = ".grpo-trl"
-LEDGER = "written.json"
 MAX_YAML_NODES = 100_000  # YAML values after alias expansion (a 447-byte "billion laughs" expands to ~10^9)
 MAX_YAML_DEPTH = 64
 STATE_BYTES = 2**28  # a trainer_state.json, a manifest, a config: larger is not one
+MAX_LINE = 2**24  # one logged row (a batch of completions) is far smaller; a longer line is skipped unread
 _WRITTEN: dict[str, str] = {}  # path -> sha256 of what this process wrote there
 Mine = bool | Callable[[Path], bool]  # the caller owns the file there (e.g. by its manifest)
+KINDS = {stat.S_ISDIR: "a folder", stat.S_ISFIFO: "a named pipe", stat.S_ISSOCK: "a socket", stat.S_ISCHR: "a device"}
+KINDS[stat.S_ISBLK] = "a device"
 
 
 def _kind(mode: int) -> str:
-    kinds = [(stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")]
-    return next(
-        (what for is_, what in [*kinds, (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device")] if is_(mode)), ""
-    )
+    return next((what for is_, what in KINDS.items() if is_(mode)), "not a regular file")
 
 
 def _why(exc: BaseException) -> str:
     return str(getattr(exc, "strerror", None) or exc)
 
 
-def _digest(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(read_bytes(path, STATE_BYTES)).hexdigest()
-    except (OSError, ValueError):
-        return None
-
-
 def _ledger_path(folder: Path) -> Path | None:
     state = folder / STATE
-    return state / LEDGER if not state.is_symlink() and (state.is_dir() or not state.exists()) else None
+    return state / "written.json" if not state.is_symlink() and (state.is_dir() or not state.exists()) else None
 
 
 def _ledger(folder: Path) -> dict[str, str]:
-    try:
-        data = json.loads(read_bytes(path, 2**22)) if (path := _ledger_path(folder)) and path.is_file() else {}
-    except ValueError:  # GrpoTrlError is one
-        return {}
+    data = read_json_head(path, 2**22) if (path := _ledger_path(folder)) else None
     return data if isinstance(data, dict) else {}
 
 
-def written_here(path: str | Path) -> bool:
-    """Whether grpo-trl wrote ``path`` (this process, or the ledger beside it) and nobody changed it since."""
-    path = Path(path)
-    mine, book = _WRITTEN.get(os.path.abspath(path)), _ledger(path.parent).get(path.name)
-    return (digest := _digest(path)) is not None and digest in (mine, book)
+def _written(path: Path) -> bool:  # by this process or as the ledger beside it says, and unchanged since
+    try:
+        digest = hashlib.sha256(read_bytes(path, STATE_BYTES)).hexdigest()
+    except (OSError, ValueError):
+        return False
+    return digest in (_WRITTEN.get(os.path.abspath(path)), _ledger(path.parent).get(path.name))
 
 
 def _atomic(path: Path, data: bytes) -> None:
@@ -85,19 +74,16 @@ def writable(path: str | Path, *, flag: str = "", where: str = "", mine: Mine = 
         if folder:
             path.parent.mkdir(parents=True, exist_ok=True)
             tempfile.TemporaryFile(dir=path.parent).close()
-    except (OSError, ValueError) as exc:
-        raise GrpoTrlError([Problem(where, flag, f"cannot write {str(path)!r} ({_why(exc)})", other)]) from None
-    try:
         st = os.lstat(path)
     except FileNotFoundError:
         return path
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte; OSError: a loop, a name too long
-        raise GrpoTrlError([Problem(where, flag, f"{str(path)!r} cannot be written ({_why(exc)})", other)]) from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte; OSError: read-only, a loop, a name too long
+        raise GrpoTrlError([Problem(where, flag, f"cannot write {str(path)!r} ({_why(exc)})", other)]) from None
     if stat.S_ISLNK(st.st_mode):
         what = "is a symbolic link: grpo-trl never writes through one"
     elif not stat.S_ISREG(st.st_mode):
-        what = f"exists and is {_kind(st.st_mode) or 'not a regular file'}"
-    elif (mine(path) if callable(mine) else mine) or written_here(path):
+        what = f"exists and is {_kind(st.st_mode)}"
+    elif (mine(path) if callable(mine) else mine) or _written(path):
         return path
     else:
         what = "exists and was not written by grpo-trl: it is never replaced"
@@ -130,7 +116,7 @@ def write(
             book.parent.mkdir(exist_ok=True)
             _atomic(book, json.dumps(entries, indent=1, sort_keys=True).encode())
     except OSError as exc:
-        why = f"{str(path)!r} cannot be written ({_why(exc)})"
+        why = f"cannot write {str(path)!r} ({_why(exc)})"
         raise GrpoTrlError([Problem(where, flag, why, f"choose another {flag or 'path'}")]) from exc
     _WRITTEN[os.path.abspath(path)] = digest
     return path
@@ -147,7 +133,7 @@ def append_lines(path: str | Path, lines: list[str], *, where: str = "") -> None
         fd = os.open(path, flags, 0o644)  # a symlink: ELOOP; a FIFO nothing reads: ENXIO, never a wait
         if not stat.S_ISREG(mode := os.fstat(fd).st_mode):
             os.close(fd)
-            raise OSError(f"it is {_kind(mode) or 'not a regular file'}")
+            raise OSError(f"it is {_kind(mode)}")
     except OSError as exc:
         why = f"{str(path)!r} cannot be appended to ({_why(exc)})"
         raise GrpoTrlError([Problem(where, "", why, "move it away")]) from None
@@ -161,16 +147,15 @@ def open_regular(path: str | Path, what: str = "file", pipe: bool = False) -> Bi
     mode = os.fstat(fd).st_mode
     if not (stat.S_ISREG(mode) or (pipe and stat.S_ISFIFO(mode))):
         os.close(fd)
-        kind = _kind(mode) or "not a regular file"
-        raise GrpoTrlError(f"is {kind}, not a {what}", file=str(path), fix=f"name the {what} itself")
+        raise GrpoTrlError(f"is {_kind(mode)}, not a {what}", file=str(path), fix=f"name the {what} itself")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
 
 
-def read_bytes(path: str | Path, limit: int, what: str = "file") -> bytes:
-    """At most ``limit`` bytes of the regular file (or pipe) ``path``; a larger one is refused unread."""
+def read_bytes(path: str | Path, limit: int, what: str = "file", pipe: bool = True) -> bytes:
+    """At most ``limit`` bytes of the regular file (or ``pipe``) ``path``; a larger one is refused unread."""
     file = str(path)
-    with open_regular(path, what, pipe=True) as fh:
+    with open_regular(path, what, pipe) as fh:
         st = os.fstat(fh.fileno())
         if st.st_size > limit:
             raise GrpoTrlError(f"{st.st_size:,} bytes: too large for a {what} (limit {limit:,})", file=file)
@@ -195,51 +180,71 @@ def read_text(path: str | Path, limit: int, what: str = "file") -> str:
         raise GrpoTrlError(why, file=str(path), fix="save it as UTF-8") from None
 
 
-def read_json(path: str | Path, limit: int = STATE_BYTES) -> Any:
+def read_json(path: str | Path, limit: int = STATE_BYTES, pipe: bool = True) -> Any:
     """The JSON in ``path`` through ``read_bytes``; raises ``OSError`` or ``ValueError``."""
     try:
-        return json.loads(read_bytes(path, limit, "JSON file"))
+        return json.loads(read_bytes(path, limit, "JSON file", pipe))
     except RecursionError:  # json nests by recursion: [[[[...]]]] a few thousand deep
         raise GrpoTrlError("nested too deep to be a JSON file grpo-trl reads", file=str(path)) from None
+
+
+def read_json_head(path: str | Path, limit: int) -> Any:
+    """The JSON in the regular file ``path`` (at most ``limit`` bytes), None when it cannot be read or parsed."""
+    try:
+        return read_json(path, limit, pipe=False)
+    except (OSError, ValueError):  # GrpoTrlError is a ValueError
+        return None
+
+
+def read_jsonl(path: str | Path, max_line: int = MAX_LINE) -> list[dict]:
+    """The rows of a JSON-lines log, read a line at a time; a bad or cut line (a kill) costs that line."""
+    rows: list[dict] = []
+    if not Path(path).is_file():
+        return rows
+    with open_regular(path) as fh:
+        while line := fh.readline(max_line + 1):
+            if len(line) > max_line:  # skip the rest of an over-long line without holding it
+                while line and not line.endswith(b"\n"):
+                    line = fh.readline(max_line)
+                continue
+            try:
+                row = json.loads(line.decode(errors="replace"))
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+    return rows
 
 
 def read_yaml(path: str | Path, limit: int = 2**24) -> Any:
     return load_yaml(read_bytes(path, limit, "YAML file").decode(errors="replace"), str(path))[0]
 
 
-def check_yaml_size(node: yaml.Node, file: str, max_nodes: int = MAX_YAML_NODES, max_depth: int = 64) -> None:
-    """Refuse a composed YAML document whose alias expansion or nesting exceeds the bounds, before it is built (an
-    alias is the node it names, so each node's expanded size is counted once)."""
-    sizes: dict[int, int] = {}
-
-    def size(current: yaml.Node, depth: int) -> int:
-        if depth > max_depth:  # also where an alias names its own ancestor
-            raise GrpoTrlError(
-                f"nested more than {max_depth} levels deep", file=file, fix="a config is a few levels of sections"
-            )
-        if id(current) not in sizes:
-            children = current.value if isinstance(current, yaml.SequenceNode) else []
-            if isinstance(current, yaml.MappingNode):
-                children = [n for pair in current.value for n in pair]
-            if (total := 1 + sum(size(c, depth + 1) for c in children)) > max_nodes:
-                why = f"the YAML expands to more than {max_nodes:,} values (aliases/anchors repeating each other)"
-                raise GrpoTrlError(why, file=file, fix="write the values out; a config needs no nested aliases")
-            sizes[id(current)] = total
-        return sizes[id(current)]
-
-    size(node, 1)
-
-
 def load_yaml(text: str, file: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader) -> tuple[Any, yaml.SafeLoader]:
-    """YAML ``text`` -> (data, the loader), bounded by ``check_yaml_size``; ``yaml.YAMLError`` for bad YAML."""
-    reader = loader(text)
+    """YAML ``text`` -> (data, the loader), refused before it is built when its alias expansion or nesting exceeds
+    the bounds; ``yaml.YAMLError`` for bad YAML."""
+    reader, sizes, deep = loader(text), {}, f"nested more than {MAX_YAML_DEPTH} levels deep"
+
+    def size(node: yaml.Node, depth: int) -> int:  # an alias is the node it names: each one is counted once
+        if depth > MAX_YAML_DEPTH:  # also where an alias names its own ancestor
+            raise GrpoTrlError(deep, file=file, fix="a config is a few levels of sections")
+        if id(node) not in sizes:
+            children = node.value if isinstance(node, yaml.SequenceNode) else []
+            if isinstance(node, yaml.MappingNode):
+                children = [n for pair in node.value for n in pair]
+            if (total := 1 + sum(size(c, depth + 1) for c in children)) > MAX_YAML_NODES:
+                why = f"the YAML expands to more than {MAX_YAML_NODES:,} values (aliases/anchors repeating each other)"
+                raise GrpoTrlError(why, file=file, fix="write the values out; a config needs no nested aliases")
+            sizes[id(node)] = total
+        return sizes[id(node)]
+
     try:
         node = reader.get_single_node()  # PyYAML composes recursively: a deep enough document overflows the stack
         if node is None:
             return None, reader
-        check_yaml_size(node, file)
+        size(node, 1)
         return reader.construct_document(node), reader
     except RecursionError:
-        raise GrpoTrlError(f"nested more than {MAX_YAML_DEPTH} levels deep", file=file) from None
+        raise GrpoTrlError(deep, file=file) from None
     finally:
         reader.dispose()

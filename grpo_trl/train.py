@@ -190,7 +190,7 @@ def run(
     from grpo_trl.data.sampler import install as install_sampler
     from grpo_trl.eval.during import install_heldout
     from grpo_trl.generation import preflight
-    from grpo_trl.jsonio import read_jsonl
+    from grpo_trl.io import read_jsonl
     from grpo_trl.monitor.callbacks import install_monitors
     from grpo_trl.report.card import publish
     from grpo_trl.run.session import RunSession

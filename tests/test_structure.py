@@ -23,7 +23,6 @@ FLOORS: list[list[str]] = [
         "grpo_trl.trl_adapter",
         "grpo_trl.targets",
         "grpo_trl.timeouts",
-        "grpo_trl.jsonio",
         "grpo_trl.io",
     ],
     ["grpo_trl._sandbox_boot", "grpo_trl._sandbox_host", "grpo_trl._sandbox_ns"],

@@ -72,7 +72,7 @@ def write_schema(path: str | None) -> str:
 
 
 def _is_our_schema(path: Path) -> bool:
-    from grpo_trl.jsonio import read_json_head
+    from grpo_trl.io import read_json_head
 
     data = read_json_head(path, 10_000_000)
     return isinstance(data, dict) and "x-trl-version" in data

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from grpo_trl.cli import main as cli_main
-from grpo_trl.jsonio import read_jsonl
+from grpo_trl.io import read_jsonl
 from grpo_trl.recipe import RecipeError
 from grpo_trl.run.directory import Manifest, RunLock
 from grpo_trl.run.resume import checkpoint_problem, keep_until, saved_step
