@@ -11,16 +11,7 @@ import concurrent.futures
 from collections.abc import Awaitable, Iterable
 from typing import Any, NamedTuple
 
-from grpo_trl.endpoint_http import (  # noqa: F401 (re-exported: the client's public names stay here)
-    EXTRA_HINT,
-    MAX_RESPONSE_BYTES,
-    EndpointError,
-    _client,
-    _openai,
-    api_key,
-    check_url,
-    describe,
-)
+from grpo_trl.endpoint_http import EndpointError, _client, _openai, api_key, check_url, describe
 from grpo_trl.errors import suggest
 from grpo_trl.timeouts import in_thread
 

@@ -72,8 +72,7 @@ def _client(base_url: str, key: str, timeout: float, retries: int) -> Any:
                 raise httpx.ReadTimeout(f"no complete answer within {timeout:g} s", request=request) from None
 
         async def _whole(self, request: Any) -> Any:
-            response = await super().handle_async_request(request)
-            body, size = [], 0
+            response, body, size = await super().handle_async_request(request), [], 0
             try:
                 async for chunk in response.stream:
                     if (size := size + len(chunk)) > MAX_RESPONSE_BYTES:
@@ -81,14 +80,9 @@ def _client(base_url: str, key: str, timeout: float, retries: int) -> Any:
                         raise httpx.RemoteProtocolError(why, request=request)
                     body.append(chunk)
             finally:
-                await response.aclose()
-            return httpx.Response(
-                response.status_code,
-                headers=response.headers,
-                stream=httpx.ByteStream(b"".join(body)),
-                request=request,
-                extensions=response.extensions,
-            )
+                await response.stream.aclose()
+            response.stream = httpx.ByteStream(b"".join(body))  # read whole: the client reads it from memory
+            return response
 
     http = httpx.AsyncClient(transport=Bounded(), timeout=timeout)
     return _openai().AsyncOpenAI(
@@ -97,11 +91,7 @@ def _client(base_url: str, key: str, timeout: float, retries: int) -> Any:
 
 
 def api_key(api_key_env: str | None, where: str = "endpoint", key: str = "api_key_env") -> str:
-    """The key held by the environment variable NAMED ``api_key_env``; ``"EMPTY"`` if None.
-
-    >>> api_key(None)
-    'EMPTY'
-    """
+    """The key held by the environment variable NAMED ``api_key_env``; ``"EMPTY"`` if None."""
     if not api_key_env:
         return "EMPTY"
     if not isinstance(api_key_env, str) or not api_key_env.replace("_", "").isalnum() or api_key_env[0].isdigit():

@@ -21,26 +21,13 @@ from typing import Any
 RENAMES: dict[str, str] = {}
 
 
-def add_rename(old: str, new: str) -> None:
-    """Teach ``suggest`` that ``old`` is now called ``new`` (ARCHITECTURE.md: a renamed key)."""
-    RENAMES[old] = new
-
-
 def renames() -> dict[str, str]:
-    """Every rename ``suggest`` knows.
-
-    >>> renames()["model_name_or_path"], renames()["no_cuda"]
-    ('model.name', 'use_cpu')
-    """
+    """Every rename ``suggest`` knows (``model_name_or_path`` -> ``model.name``...)."""
     return dict(RENAMES)
 
 
 def closest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str | None:
-    """The known rename or the closest of ``choices`` to ``word``, else None.
-
-    >>> closest("learnin_rate", ["learning_rate", "seed"]), closest("model_name_or_path", ["name"])
-    ('learning_rate', 'model.name')
-    """
+    """The known rename or the closest of ``choices`` to ``word``, else None."""
     names, text = [str(c) for c in choices], str(word)
     if (renamed := renames().get(text)) is not None and (renamed in names or "." in renamed):
         return renamed
@@ -164,12 +151,7 @@ def is_secret_key(key: object) -> bool:
 
 def config_secrets(config: Any, file: str = "") -> list[Problem]:
     """A problem per field of a dataclass config (``GRPOConfig``) holding a secret: transformers saves the config in
-    clear in every checkpoint's ``training_args.bin`` and sends it to trackers.
-
-    >>> from dataclasses import make_dataclass
-    >>> [p.key for p in config_secrets(make_dataclass("C", ["run_name", "hub_token", "seed"])("http://u:pw@h", "", 1))]
-    ['trainer.run_name']
-    """
+    clear in every checkpoint's ``training_args.bin`` and sends it to trackers."""
     found = []
     for field in dataclasses.fields(config) if dataclasses.is_dataclass(config) else ():
         value = getattr(config, field.name, None)

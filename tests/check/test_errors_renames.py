@@ -29,7 +29,7 @@ def test_one_table_a_rename_added_to_the_importer_reaches_suggest(monkeypatch):
     monkeypatch.setitem(tables.RENAMED_FIELDS, "old_peer_field", "new_field")
     assert errors.suggest("old_peer_field", ["new_field", "seed"]) == " (did you mean 'new_field'?)"
     assert errors.suggest("old_peer_field", ["seed"]) == ""  # a plain name only where it is a choice
-    monkeypatch.setitem(errors.RENAMES, "old_peer_field", "newer_field")  # add_rename wins over the tables
+    monkeypatch.setitem(errors.RENAMES, "old_peer_field", "newer_field")  # errors.RENAMES wins over the tables
     assert errors.closest("old_peer_field", ["new_field", "newer_field"]) == "newer_field"
 
 
