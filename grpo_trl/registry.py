@@ -18,7 +18,6 @@ from grpo_trl.errors import GrpoTrlError, RewardError, suggest
 from grpo_trl.targets import PLUGIN_MODULE_PREFIX, file_module, import_failure, import_target, remember_file
 
 _REGISTRATIONS = [0]  # every registration in any registry, counted: a plugin file that made none is reported
-_LOADED_PLUGINS: set[str] = set()
 _UNREGISTERED: dict[str, list[str]] = {}  # plugin file -> its plain functions, when it registered nothing
 
 
@@ -130,10 +129,7 @@ def load_plugin(path: str | Path) -> None:
         p = Path(path).expanduser().resolve()
     except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
         raise RewardError(f"plugin file {str(path)!r} cannot be read ({exc}); fix the path under 'plugins:'") from None
-    if str(p) in _LOADED_PLUGINS:
-        return
-    if p.is_file() and file_module(p) is not None:  # imported already as a module:attr name: not twice
-        _LOADED_PLUGINS.add(str(p))
+    if p.is_file() and file_module(p) is not None:  # loaded already, or imported as a module:attr name: not twice
         return
     if not p.is_file():
         what = "is not a Python file" if p.exists() else "does not exist"  # a folder, a device
@@ -153,7 +149,6 @@ def load_plugin(path: str | Path) -> None:
     except BaseException as exc:  # noqa: BLE001 - the plugin fails, or calls exit(), while importing
         sys.modules.pop(mod_name, None)
         raise RewardError(f"plugin file {str(path)!r} failed to import: {import_failure(exc)}") from exc
-    _LOADED_PLUGINS.add(str(p))
     remember_file(p, module)
     if _REGISTRATIONS[0] == before:  # registered nothing: remember its plain functions for `check` to name
         _UNREGISTERED[str(p)] = [

@@ -57,36 +57,31 @@ def rollout_problems(value: Any) -> list[Problem]:
 
 def for_trainer(rollout: Any, fields: list[str] | None, read: set[str]) -> tuple[Callable, set[str]]:
     """The function TRL gets for ``rollout`` (an API callable with its ``fields``, or a recipe section) and the keys
-    it gives the rewards: the declared ones, else all ``read`` (checked at its first batch)."""
+    it gives the rewards: the declared ones, else all ``read``, which its first batch must hold (one error if not)."""
     if callable(rollout):
-        declared = None if fields is None else set(fields)
+        func, declared = rollout, None if fields is None else set(fields)
     else:
-        rollout, (declared, complete) = load_rollout(rollout), rollout_fields(rollout)
+        func, (declared, complete) = load_rollout(rollout), rollout_fields(rollout)
         declared = declared if complete else None
     given = read if declared is None else declared
-    return checked_rollout(rollout, read & given), given
-
-
-def checked_rollout(func: Callable, fields: set[str], key: str = "rollout_func") -> Callable:
-    """``func`` whose first batch must hold every one of ``fields``, else one ``RecipeError`` naming them."""
-    if not fields:
-        return func
+    if not (needed := read & given):
+        return func, given
     checked = False
 
     @functools.wraps(func)
-    def rollout(prompts: Any, trainer: Any) -> Any:
+    def checked_rollout(prompts: Any, trainer: Any) -> Any:
         nonlocal checked
         out = func(prompts, trainer)
-        if not checked and (missing := sorted(set(fields) - set(out if isinstance(out, dict) else ()))):
+        if not checked and (missing := sorted(needed - set(out if isinstance(out, dict) else ()))):
             got = ", ".join(sorted(out)) if isinstance(out, dict) else type(out).__name__
             name, lacking = getattr(func, "__name__", "rollout_func"), ", ".join(missing)
             why = f"{name} returned no {lacking}, which the rewards read (it returned: {got})"
             fix = f"return {lacking} from it (one value per completion), or read it in no reward"
-            raise RecipeError(why, key=key, fix=fix)
+            raise RecipeError(why, key="rollout_func", fix=fix)
         checked = True
         return out
 
-    return rollout
+    return checked_rollout, given
 
 
 def passed_to_python_api(prompts: Any, trainer: Any) -> Any:

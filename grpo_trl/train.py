@@ -9,6 +9,7 @@ import inspect
 import logging
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,6 @@ from grpo_trl.errors import Problem, RecipeError, suggest
 from grpo_trl.recipe import Recipe
 
 logger = logging.getLogger("grpo_trl")
-
-MIN_FREE_MB: int | None = None  # None: GRPO_TRL_MIN_FREE_MB, else 200 (read when a run starts, not at import)
 
 
 @dataclass
@@ -39,23 +38,20 @@ class TrainResult:
         return reward_trend(self.log_history, window, key)
 
 
-def check_output_dir(path: str | Path, min_free_mb: int | None = None, file: str = "trainer") -> None:
-    """Fail before training when ``path`` cannot be written or its disk has less than ``min_free_mb`` free."""
+def check_output_dir(path: str | Path, file: str = "trainer") -> None:
+    """Fail before training when ``path`` cannot be written or its disk has less than ``GRPO_TRL_MIN_FREE_MB`` free."""
     p, key = Path(path), "trainer.output_dir" if file != "trainer" else "output_dir"
-    if min_free_mb is None and (min_free_mb := MIN_FREE_MB) is None:
-        if not (raw := os.environ.get("GRPO_TRL_MIN_FREE_MB", "200")).strip().isdigit():
-            why = f"must be a whole number of MB >= 0, got {raw!r}"
-            raise RecipeError([Problem("environment", "GRPO_TRL_MIN_FREE_MB", why)])
-        min_free_mb = int(raw)
+    if not (raw := os.environ.get("GRPO_TRL_MIN_FREE_MB", "200")).strip().isdigit():
+        why = f"must be a whole number of MB >= 0, got {raw!r}"
+        raise RecipeError([Problem("environment", "GRPO_TRL_MIN_FREE_MB", why)])
     try:
         p.mkdir(parents=True, exist_ok=True)
-        probe = p / f".grpo_trl_write_test.{os.getpid()}"
-        probe.write_bytes(b"\0" * 1024)
-        probe.unlink()
+        with tempfile.TemporaryFile(dir=p, buffering=0) as probe:  # unbuffered: a disk that is full fails here
+            probe.write(b"\0" * 1024)
     except OSError as exc:
         why = f"{str(p)!r} is not writable ({exc.strerror or exc}); choose another with --set trainer.output_dir=DIR"
         raise RecipeError([Problem(file, key, why)]) from exc
-    if (free_mb := shutil.disk_usage(p).free / 2**20) < min_free_mb:
+    if (free_mb := shutil.disk_usage(p).free / 2**20) < (min_free_mb := int(raw)):
         why = f"only {free_mb:.0f} MB free on the disk of {str(p)!r}, checkpoints need at least {min_free_mb} MB"
         fix = "free space or point trainer.output_dir elsewhere (GRPO_TRL_MIN_FREE_MB sets the threshold)"
         raise RecipeError([Problem(file, key, f"{why}; {fix}")])
@@ -175,8 +171,9 @@ def build_trainer(
     return trainer
 
 
-def run(
-    recipe: Recipe,
+def train(
+    recipe: Recipe | str,
+    overrides: list[str] | tuple = (),
     *,
     resume: bool = False,
     overwrite: bool = False,
@@ -184,8 +181,9 @@ def run(
     verbose: bool = False,
     **trainer_kwargs: Any,
 ) -> TrainResult:
-    """Train with the recipe inside its run folder (``RunSession``'s rules). ``resume``: from the newest complete
-    checkpoint (a finished run trains nothing); ``overwrite``: start again; ``trainer_kwargs``: ``build_trainer``'s."""
+    """Train from a ``Recipe`` or a recipe path (``--set``-style overrides) inside its run folder (``RunSession``'s
+    rules). ``resume``: from the newest complete checkpoint (a finished run trains nothing); ``overwrite``: start
+    again; ``trainer_kwargs``: extra ``GRPOTrainer`` arguments (``build_trainer``'s)."""
     from grpo_trl.data.refill import install as install_refill
     from grpo_trl.data.sampler import install as install_sampler
     from grpo_trl.eval.during import install_heldout
@@ -195,6 +193,7 @@ def run(
     from grpo_trl.report.card import publish
     from grpo_trl.run.session import RunSession
 
+    recipe = with_rollout(recipe, overrides, trainer_kwargs.get("rollout_func"), trainer_kwargs.get("rollout_fields"))
     config = recipe.to_grpo_config()
     output_dir = config.output_dir
     check_output_dir(output_dir, file=recipe.file)
@@ -217,11 +216,7 @@ def run(
     return TrainResult(output_dir, trainer.state.global_step, list(trainer.state.log_history), fired, causes)
 
 
-def train(recipe: Recipe | str, overrides: list[str] | tuple = (), **kwargs: Any) -> TrainResult:
-    """Python API: train from a ``Recipe`` or a recipe path (with ``--set``-style overrides); keywords: ``run``'s,
-    and extra ``GRPOTrainer`` arguments (see ``build_trainer``)."""
-    recipe = with_rollout(recipe, overrides, kwargs.get("rollout_func"), kwargs.get("rollout_fields"))
-    return run(recipe, **kwargs)
+run = train  # the CLI's name for it
 
 
 def with_rollout(recipe: Recipe | str, overrides: list[str] | tuple, func: Any, fields: list[str] | None) -> Recipe:

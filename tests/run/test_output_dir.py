@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 
 import pytest
@@ -55,7 +54,7 @@ def test_full_disk_is_reported_before_training(tiny_disk, make_recipe, capsys):
 
 def test_disk_that_fills_during_the_write_probe(tiny_disk, make_recipe, capsys, monkeypatch):
     (tiny_disk / "filler").write_bytes(b"\0" * (256 * 1024 - 512))  # leave less than the probe needs
-    monkeypatch.setattr(sys.modules["grpo_trl.train"], "MIN_FREE_MB", 0)  # grpo_trl.train is also the API function
+    monkeypatch.setenv("GRPO_TRL_MIN_FREE_MB", "0")
     path = make_recipe(trainer={"output_dir": str(tiny_disk / "run")})
     assert train_main([str(path)]) == 1
     assert "is not writable (No space left on device)" in capsys.readouterr().err
