@@ -57,16 +57,12 @@ def checkpoint_step(name: str) -> int | None:
 
 
 def rotation_candidates(folder: str | Path) -> list[str]:
-    """Names in ``folder`` that transformers' rotation (``save_total_limit``) may delete: the union of what its
-    ``sort_checkpoints`` orders by step and by mtime (``Trainer._save_checkpoint`` uses either)."""
-    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
+    """Names in ``folder`` that transformers' rotation (``save_total_limit``) may delete: what its ``sort_checkpoints``
+    lists by mtime (every ``checkpoint-*`` folder; by step, those of them with a step)."""
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
     folder = Path(folder)
-    if not folder.is_dir():
-        return []
-    by_step = sort_checkpoints(str(folder), PREFIX_CHECKPOINT_DIR, use_mtime=False)
-    by_mtime = [str(p) for p in folder.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if p.is_dir()]  # its use_mtime listing
-    return sorted({Path(p).name for p in by_step + by_mtime})
+    return sorted(p.name for p in folder.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if p.is_dir()) if folder.is_dir() else []
 
 
 def trl_version() -> str:
