@@ -174,7 +174,7 @@ def _bomb(width: int, depth: int, style: str) -> str:
 @given(width=st.integers(2, 12), depth=st.integers(2, 40), style=st.sampled_from(["list", "map"]))
 def test_yaml_bombs_of_every_shape_are_refused_quickly(width, depth, style):
     text = _bomb(width, depth, style)
-    sizes = [1 + width * (1 if style == "list" else 2)]  # values after expansion, as io.check_yaml_size counts them
+    sizes = [1 + width * (1 if style == "list" else 2)]  # values after expansion, as io.load_yaml counts them
     for _ in range(1, depth):
         sizes.append(1 + width * (sizes[-1] + (0 if style == "list" else 1)))
     start = time.monotonic()
