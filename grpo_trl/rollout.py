@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from grpo_trl.errors import Problem, RecipeError
-from grpo_trl.targets import import_target
+from grpo_trl.registry import import_target
 
 REQUIRED_KEYS = ("prompt_ids", "completion_ids", "logprobs")  # what TRL requires in its output (the rest: rewards)
 STAND_IN = "grpo_trl.rollout:passed_to_python_api"

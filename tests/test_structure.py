@@ -21,7 +21,6 @@ FLOORS: list[list[str]] = [
     [
         "grpo_trl.tables",
         "grpo_trl.trl_adapter",
-        "grpo_trl.targets",
         "grpo_trl.timeouts",
         "grpo_trl.io",
     ],

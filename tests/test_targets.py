@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from grpo_trl.cli import main as cli_main
-from grpo_trl.targets import import_target
+from grpo_trl.registry import import_target
 
 _ids = itertools.count()
 

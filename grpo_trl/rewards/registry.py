@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from grpo_trl.errors import RewardError, suggest
-from grpo_trl.registry import Registry, add_import_path, load_plugin, plugin_unregistered  # noqa: F401 - re-exported
+from grpo_trl.registry import Registry, add_import_path, import_failure, load_plugin, plugin_unregistered  # noqa: F401 - re-exported
 from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward  # noqa: F401 - how rewards are called
 from grpo_trl.rewards.results import LengthError  # noqa: F401 - re-exported
 from grpo_trl.rewards.signature import RewardPlan, check_call, product_signature, required_columns  # noqa: F401
 from grpo_trl.rewards.text import completion_text
-from grpo_trl.targets import import_failure
 
 logger = logging.getLogger(__name__)
 

@@ -219,7 +219,7 @@ def _trl_side(case: Case, world: dict, out: Path) -> list[dict]:
     from datasets import load_dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from grpo_trl.targets import import_target
+    from grpo_trl.registry import import_target
 
     path = world["files"][case.data]
     if case.data == "eval":
