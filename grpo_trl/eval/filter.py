@@ -12,8 +12,7 @@ from typing import Any
 
 from grpo_trl.data.pass_rate import prompt_hash
 from grpo_trl.eval.run import generate_and_score, prepare_recipe, prompts_for
-from grpo_trl.io import writable, write
-from grpo_trl.io import read_json_head
+from grpo_trl.io import read_json_head, writable, write
 from grpo_trl.recipe import Problem, Recipe, RecipeError
 
 WHERE = "grpo-trl filter"

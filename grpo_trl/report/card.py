@@ -18,8 +18,7 @@ from typing import Any
 import yaml
 
 from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line, redact
-from grpo_trl.io import read_yaml, write
-from grpo_trl.io import read_json_head, read_jsonl
+from grpo_trl.io import read_json_head, read_jsonl, read_yaml, write
 from grpo_trl.recipe import Recipe
 from grpo_trl.run.directory import Manifest
 

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.errors import GrpoTrlError
-from grpo_trl.io import read_json, write
-from grpo_trl.io import read_jsonl
+from grpo_trl.io import read_json, read_jsonl, write
 from grpo_trl.monitor.heldout import KIND as DIVERGING
 from grpo_trl.monitor.heldout import is_heldout
 from grpo_trl.report.plots import plot_heldout, plot_history, plot_title

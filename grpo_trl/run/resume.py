@@ -17,8 +17,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from grpo_trl.errors import Problem, RecipeError, redact
-from grpo_trl.io import read_json, read_yaml, write
-from grpo_trl.io import read_jsonl
+from grpo_trl.io import read_json, read_jsonl, read_yaml, write
 from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")
