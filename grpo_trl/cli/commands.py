@@ -228,8 +228,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     result = import_config(args.config, flavour=args.flavour, trl_version=args.trl_version, out_dir=where)
     for line in result.warnings:
         print(f"warning: {args.config}: {line}", file=sys.stderr)
-    for line in result.imported.changed_defaults:
-        print(f"note: {args.config}: default changed since TRL {result.imported.baseline}: {line}", file=sys.stderr)
+    for line in result.changed_defaults:
+        print(f"note: {args.config}: default changed since TRL {result.baseline}: {line}", file=sys.stderr)
     if out is None:
         sys.stdout.write(result.text)
         return 0

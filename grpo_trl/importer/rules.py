@@ -1,11 +1,6 @@
 """How a peer config's keys reach a recipe: one translation's state (``Translation``), the interpreter of ``keys.yaml``
-(one-to-one rules ``carry``: peer key -> recipe key, value checked by a named transform), and the model
-keys (dtype, ``model_init_kwargs``, LoRA and quantization as ``trl.ModelConfig`` builds them).
-
-    >>> t = Translation({"num_processes": 2, "beta": 0.1}, "c.yaml", "trl", "1.0", None); carry(t, "launch")
-    >>> t.out.recipe, t.out.comments
-    ({'launch': {'num_processes': 2}}, {('launch', 'num_processes'): 'num_processes'})
-"""
+(one-to-one rules ``carry``: peer key -> recipe key, value checked by a named transform), and the model keys (dtype,
+``model_init_kwargs``, LoRA and quantization as ``trl.ModelConfig`` builds them)."""
 
 from __future__ import annotations
 
@@ -29,7 +24,8 @@ RULES: dict[str, dict] = KEYS["carry"]
 
 @dataclass
 class Imported:
-    """The translated recipe with a comment per translated value, and what could not be translated."""
+    """The translated recipe with a comment per translated value, what could not be translated (``warnings`` ends
+    with the ``unmapped`` keys, one line each), and ``text``: the recipe as commented YAML."""
 
     recipe: dict
     comments: dict[tuple, str] = field(default_factory=dict)
@@ -38,6 +34,7 @@ class Imported:
     changed_defaults: list[str] = field(default_factory=list)
     flavour: str = "trl"
     baseline: str = T.BASELINE_TRL
+    text: str = ""
 
 
 def installed_fields(cls) -> dict[str, Any]:

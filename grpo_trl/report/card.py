@@ -191,15 +191,12 @@ def refresh_card(output_dir: str | Path) -> Path | None:
     manifest = Manifest.load(folder)
     if not manifest.exists or "sha256" not in manifest.entries.get(CARD, {}):
         return None
+    path = folder / "recipe.yaml"
     try:
-        data = read_yaml(folder / "recipe.yaml")
+        data = read_yaml(path)
     except (OSError, ValueError, yaml.YAMLError):
-        data = None
-    return (
-        write_card(Recipe(data=data, path=folder / "recipe.yaml"), folder, manifest)
-        if isinstance(data, dict)
-        else None
-    )
+        return None
+    return write_card(Recipe(data=data, path=path), folder, manifest) if isinstance(data, dict) else None
 
 
 def pushed_names(folder: str | Path, manifest: Manifest) -> list[str]:

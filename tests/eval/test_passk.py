@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grpo_trl.eval.passk import pass_at_k, pass_at_k_table
+from grpo_trl.eval.score import pass_at_k, pass_at_k_table
 
 
 @pytest.mark.parametrize(

@@ -137,7 +137,7 @@ def test_written_recipe_has_comments_reads_back_and_passes_check(tmp_path, capsy
 def test_trl_flat_config(tmp_path):
     result = load(TRL_FLAT, tmp_path)
     r = result.recipe
-    assert result.imported.flavour == "trl" and result.imported.baseline == "1.0"
+    assert result.flavour == "trl" and result.baseline == "1.0"
     assert r["model"]["dtype"] == "float32"  # trl grpo's ModelConfig default, written explicitly
     assert r["model"]["lora"]["target_modules"] == "all-linear"
     assert r["model"]["lora"]["r"] == 16 and r["model"]["lora"]["lora_alpha"] == 32  # ModelConfig's, not peft's
@@ -507,7 +507,7 @@ def test_an_older_trl_config_is_read_as_trl_with_its_vllm_fields_explained(tmp_p
         "num_completions_to_print: 2\nvllm_max_model_len: 2048\nvllm_dtype: auto\nvllm_enable_prefix_caching: true\n"
     )
     result = load(text, tmp_path)
-    assert result.imported.flavour == "trl"
+    assert result.flavour == "trl"
     assert "prompt_format" not in result.recipe["data"] and "system_prompt" not in result.recipe["data"]
     trainer = result.recipe["trainer"]
     assert trainer["vllm_max_model_length"] == 2048 and trainer["num_completions_to_print"] == 2

@@ -38,7 +38,7 @@ def test_a_rule_carries_a_value_or_names_the_key(key, value):
     written = result.recipe.get(section, {}).get(name)
     shown = str(value) if rule.get("as") == "string" else value  # a config named 0 is the string '0'
     if shown or not rule.get("if_true"):
-        assert written is not None and result.imported.comments[(section, name)] == rule.get("note", key)
+        assert written is not None and result.comments[(section, name)] == rule.get("note", key)
     else:
         assert written is None
     assert key in result.text
