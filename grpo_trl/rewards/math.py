@@ -101,25 +101,12 @@ class Accuracy:
         return answer if answer is None or len(answer) > MAX_ANSWER_CHARS else answer_value(answer)
 
     def __call__(self, completions: list, solution: list, **kwargs) -> list[float | None]:
-        texts = text_of(completions)
-        pairs, rows = [], []
-        out: list[float | None] = [0.0] * len(texts)
-        for i, (text, gold) in enumerate(zip(texts, solution, strict=True)):
-            answer = self.answer_of(text)
-            if answer is None:
-                continue
-            pairs.append((str(gold), answer))
-            rows.append(i)
-        for i, score in zip(rows, self.verifier.score(pairs)):
-            out[i] = score
-        # An unparseable gold makes the row not applicable even when the completion has no answer.
-        if len(rows) < len(texts):
-            scored = set(rows)
-            missing = [i for i in range(len(texts)) if i not in scored]
-            gold_ok = self.verifier.score([(str(solution[i]), str(solution[i])) for i in missing])
-            for i, ok in zip(missing, gold_ok):
-                out[i] = None if ok is None else 0.0
-        return out
+        answers = [self.answer_of(text) for text in text_of(completions)]
+        golds = [str(gold) for gold in solution]
+        # a row without an answer scores 0.0, or None when its gold is unparseable (gold against itself says which)
+        pairs = [(g, g if a is None else a) for g, a in zip(golds, answers, strict=True)]
+        scores = self.verifier.score(pairs)
+        return [0.0 if a is None and s is not None else s for a, s in zip(answers, scores)]
 
 
 _WRAPPERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
