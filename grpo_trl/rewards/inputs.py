@@ -1,10 +1,5 @@
 """What a reward is called with: TRL's keywords, its recipe ``args`` (``NamedReward``), and a private copy of the
-batch (TRL passes the *same* lists to each reward and logs them after: in-place edits must reach no one else).
-
-    >>> batch = {"completions": [[{"role": "assistant", "content": "hi"}]]}
-    >>> private(batch)["completions"][0][0]["content"] = "edited"; batch
-    {'completions': [[{'role': 'assistant', 'content': 'hi'}]]}
-"""
+batch (TRL passes the *same* lists to each reward and logs them after: in-place edits must reach no one else)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
 """The reward registry: register, look up, list, plan. A reward is a function in TRL's signature
-``(completions, **kwargs) -> list[float | None]``, ``kwargs`` the dataset's columns and TRL's own.
-
-    >>> from grpo_trl.rewards import register_reward, get_reward
-    >>> @register_reward("says_yes_doc")
-    ... def says_yes(completions, bonus: float = 1.0, **kwargs):
-    ...     "1 when the completion contains 'yes'."
-    ...     return [bonus if "yes" in c else 0.0 for c in completions]
-    >>> reward = get_reward("says_yes_doc", bonus=2.0)
-    >>> reward.__name__, reward(["yes", "no"])
-    ('says_yes_doc', [2.0, 0.0])
+``(completions, **kwargs) -> list[float | None]``, ``kwargs`` the dataset's columns and TRL's own (docs/rewards.md).
 """
 
 from __future__ import annotations

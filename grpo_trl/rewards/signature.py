@@ -1,10 +1,5 @@
 """What ``check`` knows of a reward from signatures alone, calling no user code: ``args`` bound to the factory,
-the per-batch call bound to TRL's keywords, the dataset columns read from its parameters.
-
-    >>> def score(completions, solution, **kwargs): ...
-    >>> required_columns(score), column_conflicts([score], ["solution", "prompts"])[0].key
-    (['solution'], 'data')
-"""
+the per-batch call bound to TRL's keywords, the dataset columns read from its parameters."""
 
 from __future__ import annotations
 
