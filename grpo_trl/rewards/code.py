@@ -91,9 +91,7 @@ def _passed_asserts(stdout: str, token: str, total: int) -> int:
 @register_reward("code_tests")
 class CodeTests:
     """Fraction of the row's tests the last Python block passes (``binary=True``: 1.0 only if all pass); 0.0 without
-    a block; None for a row without tests. Asserts run in one sandboxed process, each stdin/stdout pair in its own
-    (lines compared stripped); at most ``max_workers`` at once, each with ``timeout`` s and ``memory_mb``.
-    """
+    a block; None for a row without tests. Asserts run in one sandboxed process, each stdin/stdout pair in its own."""
 
     def __init__(
         self, binary: bool = False, timeout: float = 10.0, memory_mb: int = 512, max_workers: int | None = None

@@ -69,9 +69,7 @@ def _plain(text: str) -> str:
 class Accuracy:
     """1.0 when the answer is mathematically equal to ``solution`` (math-verify), 0.0 if not, None if gold unparseable.
 
-    The answer is the last ``<answer>`` block; with ``require_answer_tag=False`` and none, the last ``\\boxed{}``,
-    else the last 2,000 characters. ``timeout`` bounds each item (seconds); ``workers`` the math-verify processes.
-    """
+    The answer: ``locate_answer``; ``timeout`` bounds each item (seconds), ``workers`` the math-verify processes."""
 
     def __init__(
         self,
@@ -199,9 +197,7 @@ def gsm8k(
 ) -> list[float]:
     """``exact`` when the answer is written as ``solution`` is (``written``), ``numeric`` for numeric equality, else 0.
 
-    The answer is the last ``<answer_tag>`` block (``require_answer_tag=False``: else the last ``\\boxed{}``, ``####``,
-    or last number); numeric equality ignores ``$``, thousands separators, units and trailing ``.0``.
-    """
+    The answer is the last ``<answer_tag>`` block (``require_answer_tag=False``: else ``extract_answer``'s)."""
     out = []
     for text, gold in zip(text_of(completions), solution, strict=True):
         answer = extract_tag(text, answer_tag) if require_answer_tag else extract_answer(text, answer_tag)
