@@ -1,11 +1,4 @@
-"""Rewards in TRL's ``(completions, **kwargs) -> list[float | None]`` signature, and the registry that names them.
-
-Example:
-    >>> from grpo_trl.rewards import get_reward
-    >>> countdown = get_reward("countdown")
-    >>> countdown(["<answer>(78 + 9) - (58 - 44) = 73</answer>"], nums=[[58, 9, 78, 44]], target=[73])
-    [1.0]
-"""
+"""Rewards in TRL's ``(completions, **kwargs) -> list[float | None]`` signature, and the registry that names them."""
 
 from grpo_trl.rewards.registry import (
     NamedReward,
@@ -39,4 +32,4 @@ __all__ = [
 ]
 
 # The built-ins register themselves when imported; the package imports them (the registry never imports its members).
-from grpo_trl.rewards import code, countdown, format, judge, math, reasoning, shaping, tool_use  # noqa: E402, F401, I001
+from grpo_trl.rewards import code, countdown, format, judge, math, shaping, tool_use  # noqa: E402, F401, I001

@@ -1,9 +1,5 @@
 """The one reward call wrapper: ``SafeReward`` calls a reward as TRL does (by keyword, ``async`` ones awaited), keeps
-faults to their rows and stops a run whose reward is broken on every row of its first batch (``guarded``).
-
-    >>> SafeReward(NamedReward("two", lambda completions, **kw: [1.0, 0.0]))(completions=["b"] * 2)
-    [1.0, 0.0]
-"""
+faults to their rows and stops a run whose reward is broken on every row of its first batch (``guarded``)."""
 
 from __future__ import annotations
 
@@ -85,7 +81,7 @@ class SafeReward:
     async def _score(self, kwargs: dict) -> list[float | None]:
         """The whole logic, for both flavours: a sync reward's coroutine never suspends (``_drive``)."""
         n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
-        place, timed_out = Place(), False
+        place, timed_out = Place(), False  # each call puts it back (``_one``)
         try:
             out, bad, cause = await self._one(kwargs, n, place, first=True)
         except (RewardTimeout, LengthError) as exc:  # row by row would repeat the hang / the bug n times
@@ -93,20 +89,13 @@ class SafeReward:
             timed_out = isinstance(exc, RewardTimeout)
         except BaseException as exc:  # noqa: BLE001 - a reward must never end a run
             _reraise_own(exc)
-            cause, out, bad = describe(exc), [], 0
-            place.restore(self._warn)
-            for row in self._rows(kwargs, n) if n > 1 else ():  # only the failing rows become None
+            cause, out, bad = describe(exc), [None] * n, n
+            for i, row in enumerate(self._rows(kwargs, n) if n > 1 else ()):  # only the failing rows become None
                 try:
                     value, row_bad, _ = await self._one(row, 1, place, first=False)
+                    out[i], bad = value[0], bad - 1 + row_bad
                 except BaseException as row_exc:  # noqa: BLE001 - this row is the faulty one
                     _reraise_own(row_exc)
-                    value, row_bad = [None], 1
-                out.append(value[0])
-                bad += row_bad
-            if n <= 1:
-                out, bad = [None] * n, n
-        finally:
-            place.restore(self._warn)
         note_threads(before, self.__name__)
         return self._account(out, bad, cause, n, kwargs.get("log_metric"), start, timed_out)
 

@@ -1,9 +1,5 @@
 """Code rewards: ``code_tests`` runs the completion's last Python block against the row's tests (``tests``,
-open-r1's ``verification_info`` or MBPP's ``test_list``) in the sandbox; ``code_format`` checks it parses.
-
-    >>> code_format(["```python\\nprint(1)\\n```", "```python\\nprint(\\n```", "no code"])
-    [1.0, 0.5, 0.0]
-"""
+open-r1's ``verification_info`` or MBPP's ``test_list``) in the sandbox; ``code_format`` checks it parses."""
 
 from __future__ import annotations
 
@@ -23,13 +19,7 @@ MAX_CODE_CHARS = 100_000  # a longer block is not run (and does not parse, for c
 
 
 def extract_code(text: str) -> str | None:
-    """The last fenced block tagged ``python``/``py`` (or untagged), or None. Linear: two ``rfind`` calls.
-
-    >>> extract_code("a ```python\\nx = 1\\n``` b ```py\\ny = 2\\n```")
-    'y = 2\\n'
-    >>> extract_code("```bash\\nls\\n```") is None
-    True
-    """
+    """The last fenced block tagged ``python``/``py`` (or untagged), or None. Linear: two ``rfind`` calls."""
     end = text.rfind(FENCE)
     start = text.rfind(FENCE, 0, end) if end > 0 else -1
     if start < 0:
@@ -101,9 +91,7 @@ def _passed_asserts(stdout: str, token: str, total: int) -> int:
 @register_reward("code_tests")
 class CodeTests:
     """Fraction of the row's tests the last Python block passes (``binary=True``: 1.0 only if all pass); 0.0 without
-    a block; None for a row without tests. Asserts run in one sandboxed process, each stdin/stdout pair in its own
-    (lines compared stripped); at most ``max_workers`` at once, each with ``timeout`` s and ``memory_mb``.
-    """
+    a block; None for a row without tests. Asserts run in one sandboxed process, each stdin/stdout pair in its own."""
 
     def __init__(
         self, binary: bool = False, timeout: float = 10.0, memory_mb: int = 512, max_workers: int | None = None
@@ -151,8 +139,7 @@ class CodeTests:
 
 @register_reward("code_format")
 def code_format(completions: list, **kwargs) -> list[float]:
-    """1.0 for a last fenced Python block that parses (``ast.parse``: nothing runs), 0.5 for one that does not, else
-    0.0."""
+    """1.0 for a last fenced Python block that parses (``ast.parse``: nothing runs), 0.5 if it does not, else 0.0."""
     out = []
     for text in text_of(completions):
         code = extract_code(text)

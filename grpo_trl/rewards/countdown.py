@@ -1,11 +1,4 @@
-"""The Countdown reward: a safe arithmetic evaluator (an AST walk, never ``eval``) and the 0/1 correctness check.
-
-Example:
-    >>> countdown(["<answer>(78 + 9) - (58 - 44) = 73</answer>"], nums=[[58, 9, 78, 44]], target=[73])
-    [1.0]
-    >>> evaluate_equation("2 ** 10") is None   # exponentiation is not a Countdown operation
-    True
-"""
+"""The Countdown reward: a safe arithmetic evaluator (an AST walk, never ``eval``) and the 0/1 correctness check."""
 
 from __future__ import annotations
 

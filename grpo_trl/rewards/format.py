@@ -1,16 +1,4 @@
-"""Format rewards: does the completion use the tags the system prompt asked for?
-
-Example:
-    >>> think_format(["<think>\\nplan\\n</think>\\n<answer>\\n4\\n</answer>", "4"])
-    [1.0, 0.0]
-    >>> inline = "<think>plan</think> <answer>4</answer>"  # ms-swift's format: tags inline, any whitespace between
-    >>> think_format([inline]), think_format([inline], newlines=False)
-    ([0.0], [1.0])
-    >>> tag_count(["<think>\\nx\\n</think>\\n<answer>\\n4\\n</answer>"])
-    [1.0]
-    >>> xml_format(["<reasoning>r</reasoning><answer>4</answer>"])
-    [0.8]
-"""
+"""Format rewards: does the completion use the tags the system prompt asked for?"""
 
 from __future__ import annotations
 
@@ -33,12 +21,8 @@ def think_format(
     newlines: bool = True,
     **kwargs,
 ) -> list[float]:
-    """1.0 for exactly ``<think>\\n...\\n</think>\\n<answer>\\n...\\n</answer>``, else 0.0.
-
-    ``prefilled_think``: the chat template opens ``<think>`` in the prompt. ``trailing_lines``: lines after a
-    ``</answer>`` ending its line are accepted (open-r1's ``format``). ``newlines=False``: ms-swift's ``format``
-    (tags inline, any whitespace between).
-    """
+    """1.0 for exactly ``<think>\\n...\\n</think>\\n<answer>\\n...\\n</answer>``, else 0.0; ``prefilled_think``,
+    ``trailing_lines`` (open-r1's ``format``) and ``newlines=False`` (ms-swift's ``format``): docs/rewards.md."""
     out = []
     layout = _think_layout if newlines else _inline_layout
     opening = "<think>\n" if newlines else "<think>"

@@ -1,10 +1,5 @@
 """What a reward is called with: TRL's keywords, its recipe ``args`` (``NamedReward``), and a private copy of the
-batch (TRL passes the *same* lists to each reward and logs them after: in-place edits must reach no one else).
-
-    >>> batch = {"completions": [[{"role": "assistant", "content": "hi"}]]}
-    >>> private(batch)["completions"][0][0]["content"] = "edited"; batch
-    {'completions': [[{'role': 'assistant', 'content': 'hi'}]]}
-"""
+batch (TRL passes the *same* lists to each reward and logs them after: in-place edits must reach no one else)."""
 
 from __future__ import annotations
 
@@ -76,20 +71,12 @@ _ATOMS = frozenset({str, int, float, bool, type(None), bytes, complex})
 
 
 def _flat(x: Any) -> bool:
-    """A list of strings/numbers (first and last item checked) or a dict whose values are all strings/numbers."""
-    if type(x) is list:
-        return not x or (type(x[0]) in _ATOMS and type(x[-1]) in _ATOMS)
-    return type(x) is dict and _ATOMS.issuperset(map(type, x.values()))
-
-
-def _message(m: Any) -> bool:
-    """The common chat message, ``{"role": str, "content": str}``, recognised without iterating."""
-    return type(m) is dict and len(m) == 2 and type(m.get("content")) is str and type(m.get("role")) is str
+    """A list whose first and last items are atoms: it holds only atoms (as every list TRL and ``datasets`` build)."""
+    return not x or (type(x[0]) in _ATOMS and type(x[-1]) in _ATOMS)
 
 
 def fresh(value: Any) -> Any:
-    """A copy of ``value``: lists, dicts and tuples new, strings and numbers shared, other objects deep-copied. A list
-    whose first and last items are atoms holds only atoms (as every list TRL and ``datasets`` build does).
+    """A copy of ``value``: lists, dicts and tuples new, strings and numbers shared, other objects deep-copied.
 
     >>> row = [{"role": "user", "content": "x"}]
     >>> c = fresh(row); c == row, c[0] is row[0], c[0]["content"] is row[0]["content"]
@@ -99,21 +86,9 @@ def fresh(value: Any) -> Any:
     if t in _ATOMS:
         return value
     if t is list:
-        if _flat(value):
-            return value.copy()
-        first = value[0]
-        if type(first) is list and first and type(first[0]) is dict:  # rows of messages
-            return [
-                [m.copy() if _message(m) or _flat(m) else fresh(m) for m in row] if type(row) is list else fresh(row)
-                for row in value
-            ]
-        return [x.copy() if _flat(x) else x if type(x) in _ATOMS else fresh(x) for x in value]
+        return value.copy() if _flat(value) else [x if type(x) in _ATOMS else fresh(x) for x in value]
     if t is dict:
-        out = value.copy()
-        for k, x in out.items():
-            if type(x) not in _ATOMS:
-                out[k] = fresh(x)
-        return out
+        return {k: x if type(x) in _ATOMS else fresh(x) for k, x in value.items()}
     if t is tuple:
         return tuple(x if type(x) in _ATOMS else fresh(x) for x in value)
     return copy.deepcopy(value)

@@ -50,9 +50,9 @@ class _Cache:
         self.path = Path(path).expanduser()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT NOT NULL)")
-        self._db.commit()
         self._lock = threading.Lock()
+        with self._db:  # the connection as a context: committed at the end of the block
+            self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT NOT NULL)")
 
     def get(self, key: str) -> str | None:
         with self._lock:
@@ -60,9 +60,8 @@ class _Cache:
         return row[0] if row else None
 
     def put(self, items: dict[str, str]) -> None:
-        with self._lock:
+        with self._lock, self._db:
             self._db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?)", items.items())
-            self._db.commit()
 
 
 def _prompt_text(prompt: Any) -> str:

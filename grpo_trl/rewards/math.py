@@ -1,9 +1,5 @@
-"""Correctness rewards for math answers: ``accuracy`` (math-verify) and ``gsm8k`` (exact / numeric match).
-
-Example:
-    >>> gsm8k(["<answer>72</answer>", "<answer>72.0</answer>", "<answer>71</answer>"], solution=["72"] * 3)
-    [2.0, 1.5, 0.0]
-"""
+"""Correctness rewards for math answers: ``accuracy`` (math-verify), ``reasoning_accuracy`` (TRL's, on ``accuracy``:
+the answer after the closed reasoning block) and ``gsm8k`` (exact / numeric match)."""
 
 from __future__ import annotations
 
@@ -16,13 +12,7 @@ from grpo_trl.rewards.text import extract_answer, extract_boxed, extract_tag, la
 
 def locate_answer(text: str, answer_tag: str = "answer", require_answer_tag: bool = True) -> str | None:
     r"""The span holding the final answer (linear time): the last ``<answer_tag>`` block; with
-    ``require_answer_tag=False`` and none, the last ``\boxed{}``, else the last ``MAX_ANSWER_CHARS`` characters.
-
-    >>> locate_answer("x" * 5000 + r" so \boxed{214}", require_answer_tag=False)
-    '\\boxed{214}'
-    >>> locate_answer("no tag") is None
-    True
-    """
+    ``require_answer_tag=False`` and none, the last ``\boxed{}``, else the last ``MAX_ANSWER_CHARS`` characters."""
     answer = extract_tag(text, answer_tag)
     if answer is not None or require_answer_tag:
         return answer
@@ -79,9 +69,7 @@ def _plain(text: str) -> str:
 class Accuracy:
     """1.0 when the answer is mathematically equal to ``solution`` (math-verify), 0.0 if not, None if gold unparseable.
 
-    The answer is the last ``<answer>`` block; with ``require_answer_tag=False`` and none, the last ``\\boxed{}``,
-    else the last 2,000 characters. ``timeout`` bounds each item (seconds); ``workers`` the math-verify processes.
-    """
+    The answer: ``locate_answer``; ``timeout`` bounds each item (seconds), ``workers`` the math-verify processes."""
 
     def __init__(
         self,
@@ -101,24 +89,51 @@ class Accuracy:
         return answer if answer is None or len(answer) > MAX_ANSWER_CHARS else answer_value(answer)
 
     def __call__(self, completions: list, solution: list, **kwargs) -> list[float | None]:
-        texts = text_of(completions)
-        pairs, rows = [], []
-        out: list[float | None] = [0.0] * len(texts)
-        for i, (text, gold) in enumerate(zip(texts, solution, strict=True)):
-            answer = self.answer_of(text)
-            if answer is None:
-                continue
-            pairs.append((str(gold), answer))
-            rows.append(i)
-        for i, score in zip(rows, self.verifier.score(pairs)):
+        answers = [self.answer_of(text) for text in text_of(completions)]
+        golds = [str(gold) for gold in solution]
+        # a row without an answer scores 0.0, or None when its gold is unparseable (gold against itself says which)
+        pairs = [(g, g if a is None else a) for g, a in zip(golds, answers, strict=True)]
+        scores = self.verifier.score(pairs)
+        return [0.0 if a is None and s is not None else s for a, s in zip(answers, scores)]
+
+
+@register_reward("reasoning_accuracy")
+class ReasoningAccuracy(Accuracy):
+    """``accuracy`` on the text after the last occurrence of the first of ``reasoning_delimiters`` found (as TRL);
+    0.0 when none is (even for an unparseable gold, like TRL). ``require_answer_tag`` is false by default, as TRL."""
+
+    def __init__(
+        self,
+        reasoning_delimiters: list[str] | tuple[str, ...] = ("</think>",),
+        timeout: float = 5.0,
+        require_answer_tag: bool = False,
+        answer_tag: str = "answer",
+        workers: int | None = None,
+    ):
+        if isinstance(reasoning_delimiters, str) or not reasoning_delimiters or not all(reasoning_delimiters):
+            raise ValueError("reasoning_delimiters must be a non-empty list of non-empty strings, e.g. ['</think>']")
+        super().__init__(
+            timeout=timeout, require_answer_tag=require_answer_tag, answer_tag=answer_tag, workers=workers
+        )
+        self.delimiters = list(reasoning_delimiters)
+
+    def after_reasoning(self, text: str) -> str | None:
+        """The text after the closed reasoning block, or None when it is never closed."""
+        for delim in self.delimiters:
+            at = text.rfind(delim)
+            if at >= 0:
+                return text[at + len(delim) :]
+        return None
+
+    def __call__(self, completions: list, solution: list, **kwargs) -> list[float | None]:
+        rests = [self.after_reasoning(t) for t in text_of(completions)]
+        if len(solution) != len(rests):
+            raise ValueError(f"{len(solution)} solutions for {len(rests)} completions")
+        done = [i for i, rest in enumerate(rests) if rest is not None]
+        out: list[float | None] = [0.0] * len(rests)
+        scores = super().__call__([rests[i] for i in done], [solution[i] for i in done]) if done else []
+        for i, score in zip(done, scores):
             out[i] = score
-        # An unparseable gold makes the row not applicable even when the completion has no answer.
-        if len(rows) < len(texts):
-            scored = set(rows)
-            missing = [i for i in range(len(texts)) if i not in scored]
-            gold_ok = self.verifier.score([(str(solution[i]), str(solution[i])) for i in missing])
-            for i, ok in zip(missing, gold_ok):
-                out[i] = None if ok is None else 0.0
         return out
 
 
@@ -182,9 +197,7 @@ def gsm8k(
 ) -> list[float]:
     """``exact`` when the answer is written as ``solution`` is (``written``), ``numeric`` for numeric equality, else 0.
 
-    The answer is the last ``<answer_tag>`` block (``require_answer_tag=False``: else the last ``\\boxed{}``, ``####``,
-    or last number); numeric equality ignores ``$``, thousands separators, units and trailing ``.0``.
-    """
+    The answer is the last ``<answer_tag>`` block (``require_answer_tag=False``: else ``extract_answer``'s)."""
     out = []
     for text, gold in zip(text_of(completions), solution, strict=True):
         answer = extract_tag(text, answer_tag) if require_answer_tag else extract_answer(text, answer_tag)

@@ -1,10 +1,6 @@
 """math-verify with a hard deadline per item: plain numbers decided in-process as math-verify would, the rest in
 worker children forked once math-verify is imported (``isolated.Child``, shared, reused); a worker overrunning an
-item is killed, the item scores 0.0 and the rest go on in a fresh worker.
-
-    >>> request("\\\\frac{1}{2}", "0.5")
-    ('$\\\\frac{1}{2}$', '$0.5$', True)
-"""
+item is killed, the item scores 0.0 and the rest go on in a fresh worker."""
 
 from __future__ import annotations
 

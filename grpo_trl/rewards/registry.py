@@ -1,14 +1,5 @@
 """The reward registry: register, look up, list, plan. A reward is a function in TRL's signature
-``(completions, **kwargs) -> list[float | None]``, ``kwargs`` the dataset's columns and TRL's own.
-
-    >>> from grpo_trl.rewards import register_reward, get_reward
-    >>> @register_reward("says_yes_doc")
-    ... def says_yes(completions, bonus: float = 1.0, **kwargs):
-    ...     "1 when the completion contains 'yes'."
-    ...     return [bonus if "yes" in c else 0.0 for c in completions]
-    >>> reward = get_reward("says_yes_doc", bonus=2.0)
-    >>> reward.__name__, reward(["yes", "no"])
-    ('says_yes_doc', [2.0, 0.0])
+``(completions, **kwargs) -> list[float | None]``, ``kwargs`` the dataset's columns and TRL's own (docs/rewards.md).
 """
 
 from __future__ import annotations
@@ -23,7 +14,7 @@ from grpo_trl.errors import RewardError, suggest
 from grpo_trl.registry import Registry, add_import_path, import_failure, load_plugin, plugin_unregistered  # noqa: F401 - re-exported
 from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward  # noqa: F401 - how rewards are called
 from grpo_trl.rewards.results import LengthError  # noqa: F401 - re-exported
-from grpo_trl.rewards.signature import RewardPlan, check_call, product_signature, required_columns  # noqa: F401
+from grpo_trl.rewards.signature import RewardPlan, check_call, required_columns, trl_signature  # noqa: F401
 from grpo_trl.rewards.text import completion_text
 
 logger = logging.getLogger(__name__)
@@ -135,11 +126,8 @@ def _lookup(name: str) -> tuple[Callable, bool]:
     """What a registered name or ``module.path:function`` names, and whether it is a factory."""
     if not isinstance(name, str) or not name.strip():
         raise RewardError(f"reward name must be a non-empty string, got {name!r}", key="name")
-    if ":" not in name:
-        entry = REWARDS.get(name)
-        return entry.obj, entry.meta["factory"]
     obj = REWARDS.resolve(name)
-    entry = REWARDS.entry_of(obj)
+    entry = REWARDS.get(name) if ":" not in name else REWARDS.entry_of(obj)
     if entry is not None:
         return entry.obj, entry.meta["factory"]
     if not callable(obj):
@@ -187,14 +175,7 @@ def plan_reward(name: str, alias: str | None = None, **args: Any) -> RewardPlan:
     'data'
     """
     obj, is_factory = _lookup(name)
-    if is_factory:
-        signature = product_signature(obj) if inspect.isclass(obj) else None
-    else:
-        try:
-            signature = inspect.signature(obj)
-        except Exception:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
-            signature = None
-    return RewardPlan(reward_label(name, alias), signature, dict(args))
+    return RewardPlan(reward_label(name, alias), trl_signature(obj, is_factory), dict(args))
 
 
 def reward_label(name: str, alias: str | None = None) -> str:

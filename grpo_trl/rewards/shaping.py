@@ -1,10 +1,5 @@
 """Shaping rewards from the long-CoT literature: ``cosine``, ``repetition_penalty``, ``soft_overlong`` (TRL's own),
-``length``. Lengths are ``completion_ids`` token counts, else whitespace-separated words.
-
-    >>> r = SoftOverlong(max_completion_len=10, soft_punish_cache=5)
-    >>> r(["a"] * 3, completion_ids=[[1] * 4, [1] * 8, [1] * 12])
-    [0.0, -0.6, -1.0]
-"""
+``length``. Lengths are ``completion_ids`` token counts, else whitespace-separated words."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """What ``check`` knows of a reward from signatures alone, calling no user code: ``args`` bound to the factory,
-the per-batch call bound to TRL's keywords, the dataset columns read from its parameters.
-
-    >>> def score(completions, solution, **kwargs): ...
-    >>> required_columns(score), column_conflicts([score], ["solution", "prompts"])[0].key
-    (['solution'], 'data')
-"""
+the per-batch call bound to TRL's keywords, the dataset columns read from its parameters."""
 
 from __future__ import annotations
 
@@ -36,8 +31,16 @@ def call_signature(reward: Any) -> inspect.Signature | None:
     reward = reward.reward if isinstance(reward, SafeReward) else reward
     if isinstance(reward, RewardPlan):
         return reward.signature
+    return trl_signature(reward.func if isinstance(reward, NamedReward) else reward, False)
+
+
+def trl_signature(obj: Any, is_factory: bool) -> inspect.Signature | None:
+    """The signature of what TRL calls: ``obj``, or what factory ``obj`` makes (a class's ``__call__``); None when
+    only calling it would tell (a factory function, a signature that cannot be read)."""
+    if is_factory:
+        return product_signature(obj) if inspect.isclass(obj) else None
     try:  # a function, or a callable instance (its bound __call__)
-        return inspect.signature(reward.func if isinstance(reward, NamedReward) else reward)
+        return inspect.signature(obj)
     except Exception:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
         return None
 

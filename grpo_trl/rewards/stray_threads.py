@@ -15,8 +15,7 @@ from collections.abc import Callable
 
 logger = logging.getLogger("grpo_trl.rewards.call")
 
-_STRAYS: dict[threading.Thread, str] = {}  # non-daemon threads a reward started, -> the reward's name
-_PROCESSES: dict[object, str] = {}  # non-daemon multiprocessing children a reward started, -> the reward's name
+_LEFT: dict[object, str] = {}  # non-daemon threads and multiprocessing children a reward started -> its name
 GRACE = 2.0  # seconds the end of the CLI waits for what is left running before it exits without it
 
 
@@ -33,46 +32,34 @@ def _children() -> set:
 def note_threads(before: tuple[set, set], name: str) -> None:
     """Remember the non-daemon threads and processes started since ``before`` (``snapshot()``) as reward ``name``'s."""
     threads, children = before
-    _STRAYS.update((t, name) for t in threading.enumerate() if t not in threads and not t.daemon and t.is_alive())
-    _PROCESSES.update((child, name) for child in _children() - children if not child.daemon)
+    _LEFT.update((t, name) for t in threading.enumerate() if t not in threads and not t.daemon and t.is_alive())
+    _LEFT.update((child, name) for child in _children() - children if not child.daemon)
 
 
 def exit_if_stray_threads(code: int, grace: float = GRACE, everything: bool = False) -> None:
     """End of the CLI: non-daemon threads and processes rewards left (``everything``: any) get ``grace`` seconds,
     then are named in a warning, the processes terminated, and the program exits with ``code`` without them."""
-    threads = dict(_STRAYS)
-    processes = dict(_PROCESSES)
+    left = dict(_LEFT)
     if everything:
-        main = threading.main_thread()
-        for t in threading.enumerate():
-            if t is not main and t is not threading.current_thread() and not t.daemon:
-                threads.setdefault(t, "")
-        for child in _children():
-            if not child.daemon:
-                processes.setdefault(child, "")
-    if not threads and not processes:
-        if everything:  # still bound the exit handlers a plugin or a reward may have registered
-            _exit(code, grace)
-        return
+        for what in [*threading.enumerate(), *_children()]:
+            if what not in (threading.main_thread(), threading.current_thread()) and not what.daemon:
+                left.setdefault(what, "")
     deadline = time.monotonic() + grace
-    for waitable in [*threads, *processes]:
-        waitable.join(max(0.0, deadline - time.monotonic()))
-    alive_threads = [(t, n) for t, n in threads.items() if t.is_alive()]
-    alive_processes = [(p, n) for p, n in processes.items() if p.is_alive()]
-    if not alive_threads and not alive_processes:
+    for what in left:
+        what.join(max(0.0, deadline - time.monotonic()))
+    alive = {what: name for what, name in left.items() if what.is_alive()}
+    if not alive and not everything:  # everything: still bound the exit handlers a plugin or a reward registered
         return
-    for what, name in [*alive_threads, *alive_processes]:
-        kind = "thread" if isinstance(what, threading.Thread) else "process"
-        by = f"reward {name!r}" if name else "user code (an environment, a plugin)"
-        end = "" if kind == "thread" else " (terminated)"
+    for what, name in alive.items():
+        process = not isinstance(what, threading.Thread)
         logger.warning(
             "%s left %s %r running (not a daemon); exiting without waiting for it%s (start it with daemon=True or "
-            "join it before returning)", by, kind, what.name, end,
+            "join it before returning)", f"reward {name!r}" if name else "user code (an environment, a plugin)",
+            "process" if process else "thread", what.name, " (terminated)" if process else "",
         )  # fmt: skip
-    for proc, _ in alive_processes:
-        for stop in (proc.terminate, proc.kill):
+        for stop in (what.terminate, what.kill) if process else ():
             stop()
-            proc.join(1.0)
+            what.join(1.0)
     _exit(code, grace)
 
 

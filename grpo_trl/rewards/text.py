@@ -1,13 +1,4 @@
-"""Turn completions into text and pull answers out of them: the one place rewards share this logic.
-
-Example:
-    >>> completion_text([{"role": "assistant", "content": "<answer>42</answer>"}])
-    '<answer>42</answer>'
-    >>> extract_tag("a <answer> 1 </answer> b <answer>2</answer>", "answer")
-    '2'
-    >>> parse_number("$1,234.50 dollars"), math_form("2\\\\sqrt{3}"), math_form("The answer is 72.")
-    (1234.5, '$2\\\\sqrt{3}$', 'The answer is 72.')
-"""
+"""Turn completions into text and pull answers out of them: the one place rewards share this logic."""
 
 from __future__ import annotations
 
