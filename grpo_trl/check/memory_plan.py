@@ -1,10 +1,5 @@
 """Expected peak memory per GPU from a model's shape and the training settings: model states as the ZeRO paper counts
-them, LoRA/QLoRA, the reference model, and what a GRPO step holds at once (docs/scaling.md, "Memory plan").
-
-    >>> # the ZeRO paper's worked example: 7.5B parameters, 64 GPUs
-    >>> [round(model_state_bytes(7.5e9, n_gpus=64, stage=s) / 1e9, 1) for s in (0, 1, 2, 3)]
-    [120.0, 31.4, 16.6, 1.9]
-"""
+them, LoRA/QLoRA, the reference model, and what a GRPO step holds at once (docs/scaling.md, "Memory plan")."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""``Recipe``: a loaded, coerced recipe (immutable data), its read-only accessors and TRL's configs made from it.
-
->>> recipe = open_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.learning_rate=1e-4"])
->>> recipe.trainer["learning_rate"], recipe.grpo_kwargs()["reward_weights"]
-(0.0001, [1.0, 1.0, 1.0])
-"""
+"""``Recipe``: a loaded, coerced recipe (immutable data), its read-only accessors and TRL's configs made from it."""
 
 from __future__ import annotations
 
