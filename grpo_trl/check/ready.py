@@ -109,19 +109,14 @@ def chat_template(recipe: Recipe) -> tuple[str, str] | None:
 
 def first_prompt(recipe: Recipe) -> list[dict] | None:
     """The first prompt of the data as the trainer will see it, when it can be built offline (else None)."""
-    from grpo_trl.data.build import build_one
+    from grpo_trl.check.machine import hub_dataset
+    from grpo_trl.data.build import build_one, mixture_parts
     from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 
-    cfg = recipe.dataset
-    if cfg.get("mixture"):
-        cfg = {k: v for k, v in cfg["mixture"][0].items() if k != "weight"}
+    cfg = mixture_parts(recipe.dataset)[0] if recipe.dataset.get("mixture") else recipe.dataset
     builder = get_builder(cfg["builder"])
-    if from_plugin(builder):
-        return None  # a plugin's builder is the user's code: check does not run it
-    if "source" in builder_params(builder) and not cfg.get("path") and cfg.get("source") != "generate":
-        return None  # from the Hub: not downloaded by check
-    if builder.local_copy and not cfg.get("path"):
-        return None  # no local copy of what the builder downloads: not downloaded by check either
+    if from_plugin(builder) or hub_dataset(cfg) or (builder.local_copy and not cfg.get("path")):
+        return None  # a plugin's builder is the user's code, a Hub dataset a download: neither is run by check
     from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
 
     one = {**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None, "eval_size": None}
