@@ -193,10 +193,9 @@ def vision_problems(recipe: Recipe) -> list[Problem]:
     else:
         from transformers import AutoProcessor
 
-        local = recipe.base_dir / name
-        try:
-            processor = AutoProcessor.from_pretrained(str(local) if local.is_dir() else name, local_files_only=True)
-        except Exception:  # noqa: BLE001 - not available offline, or no processor: checked when training loads it
+        from grpo_trl.check.extras import offline
+
+        if (processor := offline(AutoProcessor, recipe)) is None:
             return []
         template, token = getattr(processor, "chat_template", None), getattr(processor, "image_token", None)
     found = chat_template(recipe) if recipe.model.get("chat_template") else (template, "model.name")
