@@ -1,10 +1,5 @@
 """What ``grpo-trl check`` runs over a ``Recipe``: the same resolvers and constructors train uses, minus the weights.
-``load_recipe`` is the one loader that checks: read + coerce (``grpo_trl.recipe``), then ``validate.validate``.
-
-    >>> from grpo_trl.check import load_recipe
-    >>> load_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.learning_rate=1e-4"]).trainer["learning_rate"]
-    0.0001
-"""
+``load_recipe`` is the one loader that checks: read + coerce (``grpo_trl.recipe``), then ``validate.validate``."""
 
 from __future__ import annotations
 

@@ -81,25 +81,29 @@ def _route_message(names: list[str]) -> str:
 
 def _template_problems_offline(recipe: Recipe) -> list[str]:
     """Template checks when the tokenizer is at hand without a download (local, cached or built-in); else at train."""
+    from transformers import AutoTokenizer
+
     from grpo_trl.models.chat_templates import template_problems
     from grpo_trl.models.load import apply_chat_template
+    from grpo_trl.models.tiny import builtin_tokenizer
 
     name = str(recipe.model.get("name"))
-    if name.startswith("builtin:"):
-        from grpo_trl.models.tiny import builtin_tokenizer
-
-        tokenizer = builtin_tokenizer(name)
-    else:
-        from transformers import AutoTokenizer
-
-        local = recipe.base_dir / name
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(str(local) if local.is_dir() else name, local_files_only=True)
-        except (OSError, ValueError):
-            logger.info("chat template of %s: checked when training starts (tokenizer not available offline)", name)
-            return []
+    tokenizer = builtin_tokenizer(name) if name.startswith("builtin:") else offline(AutoTokenizer, recipe)
+    if tokenizer is None:
+        return []
     apply_chat_template(tokenizer, recipe.model, recipe.base_dir)
     return template_problems(tokenizer)
+
+
+def offline(loader: Any, recipe: Recipe) -> Any:
+    """``loader.from_pretrained`` of the model where it is here without a download (local folder, HF cache)."""
+    name = str(recipe.model.get("name"))
+    local = recipe.base_dir / name
+    try:
+        return loader.from_pretrained(str(local) if local.is_dir() else name, local_files_only=True)
+    except Exception:  # noqa: BLE001 - not here offline, or no such class for it: checked when training loads it
+        logger.info("%s of %s: checked when training starts (not available offline)", loader.__name__, name)
+        return None
 
 
 def describe_extras(recipe: Recipe) -> list[str]:

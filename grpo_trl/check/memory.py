@@ -105,8 +105,9 @@ def check_lines(recipe: Any, config: Any, world_size: int, gpu_memory: float | N
     try:
         plan = recipe_memory_plan(recipe, config, world_size, gpu_memory)
     except (OSError, ValueError, KeyError) as exc:  # a Hub model not in the local cache while offline, odd config
-        first = str(exc).strip().splitlines()[0][:240] if str(exc).strip() else type(exc).__name__
-        return [*lines, f"  memory per GPU      unknown: {first}"]
+        from grpo_trl.check.model import first_line
+
+        return [*lines, f"  memory per GPU      unknown: {first_line(exc)[:240]}"]
     lines += plan.lines()
     accel = accelerate_config(recipe)[0] or {}
     if str(accel.get("distributed_type", "")).upper() == "FSDP" and recipe.trainer.get("use_cpu"):

@@ -1,10 +1,5 @@
 """Expected peak memory per GPU from a model's shape and the training settings: model states as the ZeRO paper counts
-them, LoRA/QLoRA, the reference model, and what a GRPO step holds at once (docs/scaling.md, "Memory plan").
-
-    >>> # the ZeRO paper's worked example: 7.5B parameters, 64 GPUs
-    >>> [round(model_state_bytes(7.5e9, n_gpus=64, stage=s) / 1e9, 1) for s in (0, 1, 2, 3)]
-    [120.0, 31.4, 16.6, 1.9]
-"""
+them, LoRA/QLoRA, the reference model, and what a GRPO step holds at once (docs/scaling.md, "Memory plan")."""
 
 from __future__ import annotations
 
@@ -32,17 +27,14 @@ def human(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def model_state_bytes(params: float, *, n_gpus: int = 1, stage: int = 0, precision: str = "mixed") -> float:
-    """Weights + gradients + Adam states per GPU, ZeRO ``stage`` 0-3 (3 also FSDP full sharding) over ``n_gpus``."""
-    w, g, o = PRECISION[precision]
+def model_states(params: float, *, n_gpus: int = 1, stage: int = 0, precision: str = "mixed") -> list[float]:
+    """Weights, gradients, Adam states per GPU: ZeRO ``stage`` 0-3 (3 also FSDP full sharding) over ``n_gpus``."""
     n = max(1, n_gpus)
-    if stage >= 1:
-        o /= n
-    if stage >= 2:
-        g /= n
-    if stage >= 3:
-        w /= n
-    return params * (w + g + o)
+    return [params * b / (n if stage >= s else 1) for b, s in zip(PRECISION[precision], (3, 2, 1))]
+
+
+def model_state_bytes(params: float, *, n_gpus: int = 1, stage: int = 0, precision: str = "mixed") -> float:
+    return sum(model_states(params, n_gpus=n_gpus, stage=stage, precision=precision))
 
 
 @dataclass
@@ -126,9 +118,7 @@ def plan_memory(
             plan.notes.append("reference model: the base with adapters disabled, no extra copy")
     else:
         w, g, o = PRECISION[precision]
-        weights = total_params * w / (n if stage >= 3 else 1)
-        grads = total_params * g / (n if stage >= 2 else 1)
-        optim = total_params * o / (n if stage >= 1 else 1)
+        weights, grads, optim = model_states(total_params, n_gpus=n, stage=stage, precision=precision)
         plan.items.append(("weights", weights, f"{total_params / 1e6:,.2f}M params x {w} B ({precision}), {where}"))
         plan.items.append(("gradients", grads, f"x {g} B"))
         plan.items.append(("optimizer (Adam)", optim, f"x {o} B" + (" (fp32 master + 2 states)" if o == 12 else "")))

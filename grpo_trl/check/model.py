@@ -33,8 +33,9 @@ def model_problems(recipe: Recipe) -> list[Problem]:
         return [Problem(file, "model.name", "is empty", fix)]
     if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().exists():
         return [Problem(file, "model.name", f"{name!r} is a path that does not exist", fix)]  # never a Hub id
-    local = Path(name).expanduser().exists() or (recipe.base_dir / name).exists()
-    if not name.startswith("builtin:") and not local:
+    from grpo_trl.check.machine import hub_model
+
+    if hub_model(name, recipe.base_dir):
         from huggingface_hub.utils import HFValidationError, validate_repo_id
 
         try:  # what from_pretrained asks of a name that is not a folder

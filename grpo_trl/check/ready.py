@@ -1,5 +1,6 @@
-"""What TRL, transformers or accelerate would only reject mid-run: the chat template renders the first prompt,
-``report_to`` integrations and kernels import, the data yields an optimizer step, evaluation has an eval split."""
+"""What TRL, transformers or accelerate would only reject mid-run: ``report_to`` integrations and kernels import, the
+data yields an optimizer step, evaluation has an eval split, the chat template renders the first prompt (and images as
+the processor's image token); templates are read offline (built-in, local folder, HF cache), else checked at train."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grpo_trl.check.plan import make_plan
-from grpo_trl.check.vision import vision_problems
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
 from grpo_trl.recipe import schema
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 # report_to name -> the module it needs (the name itself when not listed)
 INTEGRATION_MODULES = {"azure_ml": "azureml", "flyte": "flytekit", "kubeflow": "kfp"}
+IMAGE_PROBE = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in the image?"}]}]
 
 
 def readiness_problems(recipe: Recipe, world_size: int, model_ok: bool = True) -> list[Problem]:
@@ -84,12 +85,11 @@ def step_problems(recipe: Recipe, world_size: int) -> list[Problem]:
 def chat_template(recipe: Recipe) -> tuple[str, str] | None:
     """``(template text, key it comes from)`` when it can be read without a download, else None."""
     model = recipe.model
-    template = model.get("chat_template")
-    if template:
+    if model.get("chat_template"):
         from grpo_trl.models.chat_templates import resolve_template
 
         try:  # trl:<name>, a file or the text, resolved as training resolves it
-            return resolve_template(template, recipe.base_dir), "model.chat_template"
+            return resolve_template(model["chat_template"], recipe.base_dir), "model.chat_template"
         except ValueError:  # an unknown trl: name, reported by the model checks
             return None
     name = model.get("name", "")
@@ -97,34 +97,26 @@ def chat_template(recipe: Recipe) -> tuple[str, str] | None:
         from grpo_trl.models.tiny import CHAT_TEMPLATE
 
         return CHAT_TEMPLATE, "model.name"
-    folder = Path(name).expanduser()
-    if not folder.is_dir():
-        return None  # a Hub id: the template arrives with the download
+    folder = Path(name).expanduser()  # a Hub id: the template arrives with the download
     if (folder / "chat_template.jinja").is_file():
         return (folder / "chat_template.jinja").read_text(), "model.name"
     try:
-        config = json.loads((folder / "tokenizer_config.json").read_text())
-    except (OSError, ValueError):
+        text = json.loads((folder / "tokenizer_config.json").read_text()).get("chat_template")
+    except (OSError, ValueError, AttributeError):
         return None
-    text = config.get("chat_template")
     return (text, "model.name") if isinstance(text, str) else None
 
 
 def first_prompt(recipe: Recipe) -> list[dict] | None:
     """The first prompt of the data as the trainer will see it, when it can be built offline (else None)."""
-    from grpo_trl.data.build import build_one
+    from grpo_trl.check.machine import hub_dataset
+    from grpo_trl.data.build import build_one, mixture_parts
     from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 
-    cfg = recipe.dataset
-    if cfg.get("mixture"):
-        cfg = {k: v for k, v in cfg["mixture"][0].items() if k != "weight"}
+    cfg = mixture_parts(recipe.dataset)[0] if recipe.dataset.get("mixture") else recipe.dataset
     builder = get_builder(cfg["builder"])
-    if from_plugin(builder):
-        return None  # a plugin's builder is the user's code: check does not run it
-    if "source" in builder_params(builder) and not cfg.get("path") and cfg.get("source") != "generate":
-        return None  # from the Hub: not downloaded by check
-    if builder.local_copy and not cfg.get("path"):
-        return None  # no local copy of what the builder downloads: not downloaded by check either
+    if from_plugin(builder) or hub_dataset(cfg) or (builder.local_copy and not cfg.get("path")):
+        return None  # a plugin's builder is the user's code, a Hub dataset a download: neither is run by check
     from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
 
     one = {**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None, "eval_size": None}
@@ -142,31 +134,77 @@ def first_prompt(recipe: Recipe) -> list[dict] | None:
     return (first_row(ds) or {}).get("prompt")  # a streamed dataset (data.streaming) is read up to its first row
 
 
-def template_problems(recipe: Recipe) -> list[Problem]:
+def _render(template: str, prompt: Any, file: str, key: str, what: str, fix: str) -> tuple[str, list[Problem]]:
+    """``prompt`` rendered by ``template`` as generation will, or the problem it raises (named at ``key``)."""
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    found = chat_template(recipe)
-    if found is None:
+    try:
+        out: Any = render_jinja_template(
+            [prompt], chat_template=template, add_generation_prompt=True, bos_token="", eos_token="", pad_token=""
+        )
+    except Exception as exc:  # noqa: BLE001 - a template error of any kind is the user's to fix
+        why = f"the chat template does not render {what}: {type(exc).__name__}: {str(exc)[:200]}"
+        return "", [Problem(file, key, why, fix)]
+    return str(out[0][0] if isinstance(out, tuple) else out), []
+
+
+def template_problems(recipe: Recipe) -> list[Problem]:
+    if (found := chat_template(recipe)) is None:
         return []
-    text, key = found
     try:
         prompt = first_prompt(recipe)
     except GrpoTrlError as exc:
         return exc.located(recipe.file, "data")
     if prompt is None or isinstance(prompt, str):
         return []  # a plain-string prompt (TRL's standard format) reaches the model without the template
+    fix = "fix the template (grpo-trl data RECIPE shows prompts as the model sees them)"
+    text, problems = _render(found[0], prompt, recipe.file, found[1], "the first prompt", fix)
+    if problems or text.strip():
+        return problems
+    return [Problem(recipe.file, found[1], "the chat template renders the first prompt as empty text")]
+
+
+def vision_problems(recipe: Recipe) -> list[Problem]:
+    """Data with an ``images``/``image`` column needs a vision-language model that renders image entries."""
+    from grpo_trl.data.image_tokens import IMAGE_COLUMNS
+    from grpo_trl.data.shape import dataset_columns
+    from grpo_trl.models.load import is_vision_model
+
     try:
-        rendered = render_jinja_template(
-            [prompt], chat_template=text, add_generation_prompt=True, bos_token="", eos_token="", pad_token=""
-        )
-    except Exception as exc:  # noqa: BLE001 - a template error of any kind is the user's to fix
-        why = f"the chat template does not render the first prompt: {type(exc).__name__}: {str(exc)[:200]}"
-        return [
-            Problem(
-                recipe.file, key, why, "fix the template (grpo-trl data RECIPE shows prompts as the model sees them)"
-            )
-        ]
-    rendered_text = rendered[0][0] if isinstance(rendered, tuple) else rendered
-    if not str(rendered_text).strip():
-        return [Problem(recipe.file, key, "the chat template renders the first prompt as empty text")]
-    return []
+        columns = dataset_columns(recipe.dataset, recipe.base_dir)
+    except (GrpoTrlError, KeyError):  # reported by the data and column checks
+        return []
+    if columns is None or not set(IMAGE_COLUMNS) & set(columns):
+        return []
+    if recipe.dataset.get("dynamic_sampling") is not None:
+        from grpo_trl.data.refill import IMAGES, IMAGES_FIX
+
+        return [Problem(recipe.file, "data.dynamic_sampling", IMAGES, IMAGES_FIX)]  # refused at train start too
+    name = str(recipe.model.get("name"))
+    revision = {"revision": recipe.model["revision"]} if recipe.model.get("revision") else {}
+    if is_vision_model(name, recipe.base_dir, **revision) is False:
+        why = f"{name!r} is a text-only model (its config has no vision_config), but the data gives images"
+        fix = "use a vision-language model (e.g. Qwen/Qwen2.5-VL-3B-Instruct, or builtin:tiny-vlm offline)"
+        return [Problem(recipe.file, "model.name", why, fix)]
+    if name.startswith("builtin:"):
+        from grpo_trl.models.tiny_vlm import IMAGE_TOKEN, VLM_CHAT_TEMPLATE
+
+        template, token = VLM_CHAT_TEMPLATE, IMAGE_TOKEN
+    else:
+        from transformers import AutoProcessor
+
+        from grpo_trl.check.extras import offline
+
+        if (processor := offline(AutoProcessor, recipe)) is None:
+            return []
+        template, token = getattr(processor, "chat_template", None), getattr(processor, "image_token", None)
+    found = chat_template(recipe) if recipe.model.get("chat_template") else (template, "model.name")
+    if found is None or not isinstance(found[0], str) or not isinstance(token, str):
+        return []
+    fix = "render {'type': 'image'} entries as the processor's image token"
+    text, problems = _render(found[0], IMAGE_PROBE, recipe.file, found[1], "a prompt with an image", fix)
+    if problems or token in text:
+        return problems
+    why = f"the chat template renders an image entry ({{'type': 'image'}}) without the image token {token!r}"
+    fix = f"render {{'type': 'image'}} entries as {token!r} (the processor expands it per image)"
+    return [Problem(recipe.file, found[1], f"{why}: the model would never see the image", fix)]

@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grpo_trl.check.model import model_problems
+from grpo_trl.check.model import first_line, model_problems
 from grpo_trl.check.rewards import columns_check, reward_problems
 from grpo_trl.data.checks import data_problems
 from grpo_trl.errors import GrpoTrlError, Problem, config_secrets, located, suggest
@@ -152,7 +152,7 @@ def trl_problems(recipe: Recipe, world_size: int) -> list[Problem]:
     try:
         config = recipe.to_grpo_config(world_size=world_size, planning=True)
     except (ValueError, TypeError) as exc:
-        msg = str(exc).strip().split("\n")[0]
+        msg = first_line(exc)
         fix = (
             f"world size {world_size}: per_device_train_batch_size x {world_size} processes x steps_per_generation "
             "must be a multiple of num_generations; change trainer.per_device_train_batch_size, "
@@ -165,9 +165,7 @@ def trl_problems(recipe: Recipe, world_size: int) -> list[Problem]:
         try:
             Trainer.get_optimizer_cls_and_kwargs(config)
         except (ImportError, ValueError) as exc:  # a package missing here (bitsandbytes, torchao, galore...)
-            return [
-                Problem(recipe.file, "trainer.optim", str(exc).strip().split("\n")[0], "install it, or drop optim")
-            ]
+            return [Problem(recipe.file, "trainer.optim", first_line(exc), "install it, or drop optim")]
     return config_secrets(config, recipe.file)  # as training refuses it (RunSession): no secret in training_args.bin
 
 

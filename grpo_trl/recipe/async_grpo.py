@@ -83,16 +83,8 @@ def async_kwargs(recipe: Any) -> dict[str, Any]:
 
 
 def to_async_config(recipe: Any, *, world_size: int | None = None, planning: bool = False) -> Any:
-    """A real ``AsyncGRPOConfig`` (on a machine without CUDA: on CPU, float32, as ``to_grpo_config`` does)."""
-    import torch
-
-    kwargs = async_kwargs(recipe)
-    if not torch.cuda.is_available() and (planning or "use_cpu" not in kwargs):
-        kwargs.update(use_cpu=True, bf16=False, fp16=False)
-    cls = config_class()
-    if world_size is not None:
-        cls = type("PlannedAsyncGRPOConfig", (cls,), {"world_size": property(lambda self: world_size)})
-    return cls(**kwargs)
+    """A real ``AsyncGRPOConfig``, made as ``to_grpo_config`` makes ``GRPOConfig`` (without CUDA: CPU, float32)."""
+    return recipe.to_grpo_config(world_size=world_size, planning=planning, cls=config_class(), **async_kwargs(recipe))
 
 
 def async_problems(recipe: Any, world_size: int) -> list[Problem]:

@@ -1,14 +1,7 @@
 """Coerce a raw recipe into typed sections, once (pydantic's errors become ``Problem`` s); only what the user wrote is
-kept, so ``GRPOConfig`` gets exactly the user's fields and TRL keeps its own defaults.
-
-    >>> data, problems = coerce({"model": {"name": "m", "dtyp": "bf16"}}, "r.yaml", sections=("model",))
-    >>> [str(p).split(";")[0] for p in problems]
-    ["r.yaml: model.dtyp: unknown key (did you mean 'dtype'?)"]
-"""
+kept, so ``GRPOConfig`` gets exactly the user's fields and TRL keeps its own defaults."""
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 from grpo_trl.errors import Problem, suggest, suggest_fix
 from grpo_trl.fields import Hints, validate_value
@@ -17,12 +10,11 @@ from grpo_trl.recipe.trl_schema import BOUND_REASONS, MANAGED_FIELDS
 from grpo_trl.tables import REMOVED_FIELDS, peer_config_problems, top_level_hint
 
 
-def coerce(data: dict, file: str, sections: Iterable[str] | None = None) -> tuple[dict, list[Problem]]:
+def coerce(data: dict, file: str) -> tuple[dict, list[Problem]]:
     """``(coerced mapping, every problem)``; a section with problems keeps its raw value (later checks skip it)."""
     peer = peer_config_problems(data, file)  # a flat TRL/open-r1 config: one line pointing at `grpo-trl import`
     if peer:
         return dict(data), peer
-    wanted = tuple(sections) if sections is not None else tuple(schema.SECTIONS)
     out: dict = {}
     problems: list[Problem] = []
     for name, value in data.items():
@@ -30,21 +22,15 @@ def coerce(data: dict, file: str, sections: Iterable[str] | None = None) -> tupl
             fix = top_level_hint(str(name)) or suggest_fix(name, schema.SECTIONS)
             why = "unknown section" + (f" ({fix})" if fix else "") + f"; sections: {', '.join(schema.SECTIONS)}"
             problems.append(Problem(file, str(name), why))
-            continue
-        if name not in wanted:
-            out[name] = value
-            continue
-        kind = schema.section_type(name)
-        if value is None and name not in schema.REQUIRED_SECTIONS:
-            continue  # an empty section (`logging:` with nothing under it)
-        coerced, found = validate_value(kind, value, file, name, hints())
-        problems += found
-        out[name] = value if found else coerced
+        elif value is not None or name in schema.REQUIRED_SECTIONS:  # an empty `logging:` is the defaults
+            coerced, found = validate_value(schema.section_type(name), value, file, name, hints())
+            problems += found
+            out[name] = value if found else coerced
     for name, hint in schema.REQUIRED_SECTIONS.items():
-        if name in wanted and data.get(name) is None and not any(p.key == name for p in problems):
+        if data.get(name) is None and not any(p.key == name for p in problems):
             problems.append(Problem(file, name, f"missing: {hint}"))
     model = out.get("model")
-    if "model" in wanted and isinstance(model, dict) and not any(p.key.startswith("model") for p in problems):
+    if isinstance(model, dict) and not any(p.key.startswith("model") for p in problems):
         for key, kind in (("tiny", schema.tiny_model), ("lora", schema.lora_model)):  # typed from their library
             if model.get(key) is not None:
                 typed, found = validate_value(kind(), model[key], file, f"model.{key}", hints())

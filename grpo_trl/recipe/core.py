@@ -1,9 +1,4 @@
-"""``Recipe``: a loaded, coerced recipe (immutable data), its read-only accessors and TRL's configs made from it.
-
->>> recipe = open_recipe("recipes/demo/tiny-cpu.yaml", ["trainer.learning_rate=1e-4"])
->>> recipe.trainer["learning_rate"], recipe.grpo_kwargs()["reward_weights"]
-(0.0001, [1.0, 1.0, 1.0])
-"""
+"""``Recipe``: a loaded, coerced recipe (immutable data), its read-only accessors and TRL's configs made from it."""
 
 from __future__ import annotations
 
@@ -112,13 +107,13 @@ class Recipe:
         kwargs.setdefault("output_dir", "outputs/" + (self.path.stem if self.path else "run"))
         return kwargs
 
-    def to_grpo_config(self, *, world_size: int | None = None, planning: bool = False):
-        """A real ``trl.GRPOConfig``; without CUDA on CPU in float32; ``planning``: as if ``world_size`` processes
-        were launched (for ``check``)."""
+    def to_grpo_config(self, *, world_size: int | None = None, planning: bool = False, cls: Any = None, **given: Any):
+        """A real ``trl.GRPOConfig`` (or ``cls`` of ``given``); without CUDA on CPU in float32; ``planning``: as if
+        ``world_size`` processes were launched (for ``check``)."""
         import torch
         from trl import GRPOConfig
 
-        kwargs = self.grpo_kwargs()
+        kwargs, cls = given or self.grpo_kwargs(), cls or GRPOConfig
         no_gpu = not torch.cuda.is_available()
         if planning and no_gpu:
             kwargs.update(use_cpu=True, bf16=False, fp16=False)
@@ -126,9 +121,8 @@ class Recipe:
         elif no_gpu and "use_cpu" not in kwargs:
             kwargs["use_cpu"] = True
             kwargs.setdefault("bf16", False)
-        cls = GRPOConfig
         if world_size is not None:
-            cls = type("PlannedGRPOConfig", (GRPOConfig,), {"world_size": property(lambda self: world_size)})
+            cls = type(f"Planned{cls.__name__}", (cls,), {"world_size": property(lambda self: world_size)})
         return cls(**kwargs)
 
     def lora_config(self) -> Any:

@@ -1,10 +1,5 @@
 """The recipe's JSON Schema (``grpo-trl schema``): pydantic's ``model_json_schema`` of the classes that validate
-recipes, for editors (a first line ``# yaml-language-server: $schema=...``, as shipped recipes have).
-
-    >>> schema = recipe_json_schema()
-    >>> "learning_rate" in schema["$defs"]["TrainerSection"]["properties"]
-    True
-"""
+recipes, for editors (a first line ``# yaml-language-server: $schema=...``, as shipped recipes have)."""
 
 from __future__ import annotations
 

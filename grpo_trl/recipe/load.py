@@ -1,13 +1,5 @@
 """Read a recipe into a plain mapping: bounded YAML (``grpo_trl.io``'s reader, duplicate keys refused), ``extends``,
 ``--set`` overrides; a secret's value (``trainer.hub_token``) refused: it belongs in the environment (``HF_TOKEN``).
-
-    >>> apply_override({"trainer": {"seed": 1, "max_steps": 5}}, "trainer.seed=null")
-    {'trainer': {'max_steps': 5}}
-    >>> parse_yaml("a: 1\\na: 2", "r.yaml")
-    Traceback (most recent call last):
-    ...
-    grpo_trl.errors.RecipeError: r.yaml: a: duplicate key in one mapping (line 2; the first is on line 1) \
-(keep one of them)
 """
 
 from __future__ import annotations
@@ -99,11 +91,7 @@ def read_yaml(path: Path) -> dict:
 
 def secrets(data: Any, prefix: str = "") -> list[str]:
     """Dotted keys holding a secret's value: a recipe is copied into the run folder and card, so secrets come from the
-    environment instead.
-
-    >>> secrets({"trainer": {"hub_token": "hf_x", "seed": 1}, "rewards": [{"args": {"api_key": "k"}}]})
-    ['trainer.hub_token', 'rewards.0.args.api_key']
-    """
+    environment instead."""
     items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
     found = []
     for key, value in items:

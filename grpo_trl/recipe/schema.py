@@ -1,12 +1,6 @@
 """The recipe schema: one strict pydantic type per section (``SECTIONS``), defaults in one place; ``trainer``
 and ``generation`` are typed from the installed ``trl.GRPOConfig`` (``trl_schema.py``), builder options and
-``model.tiny`` from signatures. Coercion, ``check`` and ``grpo-trl schema`` all read it.
-
-    >>> ModelSection.model_validate({"name": "Qwen/Qwen2.5-0.5B", "dtype": "bfloat16"}).dtype
-    'bfloat16'
-    >>> {"model", "data", "rewards", "trainer"} <= set(SECTIONS)
-    True
-"""
+``model.tiny`` from signatures. Coercion, ``check`` and ``grpo-trl schema`` all read it."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """The ``trainer`` and ``generation`` sections, typed from the installed ``trl.GRPOConfig`` (never copied); written
 here is only what grpo-trl knows beyond TRL's types: bounds TRL accepts then crashes on mid-run, fields other
-sections set, fields TRL removed or renamed.
-
-    >>> trainer_model().model_fields["num_generations"].default >= 2
-    True
-"""
+sections set, fields TRL removed or renamed."""
 
 from __future__ import annotations
 
