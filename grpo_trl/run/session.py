@@ -17,7 +17,7 @@ from grpo_trl.recipe import Problem, Recipe, RecipeError
 from grpo_trl.run.directory import STATE, Manifest, RunLock, describe, predictable
 from grpo_trl.run.overwrite import prepare_fresh, refuse_collisions
 from grpo_trl.run.resume import compare_recipe, continue_callbacks, newest_complete, saved_step
-from grpo_trl.run.writes import ManifestCallback, disk_full, inside, no_space, place, stage, stage_from_checkpoint
+from grpo_trl.run.writes import ManifestCallback, disk_full, inside, place, stage, stage_from_checkpoint
 from grpo_trl.trl_adapter import checkpoint_step, save_model_only
 
 logger = logging.getLogger("grpo_trl")
@@ -85,28 +85,27 @@ class RunSession:
             if self._run is not None and self.manifest is not None:
                 self.manifest.end_run(self._run)
         except (OSError, GrpoTrlError) as err:  # the directory became unwritable (full disk, read-only)
-            if exc is None and no_space(err):
-                raise self._error("ran out of disk space while the run ended; free space") from err
-            if exc is None and isinstance(err, GrpoTrlError):
-                raise
+            if exc is None and (error := self._failure(err, ended=True)):
+                raise error from err
             if exc is None:
-                raise self._disk_error(err) from err
+                raise
         finally:
             if self._lock is not None:
                 self._lock.release()
-        if exc is None or not isinstance(exc, Exception):
-            return
-        if disk_full(self.folder, exc):
-            raise self._error(
-                "ran out of disk space while the run was writing to it; free space, then --resume continues from "
-                "the last complete checkpoint"
-            ) from exc
-        if isinstance(exc, GrpoTrlError):
-            return
-        if inside(self.folder, exc):
-            raise self._disk_error(exc) from exc
+        if isinstance(exc, Exception) and (error := self._failure(exc)):
+            raise error from exc
 
-    def _disk_error(self, exc: BaseException) -> RecipeError:
+    def _failure(self, exc: BaseException, ended: bool = False) -> RecipeError | None:
+        """The error line of a write into the folder that failed (a full disk, a read-only file), else None."""
+        if disk_full(self.folder, exc):
+            return self._error(
+                "ran out of disk space while the run ended; free space"
+                if ended
+                else "ran out of disk space while the"
+                " run was writing to it; free space, then --resume continues from the last complete checkpoint"
+            )
+        if isinstance(exc, GrpoTrlError) or not (ended or inside(self.folder, exc)):
+            return None
         what = f"writing {where}" if (where := getattr(exc, "filename", None)) else "writing"
         return self._error(f"cannot be written ({what}: {getattr(exc, 'strerror', None) or exc})")
 

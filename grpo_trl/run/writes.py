@@ -1,6 +1,6 @@
 """What a run writes into its output directory, each write safe to interrupt: ``ManifestCallback`` records each
 checkpoint before the trainer writes it; the final save is staged whole, then placed (``trainer_state.json`` last, so
-a run killed on the way is made again by ``--resume``); ``no_space``/``disk_full``: a write the full disk failed."""
+a run killed on the way is made again by ``--resume``); ``disk_full``: a write the full disk failed."""
 
 from __future__ import annotations
 
@@ -85,26 +85,18 @@ class ManifestCallback(TrainerCallback):
             self.manifest.sync(live=True, training=True)
 
 
-def no_space(exc: BaseException) -> bool:
-    """A write that failed for lack of disk space, anywhere in the exception's chain (as OSError or as safetensors
-    words it)."""
+def disk_full(folder: Path, exc: BaseException) -> bool:
+    """A write that failed for lack of disk space: anywhere in the exception's chain (an OSError, safetensors' words),
+    or an ``OSError``/``RuntimeError`` while ``folder``'s disk has next to nothing left (torch's own words)."""
     seen: BaseException | None = exc
     for _ in range(8):
         if seen is None:
-            return False
+            break
         if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
             return True
         if any(w in str(seen) for w in ("No space left on device", "StorageFull", "os error 28", "Disk quota")):
             return True
         seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def disk_full(folder: Path, exc: BaseException) -> bool:
-    """``no_space``, or an ``OSError``/``RuntimeError`` while ``folder``'s disk has (next to) nothing left: torch's
-    writer words a short write its own way ("unexpected pos", "file write failed")."""
-    if no_space(exc):
-        return True
     try:
         return isinstance(exc, (OSError, RuntimeError)) and shutil.disk_usage(folder).free < 2**20
     except OSError:
