@@ -24,12 +24,7 @@ COLLAPSE, EARLY_LOGS, FRACTION, FLAT_GAIN = "entropy_collapse", 3, 0.2, 0.05
 
 class Collapse:
     """Entropy collapse: a log's ``entropy`` below ``FRACTION`` of its early level (mean of the first ``EARLY_LOGS``
-    logs) while its reward gained less than the early ``reward_std`` (``FLAT_GAIN`` without it).
-
-    >>> c = Collapse()
-    >>> [c.sign({"entropy": e, "reward": 0.3, "reward_std": 0.2}) is not None for e in (1.2, 1.0, 0.8, 0.5, 0.1)]
-    [False, False, False, False, True]
-    """
+    logs) while its reward gained less than the early ``reward_std`` (``FLAT_GAIN`` without it)."""
 
     def __init__(self) -> None:
         self.early: list[tuple[float, float, float | None]] = []
@@ -56,11 +51,9 @@ class Collapse:
 
 
 class Alerts(TrainerCallback):
-    """Warn (log + ``alerts.jsonl``) once per kind when a sign lasts ``patience`` logged steps: ``no_signal``,
-    ``reward_zero:<name>``, ``reward_none:<name>``, ``all_clipped``, ``tools_failing``, ``entropy_collapse``
-    (:class:`Collapse`); ``heldout_diverging`` over ``patience`` held-out evaluations (``heldout.Divergence``).
-    ``rewards`` and ``tools`` are read for their options and first fault causes; ``columns`` (the dataset's) are
-    left out of hints."""
+    """Warn (log + ``alerts.jsonl``) once per kind when a sign lasts ``patience`` logged steps (``_check``), or
+    ``patience`` held-out evaluations (``heldout.Divergence``); ``rewards`` and ``tools`` give hints and first causes,
+    the dataset's ``columns`` are left out of hints."""
 
     def __init__(
         self,

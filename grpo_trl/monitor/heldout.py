@@ -113,15 +113,7 @@ class Point:
 class Divergence:
     """Fed every training log (``train``) and held-out entry (``evaluated``): an evaluation diverges when its accuracy
     is ``min_drop`` below the best so far while the mean training reward since the last one is above the best's;
-    ``streak`` counts them in a row (no finite accuracy: no evidence). A baseline gets the first logs' reward after it.
-
-    >>> d = Divergence(min_drop=0.1)
-    >>> for step, reward, accuracy in [(5, 0.2, 0.6), (10, 0.5, 0.4), (15, 0.8, 0.3)]:
-    ...     d.train({"reward": reward})
-    ...     found = d.evaluated(step, {"heldout/pass@1": accuracy})
-    >>> d.streak, found[:41]
-    (2, 'training reward rose 0.200 -> 0.800 while')
-    """
+    ``streak`` counts them in a row (no finite accuracy: no evidence)."""
 
     def __init__(self, min_drop: float = 0.1):
         self.min_drop = min_drop

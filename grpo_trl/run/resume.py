@@ -1,9 +1,5 @@
 """``--resume`` rules: which checkpoint is complete, when a run is finished, which recipe changes a resume survives,
-and how the logs continue from its step.
-
-    >>> recipe_differences({"trainer": {"max_steps": 4}}, {"trainer": {"max_steps": 8}})
-    [('trainer.max_steps', 4, 8)]
-"""
+and how the logs continue from its step."""
 
 from __future__ import annotations
 
