@@ -135,11 +135,7 @@ class Alerts(TrainerCallback):
     def _advance(self, logs: dict) -> dict[str, str]:
         self.divergence.train(logs)
         found = self._check(logs)
-        for kind in list(self.streak):
-            if kind not in found:
-                self.streak[kind] = 0
-        for kind in found:
-            self.streak[kind] += 1
+        self.streak = defaultdict(int, {kind: self.streak[kind] + 1 for kind in found})  # a sign missing: back to 0
         return found
 
     def restore(self, log_history: list[dict], fired: list[dict]) -> None:
@@ -162,17 +158,14 @@ class Alerts(TrainerCallback):
             append_lines(self.path, [json.dumps(alert)])  # the one writer: no link, redacted
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if logs is not None and "loss" not in logs and is_heldout(logs):
+        if logs and "loss" in logs:
+            for kind, message in self._advance(logs).items():
+                if self.streak[kind] == self.patience:
+                    self._fire(state, kind, message)
+        elif logs and is_heldout(logs):
             message = self.divergence.evaluated(state.global_step, logs)
             if message is not None and self.divergence.streak == self.patience:
                 self._fire(state, DIVERGING, message)
-            return
-        if logs is None or "loss" not in logs:
-            return
-        found = self._advance(logs)
-        for kind, message in found.items():
-            if self.streak[kind] == self.patience:
-                self._fire(state, kind, message)
 
 
 def install_monitors(

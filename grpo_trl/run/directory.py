@@ -15,7 +15,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel, ValidationError
 
 from grpo_trl.io import read_json, write_json
-from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable  # noqa: F401 - re-exported
+from grpo_trl.run.names import STATE, kind_of, predictable
 from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")

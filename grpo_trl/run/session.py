@@ -97,12 +97,12 @@ class RunSession:
 
     def _failure(self, exc: BaseException, ended: bool = False) -> RecipeError | None:
         """The error line of a write into the folder that failed (a full disk, a read-only file), else None."""
+        if disk_full(self.folder, exc) and ended:
+            return self._error("ran out of disk space while the run ended; free space")
         if disk_full(self.folder, exc):
             return self._error(
-                "ran out of disk space while the run ended; free space"
-                if ended
-                else "ran out of disk space while the"
-                " run was writing to it; free space, then --resume continues from the last complete checkpoint"
+                "ran out of disk space while the run was writing to it; free space, then --resume continues from the "
+                "last complete checkpoint"
             )
         if isinstance(exc, GrpoTrlError) or not (ended or inside(self.folder, exc)):
             return None
