@@ -175,11 +175,9 @@ class CompletionSamples(TrainerCallback):
             return
         prompts, completions = batch["prompt"], batch["completion"]
         rewards, advantages = batch["rewards"], batch["advantages"]
-        # one completion per distinct prompt first, so the sample covers several prompts
-        first: dict[str, int] = {}
-        for i, p in enumerate(prompts):
-            first.setdefault(_text(p), i)
-        order = [*first.values(), *(i for i in range(len(prompts)) if i not in first.values())]
+        # one completion per distinct prompt first (its first), so the sample covers several prompts
+        firsts = set({_text(p): i for i, p in reversed(list(enumerate(prompts)))}.values())
+        order = sorted(range(len(prompts)), key=lambda i: i not in firsts)
         lines = []
         for i in order[: self.samples]:
             row = {
