@@ -27,20 +27,10 @@ def choose_threads(cores: int, params: int | None) -> int:
 
 
 def busy_cores(seconds: float = 0.2) -> float:
-    """Cores that other processes kept busy over the next ``seconds`` (``/proc/stat``); else the 1-minute load."""
+    """Cores that other processes kept busy over the next ``seconds`` (psutil: iowait counts as idle)."""
+    import psutil
 
-    def sample() -> list[int]:
-        with open("/proc/stat") as fh:
-            return [int(v) for v in fh.readline().split()[1:]]
-
-    try:
-        before = sample()
-        time.sleep(seconds)
-        delta = [b - a for a, b in zip(before, sample())]
-    except (OSError, ValueError):
-        return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    idle = delta[3] + (delta[4] if len(delta) > 4 else 0)  # idle + iowait
-    return (os.cpu_count() or 1) * (1 - idle / max(1, sum(delta[:8])))
+    return psutil.cpu_percent(interval=seconds) / 100 * (psutil.cpu_count() or 1)
 
 
 class ThreadTuner:
