@@ -173,17 +173,15 @@ def install_monitors(
 ) -> Alerts | None:
     """The recipe's ``logging:`` on ``trainer``: completion samples, generation time, alerts (returned, or None when
     off), the caller's ``extra`` callbacks, and one compact console line per logging step unless ``console`` is off."""
-    alerts = (
-        Alerts(
+    alerts = None
+    if logging_section["alerts"]:
+        alerts = Alerts(
             output_dir,
             patience=logging_section["alert_patience"],
             rewards=trainer.reward_funcs,  # the recipe's SafeRewards (and any passed or loaded by TRL)
             columns=getattr(trainer.train_dataset, "column_names", None) or (),  # what a reward reads as a column
             tools=getattr(trainer, "tools", None),
         )
-        if logging_section["alerts"]
-        else None
-    )
     every, samples = logging_section["completions_every"], logging_section["completions_samples"]
     callbacks = [CompletionSamples(trainer, every=every, samples=samples), GenerationTimer(trainer), alerts]
     for cb in [*callbacks, *(extra or [])]:
