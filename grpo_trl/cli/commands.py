@@ -218,9 +218,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     from grpo_trl.recipe import Recipe
 
     out = Path(args.output) if args.output else None
-    if out is not None and out.exists() and not args.force:
-        raise GrpoTrlError(f"{out}: -o: exists; choose another path or pass --force to replace it")
     if out is not None:  # before translating: never through a link, nor onto a folder
+        if out.exists() and not args.force:
+            raise GrpoTrlError(f"{out}: -o: exists; choose another path or pass --force to replace it")
         writable(out, where=str(out), flag="-o", mine=args.force)
         if out.resolve() == Path(args.config).resolve():
             raise GrpoTrlError(f"{out}: -o: is the config being imported; write the recipe elsewhere")

@@ -33,16 +33,12 @@ def memory_size(text: str) -> float:
 
 def positive_int(text: str) -> int:
     """An argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    if text.strip().isdecimal() and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
 
 
-def _generation(p: argparse.ArgumentParser, split_help: str) -> None:
+def _generation(p: argparse.ArgumentParser, split_help: str, n: int | None = 8) -> None:
     """The generation options ``eval`` and ``filter`` share."""
     from grpo_trl.eval.backends import BACKENDS
 
@@ -52,7 +48,8 @@ def _generation(p: argparse.ArgumentParser, split_help: str) -> None:
     p.add_argument("--model", help="model path, checkpoint or LoRA adapter folder (default: the recipe's output_dir); "
                    "with --backend endpoint: the served name")  # fmt: skip
     p.add_argument("--split", help=split_help)
-    p.add_argument("--n", type=int, default=8, help="completions per prompt (default: %(default)s)")
+    default = "8; a benchmark: its own" if n is None else "%(default)s"
+    p.add_argument("--n", type=int, default=n, help=f"completions per prompt (default: {default})")
     p.add_argument("--limit", type=int, help="only the first N prompts")
     p.add_argument("--batch-size", type=int, default=16, help="prompts per generate() call (transformers)")
     p.add_argument("--max-new-tokens", type=int, help="default: trainer.max_completion_length")
@@ -101,12 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     what = "generate n completions per prompt, score them with the recipe's rewards (or --benchmark), report pass@k"
     p = command("eval", c.cmd_eval, what, recipe="?")
-    _generation(p, "dataset split (default: the recipe's eval split)")
+    _generation(p, "dataset split (default: the recipe's eval split)", n=None)  # a benchmark's own n unless given
     p.add_argument("--output-dir", help="where eval.json goes (default: the model folder)")
     p.add_argument("--benchmark", help="a standard benchmark instead of the recipe's eval split")
     p.add_argument("--data", help="--benchmark: a local copy of its data (default: the Hub)")
-    p.set_defaults(n=None)  # a benchmark's own n unless given; 8 for a recipe
-    next(a for a in p._actions if a.dest == "n").help = "completions per prompt (default: 8; a benchmark: its own)"
 
     p = command("filter", c.cmd_filter, "measure each training prompt's pass rate, for the data.pass_rate band")
     _generation(p, "dataset split to score (default: the recipe's training data)")

@@ -22,29 +22,15 @@ _PASSIVE_SET: list[bool] = []  # wait_policy set OMP_WAIT_POLICY (not the user)
 
 
 def choose_threads(cores: int, params: int | None) -> int:
-    """Torch threads to start with for a model of ``params`` parameters on ``cores`` cores.
-
-    >>> choose_threads(2, 100_000), choose_threads(16, 100_000), choose_threads(16, 9_000_000), choose_threads(3, None)
-    (2, 4, 16, 3)
-    """
+    """Torch threads to start with for a model of ``params`` parameters on ``cores`` cores."""
     return max(1, min(cores, SMALL_MODEL_THREADS if params is not None and params < SMALL_MODEL else cores))
 
 
 def busy_cores(seconds: float = 0.2) -> float:
-    """Cores that other processes kept busy over the next ``seconds`` (``/proc/stat``); else the 1-minute load."""
+    """Cores that other processes kept busy over the next ``seconds`` (psutil: iowait counts as idle)."""
+    import psutil
 
-    def sample() -> list[int]:
-        with open("/proc/stat") as fh:
-            return [int(v) for v in fh.readline().split()[1:]]
-
-    try:
-        before = sample()
-        time.sleep(seconds)
-        delta = [b - a for a, b in zip(before, sample())]
-    except (OSError, ValueError):
-        return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    idle = delta[3] + (delta[4] if len(delta) > 4 else 0)  # idle + iowait
-    return (os.cpu_count() or 1) * (1 - idle / max(1, sum(delta[:8])))
+    return psutil.cpu_percent(interval=seconds) / 100 * (psutil.cpu_count() or 1)
 
 
 class ThreadTuner:
@@ -105,16 +91,6 @@ class ThreadTuner:
             self.due[self.trying] = self.index + max(self.every, math.ceil((ratio - 1) / self.budget))
 
 
-def model_params(model: dict) -> int | None:
-    """The recipe model's parameter count from its config alone, or None when unknown."""
-    from grpo_trl.models.shape import load_shape
-
-    try:
-        return load_shape(model["name"], model.get("tiny")).params()[0]
-    except Exception:  # noqa: BLE001 - not in the local cache, an unusual config: no size cap
-        return None
-
-
 def wait_policy() -> float:
     """Before torch loads (it reads the policy then): OpenMP's passive wait when other work keeps ``BUSY_CORES`` busy,
     unless the user set threads or a wait policy, or a GPU driver is there. Returns the busy cores measured."""
@@ -130,11 +106,16 @@ def wait_policy() -> float:
 def set_cpu_threads(model: dict, on_gpu: bool, busy: float = 0.0) -> ThreadTuner | None:
     """On CPU, with no thread setting in the environment: set torch's threads and return the ``ThreadTuner`` for
     training, its ``line`` saying what was chosen (``busy``: what ``wait_policy`` measured)."""
+    from grpo_trl.models.shape import load_shape
+
     if on_gpu or any(os.environ.get(name) for name in USER_SETTINGS):
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     cores = max(1, cores // max(1, int(os.environ.get("LOCAL_WORLD_SIZE") or 1)))  # processes on this machine share
-    params = model_params(model)
+    try:
+        params = load_shape(model["name"], model.get("tiny")).params()[0]  # from the model's config alone
+    except Exception:  # noqa: BLE001 - not in the local cache, an unusual config: no size cap
+        params = None
     builtin = params is None and str(model.get("name", "")).startswith("builtin:")  # every built-in model is tiny
     threads = choose_threads(cores, SMALL_MODEL - 1 if builtin else params)
     os.environ["OMP_NUM_THREADS"] = str(threads)  # the processes it starts (reward pools, sandboxes) alike

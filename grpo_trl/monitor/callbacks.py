@@ -24,12 +24,7 @@ COLLAPSE, EARLY_LOGS, FRACTION, FLAT_GAIN = "entropy_collapse", 3, 0.2, 0.05
 
 class Collapse:
     """Entropy collapse: a log's ``entropy`` below ``FRACTION`` of its early level (mean of the first ``EARLY_LOGS``
-    logs) while its reward gained less than the early ``reward_std`` (``FLAT_GAIN`` without it).
-
-    >>> c = Collapse()
-    >>> [c.sign({"entropy": e, "reward": 0.3, "reward_std": 0.2}) is not None for e in (1.2, 1.0, 0.8, 0.5, 0.1)]
-    [False, False, False, False, True]
-    """
+    logs) while its reward gained less than the early ``reward_std`` (``FLAT_GAIN`` without it)."""
 
     def __init__(self) -> None:
         self.early: list[tuple[float, float, float | None]] = []
@@ -56,11 +51,9 @@ class Collapse:
 
 
 class Alerts(TrainerCallback):
-    """Warn (log + ``alerts.jsonl``) once per kind when a sign lasts ``patience`` logged steps: ``no_signal``,
-    ``reward_zero:<name>``, ``reward_none:<name>``, ``all_clipped``, ``tools_failing``, ``entropy_collapse``
-    (:class:`Collapse`); ``heldout_diverging`` over ``patience`` held-out evaluations (``heldout.Divergence``).
-    ``rewards`` and ``tools`` are read for their options and first fault causes; ``columns`` (the dataset's) are
-    left out of hints."""
+    """Warn (log + ``alerts.jsonl``) once per kind when a sign lasts ``patience`` logged steps (``_check``), or
+    ``patience`` held-out evaluations (``heldout.Divergence``); ``rewards`` and ``tools`` give hints and first causes,
+    the dataset's ``columns`` are left out of hints."""
 
     def __init__(
         self,
@@ -142,11 +135,7 @@ class Alerts(TrainerCallback):
     def _advance(self, logs: dict) -> dict[str, str]:
         self.divergence.train(logs)
         found = self._check(logs)
-        for kind in list(self.streak):
-            if kind not in found:
-                self.streak[kind] = 0
-        for kind in found:
-            self.streak[kind] += 1
+        self.streak = defaultdict(int, {kind: self.streak[kind] + 1 for kind in found})  # a sign missing: back to 0
         return found
 
     def restore(self, log_history: list[dict], fired: list[dict]) -> None:
@@ -169,17 +158,14 @@ class Alerts(TrainerCallback):
             append_lines(self.path, [json.dumps(alert)])  # the one writer: no link, redacted
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if logs is not None and "loss" not in logs and is_heldout(logs):
+        if logs and "loss" in logs:
+            for kind, message in self._advance(logs).items():
+                if self.streak[kind] == self.patience:
+                    self._fire(state, kind, message)
+        elif logs and is_heldout(logs):
             message = self.divergence.evaluated(state.global_step, logs)
             if message is not None and self.divergence.streak == self.patience:
                 self._fire(state, DIVERGING, message)
-            return
-        if logs is None or "loss" not in logs:
-            return
-        found = self._advance(logs)
-        for kind, message in found.items():
-            if self.streak[kind] == self.patience:
-                self._fire(state, kind, message)
 
 
 def install_monitors(
@@ -187,17 +173,15 @@ def install_monitors(
 ) -> Alerts | None:
     """The recipe's ``logging:`` on ``trainer``: completion samples, generation time, alerts (returned, or None when
     off), the caller's ``extra`` callbacks, and one compact console line per logging step unless ``console`` is off."""
-    alerts = (
-        Alerts(
+    alerts = None
+    if logging_section["alerts"]:
+        alerts = Alerts(
             output_dir,
             patience=logging_section["alert_patience"],
             rewards=trainer.reward_funcs,  # the recipe's SafeRewards (and any passed or loaded by TRL)
             columns=getattr(trainer.train_dataset, "column_names", None) or (),  # what a reward reads as a column
             tools=getattr(trainer, "tools", None),
         )
-        if logging_section["alerts"]
-        else None
-    )
     every, samples = logging_section["completions_every"], logging_section["completions_samples"]
     callbacks = [CompletionSamples(trainer, every=every, samples=samples), GenerationTimer(trainer), alerts]
     for cb in [*callbacks, *(extra or [])]:

@@ -25,10 +25,7 @@ from grpo_trl.tools.transcript import turns
 
 
 def _duration(seconds: float) -> str:
-    """
-    >>> _duration(5), _duration(406), _duration(7322)
-    ('5s', '6m46s', '2h02m')
-    """
+    """``5s``, ``6m46s``, ``2h02m``."""
     s = int(round(seconds))
     if s < 60:
         return f"{s}s"
@@ -41,31 +38,28 @@ def _num(value: Any, fmt: str) -> str | None:
     return format(value, fmt) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-def _reward_part(logs: dict) -> list[str]:
-    """``reward 0.412 ±0.310 (a 0.200, b 0.900)``, or nothing without a finite ``reward``."""
-    reward = _num(logs.get("reward"), ".3f")
-    if reward is None:
-        return []
-    std = _num(logs.get("reward_std"), ".3f")
-    per = [
-        f"{k[len('rewards/') : -len('/mean')]} {_num(v, '.3f')}"
-        for k, v in logs.items()
-        if k.startswith("rewards/") and k.endswith("/mean") and _num(v, ".3f") is not None
-    ]
-    return [f"reward {reward}" + (f" ±{std}" if std else "") + (f" ({', '.join(per)})" if per else "")]
+# the training line's metrics after the reward (an eval line shows the same, from its eval_ keys)
+METRICS = (("kl", "kl", ".4f"), ("entropy", "entropy", ".2f"), ("completions/mean_length", "len", ".0f"),
+           ("completions/clipped_ratio", "clipped", ".2f"))  # fmt: skip
+
+
+def _parts(logs: dict) -> list[str]:
+    """``reward 0.412 ±0.310 (a 0.200, b 0.900)`` (with a finite ``reward``), then each of ``METRICS`` logged."""
+    parts = []
+    if (reward := _num(logs.get("reward"), ".3f")) is not None:
+        std = _num(logs.get("reward_std"), ".3f")
+        per = [
+            f"{k[len('rewards/') : -len('/mean')]} {_num(v, '.3f')}"
+            for k, v in logs.items()
+            if k.startswith("rewards/") and k.endswith("/mean") and _num(v, ".3f") is not None
+        ]
+        parts.append(f"reward {reward}" + (f" ±{std}" if std else "") + (f" ({', '.join(per)})" if per else ""))
+    return parts + [f"{label} {v}" for key, label, fmt in METRICS if (v := _num(logs.get(key), fmt)) is not None]
 
 
 def format_eval_line(logs: dict, step: int) -> str:
-    """The short line for one evaluation: its total and per-reward means, as the training line shows them.
-
-    >>> format_eval_line({"eval_reward": 0.5, "eval_rewards/acc/mean": 0.5, "eval_rewards/acc/std": 0.1}, 4)
-    'eval at step 4 | reward 0.500 (acc 0.500)'
-    """
-    stripped = {k[len("eval_") :]: v for k, v in logs.items() if k.startswith("eval_")}
-    parts = _reward_part(stripped)
-    value = _num(stripped.get("completions/mean_length"), ".0f")
-    if value is not None:
-        parts.append(f"len {value}")
+    """The line for one evaluation, with the training line's metrics (``eval at step 4 | reward 0.500 ...``)."""
+    parts = _parts({k[len("eval_") :]: v for k, v in logs.items() if k.startswith("eval_")})
     return f"eval at step {step} | " + (" | ".join(parts) or "done")
 
 
@@ -88,16 +82,7 @@ def format_heldout_line(logs: dict, step: int) -> str:
 
 def format_line(logs: dict, step: int, total: int | None, sec_per_step: float | None) -> str:
     """The compact line for one log entry."""
-    parts = [f"step {step}/{total}" if total else f"step {step}", *_reward_part(logs)]
-    for key, label, fmt in (
-        ("kl", "kl", ".4f"),
-        ("entropy", "entropy", ".2f"),
-        ("completions/mean_length", "len", ".0f"),
-        ("completions/clipped_ratio", "clipped", ".2f"),
-    ):
-        value = _num(logs.get(key), fmt)
-        if value is not None:
-            parts.append(f"{label} {value}")
+    parts = [f"step {step}/{total}" if total else f"step {step}", *_parts(logs)]
     if sec_per_step:
         parts.append(f"{sec_per_step:.2f} s/step")
         if total and total > step:
@@ -190,11 +175,9 @@ class CompletionSamples(TrainerCallback):
             return
         prompts, completions = batch["prompt"], batch["completion"]
         rewards, advantages = batch["rewards"], batch["advantages"]
-        # one completion per distinct prompt first, so the sample covers several prompts
-        first: dict[str, int] = {}
-        for i, p in enumerate(prompts):
-            first.setdefault(_text(p), i)
-        order = [*first.values(), *(i for i in range(len(prompts)) if i not in first.values())]
+        # one completion per distinct prompt first (its first), so the sample covers several prompts
+        firsts = set({_text(p): i for i, p in reversed(list(enumerate(prompts)))}.values())
+        order = sorted(range(len(prompts)), key=lambda i: i not in firsts)
         lines = []
         for i in order[: self.samples]:
             row = {

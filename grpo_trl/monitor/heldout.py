@@ -62,26 +62,14 @@ def heldout_problems(section: dict, data: dict, file: str) -> list[Problem]:
     if local and not local.is_file():
         out.append(Problem(file, "heldout.data", f"{section['data']!r} is not a file (relative to the recipe)"))
     if not (section.get("benchmark") or data.get("eval_size") or data.get("eval_split")):
-        out.append(
-            Problem(
-                file,
-                "heldout",
-                "needs an eval split to evaluate on, and the recipe has none",
-                "set data.eval_size: N (rows held out of training), data.eval_split or heldout.benchmark",
-            )
-        )
+        fix = "set data.eval_size: N (rows held out of training), data.eval_split or heldout.benchmark"
+        out.append(Problem(file, "heldout", "needs an eval split to evaluate on, and the recipe has none", fix))
     if not (section["sampled"] or section["greedy"]):
         out.append(Problem(file, "heldout", "evaluates nothing: sampled and greedy are both false", "turn one on"))
     bad = [k for k in section.get("k") or [] if not 1 <= k <= section["n"]]
     if section["sampled"] and bad:
-        out.append(
-            Problem(
-                file,
-                "heldout.k",
-                f"pass@{bad[0]} needs 1 <= k <= n, and heldout.n is {section['n']}",
-                f"raise heldout.n to {max(bad)} or drop {bad[0]} from heldout.k",
-            )
-        )
+        why = f"pass@{bad[0]} needs 1 <= k <= n, and heldout.n is {section['n']}"
+        out.append(Problem(file, "heldout.k", why, f"raise heldout.n to {max(bad)} or drop {bad[0]} from heldout.k"))
     return out
 
 
@@ -113,15 +101,7 @@ class Point:
 class Divergence:
     """Fed every training log (``train``) and held-out entry (``evaluated``): an evaluation diverges when its accuracy
     is ``min_drop`` below the best so far while the mean training reward since the last one is above the best's;
-    ``streak`` counts them in a row (no finite accuracy: no evidence). A baseline gets the first logs' reward after it.
-
-    >>> d = Divergence(min_drop=0.1)
-    >>> for step, reward, accuracy in [(5, 0.2, 0.6), (10, 0.5, 0.4), (15, 0.8, 0.3)]:
-    ...     d.train({"reward": reward})
-    ...     found = d.evaluated(step, {"heldout/pass@1": accuracy})
-    >>> d.streak, found[:41]
-    (2, 'training reward rose 0.200 -> 0.800 while')
-    """
+    ``streak`` counts them in a row (no finite accuracy: no evidence)."""
 
     def __init__(self, min_drop: float = 0.1):
         self.min_drop = min_drop

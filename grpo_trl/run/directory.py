@@ -1,23 +1,74 @@
 """The output directory is the user's: ``.grpo-trl/manifest.json`` records each entry grpo-trl or the trainer writes
-before it is written (or, while the run is alive, once the trainer wrote it). What the manifest does not record is
-foreign: never touched. A run never deletes: ``--overwrite`` moves its entries aside (docs/safety.md)."""
+before it is written (or, while the run is alive, once the trainer wrote it); the rest is foreign, never touched. A
+run never deletes: ``--overwrite`` moves its entries aside. One run at a time: ``RunLock`` (docs/safety.md)."""
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from filelock import FileLock, Timeout
 from pydantic import BaseModel, ValidationError
 
 from grpo_trl.io import read_json, write_json
-from grpo_trl.run.lock import RunLock, this_process  # noqa: F401 - RunLock: here too
-from grpo_trl.run.names import OWN_NAMES, STATE, TRAINER_NAMES, kind_of, predictable  # noqa: F401 - re-exported
+from grpo_trl.run.names import STATE, kind_of, predictable
 from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")
+
+
+def this_process() -> dict:
+    """Who is writing: pid, host and start time (``lock.json`` and each run record of the manifest)."""
+    return {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+class RunLock:
+    """The OS lock, held by the main process; a dead run's ``lock.json`` is taken over with a warning."""
+
+    def __init__(self, folder: str | Path):
+        state = Path(folder) / STATE
+        state.mkdir(parents=True, exist_ok=True)
+        self.info, self._lock = state / "lock.json", FileLock(str(state / "lock"), timeout=0)
+
+    def owner(self, wait_s: float = 0.5) -> dict | None:
+        deadline = time.monotonic() + wait_s
+        while True:  # the holder writes lock.json right after taking the lock: give it a moment
+            try:
+                if isinstance(who := read_json(self.info), dict):
+                    return who
+            except (OSError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.02)
+
+    def acquire(self) -> str | None:
+        """Take the lock; ``None`` on success, else a sentence naming the run that holds it."""
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            if (who := self.owner()) is None:
+                return "is in use by another run (its .grpo-trl/lock.json is unreadable)"
+            return f"is in use by another run: PID {who.get('pid')} on {who.get('host')}, started {who.get('started')}"
+        if (stale := self.owner(wait_s=0)) and stale.get("pid") != os.getpid():
+            logger.warning(
+                "taking over the lock of PID %s on %s (started %s): that run is gone (its OS lock was free)",
+                stale.get("pid"), stale.get("host"), stale.get("started"),
+            )  # fmt: skip
+        write_json(self.info, this_process(), mine=True)
+        return None
+
+    def release(self) -> None:
+        if self._lock.is_locked:
+            try:
+                self.info.unlink(missing_ok=True)
+            except OSError:  # a read-only folder: the next run takes a lock.json over when the OS lock is free
+                pass
+            self._lock.release()
 
 
 class _Shape(BaseModel, strict=True):
@@ -42,17 +93,16 @@ class Manifest:
 
     @classmethod
     def load(cls, folder: str | Path) -> Manifest:
-        folder = Path(folder)
-        path = folder / STATE / "manifest.json"
+        empty = cls(Path(folder))
         try:
-            _Shape.model_validate(data := read_json(path))
+            _Shape.model_validate(data := read_json(empty.path))
         except FileNotFoundError:
-            return cls(folder)
+            return empty
         except (OSError, ValueError, ValidationError) as exc:  # a hand edit, another tool's file
             logger.warning("%s is not a grpo-trl manifest (%s): treating every entry as not written by grpo-trl",
-                           path, str(exc).splitlines()[0])  # fmt: skip
-            return cls(folder)
-        return cls(folder, dict(data.get("entries") or {}), list(data.get("runs") or []), True)
+                           empty.path, str(exc).splitlines()[0])  # fmt: skip
+            return empty
+        return cls(empty.folder, dict(data.get("entries") or {}), list(data.get("runs") or []), True)
 
     def save(self) -> None:
         (self.folder / STATE).mkdir(parents=True, exist_ok=True)
@@ -76,9 +126,8 @@ class Manifest:
         return [n for n in self.present() if self.entries.get(n, {}).get("kind") in ("checkpoint", "log", "model")]
 
     def sync(self, live: bool = False, training: bool = False) -> None:
-        """Forget entries that are gone (``training``: only checkpoints rotated away; logs recorded may come yet),
-        save. ``live``: the run holding the lock adopts what the trainer wrote unannounced (a name it writes, absent
-        when the run checked the folder)."""
+        """Forget entries that are gone (``training``: only rotated checkpoints), save; ``live``: the run holding
+        the lock adopts what the trainer wrote unannounced (a ``predictable`` name)."""
         names = set(self.present())
         keep = {n for n, e in self.entries.items() if n in names or (training and e.get("kind") != "checkpoint")}
         self.entries = {n: e for n, e in self.entries.items() if n in keep}
@@ -87,8 +136,7 @@ class Manifest:
         self.save()
 
     def recover(self) -> list[dict]:
-        """Close the runs that never recorded their end (killed): what they recorded and wrote is theirs, anything
-        else stays foreign. Returns those runs."""
+        """Close (and return) the runs that never recorded their end (killed): only what they recorded is theirs."""
         killed = [r for r in self.runs if not r.get("ended")]
         for run in killed:
             run["ended"], run["killed"] = time.time(), True
@@ -97,8 +145,7 @@ class Manifest:
         return killed
 
     def remove_own(self, aside: Path | None = None) -> list[str]:
-        """``--overwrite``: move the entries grpo-trl wrote (nothing else) by name (a link is moved, never followed)
-        into ``aside`` (a new ``aside_folder``): nothing is deleted. Returns the names moved."""
+        """``--overwrite``: move the entries grpo-trl wrote (a link as a link) into ``aside``; returns their names."""
         moved = [name for name in self.present() if name in self.entries]
         aside = aside or aside_folder(self.folder)
         for name in moved:
@@ -129,8 +176,6 @@ def aside_folder(folder: Path) -> Path:
 
 def record_entries(output_dir: str | Path, *names: str) -> None:
     """Add entries written outside a training run (``grpo-trl report``) to an existing manifest."""
-    from filelock import FileLock
-
     manifest = Manifest.load(output_dir)
     if not manifest.exists:
         return
@@ -146,16 +191,8 @@ def describe(names: list[str], folder: Path, limit: int = 12) -> str:
 
 
 def output_dir_problems(output_dir: str | None, recipe_dir: str | Path | None = None, cwd: Path | None = None) -> list:
-    """What is wrong with ``output_dir`` as a place to write checkpoints (``[]``: nothing).
-
-    Errors: empty; the filesystem root, the home directory, the current directory, the project (its git root) or
-    the recipe's directory, or a folder holding one of them; a folder inside another run's checkpoint or output_dir.
-
-    >>> output_dir_problems("outputs/run1")
-    []
-    >>> output_dir_problems("  ")
-    ['is empty: name a folder for checkpoints and logs, e.g. outputs/NAME']
-    """
+    """What is wrong with ``output_dir`` for checkpoints: empty, the root, home, the current directory, the project,
+    the recipe's directory or a folder holding one, inside another run (``[]``: nothing)."""
     if output_dir is None:
         output_dir = "trainer_output"  # transformers' default for a null output_dir
     text = str(output_dir).strip()

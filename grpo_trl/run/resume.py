@@ -1,9 +1,5 @@
 """``--resume`` rules: which checkpoint is complete, when a run is finished, which recipe changes a resume survives,
-and how the logs continue from its step.
-
-    >>> recipe_differences({"trainer": {"max_steps": 4}}, {"trainer": {"max_steps": 8}})
-    [('trainer.max_steps', 4, 8)]
-"""
+and how the logs continue from its step."""
 
 from __future__ import annotations
 
@@ -82,22 +78,6 @@ class _State(BaseModel, strict=True):
     log_history: list = []
 
 
-def state_problem(state: Any) -> str | None:
-    """What is wrong with a parsed ``trainer_state.json`` for resuming (a hand edit, another tool's file), or None.
-    >>> state_problem({"global_step": "3"})
-    "global_step is '3': Input should be a valid integer"
-    """
-    if not isinstance(state, dict):
-        return f"is a JSON {type(state).__name__}, not an object"
-    try:
-        _State.model_validate(state)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(map(str, error["loc"]))
-        return f"has no {where}" if error["type"] == "missing" else f"{where} is {error['input']!r}: {error['msg']}"
-    return None
-
-
 def read_state(path: Path) -> tuple[dict | None, str | None]:
     """``(state, None)`` from a ``trainer_state.json`` fit to resume from, else ``(None, why not)``."""
     try:
@@ -106,8 +86,16 @@ def read_state(path: Path) -> tuple[dict | None, str | None]:
         return None, "no trainer_state.json (killed while saving)"
     except (OSError, ValueError) as exc:
         return None, f"trainer_state.json is unreadable ({type(exc).__name__}: {exc})"
-    problem = state_problem(state)
-    return (None, f"trainer_state.json is unreadable ({problem})") if problem else (state, None)
+    if not isinstance(state, dict):
+        return None, f"trainer_state.json is unreadable (a JSON {type(state).__name__}, not an object)"
+    try:
+        _State.model_validate(state)  # a hand edit, another tool's file
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(map(str, error["loc"]))
+        why = f"has no {where}" if error["type"] == "missing" else f"{where} is {error['input']!r}: {error['msg']}"
+        return None, f"trainer_state.json is unreadable ({why})"
+    return state, None
 
 
 def checkpoint_problem(ckpt: str | Path, world_size: int = 1) -> str | None:
@@ -162,19 +150,11 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def recipe_differences(old: dict, new: dict) -> list[tuple[str, Any, Any]]:
-    """``(dotted key, saved value, new value)`` for every leaf that differs (``None``: absent). ``output_dir`` is
-    left out: the directory being resumed is the output_dir, wherever it was when the recipe was saved."""
+    """``(dotted key, saved value, new value)`` for every leaf that differs (``None``: absent), but ``output_dir``
+    (the folder resumed, wherever it was)."""
     a, b = _flatten(old), _flatten(new)
     keys = sorted((set(a) | set(b)) - {"trainer.output_dir"})
     return [(k, a.get(k), b.get(k)) for k in keys if a.get(k) != b.get(k)]
-
-
-def blocking(key: str) -> str | None:
-    """Why a change of ``key`` makes a resume meaningless, or ``None`` when it is only worth a warning."""
-    for prefix, why in BLOCKING.items():
-        if key == prefix or key.startswith(prefix + "."):
-            return why
-    return None
 
 
 def _step(row: dict) -> float:
@@ -194,8 +174,8 @@ def keep_until(path: Path, step: int) -> list[dict]:
 
 
 def continue_callbacks(trainer: Any, output_dir: Path, ckpt: Path, write: bool = True) -> None:
-    """Resuming from ``ckpt``: its logs keep the rows up to its step, alerts fired before it stay fired (and do not
-    fire again), streaks and the sample cadence carry on from its ``log_history``."""
+    """Resuming from ``ckpt``: its logs keep the rows up to its step, alerts fired stay fired (never again), streaks
+    and the sample cadence carry on from its ``log_history``."""
     from grpo_trl.monitor.callbacks import Alerts, CompletionSamples
 
     state = read_json(ckpt / "trainer_state.json")
@@ -223,7 +203,8 @@ def compare_recipe(recipe: Any, folder: Path, m: Any, ckpt: Path, world_size: in
     problems = [
         Problem(recipe.file, key, f"{a!r} -> {b!r} since {ckpt.name}: {why}")
         for key, a, b in diffs
-        if (why := blocking(key))
+        for prefix, why in BLOCKING.items()
+        if key == prefix or key.startswith(prefix + ".")
     ]
     last = next((r.get("batch") for r in reversed(m.runs) if r.get("batch")), None) or {}
     if last.get("world_size") not in (None, world_size):

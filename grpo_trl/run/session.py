@@ -14,10 +14,9 @@ from grpo_trl.errors import GrpoTrlError, config_secrets, redact
 from grpo_trl.io import read_json, write
 from grpo_trl.models.builtin import folder_name
 from grpo_trl.recipe import Problem, Recipe, RecipeError
+from grpo_trl.run import writes
 from grpo_trl.run.directory import STATE, Manifest, RunLock, describe, predictable
-from grpo_trl.run.overwrite import prepare_fresh, refuse_collisions
 from grpo_trl.run.resume import compare_recipe, continue_callbacks, newest_complete, saved_step
-from grpo_trl.run.writes import ManifestCallback, disk_full, inside, no_space, place, stage, stage_from_checkpoint
 from grpo_trl.trl_adapter import checkpoint_step, save_model_only
 
 logger = logging.getLogger("grpo_trl")
@@ -85,28 +84,27 @@ class RunSession:
             if self._run is not None and self.manifest is not None:
                 self.manifest.end_run(self._run)
         except (OSError, GrpoTrlError) as err:  # the directory became unwritable (full disk, read-only)
-            if exc is None and no_space(err):
-                raise self._error("ran out of disk space while the run ended; free space") from err
-            if exc is None and isinstance(err, GrpoTrlError):
-                raise
+            if exc is None and (error := self._failure(err, ended=True)):
+                raise error from err
             if exc is None:
-                raise self._disk_error(err) from err
+                raise
         finally:
             if self._lock is not None:
                 self._lock.release()
-        if exc is None or not isinstance(exc, Exception):
-            return
-        if disk_full(self.folder, exc):
-            raise self._error(
-                "ran out of disk space while the run was writing to it; free space, then --resume continues from "
-                "the last complete checkpoint"
-            ) from exc
-        if isinstance(exc, GrpoTrlError):
-            return
-        if inside(self.folder, exc):
-            raise self._disk_error(exc) from exc
+        if isinstance(exc, Exception) and (error := self._failure(exc)):
+            raise error from exc
 
-    def _disk_error(self, exc: BaseException) -> RecipeError:
+    def _failure(self, exc: BaseException, ended: bool = False) -> RecipeError | None:
+        """The error line of a write into the folder that failed (a full disk, a read-only file), else None."""
+        if writes.disk_full(self.folder, exc) and ended:
+            return self._error("ran out of disk space while the run ended; free space")
+        if writes.disk_full(self.folder, exc):
+            return self._error(
+                "ran out of disk space while the run was writing to it; free space, then --resume continues from the "
+                "last complete checkpoint"
+            )
+        if isinstance(exc, GrpoTrlError) or not (ended or writes.inside(self.folder, exc)):
+            return None
         what = f"writing {where}" if (where := getattr(exc, "filename", None)) else "writing"
         return self._error(f"cannot be written ({what}: {getattr(exc, 'strerror', None) or exc})")
 
@@ -124,7 +122,7 @@ class RunSession:
         if self.resume:
             self._prepare_resume(m)
         elif self.main:
-            prepare_fresh(self.folder, m, self.config, self.overwrite, self._error)
+            writes.prepare_fresh(self.folder, m, self.config, self.overwrite, self._error)
         if self.finished is not None or not self.main:
             return
         cfg = self.config
@@ -151,7 +149,7 @@ class RunSession:
                     "train into a new output_dir (to start from a checkpoint's weights: model.name: "
                     "OUTPUT_DIR/checkpoint-N)"
                 )
-            refuse_collisions(self.folder, m, self.config, "--resume", self._error)
+            writes.refuse_collisions(self.folder, m, self.config, "--resume", self._error)
             if blocked := [n for n in m.present() if checkpoint_step(n) is not None and not (m.folder / n).is_dir()]:
                 raise self._error(
                     f"holds {describe(blocked, self.folder)}, not a folder, where the trainer saves a checkpoint: "
@@ -182,7 +180,7 @@ class RunSession:
         if at and target and at[0] >= target:  # killed in (or before) the final save: make it now, train nothing
             self.finished = read_json(ckpt / "trainer_state.json")
             if self.main:
-                self._place(stage_from_checkpoint(ckpt, self.folder))
+                self._place(writes.stage_from_checkpoint(ckpt, self.folder))
                 logger.warning(
                     "%s: the final save of step %d was not whole (killed while saving): made it again from %s; "
                     "nothing trained", self.folder, at[0], ckpt.name,
@@ -210,10 +208,10 @@ class RunSession:
 
     def save_final(self, trainer: Any) -> None:
         """The trainer's final save (``save_model`` and ``save_state``), whole before any of it is in place
-        (``run_writes.place``): a run killed on the way leaves it unmade, and ``--resume`` makes it again."""
+        (``writes.place``): a run killed on the way leaves it unmade, and ``--resume`` makes it again."""
         staged = self.folder / STATE / "final-save"
         if self.main:
-            staged = stage(self.folder)
+            staged = writes.stage(self.folder)
         save_model_only(trainer, str(staged))  # every process: sharded models gather here; no push (report.card)
         trainer.accelerator.wait_for_everyone()
         if self.main:
@@ -221,7 +219,7 @@ class RunSession:
             self._place(staged)
 
     def _place(self, staged: Path) -> None:
-        if foreign := place(self.folder, self.manifest, staged):
+        if foreign := writes.place(self.folder, self.manifest, staged):
             raise self._error(
                 f"holds {describe(foreign, self.folder)}, not written by grpo-trl, where the final save goes; the "
                 f"model is in {staged}: move them away and copy it from there"
@@ -230,6 +228,6 @@ class RunSession:
     def attach(self, trainer: Any) -> None:
         """Record checkpoints as they are saved; on resume, continue the logs and alerts from the checkpoint."""
         if self.main and self._run is not None:
-            trainer.add_callback(ManifestCallback(self.manifest))
+            trainer.add_callback(writes.ManifestCallback(self.manifest))
         if self.resume_from is not None:
             continue_callbacks(trainer, self.folder, self.resume_from, write=self.main)

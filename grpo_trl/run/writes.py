@@ -1,18 +1,28 @@
 """What a run writes into its output directory, each write safe to interrupt: ``ManifestCallback`` records each
 checkpoint before the trainer writes it; the final save is staged whole, then placed (``trainer_state.json`` last, so
-a run killed on the way is made again by ``--resume``); ``no_space``/``disk_full``: a write the full disk failed."""
+a run killed on the way is made again by ``--resume``). What a fresh run and ``--overwrite`` refuse: ``--overwrite``
+moves aside only what the manifest records, never an entry the trainer would overwrite or rotate away."""
 
 from __future__ import annotations
 
 import errno
 import fnmatch
+import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from transformers import TrainerCallback
 
-from grpo_trl.run.directory import STATE, Manifest
+from grpo_trl.recipe import RecipeError
+from grpo_trl.run.directory import STATE, Manifest, aside_folder, describe, predictable
+from grpo_trl.run.resume import checkpoints
+from grpo_trl.trl_adapter import rotation_candidates
+
+logger = logging.getLogger("grpo_trl")
+Error = Callable[[str], RecipeError]
 
 # what a checkpoint holds only to resume training (optimizer, scheduler, RNG, sharded optimizer state): not a model
 RESUME_ONLY = ("optimizer*.pt", "scheduler*.pt", "scaler.pt", "rng_state*.pth", "global_step*", "*_fsdp_*")
@@ -85,26 +95,18 @@ class ManifestCallback(TrainerCallback):
             self.manifest.sync(live=True, training=True)
 
 
-def no_space(exc: BaseException) -> bool:
-    """A write that failed for lack of disk space, anywhere in the exception's chain (as OSError or as safetensors
-    words it)."""
+def disk_full(folder: Path, exc: BaseException) -> bool:
+    """A write that failed for lack of disk space: anywhere in the exception's chain (an OSError, safetensors' words),
+    or an ``OSError``/``RuntimeError`` while ``folder``'s disk has next to nothing left (torch's own words)."""
     seen: BaseException | None = exc
     for _ in range(8):
         if seen is None:
-            return False
+            break
         if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
             return True
         if any(w in str(seen) for w in ("No space left on device", "StorageFull", "os error 28", "Disk quota")):
             return True
         seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def disk_full(folder: Path, exc: BaseException) -> bool:
-    """``no_space``, or an ``OSError``/``RuntimeError`` while ``folder``'s disk has (next to) nothing left: torch's
-    writer words a short write its own way ("unexpected pos", "file write failed")."""
-    if no_space(exc):
-        return True
     try:
         return isinstance(exc, (OSError, RuntimeError)) and shutil.disk_usage(folder).free < 2**20
     except OSError:
@@ -118,3 +120,56 @@ def inside(folder: Path, exc: BaseException) -> bool:
         return False
     folder, path = folder.resolve(), Path(os.fsdecode(name)).resolve()
     return path == folder or folder in path.parents
+
+
+def rotated_away(folder: Path, m: Manifest, cfg: Any) -> list[str]:
+    """Foreign folders the trainer's checkpoint rotation would delete (``save_total_limit`` with saving on)."""
+    strategy = getattr(cfg.save_strategy, "value", cfg.save_strategy)
+    if not cfg.save_total_limit or cfg.save_total_limit <= 0 or strategy == "no":
+        return []
+    foreign = set(m.foreign())
+    return [n for n in rotation_candidates(folder) if n in foreign and not predictable(n)]
+
+
+def refuse_collisions(folder: Path, m: Manifest, cfg: Any, action: str, error: Error) -> None:
+    """Stop when an entry grpo-trl did not write has a name the trainer would overwrite or rotate away."""
+    if clash := [n for n in m.foreign() if predictable(n)]:
+        raise error(
+            f"holds entries grpo-trl did not write, with names the trainer would overwrite or rotate: "
+            f"{describe(clash, folder)}; {action} only touches what .grpo-trl/manifest.json records: move "
+            "them away or choose another output_dir"
+        )
+    if rotated := rotated_away(folder, m, cfg):
+        raise error(
+            f"holds {describe(rotated, folder)}, not written by grpo-trl, which the trainer's checkpoint "
+            f"rotation would delete (trainer.save_total_limit: {cfg.save_total_limit}; transformers "
+            "rotates every checkpoint-* folder): move them out of the output_dir, or unset "
+            "trainer.save_total_limit"
+        )
+
+
+def prepare_fresh(folder: Path, m: Manifest, cfg: Any, overwrite: bool, error: Error) -> None:
+    """A run from step 0: with ``overwrite`` remove grpo-trl's entries (keeping the user's); else stop on any
+    entry grpo-trl did not write and on a previous run's results."""
+    if overwrite:
+        refuse_collisions(folder, m, cfg, "--overwrite", error)
+        if removed := m.remove_own(aside := aside_folder(folder)):
+            where = f"{STATE}/{aside.name}/"
+            logger.warning("--overwrite: moved the previous run's %s into %s", ", ".join(removed), where)
+        if kept := m.foreign():
+            logger.warning("--overwrite: kept (not written by grpo-trl): %s", describe(kept, folder))
+        return
+    if foreign := m.foreign():
+        beside = not any(predictable(n) for n in foreign) and not rotated_away(folder, m, cfg)
+        raise error(
+            f"holds entries grpo-trl did not write: {describe(foreign, folder)}; move them away, choose "
+            "another output_dir (--set trainer.output_dir=DIR)"
+            + (", or pass --overwrite to train beside them (they are kept)" if beside else "")
+        )
+    if trained := m.trained():
+        found = checkpoints(folder)
+        what = f"{found[0].name} of a previous run" if found else f"a previous run's {describe(trained, folder, 4)}"
+        raise error(
+            f"already holds {what}; pass --resume to continue it, --overwrite to start "
+            "again (moves only what grpo-trl wrote aside), or --set trainer.output_dir=NEW_DIR"
+        )
