@@ -27,11 +27,7 @@ SHUFFLE_BUFFER = 1000  # a streamed dataset shuffles within a buffer of this man
 
 @dataclass
 class DataResult:
-    """What ``build_dataset`` returns: the train set, an optional held-out set, and what happened on the way.
-
-    >>> build_dataset({"builder": "countdown", "source": "generate", "size": 8}).summary()
-    '8 rows loaded, dropped: none; train 8'
-    """
+    """What ``build_dataset`` returns: the train set, an optional held-out set, and what happened on the way."""
 
     train: Any
     eval: Any = None

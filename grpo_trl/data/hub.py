@@ -1,6 +1,6 @@
 """Builders over a dataset the user names: ``hub`` (a Hub dataset or local file in TRL's prompt formats), ``files``
 (a question column or template), ``math`` (boxed solutions), ``environment`` (placeholder rows for an environment
-that owns its data)."""
+that owns its data), ``verifiers`` (a verifiers taskset's prompts, ``grpo_trl.environments.verifiers_env``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any, Literal
 from grpo_trl.data.registry import DataError, register_builder, to_conversation
 from grpo_trl.data.rows import missing
 from grpo_trl.data.sources import column_names, first_row, load_file, load_hub_or_file, require_columns
+from grpo_trl.environments import verifiers_env
 from grpo_trl.rewards.text import extract_boxed
 
 logger = logging.getLogger(__name__)
@@ -109,9 +110,7 @@ def hub(
             out["solution"] = row[solution_column]
         return out
 
-    drop = [c for c in names if c not in keep and c != prompt_column] + (
-        [prompt_column] if prompt_column != "prompt" else []
-    )
+    drop = [c for c in names if (c not in keep or c == prompt_column) and not c == prompt_column == "prompt"]
     return ds.map(to_row, with_indices=True, remove_columns=drop)
 
 
@@ -199,3 +198,12 @@ def environment(split: str = "train", *, size: int = 64, environments: list[str]
     if environments:
         rows["environment"] = [environments[i % len(environments)] for i in range(size)]
     return Dataset.from_dict(rows)
+
+
+@register_builder("verifiers", system_prompt="none", columns=(verifiers_env.COLUMN,))
+def verifiers(split: str = "train", *, taskset: str, args: dict | None = None, size: int | None = None):
+    """A verifiers taskset (module or Environments Hub package id; ``args``: its TasksetConfig fields): each row a
+    task's prompt and ``vf_task``, its index, which the taskset's rewards read."""
+    from datasets import Dataset
+
+    return Dataset.from_dict(verifiers_env.rows(taskset, args, size))

@@ -88,17 +88,11 @@ class RefillOrder:
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
 
 
-def _pad(tensor: Any, width: int, value: float, left: bool) -> Any:
-    from torch.nn.functional import pad
-
-    missing = max(0, width - tensor.size(1))
-    return pad(tensor, (missing, 0) if left else (0, missing), value=value)
-
-
 def merge_batches(batches: list[dict], rows: list[list[int]], pad_token_id: int) -> dict:
     """One generation batch from rows ``rows[i]`` of ``batches[i]``: prompts left-padded, completions and what
     aligns with them right-padded to the widest. ``num_items_in_batch`` is left to the caller."""
     import torch
+    from trl.trainer.utils import pad
 
     keys = [k for k in batches[0] if k != "num_items_in_batch"]
     unknown = [k for k in keys if k not in COMPLETION_PAD and k not in JOINED]
@@ -108,21 +102,12 @@ def merge_batches(batches: list[dict], rows: list[list[int]], pad_token_id: int)
             key="data.dynamic_sampling",
             fix=IMAGES_FIX,
         )
-    prompt_width = max(b["prompt_ids"].size(1) for b in batches)
-    completion_width = max(b["completion_ids"].size(1) for b in batches)
     merged = {}
     for key in keys:
-        parts = []
-        for batch, picked in zip(batches, rows):
-            tensor = batch[key][torch.tensor(picked, dtype=torch.long, device=batch[key].device)]
-            if key in ("prompt_ids", "prompt_mask"):
-                tensor = _pad(tensor, prompt_width, pad_token_id if key == "prompt_ids" else 0, left=True)
-            elif key == "completion_ids":
-                tensor = _pad(tensor, completion_width, pad_token_id, left=False)
-            elif key in COMPLETION_PAD and tensor.dim() == 2 and tensor.size(1) == batch["completion_ids"].size(1):
-                tensor = _pad(tensor, completion_width, COMPLETION_PAD[key], left=False)  # (B, 1): sequence-level
-            parts.append(tensor)
-        merged[key] = torch.cat(parts, dim=0)
+        picked = [row for batch, ids in zip(batches, rows) for row in batch[key][ids]]
+        value = pad_token_id if key in ("prompt_ids", "completion_ids") else COMPLETION_PAD.get(key, 0)
+        side = "left" if key.startswith("prompt") else "right"
+        merged[key] = torch.stack(picked) if picked[0].dim() == 0 else pad(picked, value, side)
     return merged
 
 
