@@ -8,8 +8,8 @@ import functools
 import math
 from typing import Any
 
-from grpo_trl.data.options import IMAGES, IMAGES_FIX, defaults, rule_problems, whole_groups_problems
-from grpo_trl.errors import GrpoTrlError
+from grpo_trl.data.options import defaults, rule_problems
+from grpo_trl.errors import GrpoTrlError, Problem
 
 STATE_FILE = "dynamic_sampling.json"
 METRIC = "dynamic_sampling/"
@@ -18,8 +18,30 @@ COMPLETION_PAD = {"completion_mask": 0, "tool_mask": 1, "importance_sampling_rat
     f"{k}_per_token_logps": 0.0 for k in ("old", "ref", "sampling")
 }
 JOINED = ("prompt_ids", "prompt_mask", "completion_ids", "advantages")
+# data.dynamic_sampling with images: refused before training (multimodal batches cannot be joined)
+IMAGES = "cannot join generation batches of prompts with images (multimodal inputs)"
+IMAGES_FIX = "remove data.dynamic_sampling for this model, or use data.sampler"
 dynamic_sampling_problems = functools.partial(rule_problems, "dynamic_sampling")
-__all__ = ["IMAGES", "IMAGES_FIX", "Refill", "RefillOrder", "install", "merge_batches", "whole_groups_problems"]
+
+
+def whole_groups_problems(per_device_batch: int, steps_per_generation: int, num_generations: int) -> list[Problem]:
+    """Each process keeps its own groups, so a group must not span two processes.
+
+    >>> [p.key for p in whole_groups_problems(2, 1, 4)], whole_groups_problems(4, 2, 8)
+    (['data.dynamic_sampling'], [])
+    """
+    local = per_device_batch * steps_per_generation
+    if local % num_generations == 0:
+        return []
+    return [
+        Problem(
+            "",
+            "data.dynamic_sampling",
+            f"needs whole groups on each process: per_device_train_batch_size x steps_per_generation = {local} is "
+            f"not a multiple of num_generations = {num_generations}",
+            "make trainer.per_device_train_batch_size (or steps_per_generation) a multiple of num_generations",
+        )
+    ]
 
 
 def zero_variance(rewards: list[float], group_size: int) -> list[bool]:
