@@ -141,30 +141,23 @@ def join_parts(pieces: list, numbers: list[int] | None = None) -> Any:
     as None); ``DataError`` naming a column two parts type differently (text prompts beside conversations)."""
     from datasets import concatenate_datasets
 
-    columns = list(dict.fromkeys(c for ds in pieces for c in ds.column_names))
-    pieces = list(pieces)
-    for i, ds in enumerate(pieces):
-        for col in columns:
-            if col not in ds.column_names:
-                feature = next(p.features[col] for p in pieces if col in p.column_names)
-                ds = ds.add_column(col, [None] * len(ds), feature=feature)
-        pieces[i] = ds.select_columns(columns)
     try:
-        return concatenate_datasets(pieces)
+        return concatenate_datasets(list(pieces))
     except ValueError:
-        raise _unjoinable(pieces, columns, numbers or list(range(1, len(pieces) + 1))) from None
+        raise _unjoinable(pieces, numbers or list(range(1, len(pieces) + 1))) from None
 
 
-def _unjoinable(pieces: list, columns: list[str], numbers: list[int]) -> DataError:
+def _unjoinable(pieces: list, numbers: list[int]) -> DataError:
     """The error naming the first column two parts type differently, and how each types it."""
     from itertools import combinations
 
     from datasets import concatenate_datasets
 
-    for col in columns:
+    for col in dict.fromkeys(c for ds in pieces for c in ds.column_names):
         for (i, a), (j, b) in combinations(zip(numbers, pieces), 2):
             try:
-                concatenate_datasets([a.select_columns([col]), b.select_columns([col])])
+                if col in a.column_names and col in b.column_names:
+                    concatenate_datasets([a.select_columns([col]), b.select_columns([col])])
             except ValueError:
                 how = [str(p.features[col])[:80] for p in (a, b)]
                 why = f"part {i} gives column {col!r} as {how[0]}, part {j} as {how[1]}"
