@@ -73,7 +73,7 @@ def build_one(
     builder = get_builder(cfg["builder"])
     options = {k: v for k, v in cfg.items() if k not in COMMON_DATA_KEYS}
     params = inspect.signature(builder.func).parameters
-    system = resolve_system_prompt(cfg.get("system_prompt", builder.default_system_prompt))
+    system = resolve_system_prompt(cfg.get("system_prompt", builder.system_prompt))
     stream = bool(cfg.get("streaming")) and split_key == "split"  # the eval split stays in memory (it is small)
     asked = {"base_dir": base_dir, "system_prompt": system, "solution_column": cfg.get("solution_column", "solution")}
     options |= {k: v for k, v in asked.items() if k in params} | (
