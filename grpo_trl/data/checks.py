@@ -65,16 +65,12 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
     options_model = opts.builder_options_model(builder)
     params = options_model.model_fields
     allowed = [*opts.COMMON_DATA_KEYS, *params, *(["weight"] if part else [])]
-    for key in cfg:
-        if key not in params and key not in allowed:
-            out.append(
-                Problem(
-                    file,
-                    f"{prefix}.{key}",
-                    f"unknown option for builder {builder.name!r}{suggest(key, allowed)}; "
-                    f"options: {', '.join(sorted(allowed))}",
-                )
-            )
+    known = f"options: {', '.join(sorted(allowed))}"
+    out += [
+        Problem(file, f"{prefix}.{k}", f"unknown option for builder {builder.name!r}{suggest(k, allowed)}; {known}")
+        for k in cfg
+        if k not in allowed
+    ]
     out += [
         Problem(file, f"{prefix}.{key}", f"required by builder {builder.name!r}")
         for key, info in params.items()

@@ -30,11 +30,7 @@ def _is_messages(value: Any) -> bool:
 
 def to_prompt(value: Any, prompt_format: str, system: str | None) -> str | list[dict]:
     """One row's ``prompt``: ``standard`` keeps text, ``conversational`` makes it a user turn, ``auto`` keeps what
-    the data has unless a system prompt needs a conversation (``ValueError``: neither text nor messages).
-
-    >>> to_prompt("2+2?", "auto", None), to_prompt("2+2?", "auto", "Be brief.")[0]["role"]
-    ('2+2?', 'system')
-    """
+    the data has unless a system prompt needs a conversation (``ValueError``: neither text nor messages)."""
     if isinstance(value, str):
         if prompt_format == "standard" or (prompt_format == "auto" and not system):
             return value
