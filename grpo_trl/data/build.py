@@ -76,9 +76,7 @@ def build_one(
     system = resolve_system_prompt(cfg.get("system_prompt", builder.system_prompt))
     stream = bool(cfg.get("streaming")) and split_key == "split"  # the eval split stays in memory (it is small)
     asked = {"base_dir": base_dir, "system_prompt": system, "solution_column": cfg.get("solution_column", "solution")}
-    options |= {k: v for k, v in asked.items() if k in params} | (
-        {"streaming": True} if stream and "streaming" in params else {}
-    )
+    options |= {k: v for k, v in {**asked, "streaming": stream}.items() if k in params}
     ds = builder.func(split=cfg.get(split_key) or "train", **options)
     if stream and hasattr(ds, "to_iterable_dataset"):  # built in memory: streamed from there, mapped lazily
         ds = ds.to_iterable_dataset()

@@ -16,7 +16,7 @@ from typing import Any
 from grpo_trl.data.image_tokens import IMAGE_COLUMNS, is_processor, prompt_lengths, row_images, text_tokenizer
 from grpo_trl.data.render import Rendering
 from grpo_trl.data.sources import column_names
-from grpo_trl.data.token_count import byte_bound_mode, max_token_chars, token_lengths
+from grpo_trl.data.token_count import byte_bound_mode, token_lengths
 from grpo_trl.errors import DataError, GrpoTrlError
 from grpo_trl.io import read_json, write
 
@@ -42,7 +42,7 @@ def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col
     tokenizes: a chat rendered, a string prompt with special tokens, a solution without, images by the processor."""
     processor = tokenizer if is_processor(tokenizer) else None
     tokenizer = text_tokenizer(tokenizer)
-    longest = max_token_chars(tokenizer)
+    longest = max((len(t) for t in tokenizer.get_vocab()), default=1) or 1  # chars one token can stand for
     p_chars = (max_p or 0) * longest * CHAR_SLACK
     s_chars = (max_s or 0) * longest * CHAR_SLACK
     mode = byte_bound_mode(tokenizer)
