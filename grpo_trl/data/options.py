@@ -56,16 +56,12 @@ WHOLE_DATASET_KEYS = ("sampler", "eval_size", "eval_split", "dynamic_sampling")
 COMMON_DATA_KEYS = tuple(k for k in DataSection.model_fields if k not in ("mixture", "weight"))
 
 
+@functools.cache  # a Builder hashes by identity: a plugin's new one is typed anew
 def builder_options_model(builder: Any) -> type[Section]:
     """The typed options of one dataset builder (keyword-only parameters of its function)."""
-    return _builder_model(builder.func)
-
-
-@functools.cache
-def _builder_model(func: Any) -> type[Section]:
-    sig = inspect.signature(func)
-    keep = [n for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY and n not in ("split", "base_dir")]
-    return signature_model(f"{func.__name__}_options", func, skip=[n for n in sig.parameters if n not in keep])
+    params = inspect.signature(builder.func).parameters.values()
+    skip = [p.name for p in params if p.kind is not p.KEYWORD_ONLY or p.name in ("split", "base_dir")]
+    return signature_model(f"{builder.func.__name__}_options", builder.func, skip=skip)
 
 
 def hints() -> Hints:

@@ -20,7 +20,7 @@ from grpo_trl.registry import from_plugin as _defined_by_plugin
 __all__ = ["Builder", "DataError", "get_builder", "list_builders", "register_builder", "to_conversation"]
 
 
-@dataclass
+@dataclass(eq=False)
 class Builder:
     name: str
     func: Callable[..., Any]
