@@ -25,11 +25,7 @@ dynamic_sampling_problems = functools.partial(rule_problems, "dynamic_sampling")
 
 
 def whole_groups_problems(per_device_batch: int, steps_per_generation: int, num_generations: int) -> list[Problem]:
-    """Each process keeps its own groups, so a group must not span two processes.
-
-    >>> [p.key for p in whole_groups_problems(2, 1, 4)], whole_groups_problems(4, 2, 8)
-    (['data.dynamic_sampling'], [])
-    """
+    """Each process keeps its own groups, so a group must not span two processes."""
     local = per_device_batch * steps_per_generation
     if local % num_generations == 0:
         return []
