@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import logging
 import tempfile
 from collections.abc import Iterator
@@ -28,21 +29,13 @@ def without_cache() -> Iterator[None]:
         _IN_MEMORY.reset(token)
 
 
-def _read(kind: str, p: Path, streaming: bool = False, features: Any = None) -> Any:
-    from datasets import Features, Json, Value, load_dataset
+def _read(kind: str, p: Path, streaming: bool = False) -> Any:
+    from datasets import load_dataset
 
-    args = {"data_files": str(p), "split": "train", "features": features}
     if streaming or not _IN_MEMORY.get():
-        ds = load_dataset(kind, streaming=streaming, **args)
-    else:
-        with tempfile.TemporaryDirectory(prefix="grpo-trl-check-") as scratch:  # its Arrow copy, locks: not the cache
-            ds = load_dataset(kind, cache_dir=scratch, keep_in_memory=True, **args)
-    mixed = [] if streaming or kind != "json" else [n for n, f in ds.features.items() if isinstance(f, Json)]
-    if not mixed:
-        return ds
-    logger.warning("data file %s: column(s) %s mix types; read as text", p.name, ", ".join(mixed))
-    text = Features({**ds.features, **dict.fromkeys(mixed, Value("string"))})  # "007" stays "007", 7 becomes "7"
-    return _read(kind, p, streaming, text)
+        return load_dataset(kind, data_files=str(p), split="train", streaming=streaming)
+    with tempfile.TemporaryDirectory(prefix="grpo-trl-check-") as scratch:  # the Arrow copy, its locks: not the cache
+        return load_dataset(kind, data_files=str(p), split="train", cache_dir=scratch, keep_in_memory=True)
 
 
 def load_hub_or_file(
@@ -113,7 +106,7 @@ def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = 
         raise DataError(f"data file {str(path)!r} cannot be read: {why}", fix=fix) from None
     finally:
         datasets_logging.set_verbosity(level)
-    return ds
+    return _keep_mixed_columns(ds, p) if kind == "json" and not streaming else ds
 
 
 def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:
@@ -149,6 +142,30 @@ def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:
         raise DataError(
             f"data file {shown!r} is not UTF-8 text: it ends inside a character", fix="save it as UTF-8"
         ) from None
+
+
+def _keep_mixed_columns(ds: Any, path: Path) -> Any:
+    """A JSON column mixing types (``"007"`` and ``7``) as text as written (``datasets`` would make ``"007"`` 7)."""
+    from datasets import Json
+
+    mixed = [name for name, feature in ds.features.items() if isinstance(feature, Json)]
+    if not mixed:
+        return ds
+    text = path.read_text(encoding="utf-8")
+    try:
+        rows = json.loads(text) if path.suffix.lower() == ".json" else [json.loads(x) for x in text.splitlines() if x]
+    except ValueError:
+        return ds
+    if isinstance(rows, dict):
+        rows = next((v for v in rows.values() if isinstance(v, list)), [])
+    if not isinstance(rows, list) or len(rows) != len(ds):
+        return ds
+    for name in mixed:
+        values = [row.get(name) if isinstance(row, dict) else None for row in rows]
+        as_text = [v if v is None or isinstance(v, str) else json.dumps(v) for v in values]
+        logger.warning("data file %s: column %r mixes types; read as text", path.name, name)
+        ds = ds.remove_columns(name).add_column(name, as_text)
+    return ds
 
 
 def require_columns(ds: Any, columns: list[str], what: str) -> None:
