@@ -27,11 +27,7 @@ SHUFFLE_BUFFER = 1000  # a streamed dataset shuffles within a buffer of this man
 
 @dataclass
 class DataResult:
-    """What ``build_dataset`` returns: the train set, an optional held-out set, and what happened on the way.
-
-    >>> build_dataset({"builder": "countdown", "source": "generate", "size": 8}).summary()
-    '8 rows loaded, dropped: none; train 8'
-    """
+    """What ``build_dataset`` returns: the train set, an optional held-out set, and what happened on the way."""
 
     train: Any
     eval: Any = None
@@ -77,12 +73,10 @@ def build_one(
     builder = get_builder(cfg["builder"])
     options = {k: v for k, v in cfg.items() if k not in COMMON_DATA_KEYS}
     params = inspect.signature(builder.func).parameters
-    system = resolve_system_prompt(cfg.get("system_prompt", builder.default_system_prompt))
+    system = resolve_system_prompt(cfg.get("system_prompt", builder.system_prompt))
     stream = bool(cfg.get("streaming")) and split_key == "split"  # the eval split stays in memory (it is small)
     asked = {"base_dir": base_dir, "system_prompt": system, "solution_column": cfg.get("solution_column", "solution")}
-    options |= {k: v for k, v in asked.items() if k in params} | (
-        {"streaming": True} if stream and "streaming" in params else {}
-    )
+    options |= {k: v for k, v in {**asked, "streaming": stream}.items() if k in params}
     ds = builder.func(split=cfg.get(split_key) or "train", **options)
     if stream and hasattr(ds, "to_iterable_dataset"):  # built in memory: streamed from there, mapped lazily
         ds = ds.to_iterable_dataset()
@@ -145,30 +139,23 @@ def join_parts(pieces: list, numbers: list[int] | None = None) -> Any:
     as None); ``DataError`` naming a column two parts type differently (text prompts beside conversations)."""
     from datasets import concatenate_datasets
 
-    columns = list(dict.fromkeys(c for ds in pieces for c in ds.column_names))
-    pieces = list(pieces)
-    for i, ds in enumerate(pieces):
-        for col in columns:
-            if col not in ds.column_names:
-                feature = next(p.features[col] for p in pieces if col in p.column_names)
-                ds = ds.add_column(col, [None] * len(ds), feature=feature)
-        pieces[i] = ds.select_columns(columns)
     try:
-        return concatenate_datasets(pieces)
+        return concatenate_datasets(list(pieces))
     except ValueError:
-        raise _unjoinable(pieces, columns, numbers or list(range(1, len(pieces) + 1))) from None
+        raise _unjoinable(pieces, numbers or list(range(1, len(pieces) + 1))) from None
 
 
-def _unjoinable(pieces: list, columns: list[str], numbers: list[int]) -> DataError:
+def _unjoinable(pieces: list, numbers: list[int]) -> DataError:
     """The error naming the first column two parts type differently, and how each types it."""
     from itertools import combinations
 
     from datasets import concatenate_datasets
 
-    for col in columns:
+    for col in dict.fromkeys(c for ds in pieces for c in ds.column_names):
         for (i, a), (j, b) in combinations(zip(numbers, pieces), 2):
             try:
-                concatenate_datasets([a.select_columns([col]), b.select_columns([col])])
+                if col in a.column_names and col in b.column_names:
+                    concatenate_datasets([a.select_columns([col]), b.select_columns([col])])
             except ValueError:
                 how = [str(p.features[col])[:80] for p in (a, b)]
                 why = f"part {i} gives column {col!r} as {how[0]}, part {j} as {how[1]}"

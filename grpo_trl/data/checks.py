@@ -14,10 +14,10 @@ from grpo_trl.errors import GrpoTrlError, Problem, suggest
 from grpo_trl.fields import validate_value
 
 
-def data_section_problems(cfg: Any, file: str = "", prefix: str = "data") -> list[Problem]:
+def validate_data_config(cfg: Any, file: str = "", prefix: str = "data") -> list[Problem]:
     """Every problem of a raw ``data:`` mapping: coerced by the schema first, then checked by ``data_problems``.
 
-    >>> [str(p) for p in data_section_problems({"builder": "countdown", "limit": 0, "sise": 8})]
+    >>> [str(p) for p in validate_data_config({"builder": "countdown", "limit": 0, "sise": 8})]
     ['data.limit: must be a positive integer, got 0']
     """
     coerced, found = validate_value(opts.DataSection, cfg, file, prefix, opts.hints())
@@ -65,16 +65,12 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
     options_model = opts.builder_options_model(builder)
     params = options_model.model_fields
     allowed = [*opts.COMMON_DATA_KEYS, *params, *(["weight"] if part else [])]
-    for key in cfg:
-        if key not in params and key not in allowed:
-            out.append(
-                Problem(
-                    file,
-                    f"{prefix}.{key}",
-                    f"unknown option for builder {builder.name!r}{suggest(key, allowed)}; "
-                    f"options: {', '.join(sorted(allowed))}",
-                )
-            )
+    known = f"options: {', '.join(sorted(allowed))}"
+    out += [
+        Problem(file, f"{prefix}.{k}", f"unknown option for builder {builder.name!r}{suggest(k, allowed)}; {known}")
+        for k in cfg
+        if k not in allowed
+    ]
     out += [
         Problem(file, f"{prefix}.{key}", f"required by builder {builder.name!r}")
         for key, info in params.items()
@@ -88,6 +84,3 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
     except GrpoTrlError as exc:
         out += exc.located(file, f"{prefix}.system_prompt")
     return out
-
-
-validate_data_config = data_section_problems  # problems of a data: section (no file named); builds nothing

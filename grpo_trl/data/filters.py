@@ -10,14 +10,15 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from grpo_trl.data.image_tokens import IMAGE_COLUMNS, is_processor, prompt_lengths, row_images, text_tokenizer
 from grpo_trl.data.render import Rendering
 from grpo_trl.data.sources import column_names
-from grpo_trl.data.token_count import byte_bound_mode, max_token_chars, token_lengths
+from grpo_trl.data.token_count import byte_bound_mode, token_lengths
+from grpo_trl.errors import DataError, GrpoTrlError
+from grpo_trl.io import read_json, write
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col
     tokenizes: a chat rendered, a string prompt with special tokens, a solution without, images by the processor."""
     processor = tokenizer if is_processor(tokenizer) else None
     tokenizer = text_tokenizer(tokenizer)
-    longest = max_token_chars(tokenizer)
+    longest = max((len(t) for t in tokenizer.get_vocab()), default=1) or 1  # chars one token can stand for
     p_chars = (max_p or 0) * longest * CHAR_SLACK
     s_chars = (max_s or 0) * longest * CHAR_SLACK
     mode = byte_bound_mode(tokenizer)
@@ -164,28 +165,10 @@ def _cache_key(ds: Any, tokenizer: Any, columns: list[str], options: dict) -> st
     return h.hexdigest()
 
 
-def _cached(path: Path, result: tuple[list[int], dict[str, int]] | None = None) -> Any:
-    """Read the cached result at ``path`` (None when absent or unreadable), or write ``result`` there."""
-    try:
-        if result is None:
-            data = json.loads(path.read_text())
-            return [int(i) for i in data["kept"]], {k: int(v) for k, v in data["dropped"].items()}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
-            json.dump({"kept": result[0], "dropped": result[1]}, fh)
-        os.replace(fh.name, path)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        if result is not None:  # a read-only home: filter every time rather than fail
-            logger.warning("token-length filter: cannot write the cache %s (%s)", path, exc)
-    return None
-
-
 def filter_by_tokens(
     ds: Any, cfg: dict, tokenizer: Any, rendering: Rendering | None = None
 ) -> tuple[Any, dict[str, int]]:
     """``cfg``'s token bounds and ``limit`` applied to ``ds``: the kept rows and ``{filter: rows dropped}``."""
-    from grpo_trl.errors import DataError
-
     max_p, max_s, limit = cfg.get("max_prompt_tokens"), cfg.get("max_solution_tokens"), cfg.get("limit")
     streamed = not hasattr(ds, "__len__")
     if not (max_p or max_s):
@@ -215,11 +198,15 @@ def filter_by_tokens(
         key = _cache_key(ds, tokenizer, columns, options)
         root = Path(os.environ.get("GRPO_TRL_CACHE") or Path.home() / ".cache" / "grpo-trl")
         path = root / "token-filter" / f"{key}.json" if key else None
-        hit = _cached(path) if path is not None and path.exists() else None
-        if hit is None:
+        try:  # a corrupt or missing entry is computed again
+            hit = read_json(path) if path else None
+            kept, dropped = [int(i) for i in hit["kept"]], {k: int(v) for k, v in hit["dropped"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, GrpoTrlError):
             counter = _token_counter(tokenizer, max_p, max_s, sol_col, rendering)
-            hit = _kept(ds.select_columns(columns), counter, limit, max_p, max_s)
-            if path is not None:
-                _cached(path, hit)
-        kept, dropped = hit
+            kept, dropped = _kept(ds.select_columns(columns), counter, limit, max_p, max_s)
+            try:
+                if path is not None:
+                    write(path, json.dumps({"kept": kept, "dropped": dropped}), mine=True)
+            except GrpoTrlError as exc:  # a read-only home: filter every time rather than fail
+                logger.warning("token-length filter: cannot write the cache (%s)", exc)
     return ds.select(kept), dropped

@@ -85,8 +85,7 @@ def gsm8k(
     from datasets import Dataset
 
     if source == "generate":
-        seed = generator_seed if split == "train" else split_seed(split, generator_seed)
-        rows = generate_problems(size, seed, test=split == "test")
+        rows = generate_problems(size, split_seed(split, generator_seed), test=split == "test")
         ds = Dataset.from_list([{"question": r["question"], "answer": r["answer"]} for r in rows])
     else:
         ds = load_hub_or_file(source, config, split, path, base_dir)

@@ -1,6 +1,6 @@
 """Builders over a dataset the user names: ``hub`` (a Hub dataset or local file in TRL's prompt formats), ``files``
 (a question column or template), ``math`` (boxed solutions), ``environment`` (placeholder rows for an environment
-that owns its data)."""
+that owns its data), ``verifiers`` (a verifiers taskset's prompts, ``grpo_trl.environments.verifiers_env``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any, Literal
 from grpo_trl.data.registry import DataError, register_builder, to_conversation
 from grpo_trl.data.rows import missing
 from grpo_trl.data.sources import column_names, first_row, load_file, load_hub_or_file, require_columns
+from grpo_trl.environments import verifiers_env
 from grpo_trl.rewards.text import extract_boxed
 
 logger = logging.getLogger(__name__)
@@ -29,11 +30,7 @@ def _is_messages(value: Any) -> bool:
 
 def to_prompt(value: Any, prompt_format: str, system: str | None) -> str | list[dict]:
     """One row's ``prompt``: ``standard`` keeps text, ``conversational`` makes it a user turn, ``auto`` keeps what
-    the data has unless a system prompt needs a conversation (``ValueError``: neither text nor messages).
-
-    >>> to_prompt("2+2?", "auto", None), to_prompt("2+2?", "auto", "Be brief.")[0]["role"]
-    ('2+2?', 'system')
-    """
+    the data has unless a system prompt needs a conversation (``ValueError``: neither text nor messages)."""
     if isinstance(value, str):
         if prompt_format == "standard" or (prompt_format == "auto" and not system):
             return value
@@ -109,9 +106,7 @@ def hub(
             out["solution"] = row[solution_column]
         return out
 
-    drop = [c for c in names if c not in keep and c != prompt_column] + (
-        [prompt_column] if prompt_column != "prompt" else []
-    )
+    drop = [c for c in names if (c not in keep or c == prompt_column) and not c == prompt_column == "prompt"]
     return ds.map(to_row, with_indices=True, remove_columns=drop)
 
 
@@ -199,3 +194,12 @@ def environment(split: str = "train", *, size: int = 64, environments: list[str]
     if environments:
         rows["environment"] = [environments[i % len(environments)] for i in range(size)]
     return Dataset.from_dict(rows)
+
+
+@register_builder("verifiers", system_prompt="none", columns=(verifiers_env.COLUMN,))
+def verifiers(split: str = "train", *, taskset: str, args: dict | None = None, size: int | None = None):
+    """A verifiers taskset (module or Environments Hub package id; ``args``: its TasksetConfig fields): each row a
+    task's prompt and ``vf_task``, its index, which the taskset's rewards read."""
+    from datasets import Dataset
+
+    return Dataset.from_dict(verifiers_env.rows(taskset, args, size))

@@ -104,11 +104,7 @@ def _parts(content: Any, images: int | None) -> list[dict]:
 
 def interleave(question: Any, images: int, system: str | None = None) -> list[dict]:
     """TRL's multi-image prompt from a question (parts or messages), images kept where they are; a string user turn
-    gets them first, as TRL does. ``ValueError`` when the image parts and images differ.
-
-    >>> [p["type"] for p in interleave([{"type": "text", "text": "a"}, {"type": "image"}], 1)[0]["content"]]
-    ['text', 'image']
-    """
+    gets them first, as TRL does. ``ValueError`` when the image parts and images differ."""
     if isinstance(question, list) and question and all(isinstance(m, dict) and "role" in m for m in question):
         messages, placed = [], False
         for m in question:

@@ -13,9 +13,6 @@ from pydantic import ConfigDict, Field
 from grpo_trl.errors import Problem
 from grpo_trl.fields import Hints, Section, YamlFloat, signature_model
 
-# data.dynamic_sampling with images: refused before training (multimodal batches cannot be joined)
-IMAGES = "cannot join generation batches of prompts with images (multimodal inputs)"
-IMAGES_FIX = "remove data.dynamic_sampling for this model, or use data.sampler"
 DATA_REQUIRED = "name a dataset builder, e.g. data: {builder: gsm8k}"
 
 
@@ -59,16 +56,12 @@ WHOLE_DATASET_KEYS = ("sampler", "eval_size", "eval_split", "dynamic_sampling")
 COMMON_DATA_KEYS = tuple(k for k in DataSection.model_fields if k not in ("mixture", "weight"))
 
 
+@functools.cache  # a Builder hashes by identity: a plugin's new one is typed anew
 def builder_options_model(builder: Any) -> type[Section]:
     """The typed options of one dataset builder (keyword-only parameters of its function)."""
-    return _builder_model(builder.func)
-
-
-@functools.cache
-def _builder_model(func: Any) -> type[Section]:
-    sig = inspect.signature(func)
-    keep = [n for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY and n not in ("split", "base_dir")]
-    return signature_model(f"{func.__name__}_options", func, skip=[n for n in sig.parameters if n not in keep])
+    params = inspect.signature(builder.func).parameters.values()
+    skip = [p.name for p in params if p.kind is not p.KEYWORD_ONLY or p.name in ("split", "base_dir")]
+    return signature_model(f"{builder.func.__name__}_options", builder.func, skip=skip)
 
 
 def hints() -> Hints:
@@ -142,23 +135,3 @@ def rule_problems(name: str, option: Any) -> list[Problem]:
 def option_problems(cfg: dict) -> list[Problem]:
     """Problems of ``data.pass_rate``, ``data.sampler`` and ``data.dynamic_sampling`` (no file named)."""
     return [p for name in RULES for p in rule_problems(name, cfg.get(name))]
-
-
-def whole_groups_problems(per_device_batch: int, steps_per_generation: int, num_generations: int) -> list[Problem]:
-    """Each process keeps its own groups, so a group must not span two processes.
-
-    >>> [p.key for p in whole_groups_problems(2, 1, 4)], whole_groups_problems(4, 2, 8)
-    (['data.dynamic_sampling'], [])
-    """
-    local = per_device_batch * steps_per_generation
-    if local % num_generations == 0:
-        return []
-    return [
-        Problem(
-            "",
-            "data.dynamic_sampling",
-            f"needs whole groups on each process: per_device_train_batch_size x steps_per_generation = {local} is "
-            f"not a multiple of num_generations = {num_generations}",
-            "make trainer.per_device_train_batch_size (or steps_per_generation) a multiple of num_generations",
-        )
-    ]

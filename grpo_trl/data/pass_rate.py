@@ -51,19 +51,15 @@ def keep_band(ds: Any, option: dict, base_dir: Path | None, dropped: dict[str, i
     rates = load_rates(path if path.is_absolute() or base_dir is None else Path(base_dir) / path)
     low, high = option.get("above", 0.0), option.get("below", 1.0)
     keep_unscored = option.get("unscored", "keep") == "keep"
-    keep = []
-    for i, prompt in enumerate(ds["prompt"]):
-        entry = rates.get(prompt_hash(prompt))
+
+    def why(entry: dict | None) -> str | None:
         if entry is None:
-            reason = None if keep_unscored else "pass_rate (unscored)"
-        elif low is not None and entry["p"] <= low:
-            reason = f"pass_rate (p <= {low:g}, too hard)"
-        elif high is not None and entry["p"] >= high:
-            reason = f"pass_rate (p >= {high:g}, too easy)"
-        else:
-            reason = None
-        if reason is None:
-            keep.append(i)
-        else:
-            dropped[reason] = dropped.get(reason, 0) + 1
-    return ds.select(keep)
+            return None if keep_unscored else "pass_rate (unscored)"
+        if low is not None and entry["p"] <= low:
+            return f"pass_rate (p <= {low:g}, too hard)"
+        return f"pass_rate (p >= {high:g}, too easy)" if high is not None and entry["p"] >= high else None
+
+    reasons = [why(rates.get(prompt_hash(prompt))) for prompt in ds["prompt"]]
+    for reason in filter(None, reasons):
+        dropped[reason] = dropped.get(reason, 0) + 1
+    return ds.select([i for i, reason in enumerate(reasons) if reason is None])

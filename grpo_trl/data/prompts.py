@@ -25,11 +25,7 @@ SYSTEM_PROMPTS: dict[str, str | None] = {
 
 def resolve_system_prompt(value: str | None) -> str | None:
     """A shipped prompt by name, or ``value`` itself when it is literal text (it holds a space or newline); a
-    single word that is not a shipped name is an error (a typo would otherwise become the prompt).
-
-    >>> resolve_system_prompt("Answer briefly.")
-    'Answer briefly.'
-    """
+    single word that is not a shipped name is an error (a typo would otherwise become the prompt)."""
     if value is None or value in SYSTEM_PROMPTS:
         return SYSTEM_PROMPTS.get(value) if value is not None else None
     if any(ch.isspace() for ch in value.strip()):

@@ -8,8 +8,8 @@ import functools
 import math
 from typing import Any
 
-from grpo_trl.data.options import IMAGES, IMAGES_FIX, defaults, rule_problems, whole_groups_problems
-from grpo_trl.errors import GrpoTrlError
+from grpo_trl.data.options import defaults, rule_problems
+from grpo_trl.errors import GrpoTrlError, Problem
 
 STATE_FILE = "dynamic_sampling.json"
 METRIC = "dynamic_sampling/"
@@ -18,8 +18,26 @@ COMPLETION_PAD = {"completion_mask": 0, "tool_mask": 1, "importance_sampling_rat
     f"{k}_per_token_logps": 0.0 for k in ("old", "ref", "sampling")
 }
 JOINED = ("prompt_ids", "prompt_mask", "completion_ids", "advantages")
+# data.dynamic_sampling with images: refused before training (multimodal batches cannot be joined)
+IMAGES = "cannot join generation batches of prompts with images (multimodal inputs)"
+IMAGES_FIX = "remove data.dynamic_sampling for this model, or use data.sampler"
 dynamic_sampling_problems = functools.partial(rule_problems, "dynamic_sampling")
-__all__ = ["IMAGES", "IMAGES_FIX", "Refill", "RefillOrder", "install", "merge_batches", "whole_groups_problems"]
+
+
+def whole_groups_problems(per_device_batch: int, steps_per_generation: int, num_generations: int) -> list[Problem]:
+    """Each process keeps its own groups, so a group must not span two processes."""
+    local = per_device_batch * steps_per_generation
+    if local % num_generations == 0:
+        return []
+    return [
+        Problem(
+            "",
+            "data.dynamic_sampling",
+            f"needs whole groups on each process: per_device_train_batch_size x steps_per_generation = {local} is "
+            f"not a multiple of num_generations = {num_generations}",
+            "make trainer.per_device_train_batch_size (or steps_per_generation) a multiple of num_generations",
+        )
+    ]
 
 
 def zero_variance(rewards: list[float], group_size: int) -> list[bool]:
@@ -88,17 +106,11 @@ class RefillOrder:
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
 
 
-def _pad(tensor: Any, width: int, value: float, left: bool) -> Any:
-    from torch.nn.functional import pad
-
-    missing = max(0, width - tensor.size(1))
-    return pad(tensor, (missing, 0) if left else (0, missing), value=value)
-
-
 def merge_batches(batches: list[dict], rows: list[list[int]], pad_token_id: int) -> dict:
     """One generation batch from rows ``rows[i]`` of ``batches[i]``: prompts left-padded, completions and what
     aligns with them right-padded to the widest. ``num_items_in_batch`` is left to the caller."""
     import torch
+    from trl.trainer.utils import pad
 
     keys = [k for k in batches[0] if k != "num_items_in_batch"]
     unknown = [k for k in keys if k not in COMPLETION_PAD and k not in JOINED]
@@ -108,21 +120,12 @@ def merge_batches(batches: list[dict], rows: list[list[int]], pad_token_id: int)
             key="data.dynamic_sampling",
             fix=IMAGES_FIX,
         )
-    prompt_width = max(b["prompt_ids"].size(1) for b in batches)
-    completion_width = max(b["completion_ids"].size(1) for b in batches)
     merged = {}
     for key in keys:
-        parts = []
-        for batch, picked in zip(batches, rows):
-            tensor = batch[key][torch.tensor(picked, dtype=torch.long, device=batch[key].device)]
-            if key in ("prompt_ids", "prompt_mask"):
-                tensor = _pad(tensor, prompt_width, pad_token_id if key == "prompt_ids" else 0, left=True)
-            elif key == "completion_ids":
-                tensor = _pad(tensor, completion_width, pad_token_id, left=False)
-            elif key in COMPLETION_PAD and tensor.dim() == 2 and tensor.size(1) == batch["completion_ids"].size(1):
-                tensor = _pad(tensor, completion_width, COMPLETION_PAD[key], left=False)  # (B, 1): sequence-level
-            parts.append(tensor)
-        merged[key] = torch.cat(parts, dim=0)
+        picked = [row for batch, ids in zip(batches, rows) for row in batch[key][ids]]
+        value = pad_token_id if key in ("prompt_ids", "completion_ids") else COMPLETION_PAD.get(key, 0)
+        side = "left" if key.startswith("prompt") else "right"
+        merged[key] = torch.stack(picked) if picked[0].dim() == 0 else pad(picked, value, side)
     return merged
 
 

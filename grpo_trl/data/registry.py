@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +20,12 @@ from grpo_trl.registry import from_plugin as _defined_by_plugin
 __all__ = ["Builder", "DataError", "get_builder", "list_builders", "register_builder", "to_conversation"]
 
 
-@dataclass
+@dataclass(eq=False)
 class Builder:
     name: str
     func: Callable[..., Any]
-    default_system_prompt: str | None
-    known_sizes: dict[str, int]
+    system_prompt: str | None = None  # the default of data.system_prompt
+    known_sizes: dict[str, int] = field(default_factory=dict)
     # reward columns beside ``prompt``: a tuple, or ``f(options, base_dir) -> columns`` when options decide them
     columns: tuple[str, ...] | Callable[[dict, Path | None], Any] = ()
     # ``path:`` is a local copy of what it otherwise downloads: ``check`` counts its rows, else builds no sample row
@@ -40,20 +40,12 @@ BUILDERS = Registry(
 )
 
 
-def register_builder(
-    name: str,
-    *,
-    system_prompt: str | None = None,
-    known_sizes: dict[str, int] | None = None,
-    columns: tuple[str, ...] | Callable[[dict, Path | None], Any] = (),
-    local_copy: bool = False,
-) -> Callable[[Callable], Callable]:
-    """Register a builder ``func(split, **options) -> Dataset`` with a ``user`` column. Duplicates are an error."""
+def register_builder(name: str, **declared: Any) -> Callable[[Callable], Callable]:
+    """Register a builder ``func(split, **options) -> Dataset`` with a ``user`` column; ``declared``: the other
+    fields of ``Builder``. Duplicates are an error."""
 
     def decorator(func: Callable) -> Callable:
-        cols = columns if callable(columns) else tuple(columns)
-        builder = Builder(name, func, system_prompt, dict(known_sizes or {}), cols, local_copy)
-        BUILDERS.add(name, builder, source=source_of(func, name))
+        BUILDERS.add(name, Builder(name, func, **declared), source=source_of(func, name))
         return func
 
     return decorator

@@ -35,11 +35,7 @@ def _trainer_template(tokenizer: Any, tools: list) -> dict:
 @dataclass
 class Rendering:
     """``apply_chat_template`` keyword arguments: ``common`` for every row, ``by_environment`` per environment name
-    (``None``: a single environment).
-
-    >>> Rendering.of(None, [], {"enable_thinking": False}).kwargs_for(None)
-    {'enable_thinking': False}
-    """
+    (``None``: a single environment)."""
 
     common: dict = field(default_factory=dict)
     by_environment: dict[Any, dict] | None = None

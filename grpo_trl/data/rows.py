@@ -60,13 +60,7 @@ def drop_bad_rows(
     ds: Any, needed: Iterable[str] | None = None, how: str = "drop", where: str = ""
 ) -> tuple[Any, dict]:
     """``ds`` without the rows lacking a value in the prompt column or a ``needed`` column (default: ``needing``'s),
-    and ``{reason: count}``; ``how="error"`` raises ``DataError``. A stream is filtered lazily (nothing counted).
-
-    >>> from datasets import Dataset
-    >>> ds = Dataset.from_list([{"user": "1+1?", "solution": "2"}, {"user": None, "solution": "3"}])
-    >>> drop_bad_rows(ds, ["solution"], where="data.jsonl")[1]
-    {'a missing or empty user/solution (first: line 2 of data.jsonl)': 1}
-    """
+    and ``{reason: count}``; ``how="error"`` raises ``DataError``. A stream is filtered lazily (nothing counted)."""
     told = needed if needed is not None else _NEEDED.get()
     columns = [c for c in (*PROMPT_COLUMNS, *(told or ())) if c in (ds.column_names or ())]
     columns = list(dict.fromkeys(c for c in columns if c != "prompt" or "user" not in columns))

@@ -5,9 +5,9 @@ each epoch's weighted order. The state is saved in every checkpoint and restored
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from transformers import TrainerCallback
 
 from grpo_trl.data.options import defaults, rule_problems
 from grpo_trl.data.pass_rate import prompt_hash
+from grpo_trl.io import read_json, write
 from grpo_trl.trl_adapter import last_batch, train_sampler, use_train_sampler
 
 STATE_FILE = "zero_variance_sampler.json"
@@ -25,15 +26,9 @@ def systematic_counts(weights: list[float], total: int, u: float) -> list[int]:
     """How often each index appears among ``total`` draws proportional to ``weights`` (systematic sampling, offset
     ``u`` in [0, 1)): each count the floor or ceiling of its expectation, summing to ``total``."""
     scale = total / math.fsum(weights)
-    counts, cumulative, nxt = [], 0.0, u
-    for w in weights:
-        cumulative += w * scale
-        c = 0
-        while nxt < cumulative - 1e-9 and sum(counts) + c < total:
-            c += 1
-            nxt += 1.0
-        counts.append(c)
-    counts[-1] += total - sum(counts)  # float rounding at the very end
+    below = [min(total, max(0, math.ceil(c - 1e-9 - u))) for c in itertools.accumulate(w * scale for w in weights)]
+    counts = [b - a for a, b in zip([0, *below], below)]
+    counts[-1] += total - below[-1]  # float rounding at the very end
     return counts
 
 
@@ -135,12 +130,8 @@ class CheckpointState(TrainerCallback):
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if not state.is_world_process_zero:
             return
-        if create:
-            folder.mkdir(parents=True, exist_ok=True)
-        if folder.is_dir():
-            tmp = folder / f".{self.name}.tmp"
-            tmp.write_text(json.dumps(self.obj.state()))
-            os.replace(tmp, folder / self.name)
+        if create or folder.is_dir():
+            write(folder / self.name, json.dumps(self.obj.state()), mine=True)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if control.should_save:  # the checkpoint is saved right after this step
@@ -152,7 +143,7 @@ class CheckpointState(TrainerCallback):
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         saved = Path(args.output_dir) / f"checkpoint-{state.global_step}" / self.name
         if state.global_step > 0 and saved.exists():  # inside an epoch: the trainer restarts it, so replay it
-            self.obj.load_state(json.loads(saved.read_text()), replay=not float(state.epoch).is_integer())
+            self.obj.load_state(read_json(saved), replay=not float(state.epoch).is_integer())
 
 
 class ZeroVarianceCallback(CheckpointState):

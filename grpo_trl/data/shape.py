@@ -15,6 +15,8 @@ from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 from grpo_trl.data.rows import needing
 from grpo_trl.data.sources import column_names, load_file
 
+UNFILTERED = {"limit": None, "max_prompt_tokens": None, "max_solution_tokens": None, "pass_rate": None}
+
 
 def expected_rows(cfg: dict, base_dir: str | Path | None = None) -> int | None:
     """Rows the section loads before hold-out and filters (``None``: unknown until built): ``known_sizes`` of the
@@ -80,19 +82,14 @@ def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str] |
 
 
 def _first_row(cfg: dict, base: Path | None) -> Any:
-    """A local file's first row, built as train builds it (bad rows: told by ``check_rows``, which knows the rewards'
-    columns)."""
-    unfiltered = {"max_prompt_tokens": None, "max_solution_tokens": None, "pass_rate": None, "bad_rows": "drop"}
-    return build_one({**cfg, **unfiltered, "limit": 1}, None, base)[0]
+    """A local file's first row, built as train builds it (bad rows: told by ``check_rows``)."""
+    return build_one({**cfg, **UNFILTERED, "bad_rows": "drop", "limit": 1}, None, base)[0]
 
 
 def check_rows(cfg: dict, base_dir: str | Path | None, needed: list[str]) -> None:
     """``check``: each local file built and scanned as ``train`` will (no plugin's builder run): bad rows are a
     warning, or with ``data.bad_rows: error`` a ``DataError``."""
-    for part in cfg.get("mixture") or [cfg]:
-        if not part.get("path") or from_plugin(get_builder(part.get("builder"))):
-            continue
-        unfiltered = {"limit": None, "max_prompt_tokens": None, "max_solution_tokens": None, "pass_rate": None}
-        with needing(needed):
-            one = {k: v for k, v in {**part, **unfiltered}.items() if k != "weight"}
-            build_one(one, None, Path(base_dir) if base_dir else None)
+    for part in mixture_parts(cfg) if cfg.get("mixture") else [cfg]:
+        if part.get("path") and not from_plugin(get_builder(part.get("builder"))):
+            with needing(needed):
+                build_one({**part, **UNFILTERED}, None, Path(base_dir) if base_dir else None)

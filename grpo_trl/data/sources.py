@@ -63,13 +63,7 @@ def load_hub_or_file(
 
 
 def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = False) -> Any:
-    """A local JSONL, JSON, Parquet or CSV file (relative to the recipe's folder) as a ``Dataset`` (or streamed).
-
-    >>> load_file("nope.jsonl")
-    Traceback (most recent call last):
-    ...
-    grpo_trl.errors.DataError: data file 'nope.jsonl' does not exist (looked at nope.jsonl)
-    """
+    """A local JSONL, JSON, Parquet or CSV file (relative to the recipe's folder) as a ``Dataset`` (or streamed)."""
     p = Path(path).expanduser()
     if "\0" in str(p):
         raise DataError(f"data file {str(path)!r}: a path cannot hold a NUL byte")

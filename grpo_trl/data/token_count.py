@@ -1,17 +1,10 @@
 """Token counts without the cost of ``tokenizer(...)``, for the token-length filters: ``token_lengths`` (one Rust
-call, each distinct text once), ``byte_bound_mode`` (when a short text needs no tokenizer at all) and
-``max_token_chars`` (how many characters N tokens can cover)."""
+call, each distinct text once) and ``byte_bound_mode`` (when a short text needs no tokenizer at all)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
-
-
-def max_token_chars(tokenizer: Any) -> int:
-    """The most characters one token of ``tokenizer`` stands for (its longest vocabulary entry)."""
-    return max((len(t) for t in tokenizer.get_vocab()), default=1) or 1
-
 
 _SAME_BYTES_PRE = {"ByteLevel", "Split", "Digits", "Punctuation"}  # split text, never add bytes
 _UNICODE_NORMALIZERS = {"NFC", "NFD", "NFKC", "NFKD"}  # identity on ASCII
