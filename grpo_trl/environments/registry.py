@@ -1,9 +1,7 @@
 """Environments for TRL's ``environment_factory``: one instance per rollout, its public methods are the tools.
-
 TRL's contract: ``reset(**row)`` before generation (a returned string is appended to the prompt), tool methods with
 type hints and Google-style docstrings, optionally ``get_reward()``. A recipe names one factory, or maps names to
-factories chosen per row by an ``environment`` column (docs/tools-and-environments.md).
-"""
+factories chosen per row by an ``environment`` column (docs/tools-and-environments.md)."""
 
 from __future__ import annotations
 
@@ -62,13 +60,11 @@ def _args_problem(obj: Callable) -> str | None:
     """Why the constructor would refuse ``args:`` (its signature, read without calling it), or None."""
     target, args = (obj.func, obj.keywords) if isinstance(obj, functools.partial) else (obj, {})
     try:
-        signature = inspect.signature(target)
-    except (TypeError, ValueError):  # no signature to read: checked when built
-        return None
-    try:
-        signature.bind(**args)
+        inspect.signature(target).bind(**args)
     except TypeError as exc:
         return f"the constructor refuses them: {exc}"
+    except ValueError:  # no signature to read: checked when built
+        pass
     return None
 
 
@@ -86,10 +82,9 @@ def environment_problems(section: Any) -> list[Problem]:
     must not connect during ``check``); a factory function that does not annotate its class is checked when built."""
     if section is None:
         return []
-    if not isinstance(section, (dict, str)) or (isinstance(section, dict) and not section):
-        return [
-            Problem("", "environment", "must be {factory: NAME, args: {...}} or a mapping of names to such entries")
-        ]
+    if not section or not isinstance(section, (dict, str)):
+        why = "must be {factory: NAME, args: {...}} or a mapping of names to such entries"
+        return [Problem("", "environment", why)]
     problems = []
     for name, spec in _entries(section).items():
         key = _key(name)
@@ -167,9 +162,8 @@ def owns_reward(section: Any) -> bool | None:
 
 
 class EnvironmentFactory:
-    """One entry of ``environment_factory``: builds as the user's factory does, then gives the instance grpo-trl's
-    guards (``_managed``). ``probe()`` builds the instance prompts are rendered with and keeps it for the trainer's
-    first call (TRL's own probe), so a run builds as many environments as plain TRL."""
+    """One entry of ``environment_factory``: the user's factory, its instances given grpo-trl's guards (``_managed``);
+    ``probe()``'s instance (prompts are rendered with it) is the trainer's first, so no extra one is built."""
 
     def __init__(self, factory: Callable, key: str = "environment", hide_reward: bool = False):
         self.factory, self.key, self.hide_reward = factory, key, hide_reward
@@ -207,9 +201,8 @@ def build_environment_factory(section: Any, *, hide_reward: bool = False) -> Cal
 
 @functools.cache
 def _managed(cls: type, hide_reward: bool, key: str) -> type:
-    """A subclass of ``cls`` (same name, for TRL's ``rewards/<cls>/mean``) whose tool methods are ``bounded`` like any
-    tool, whose ``reset()`` failing or returning other than text, content blocks or None is one ``EnvError`` (TRL
-    would stop with a traceback), and whose ``get_reward`` is hidden from TRL when ``hide_reward``."""
+    """``cls`` (same name, for TRL's ``rewards/<cls>/mean``) with ``bounded`` tools, a ``reset()`` that fails or
+    returns other than text, content blocks or None as one ``EnvError``, ``get_reward`` hidden if ``hide_reward``."""
     attrs: dict[str, Any] = {}
     for n in tool_names(cls):
         attrs[n] = staticmethod(bounded(getattr(cls, n))) if _static(cls, n) else bounded(getattr(cls, n))

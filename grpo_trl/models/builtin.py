@@ -1,9 +1,5 @@
 """The built-in offline models (``model.name: builtin:<name>``): the one lookup check and train share, each model's
-builder (imported only when called) and the config.json it writes (check's meta model, nothing built).
-
-    >>> folder_name("builtin:tiny"), builtin_config("builtin:tiny-tools")["hidden_size"]
-    ('tiny-model', 128)
-"""
+builder (imported only when called) and the config.json it writes (check's meta model, nothing built)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """``model.init_kwargs``: more ``from_pretrained`` keywords (TRL's ``model_init_kwargs``), the keys read from the
 installed transformers (``from_pretrained``'s parameters and popped kwargs, every config class's fields); a key
-another ``model:`` field owns is refused, naming the field.
-
-    >>> [p.key for p in init_kwargs_problems({"init_kwargs": {"use_kernel": True, "dtype": "bf16"}}, "r.yaml")]
-    ['model.init_kwargs.use_kernel', 'model.init_kwargs.dtype']
-"""
+another ``model:`` field owns is refused, naming the field."""
 
 from __future__ import annotations
 

@@ -71,10 +71,9 @@ def build_tiny_vlm_model(output_dir: str | Path, *, seed: int = 0, hidden_size: 
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = _tokenizer(_CORPUS * 4 + _VLM_CORPUS * 4, 512, TAG_TOKENS)
+    tokenizer = _tokenizer(_CORPUS * 4 + _VLM_CORPUS * 4, 512, TAG_TOKENS, VLM_CHAT_TEMPLATE)
     # special: never in decoded completions (TRL also stops the model from sampling it)
     tokenizer.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN]})
-    tokenizer.chat_template = VLM_CHAT_TEMPLATE
     images = LlavaImageProcessorPil(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28})
     processor = LlavaProcessor(
         image_processor=images,
@@ -86,13 +85,8 @@ def build_tiny_vlm_model(output_dir: str | Path, *, seed: int = 0, hidden_size: 
         num_additional_image_tokens=1,  # CLIP's CLS token
     )
     processor.save_pretrained(out)
-    cfg = tiny_vlm_config(
-        len(tokenizer),
-        tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
-        tokenizer.eos_token_id,
-        tokenizer.pad_token_id,
-        hidden_size,
-    )
+    image_token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
+    cfg = tiny_vlm_config(len(tokenizer), image_token, tokenizer.eos_token_id, tokenizer.pad_token_id, hidden_size)
     cfg.pop("model_type"), cfg.pop("architectures"), cfg.pop("dtype")
     torch.manual_seed(seed)
     model = LlavaForConditionalGeneration(LlavaConfig(**cfg))
