@@ -35,15 +35,6 @@ def _meta_model(config_json: str) -> Any:
             return AutoModel.from_config(config)
 
 
-def _linears(model: Any) -> dict[str, Any]:
-    """The model's ``nn.Linear`` modules by name, without the output layer (LM head): what LoRA's ``all-linear``
-    and QLoRA's quantization take."""
-    from torch import nn
-
-    head = model.get_output_embeddings()
-    return {n: m for n, m in model.named_modules() if isinstance(m, nn.Linear) and m is not head}
-
-
 @dataclass
 class Shape:
     """What the plan needs from a transformer's config."""
@@ -73,14 +64,14 @@ class Shape:
             config=dict(full if "vision_config" in full else cfg),
         )
 
-    def meta_model(self) -> Any:
-        """The model transformers builds from this config, on the ``meta`` device (cached)."""
-        return _meta_model(json.dumps(self.config, sort_keys=True, default=str))
-
     def params(self) -> tuple[int, int]:
         """(all parameters, those in linear layers but the LM head): what QLoRA quantizes is the second."""
-        model = self.meta_model()
-        return model.num_parameters(), sum(m.weight.numel() for m in _linears(model).values())
+        from torch import nn
+
+        model = _meta_model(json.dumps(self.config, sort_keys=True, default=str))
+        head = model.get_output_embeddings()
+        linear = [m for m in model.modules() if isinstance(m, nn.Linear) and m is not head]
+        return model.num_parameters(), sum(m.weight.numel() for m in linear)
 
     def lora_params(self, r: int, targets: Any) -> int:
         """Trainable LoRA parameters: peft's own count, with the adapters it would add to this model (meta device)."""

@@ -92,24 +92,29 @@ def _tokenizer(corpus: list[str], vocab_size: int, added: list[str], template: s
     return tokenizer
 
 
+def qwen2_config(vocab_size: int, hidden_size: int, num_layers: int, num_heads: int, num_kv_heads: int) -> dict:
+    """The ``Qwen2Config`` fields of every tiny language model (``builtin_config`` gives check the same)."""
+    return {
+        "vocab_size": vocab_size,
+        "hidden_size": hidden_size,
+        "intermediate_size": hidden_size * 2,
+        "num_hidden_layers": num_layers,
+        "num_attention_heads": num_heads,
+        "num_key_value_heads": num_kv_heads,
+        "max_position_embeddings": 1024,
+        "tie_word_embeddings": True,
+    }
+
+
 def _model(tokenizer, seed: int, hidden_size: int, num_layers: int, num_heads: int, num_kv_heads: int, cls=None):
     """A random Qwen2 (a causal LM, or ``cls`` with one label) sized for ``tokenizer``, deterministic for ``seed``."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(seed)
+    sizes = qwen2_config(len(tokenizer), hidden_size, num_layers, num_heads, num_kv_heads)
     config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        intermediate_size=hidden_size * 2,
-        num_hidden_layers=num_layers,
-        num_attention_heads=num_heads,
-        num_key_value_heads=num_kv_heads,
-        max_position_embeddings=1024,
-        tie_word_embeddings=True,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=None,
+        **sizes, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None
     )
     if cls is not None:
         config.num_labels = 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, _tokenizer
+from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, _tokenizer, qwen2_config
 
 IMAGE_TOKEN = "<image>"
 TOKENS = 513  # the tokenizer's size: builtin:tiny's 512, then IMAGE_TOKEN (a test checks it against the built model)
@@ -35,14 +35,7 @@ def tiny_vlm_config(tokenizer_size: int, image_token_id: int, eos: int, pad: int
         "architectures": ["LlavaForConditionalGeneration"],
         "text_config": {
             "model_type": "qwen2",
-            "vocab_size": tokenizer_size,
-            "hidden_size": hidden_size,
-            "intermediate_size": hidden_size * 2,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 1024,
-            "tie_word_embeddings": True,
+            **qwen2_config(tokenizer_size, hidden_size, 2, 4, 2),
             "eos_token_id": eos,
             "pad_token_id": pad,
         },
