@@ -33,11 +33,7 @@ ENVIRONMENTS = Registry(
 )
 
 
-def register_environment(name: str | None = None) -> Callable[[Callable], Callable]:
-    """Decorator registering an environment class (or factory) under ``name`` (default: its ``__name__``)."""
-    return ENVIRONMENTS.decorator(name)
-
-
+register_environment = ENVIRONMENTS.decorator  # @register_environment(name): a class or factory, default __name__
 lookup_environment = ENVIRONMENTS.resolve  # the class or factory for a registered name or ``module.path:Class``
 
 

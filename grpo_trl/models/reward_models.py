@@ -78,14 +78,9 @@ def resolve_model(spec: dict, base_dir: Path, output_dir: str | Path) -> str:
 
 def processing_class(spec: dict, base_dir: Path):
     """The tokenizer named by ``tokenizer:``, or None (TRL then loads the model's own)."""
-    if not spec.get("tokenizer"):
-        return None
-    from transformers import AutoTokenizer
+    from grpo_trl.models.load import load_tokenizer
 
-    tok = AutoTokenizer.from_pretrained(_where(str(spec["tokenizer"]), base_dir))
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    return tok
+    return load_tokenizer({}, _where(str(spec["tokenizer"]), base_dir)) if spec.get("tokenizer") else None
 
 
 class RewardModel:
@@ -104,17 +99,16 @@ class RewardModel:
         model_init_kwargs: dict | None = None,
     ):
         import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification
+
+        from grpo_trl.models.load import load_tokenizer
 
         init = dict(model_init_kwargs or {})  # TRL loads a reward model with the policy's (dtype, revision...)
         self.__name__ = name
         self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, **init)
         if tokenizer is None:
-            remote = init.get("trust_remote_code", False)
-            tokenizer = AutoTokenizer.from_pretrained(path, revision=init.get("revision"), trust_remote_code=remote)
+            tokenizer = load_tokenizer({k: init.get(k) for k in ("revision", "trust_remote_code")}, path)
         self.tokenizer = tokenizer
-        if self.tokenizer.pad_token_id is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model.config.get_text_config().pad_token_id = self.tokenizer.pad_token_id
         self.model.to("cuda" if torch.cuda.is_available() else "cpu").eval()
         self.batch_size = batch_size

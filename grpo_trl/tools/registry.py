@@ -36,11 +36,7 @@ TOOLS = Registry(
 )
 
 
-def register_tool(name: str | None = None) -> Callable[[Callable], Callable]:
-    """Decorator registering a tool under ``name`` (what recipes write; the model sees the function's name)."""
-    return TOOLS.decorator(name)
-
-
+register_tool = TOOLS.decorator  # @register_tool(name): what recipes write; the model sees the function's name
 lookup_tool = TOOLS.resolve  # the raw function for a registered name or ``module.path:function``
 
 
