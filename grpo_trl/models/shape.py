@@ -15,24 +15,18 @@ from typing import Any
 def _meta_model(config_json: str) -> Any:
     """The model transformers builds from this config, on the ``meta`` device (shapes only)."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForImageTextToText
 
     cfg = json.loads(config_json)
     config = AutoConfig.for_model(**cfg)
+    # a vision-language model's vision tower counts too; a config with no causal-LM class (multimodal): its base model
     with torch.device("meta"):
-        if "vision_config" in cfg:  # a vision-language model: its vision tower counts too
-            from transformers import AutoModelForImageTextToText
-
+        for auto in [AutoModelForImageTextToText] * ("vision_config" in cfg) + [AutoModelForCausalLM]:
             try:
-                return AutoModelForImageTextToText.from_config(config)
+                return auto.from_config(config)
             except ValueError:
                 pass
-        try:
-            return AutoModelForCausalLM.from_config(config)
-        except ValueError:  # a config with no causal-LM class (a multimodal one): its base model
-            from transformers import AutoModel
-
-            return AutoModel.from_config(config)
+        return AutoModel.from_config(config)
 
 
 @dataclass
