@@ -140,8 +140,7 @@ def check_class(cls: type) -> None:
             tool_schema(method)
         except ToolError as exc:
             raise EnvError(f"{cls.__name__}.{method.__name__}: {exc}") from exc
-    get_reward = inspect.getattr_static(cls, "get_reward", None)
-    if get_reward is not None and not callable(getattr(cls, "get_reward", None)):
+    if inspect.getattr_static(cls, "get_reward", None) is not None and not callable(getattr(cls, "get_reward", None)):
         raise EnvError(f"{cls.__name__}.get_reward must be a method returning a float")
 
 
