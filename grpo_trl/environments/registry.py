@@ -1,9 +1,7 @@
 """Environments for TRL's ``environment_factory``: one instance per rollout, its public methods are the tools.
-
 TRL's contract: ``reset(**row)`` before generation (a returned string is appended to the prompt), tool methods with
 type hints and Google-style docstrings, optionally ``get_reward()``. A recipe names one factory, or maps names to
-factories chosen per row by an ``environment`` column (docs/tools-and-environments.md).
-"""
+factories chosen per row by an ``environment`` column (docs/tools-and-environments.md)."""
 
 from __future__ import annotations
 
@@ -35,11 +33,7 @@ ENVIRONMENTS = Registry(
 )
 
 
-def register_environment(name: str | None = None) -> Callable[[Callable], Callable]:
-    """Decorator registering an environment class (or factory) under ``name`` (default: its ``__name__``)."""
-    return ENVIRONMENTS.decorator(name)
-
-
+register_environment = ENVIRONMENTS.decorator  # @register_environment(name): a class or factory, default __name__
 lookup_environment = ENVIRONMENTS.resolve  # the class or factory for a registered name or ``module.path:Class``
 
 
@@ -62,13 +56,11 @@ def _args_problem(obj: Callable) -> str | None:
     """Why the constructor would refuse ``args:`` (its signature, read without calling it), or None."""
     target, args = (obj.func, obj.keywords) if isinstance(obj, functools.partial) else (obj, {})
     try:
-        signature = inspect.signature(target)
-    except (TypeError, ValueError):  # no signature to read: checked when built
-        return None
-    try:
-        signature.bind(**args)
+        inspect.signature(target).bind(**args)
     except TypeError as exc:
         return f"the constructor refuses them: {exc}"
+    except ValueError:  # no signature to read: checked when built
+        pass
     return None
 
 
@@ -86,10 +78,9 @@ def environment_problems(section: Any) -> list[Problem]:
     must not connect during ``check``); a factory function that does not annotate its class is checked when built."""
     if section is None:
         return []
-    if not isinstance(section, (dict, str)) or (isinstance(section, dict) and not section):
-        return [
-            Problem("", "environment", "must be {factory: NAME, args: {...}} or a mapping of names to such entries")
-        ]
+    if not section or not isinstance(section, (dict, str)):
+        why = "must be {factory: NAME, args: {...}} or a mapping of names to such entries"
+        return [Problem("", "environment", why)]
     problems = []
     for name, spec in _entries(section).items():
         key = _key(name)
@@ -149,8 +140,7 @@ def check_class(cls: type) -> None:
             tool_schema(method)
         except ToolError as exc:
             raise EnvError(f"{cls.__name__}.{method.__name__}: {exc}") from exc
-    get_reward = inspect.getattr_static(cls, "get_reward", None)
-    if get_reward is not None and not callable(getattr(cls, "get_reward", None)):
+    if inspect.getattr_static(cls, "get_reward", None) is not None and not callable(getattr(cls, "get_reward", None)):
         raise EnvError(f"{cls.__name__}.get_reward must be a method returning a float")
 
 
@@ -167,9 +157,8 @@ def owns_reward(section: Any) -> bool | None:
 
 
 class EnvironmentFactory:
-    """One entry of ``environment_factory``: builds as the user's factory does, then gives the instance grpo-trl's
-    guards (``_managed``). ``probe()`` builds the instance prompts are rendered with and keeps it for the trainer's
-    first call (TRL's own probe), so a run builds as many environments as plain TRL."""
+    """One entry of ``environment_factory``: the user's factory, its instances given grpo-trl's guards (``_managed``);
+    ``probe()``'s instance (prompts are rendered with it) is the trainer's first, so no extra one is built."""
 
     def __init__(self, factory: Callable, key: str = "environment", hide_reward: bool = False):
         self.factory, self.key, self.hide_reward = factory, key, hide_reward
@@ -207,9 +196,8 @@ def build_environment_factory(section: Any, *, hide_reward: bool = False) -> Cal
 
 @functools.cache
 def _managed(cls: type, hide_reward: bool, key: str) -> type:
-    """A subclass of ``cls`` (same name, for TRL's ``rewards/<cls>/mean``) whose tool methods are ``bounded`` like any
-    tool, whose ``reset()`` failing or returning other than text, content blocks or None is one ``EnvError`` (TRL
-    would stop with a traceback), and whose ``get_reward`` is hidden from TRL when ``hide_reward``."""
+    """``cls`` (same name, for TRL's ``rewards/<cls>/mean``) with ``bounded`` tools, a ``reset()`` that fails or
+    returns other than text, content blocks or None as one ``EnvError``, ``get_reward`` hidden if ``hide_reward``."""
     attrs: dict[str, Any] = {}
     for n in tool_names(cls):
         attrs[n] = staticmethod(bounded(getattr(cls, n))) if _static(cls, n) else bounded(getattr(cls, n))

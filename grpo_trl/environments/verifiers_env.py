@@ -88,10 +88,8 @@ def reward(
     taskset_args: dict | None = None,
     **_: Any,
 ) -> list[float | None]:
-    """One reward of a verifiers taskset, as a TRL reward function (``vf_task`` is the dataset column).
-
-    Recipe: ``- {name: grpo_trl.environments.verifiers_env:reward, alias: NAME, args: {taskset: ID, rubric: NAME}}``;
-    its weight is the ``@vf.reward`` weight (``reward_specs`` writes these entries)."""
+    """One reward of a verifiers taskset as a TRL reward function (``vf_task``: the dataset column); recipes name it
+    ``grpo_trl.environments.verifiers_env:reward`` with ``args: {taskset, rubric}`` (``reward_specs`` writes them)."""
     if not taskset or not rubric:
         raise ValueError("a verifiers reward needs args: {taskset: ID, rubric: REWARD_NAME}")
     args_json = json.dumps(taskset_args or {}, sort_keys=True)
@@ -114,9 +112,8 @@ def reward_specs(taskset: str, args: dict | None = None) -> list[dict[str, Any]]
 
 
 class VerifiersTools:
-    """TRL's environment for a verifiers taskset whose tasks have toolsets (multi-turn): ``reset(vf_task=i)`` builds
-    that task's toolsets afresh (their state is per rollout), and each ``@vf.tool`` is a method TRL offers the model.
-    ``tools(taskset)`` makes the subclass carrying the taskset's tool methods."""
+    """TRL's environment for a taskset with toolsets: ``reset(vf_task=i)`` builds task i's toolsets afresh (state per
+    rollout); ``tools(taskset)`` makes the subclass whose methods are the ``@vf.tool`` s TRL offers the model."""
 
     taskset, args_json = "", "{}"
 

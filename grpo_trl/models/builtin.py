@@ -1,9 +1,5 @@
 """The built-in offline models (``model.name: builtin:<name>``): the one lookup check and train share, each model's
-builder (imported only when called) and the config.json it writes (check's meta model, nothing built).
-
-    >>> folder_name("builtin:tiny"), builtin_config("builtin:tiny-tools")["hidden_size"]
-    ('tiny-model', 128)
-"""
+builder (imported only when called) and the config.json it writes (check's meta model, nothing built)."""
 
 from __future__ import annotations
 
@@ -11,7 +7,7 @@ import importlib
 from typing import Any
 
 from grpo_trl.errors import Problem, RecipeError, suggest
-from grpo_trl.models.tiny import build_tiny_model
+from grpo_trl.models.tiny import build_tiny_model, qwen2_config
 
 
 def _lazy(module: str, function: str) -> Any:
@@ -64,19 +60,7 @@ def builtin_config(name: str, tiny: dict | None = None) -> dict:
     sizes = _SIZES[name]
     if name == BUILTIN_TINY:
         sizes = tuple((tiny or {}).get(k, v) for k, v in zip(_TINY_KEYS, sizes, strict=True))
-    vocab, hidden, layers, heads, kv = (int(v) for v in sizes)
-    config = {
-        "model_type": "qwen2",
-        "vocab_size": vocab,
-        "hidden_size": hidden,
-        "intermediate_size": 2 * hidden,
-        "num_hidden_layers": layers,
-        "num_attention_heads": heads,
-        "num_key_value_heads": kv,
-        "max_position_embeddings": 1024,
-        "tie_word_embeddings": True,
-        "dtype": "float32",
-    }
+    config = {"model_type": "qwen2", **qwen2_config(*(int(v) for v in sizes)), "dtype": "float32"}
     if name == "builtin:tiny-reward":
         config.update(architectures=["Qwen2ForSequenceClassification"], num_labels=1)
     return config

@@ -1,15 +1,10 @@
 """Chat templates: ``model.chat_template: trl:<name>`` picks one TRL ships; ``template_problems`` asks TRL's own
 helpers whether a tokenizer's template can carry tool calls in GRPO (renders them, parses them back, prefix-preserving
-or with a training version).
-
-    >>> resolve_template("trl:qwen25")
-    Traceback (most recent call last):
-    ...
-    ValueError: 'trl:qwen25' is not a template TRL ships (did you mean 'qwen2_5'?); TRL ships: ...
-"""
+or with a training version)."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from grpo_trl.errors import suggest
@@ -18,20 +13,14 @@ PREFIX = "trl:"
 TOOL_TEMPLATES = ("qwen2_5", "qwen3", "llama3_1", "qwen3_5_nothink", "gemma4", "gptoss", "glm4moe")
 
 
-def trl_templates() -> dict[str, Path]:
-    """The chat templates TRL ships (``trl/chat_templates/*.jinja``), by name."""
-    import trl
-
-    folder = Path(trl.__file__).parent / "chat_templates"
-    return {p.stem: p for p in sorted(folder.glob("*.jinja"))}
-
-
 def resolve_template(value: str, base_dir: Path | None = None) -> str:
     """Template text for ``model.chat_template``: ``trl:<name>``, a file path (relative to the recipe) or the text."""
     value = str(value)
     if value.startswith(PREFIX):
+        import trl
+
         name = value[len(PREFIX) :]
-        shipped = trl_templates()
+        shipped = {p.stem: p for p in sorted((Path(trl.__file__).parent / "chat_templates").glob("*.jinja"))}
         if name not in shipped:
             raise ValueError(
                 f"{value!r} is not a template TRL ships{suggest(name, list(shipped))}; TRL ships: "
@@ -60,15 +49,10 @@ def template_problems(tokenizer) -> list[str]:
         return [f"the model's chat template cannot render tool calls and tool results; {fix}"]
     has_parser = getattr(tokenizer, "response_template", None) or getattr(tokenizer, "response_schema", None)
     if not has_parser:
-        saved = (getattr(tokenizer, "response_template", None), getattr(tokenizer, "response_schema", None))
         try:
-            add_response_schema(tokenizer)
+            add_response_schema(copy.copy(tokenizer))  # a copy: the check leaves the tokenizer as it found it
         except ValueError:
             return [f"TRL cannot parse tool calls written in this chat template (it is not one TRL knows); {fix}"]
-        finally:
-            for attr, old in zip(("response_template", "response_schema"), saved):
-                if hasattr(tokenizer, attr):
-                    setattr(tokenizer, attr, old)
     if not prefix_preserving(tokenizer):
         try:
             patched = training_chat_template(tokenizer)

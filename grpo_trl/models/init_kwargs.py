@@ -1,15 +1,10 @@
 """``model.init_kwargs``: more ``from_pretrained`` keywords (TRL's ``model_init_kwargs``), the keys read from the
 installed transformers (``from_pretrained``'s parameters and popped kwargs, every config class's fields); a key
-another ``model:`` field owns is refused, naming the field.
-
-    >>> [p.key for p in init_kwargs_problems({"init_kwargs": {"use_kernel": True, "dtype": "bf16"}}, "r.yaml")]
-    ['model.init_kwargs.use_kernel', 'model.init_kwargs.dtype']
-"""
+another ``model:`` field owns is refused, naming the field."""
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import inspect
 import re
 import traceback
@@ -34,14 +29,13 @@ _POPPED = re.compile(r"kwargs\.pop\(\s*[\"']([a-z]\w*)[\"']")
 @functools.cache
 def known_keys() -> frozenset[str]:
     """Every keyword ``from_pretrained`` takes for some model in the installed transformers."""
+    import transformers
     from transformers import PretrainedConfig, PreTrainedModel
 
     method = PreTrainedModel.from_pretrained
     names = set(inspect.signature(method).parameters) | set(_POPPED.findall(inspect.getsource(method)))
     names |= set(PretrainedConfig().to_dict())
-    spec = importlib.util.find_spec("transformers")
-    models = Path(spec.origin).parent / "models" if spec and spec.origin else None
-    for path in sorted(models.glob("*/configuration_*.py")) if models else ():
+    for path in sorted((Path(transformers.__file__).parent / "models").glob("*/configuration_*.py")):
         names.update(_FIELD.findall(path.read_text(errors="replace")))
     return frozenset(n for n in names if not n.startswith("_") and n not in NOT_KEYWORDS)
 

@@ -9,18 +9,15 @@ from contextlib import contextmanager
 from typing import Any
 
 
-def _adapted(model: Any) -> list:
-    from peft.tuners.lora import LoraLayer
-
-    return [m for m in model.modules() if isinstance(m, LoraLayer) and hasattr(m.get_base_layer(), "weight")]
-
-
 @contextmanager
 def merged_weights(model: Any):
     """Inside: ``model`` computes with base + adapters folded into plain weights (adapters disabled); after: the
     original base tensors, untouched. Quantized bases (QLoRA) are left as they are: a 4-bit weight cannot be merged
     exactly."""
-    layers = [m for m in _adapted(model) if m.get_base_layer().weight.dtype.is_floating_point]
+    from peft.tuners.lora import LoraLayer
+
+    bases = [(m, m.get_base_layer()) for m in model.modules() if isinstance(m, LoraLayer)]
+    layers = [m for m, base in bases if hasattr(base, "weight") and base.weight.dtype.is_floating_point]
     originals = []
     with model.disable_adapter():
         try:

@@ -1,6 +1,6 @@
 """Reward models in a recipe: ``rewards: - {model: <Hub id or path>, weight, tokenizer}``, loaded by TRL as a
-one-label sequence classifier and logged as ``rewards/<last path part>/mean``. ``check`` reads only the config, never
-online; ``grpo-trl eval`` scores with :class:`RewardModel`, the way TRL's trainer does.
+one-label sequence classifier, logged as ``rewards/<last path part>/mean``; ``check`` reads only the config, offline;
+``grpo-trl eval`` scores with :class:`RewardModel`, the way TRL's trainer does.
 
     >>> model_label({"model": "org/my-rm-7b"})
     'my-rm-7b'
@@ -35,11 +35,9 @@ def _where(value: str, base_dir: Path) -> str:
 
 
 def model_entry_problems(spec: dict, key: str, base_dir: Path) -> list[Problem]:
-    """``(key, message)`` for a reward-model entry: keys, and its config (read, never the weights)."""
-    problems = []
-    for k in spec:
-        if k not in MODEL_ENTRY_KEYS:
-            problems.append(Problem("", f"{key}.{k}", "unknown key; reward model keys: model, weight, tokenizer"))
+    """Problems of a reward-model entry: its keys, and its config (read offline, never the weights)."""
+    why = "unknown key; reward model keys: model, weight, tokenizer"
+    problems = [Problem("", f"{key}.{k}", why) for k in spec if k not in MODEL_ENTRY_KEYS]
     model = spec.get("model")
     if not isinstance(model, str) or not model:
         return [*problems, Problem("", f"{key}.model", "must be a Hugging Face model id or a local path")]
@@ -57,18 +55,12 @@ def model_entry_problems(spec: dict, key: str, base_dir: Path) -> list[Problem]:
         return [*problems, Problem("", f"{key}.model", f"cannot read the config of {model!r}: {first}")]
     archs = list(getattr(config, "architectures", None) or [])
     if not any(a.endswith("ForSequenceClassification") for a in archs):
-        problems.append(
-            Problem(
-                "",
-                f"{key}.model",
-                f"{model!r} is a {', '.join(archs) or type(config).__name__}, not a reward model: a reward model is a "
-                "sequence classifier (architectures: *ForSequenceClassification) with one label; for a causal LM as a "
-                "judge use a reward function instead",
-            )
-        )
+        why = f"{model!r} is a {', '.join(archs) or type(config).__name__}, not a reward model: a reward model is a "
+        why += "sequence classifier (architectures: *ForSequenceClassification) with one label"
+        problems.append(Problem("", f"{key}.model", why, "for a causal LM as a judge use a reward function instead"))
     elif getattr(config, "num_labels", 1) != 1:
-        message = f"{model!r} has {config.num_labels} labels; a reward model outputs one score (num_labels 1)"
-        problems.append(Problem("", f"{key}.model", message))
+        why = f"{model!r} has {config.num_labels} labels; a reward model outputs one score (num_labels 1)"
+        problems.append(Problem("", f"{key}.model", why))
     return problems
 
 
@@ -86,14 +78,9 @@ def resolve_model(spec: dict, base_dir: Path, output_dir: str | Path) -> str:
 
 def processing_class(spec: dict, base_dir: Path):
     """The tokenizer named by ``tokenizer:``, or None (TRL then loads the model's own)."""
-    if not spec.get("tokenizer"):
-        return None
-    from transformers import AutoTokenizer
+    from grpo_trl.models.load import load_tokenizer
 
-    tok = AutoTokenizer.from_pretrained(_where(str(spec["tokenizer"]), base_dir))
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    return tok
+    return load_tokenizer({}, _where(str(spec["tokenizer"]), base_dir)) if spec.get("tokenizer") else None
 
 
 class RewardModel:
@@ -112,17 +99,16 @@ class RewardModel:
         model_init_kwargs: dict | None = None,
     ):
         import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification
+
+        from grpo_trl.models.load import load_tokenizer
 
         init = dict(model_init_kwargs or {})  # TRL loads a reward model with the policy's (dtype, revision...)
         self.__name__ = name
         self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, **init)
         if tokenizer is None:
-            remote = init.get("trust_remote_code", False)
-            tokenizer = AutoTokenizer.from_pretrained(path, revision=init.get("revision"), trust_remote_code=remote)
+            tokenizer = load_tokenizer({k: init.get(k) for k in ("revision", "trust_remote_code")}, path)
         self.tokenizer = tokenizer
-        if self.tokenizer.pad_token_id is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model.config.get_text_config().pad_token_id = self.tokenizer.pad_token_id
         self.model.to("cuda" if torch.cuda.is_available() else "cpu").eval()
         self.batch_size = batch_size
@@ -133,20 +119,17 @@ class RewardModel:
         """The model of a recipe ``rewards:`` entry, ``path`` being what ``resolve_model`` gave for it."""
         return cls(path, model_label(spec), processing_class(spec, base_dir), **options)
 
-    def texts(self, prompts: list, completions: list) -> list[str]:
-        from trl.data_utils import apply_chat_template, is_conversational
-
-        if prompts and is_conversational({"prompt": prompts[0]}):
-            return [
-                apply_chat_template({"messages": p + c}, self.tokenizer, **self.chat_template_kwargs)["text"]
-                for p, c in zip(prompts, completions, strict=True)
-            ]
-        return [p + c for p, c in zip(prompts, completions, strict=True)]
-
     def __call__(self, *, prompts: list, completions: list, **_: Any) -> list[float]:
         import torch
+        from trl.data_utils import apply_chat_template, is_conversational
 
-        texts, out = self.texts(prompts, completions), []
+        pairs = zip(prompts, completions, strict=True)
+        if prompts and is_conversational({"prompt": prompts[0]}):
+            kwargs = self.chat_template_kwargs
+            texts = [apply_chat_template({"messages": p + c}, self.tokenizer, **kwargs)["text"] for p, c in pairs]
+        else:
+            texts = [p + c for p, c in pairs]
+        out = []
         for start in range(0, len(texts), self.batch_size):
             inputs = self.tokenizer(
                 text=texts[start : start + self.batch_size],

@@ -15,33 +15,18 @@ from typing import Any
 def _meta_model(config_json: str) -> Any:
     """The model transformers builds from this config, on the ``meta`` device (shapes only)."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForImageTextToText
 
     cfg = json.loads(config_json)
     config = AutoConfig.for_model(**cfg)
+    # a vision-language model's vision tower counts too; a config with no causal-LM class (multimodal): its base model
     with torch.device("meta"):
-        if "vision_config" in cfg:  # a vision-language model: its vision tower counts too
-            from transformers import AutoModelForImageTextToText
-
+        for auto in [AutoModelForImageTextToText] * ("vision_config" in cfg) + [AutoModelForCausalLM]:
             try:
-                return AutoModelForImageTextToText.from_config(config)
+                return auto.from_config(config)
             except ValueError:
                 pass
-        try:
-            return AutoModelForCausalLM.from_config(config)
-        except ValueError:  # a config with no causal-LM class (a multimodal one): its base model
-            from transformers import AutoModel
-
-            return AutoModel.from_config(config)
-
-
-def _linears(model: Any) -> dict[str, Any]:
-    """The model's ``nn.Linear`` modules by name, without the output layer (LM head): what LoRA's ``all-linear``
-    and QLoRA's quantization take."""
-    from torch import nn
-
-    head = model.get_output_embeddings()
-    return {n: m for n, m in model.named_modules() if isinstance(m, nn.Linear) and m is not head}
+        return AutoModel.from_config(config)
 
 
 @dataclass
@@ -73,14 +58,14 @@ class Shape:
             config=dict(full if "vision_config" in full else cfg),
         )
 
-    def meta_model(self) -> Any:
-        """The model transformers builds from this config, on the ``meta`` device (cached)."""
-        return _meta_model(json.dumps(self.config, sort_keys=True, default=str))
-
     def params(self) -> tuple[int, int]:
         """(all parameters, those in linear layers but the LM head): what QLoRA quantizes is the second."""
-        model = self.meta_model()
-        return model.num_parameters(), sum(m.weight.numel() for m in _linears(model).values())
+        from torch import nn
+
+        model = _meta_model(json.dumps(self.config, sort_keys=True, default=str))
+        head = model.get_output_embeddings()
+        linear = [m for m in model.modules() if isinstance(m, nn.Linear) and m is not head]
+        return model.num_parameters(), sum(m.weight.numel() for m in linear)
 
     def lora_params(self, r: int, targets: Any) -> int:
         """Trainable LoRA parameters: peft's own count, with the adapters it would add to this model (meta device)."""

@@ -1,5 +1,6 @@
 """Tiny offline models for tests, the CPU demo and benchmarks (nothing is downloaded): a random ``Qwen2`` and a
-byte-level BPE tokenizer trained on the spot, in a folder ``from_pretrained`` and ``GRPOTrainer`` accept.
+byte-level BPE tokenizer trained on the spot, in a folder ``from_pretrained`` and ``GRPOTrainer`` accept; the task
+models (``tiny_countdown``, ``tiny_gsm8k``, ``tiny_tools``) warm one up with TRL's ``SFTTrainer`` (``warm_up``).
 Imported only when a ``builtin:`` model is named (``grpo_trl.models.builtin``)."""
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from pathlib import Path
 
 # Tags that the format rewards look for: one token each, so a tiny model can learn to emit them.
 TAG_TOKENS = ["<think>", "</think>", "<answer>", "</answer>", "<reasoning>", "</reasoning>"]
+# Qwen2.5's tool tokens (with TRL's qwen2_5 template, which TRL recognises and parses tool calls of)
+TOOL_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
@@ -41,27 +44,38 @@ def build_tiny_model(
     num_kv_heads: int = 2,
 ) -> str:
     """Write a tiny random ``Qwen2ForCausalLM`` (deterministic for ``seed``) and its tokenizer; return the path."""
+    return _random_model(output_dir, seed, vocab_size, (hidden_size, num_layers, num_heads, num_kv_heads))
+
+
+def build_tiny_reward_model(output_dir: str | Path, *, seed: int = 0) -> str:
+    """``builtin:tiny-reward``: a tiny random (deterministic) ``Qwen2ForSequenceClassification`` with one label."""
+    from transformers import Qwen2ForSequenceClassification
+
+    return _random_model(output_dir, seed, 512, (64, 2, 4, 2), Qwen2ForSequenceClassification)
+
+
+def _random_model(output_dir: str | Path, seed: int, vocab_size: int, sizes: tuple, cls=None) -> str:
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = _tokenizer(_CORPUS * 4, vocab_size, TAG_TOKENS)
-    tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(out)
-    model = _model(tokenizer, seed, hidden_size, num_layers, num_heads, num_kv_heads)
+    model = _model(tokenizer, seed, *sizes, cls=cls)
     model.save_pretrained(out)
-    (out / "grpo_trl_tiny.json").write_text(json.dumps({"seed": seed, "params": model.num_parameters()}))
+    if cls is None:  # the reward model's folder has no notes
+        (out / "grpo_trl_tiny.json").write_text(json.dumps({"seed": seed, "params": model.num_parameters()}))
     return str(out)
 
 
-def _tokenizer(corpus: list[str], vocab_size: int, added: list[str], digits: bool = False):
-    """A byte-level BPE trained on ``corpus`` (digits split when ``digits``); ``added``: ordinary tokens, one id each
-    (not special, so they stay in completions TRL decodes with skip_special_tokens)."""
+def _tokenizer(corpus: list[str], vocab_size: int, added: list[str], template: str = CHAT_TEMPLATE, digits=False):
+    """A byte-level BPE trained on ``corpus`` (digits split when ``digits``) with chat ``template``; ``added``:
+    ordinary tokens, one id each (not special: they stay in completions TRL decodes with skip_special_tokens)."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     bpe = Tokenizer(models.BPE())
     byte = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    split = [pre_tokenizers.Digits(individual_digits=True)] if digits else []
-    bpe.pre_tokenizer = pre_tokenizers.Sequence([*split, byte]) if digits else byte
+    split = pre_tokenizers.Digits(individual_digits=True)
+    bpe.pre_tokenizer = pre_tokenizers.Sequence([split, byte]) if digits else byte
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size - len(added),
@@ -71,30 +85,38 @@ def _tokenizer(corpus: list[str], vocab_size: int, added: list[str], digits: boo
     )
     bpe.train_from_iterator(corpus, trainer=trainer)
     bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
-    return PreTrainedTokenizerFast(
+    tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None, unk_token=None
     )
+    tokenizer.chat_template = template
+    return tokenizer
+
+
+def qwen2_config(vocab_size: int, hidden_size: int, num_layers: int, num_heads: int, num_kv_heads: int) -> dict:
+    """The ``Qwen2Config`` fields of every tiny language model (``builtin_config`` gives check the same)."""
+    return {
+        "vocab_size": vocab_size,
+        "hidden_size": hidden_size,
+        "intermediate_size": hidden_size * 2,
+        "num_hidden_layers": num_layers,
+        "num_attention_heads": num_heads,
+        "num_key_value_heads": num_kv_heads,
+        "max_position_embeddings": 1024,
+        "tie_word_embeddings": True,
+    }
 
 
 def _model(tokenizer, seed: int, hidden_size: int, num_layers: int, num_heads: int, num_kv_heads: int, cls=None):
+    """A random Qwen2 (a causal LM, or ``cls`` with one label) sized for ``tokenizer``, deterministic for ``seed``."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(seed)
+    sizes = qwen2_config(len(tokenizer), hidden_size, num_layers, num_heads, num_kv_heads)
     config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        intermediate_size=hidden_size * 2,
-        num_hidden_layers=num_layers,
-        num_attention_heads=num_heads,
-        num_key_value_heads=num_kv_heads,
-        max_position_embeddings=1024,
-        tie_word_embeddings=True,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=None,
+        **sizes, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None
     )
-    if cls is not None:  # a sequence classifier (reward model): one score
+    if cls is not None:
         config.num_labels = 1
         return cls(config)
     model = Qwen2ForCausalLM(config)
@@ -103,34 +125,16 @@ def _model(tokenizer, seed: int, hidden_size: int, num_layers: int, num_heads: i
     return model
 
 
-def build_tiny_reward_model(output_dir: str | Path, *, seed: int = 0) -> str:
-    """``builtin:tiny-reward``: a tiny random (deterministic) ``Qwen2ForSequenceClassification`` with one label."""
-    from transformers import Qwen2ForSequenceClassification
-
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tokenizer = _tokenizer(_CORPUS * 4, 512, TAG_TOKENS)
-    tokenizer.chat_template = CHAT_TEMPLATE
-    tokenizer.save_pretrained(out)
-    _model(tokenizer, seed, 64, 2, 4, 2, cls=Qwen2ForSequenceClassification).save_pretrained(out)
-    return str(out)
-
-
-# Qwen2.5's tool tokens (with TRL's qwen2_5 template, which TRL recognises and parses tool calls of)
-TOOL_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
-
-
-def _trl_template(name: str) -> str:
-    import trl
-
-    return (Path(trl.__file__).parent / "chat_templates" / f"{name}.jinja").read_text()
-
-
-def sft_args(out: Path, steps: int, batch: int, lr: float, seed: int, max_length: int, **extra):
-    """The warm-ups' ``SFTConfig``: CPU, float32, constant ``lr``, nothing saved or reported."""
+def warm_up(out: Path, tokenizer, rows: dict, sizes: tuple, *, seed: int, steps: int, batch: int, lr: float,
+            max_length: int) -> str:  # fmt: skip
+    """A random Qwen2 of ``sizes`` (hidden, layers, heads, kv heads) trained by ``SFTTrainer`` on ``rows``
+    (``prompt``/``completion`` columns; CPU, float32, constant ``lr``), saved with ``tokenizer`` into ``out``."""
+    from datasets import Dataset
     from trl import SFTConfig
 
-    return SFTConfig(
+    out.mkdir(parents=True, exist_ok=True)
+    model = _model(tokenizer, seed, *sizes)
+    args = SFTConfig(
         output_dir=str(out / "sft"),
         max_steps=steps,
         per_device_train_batch_size=batch,
@@ -143,8 +147,15 @@ def sft_args(out: Path, steps: int, batch: int, lr: float, seed: int, max_length
         bf16=False,
         seed=seed,
         max_length=max_length,
-        **extra,
+        disable_tqdm=True,
     )
+    return sft_warm_up(model, tokenizer, args, Dataset.from_dict(rows), out, {"seed": seed, "warm_steps": steps})
+
+
+def chat_rows(tokenizer, messages: list[list[dict]], completions: list[str]) -> dict[str, list[str]]:
+    """``warm_up``'s rows: each conversation rendered up to the assistant's turn, then its completion and turn end."""
+    prompts = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in messages]
+    return {"prompt": prompts, "completion": [c + "<|im_end|>\n" for c in completions]}
 
 
 def sft_warm_up(model, tokenizer, args, data, out: Path, meta: dict) -> str:
@@ -176,6 +187,7 @@ def sft_warm_up(model, tokenizer, args, data, out: Path, meta: dict) -> str:
 
 def builtin_tokenizer(name: str):
     """A tokenizer with the chat template of built-in model ``name``, without building the model (for checks)."""
-    tokenizer = _tokenizer(_CORPUS, 300, TOOL_TOKENS + TAG_TOKENS)
-    tokenizer.chat_template = _trl_template("qwen2_5") if name == "builtin:tiny-tools" else CHAT_TEMPLATE
-    return tokenizer
+    from grpo_trl.models.chat_templates import resolve_template
+
+    template = resolve_template("trl:qwen2_5") if name == "builtin:tiny-tools" else CHAT_TEMPLATE
+    return _tokenizer(_CORPUS, 300, TOOL_TOKENS + TAG_TOKENS, template)

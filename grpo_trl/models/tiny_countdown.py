@@ -1,10 +1,6 @@
 """``builtin:tiny-countdown``: a tiny Qwen2 warmed by TRL ``SFTTrainer`` on generated two-number Countdown problems
 (a ``warmup`` split, never a recipe's rows) to answer ``<answer>a op b</answer>``. Partial on purpose: ``noise`` of
-the answers are "larger - smaller", so it mostly subtracts (20% solved greedily), leaving GRPO room (``make demo``).
-
-    >>> sorted(warmup_rows(2, seed=0)[0])
-    ['completion', 'nums', 'target']
-"""
+the answers are "larger - smaller", so it mostly subtracts (20% solved greedily), leaving GRPO room (``make demo``)."""
 
 from __future__ import annotations
 
@@ -14,15 +10,12 @@ import re
 from pathlib import Path
 
 from grpo_trl.data.countdown import USER_TEMPLATE, generate_problems, split_seed
-from grpo_trl.models.tiny import _CORPUS, CHAT_TEMPLATE, TAG_TOKENS, _model, _tokenizer, sft_args, sft_warm_up
+from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, _tokenizer, chat_rows, warm_up
 
 
 def warmup_rows(n: int, seed: int = 0, max_number: int = 99, noise: float = 0.0) -> list[dict]:
-    """``n`` two-number problems (``nums``, ``target``) with the answer the warm-up teaches (``completion``).
-
-    Drawn with the seed of a ``warmup`` split: other rows than the ``train`` and ``test`` splits of a recipe's
-    ``source: generate`` data with the same ``generator_seed``.
-    """
+    """``n`` two-number problems (``nums``, ``target``) of the ``warmup`` split (never a recipe's ``train`` or
+    ``test`` rows) with the answer the warm-up teaches (``completion``)."""
     rng = random.Random(seed)
     rows = generate_problems(n, split_seed("warmup", seed), 2, 2, max_number)
     answers = [_answer(r, rng.random() < noise) for r in rows]
@@ -43,49 +36,19 @@ def _answer(row: dict, noisy: bool = False) -> str:
     return f"{a} {op} {b}" if value == row["target"] else f"{b} {op} {a}"
 
 
-def number_tokenizer(added: list[str], vocab_size: int = 512):
-    """Byte-level BPE (digits split) with ``added`` one token each: a task's fixed text, its tags, its numbers."""
-    tokenizer = _tokenizer(_CORPUS * 4, vocab_size, added, digits=True)
-    tokenizer.chat_template = CHAT_TEMPLATE
-    return tokenizer
-
-
-def warm_up(out: Path, tokenizer, messages: list[list[dict]], completions: list[str], *, seed: int, warm_steps: int,
-            learning_rate: float, hidden_size: int, num_layers: int, num_heads: int) -> str:  # fmt: skip
-    """A random Qwen2 trained by TRL ``SFTTrainer`` (batch 32, constant ``learning_rate``) to answer each prompt
-    ``messages`` with its completion; saved with ``tokenizer`` into ``out``."""
-    from datasets import Dataset
-
-    out.mkdir(parents=True, exist_ok=True)
-    model = _model(tokenizer, seed, hidden_size, num_layers, num_heads, 1)
-    prompts = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in messages]
-    data = Dataset.from_dict({"prompt": prompts, "completion": [c + "<|im_end|>\n" for c in completions]})
-    args = sft_args(out, warm_steps, 32, learning_rate, seed, 128, disable_tqdm=True)
-    return sft_warm_up(model, tokenizer, args, data, out, {"seed": seed, "warm_steps": warm_steps})
-
-
 def build_tiny_countdown_model(
-    output_dir: str | Path,
-    *,
-    seed: int = 0,
-    warm_steps: int = 600,
-    problems: int = 4000,
-    learning_rate: float = 3e-3,
-    hidden_size: int = 128,
-    num_layers: int = 2,
-    num_heads: int = 4,
-    noise: float = 0.6,
+    output_dir: str | Path, *, seed: int = 0, warm_steps: int = 600, problems: int = 4000, noise: float = 0.6
 ) -> str:
     """Write the warmed-up model and its tokenizer to ``output_dir`` and return the path as a string."""
     # the prompt's fixed text and the numbers 10..99 one token each (a three-digit target is two: "73" "7"), so the
     # answer copies two tokens
     fixed = [c for c in re.split(r"\{numbers\}|\{target\}", USER_TEMPLATE) if c] + ["assistant\n", "user\n"]
-    tokenizer = number_tokenizer(TAG_TOKENS + fixed + [str(n) for n in range(10, 100)])
+    tokenizer = _tokenizer(_CORPUS * 4, 512, TAG_TOKENS + fixed + [str(n) for n in range(10, 100)], digits=True)
     rows = warmup_rows(problems, seed, noise=noise)
     user = [[{"role": "user", "content": USER_TEMPLATE.format(numbers=r["nums"], target=r["target"])}] for r in rows]
-    return warm_up(Path(output_dir), tokenizer, user, [r["completion"] for r in rows], seed=seed,
-                   warm_steps=warm_steps, learning_rate=learning_rate, hidden_size=hidden_size, num_layers=num_layers,
-                   num_heads=num_heads)  # fmt: skip
+    data = chat_rows(tokenizer, user, [r["completion"] for r in rows])
+    return warm_up(Path(output_dir), tokenizer, data, (128, 2, 4, 1), seed=seed, steps=warm_steps, batch=32, lr=3e-3,
+                   max_length=128)  # fmt: skip
 
 
 def accuracy_table(before: str | Path, after: str | Path) -> str:

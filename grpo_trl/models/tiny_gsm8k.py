@@ -13,7 +13,6 @@ from grpo_trl.data.gsm8k import ITEMS, NAMES, STEPS, apply, generate_problems
 from grpo_trl.data.prompts import SYSTEM_PROMPTS
 from grpo_trl.models import tiny
 from grpo_trl.models.tiny import TAG_TOKENS
-from grpo_trl.models.tiny_countdown import warm_up
 
 _LINE = re.compile(r"(\d+) ([-+*]) (\d+) = (\d+)")
 
@@ -56,9 +55,7 @@ def story_chunks() -> list[str]:
 def _tokenizer(vocab_size: int = 768):
     """Byte-level BPE; the system prompt, ``story_chunks``, the tags and the numbers 0..99 one token each."""
     added = [SYSTEM_PROMPTS["xml"], "system\n", "assistant\n", "user\n"] + story_chunks() + TAG_TOKENS
-    tokenizer = tiny._tokenizer(tiny._CORPUS, vocab_size, added + [str(n) for n in range(100)])
-    tokenizer.chat_template = tiny.CHAT_TEMPLATE
-    return tokenizer
+    return tiny._tokenizer(tiny._CORPUS, vocab_size, added + [str(n) for n in range(100)])
 
 
 def prompt_messages(question: str) -> list[dict]:
@@ -66,19 +63,10 @@ def prompt_messages(question: str) -> list[dict]:
 
 
 def build_tiny_gsm8k_model(
-    output_dir: str | Path,
-    *,
-    seed: int = 0,
-    warm_steps: int = 600,
-    problems: int = 4000,
-    learning_rate: float = 3e-3,
-    hidden_size: int = 128,
-    num_layers: int = 2,
-    num_heads: int = 4,
-    noise: float = 0.6,
+    output_dir: str | Path, *, seed: int = 0, warm_steps: int = 600, problems: int = 4000, noise: float = 0.6
 ) -> str:
     """Write the warmed-up model and its tokenizer to ``output_dir`` and return the path as a string."""
-    rows = warmup_rows(problems, seed, noise=noise)
-    return warm_up(Path(output_dir), _tokenizer(), [prompt_messages(r["question"]) for r in rows],
-                   [r["completion"] for r in rows], seed=seed, warm_steps=warm_steps, learning_rate=learning_rate,
-                   hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads)  # fmt: skip
+    rows, tokenizer = warmup_rows(problems, seed, noise=noise), _tokenizer()
+    data = tiny.chat_rows(tokenizer, [prompt_messages(r["question"]) for r in rows], [r["completion"] for r in rows])
+    return tiny.warm_up(Path(output_dir), tokenizer, data, (128, 2, 4, 1), seed=seed, steps=warm_steps, batch=32,
+                        lr=3e-3, max_length=128)  # fmt: skip

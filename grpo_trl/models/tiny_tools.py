@@ -7,24 +7,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from grpo_trl.models.tiny import (
-    _CORPUS,
-    TAG_TOKENS,
-    TOOL_TOKENS,
-    _model,
-    _tokenizer,
-    _trl_template,
-    sft_args,
-    sft_warm_up,
-)
+from grpo_trl.models.chat_templates import resolve_template
+from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, TOOL_TOKENS, _tokenizer, warm_up
 
 
 def tool_conversations(n: int, seed: int = 0) -> list[tuple[list[dict], list]]:
-    """Synthetic Countdown conversations that call a tool, with the tools they were rendered with (offline).
-
-    Each writes a flat expression over the row's numbers (``a + b - c``); half call the ``calculator`` tool, half the
-    Countdown environment's ``check_equation`` (right half of the time), then answer in ``<answer>`` tags.
-    """
+    """Synthetic Countdown conversations, with their tools: a flat expression over the row's numbers checked by the
+    ``calculator`` tool or the Countdown environment's ``check_equation`` (half each), then the ``<answer>``."""
     import random
 
     from grpo_trl.data.countdown import USER_TEMPLATE
@@ -79,19 +68,11 @@ def build_tiny_tool_model(
 ) -> str:
     """``builtin:tiny-tools``: a Qwen2 (head_dim 64, so vLLM's CPU backend runs it) with TRL's ``qwen2_5`` template,
     warmed by ``SFTTrainer`` on ``tool_conversations``: it calls tools often, not always well (room for GRPO)."""
-    from datasets import Dataset
-
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    template = _trl_template("qwen2_5")
+    template = resolve_template("trl:qwen2_5")
     convs = tool_conversations(conversations, seed=seed)
-    probe = _tokenizer(_CORPUS, 300, TOOL_TOKENS + TAG_TOKENS)
-    probe.chat_template = template
+    probe = _tokenizer(_CORPUS, 300, TOOL_TOKENS + TAG_TOKENS, template)
     texts = [probe.apply_chat_template(m, tools=t, tokenize=False) for m, t in convs]
-    tokenizer = _tokenizer(_CORPUS + texts, vocab_size, TOOL_TOKENS + TAG_TOKENS + _fixed_text(convs, probe))
-    tokenizer.chat_template = template
-    model = _model(tokenizer, seed, 128, 2, 2, 1)
-    args = sft_args(out, warm_steps, 8, 5e-3, seed, 1024)
+    tokenizer = _tokenizer(_CORPUS + texts, vocab_size, TOOL_TOKENS + TAG_TOKENS + _fixed_text(convs, probe), template)
     # prompt-completion rows, one per assistant turn: the loss is on what the model writes (the tool call; the answer
     # after the tool's reply), never on the tool schemas or on the tool's reply itself
     rows: dict[str, list[str]] = {"prompt": [], "completion": []}
@@ -103,8 +84,8 @@ def build_tiny_tool_model(
             full = probe.apply_chat_template(messages[:end], tools=tools, tokenize=False)
             rows["prompt"].append(prompt)
             rows["completion"].append(full[len(prompt) :])
-    data = Dataset.from_dict(rows)
-    return sft_warm_up(model, tokenizer, args, data, out, {"seed": seed, "warm_steps": warm_steps})
+    return warm_up(Path(output_dir), tokenizer, rows, (128, 2, 2, 1), seed=seed, steps=warm_steps, batch=8, lr=5e-3,
+                   max_length=1024)  # fmt: skip
 
 
 if __name__ == "__main__":

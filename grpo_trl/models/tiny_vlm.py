@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, _tokenizer
+from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, _tokenizer, qwen2_config
 
 IMAGE_TOKEN = "<image>"
 TOKENS = 513  # the tokenizer's size: builtin:tiny's 512, then IMAGE_TOKEN (a test checks it against the built model)
@@ -35,14 +35,7 @@ def tiny_vlm_config(tokenizer_size: int, image_token_id: int, eos: int, pad: int
         "architectures": ["LlavaForConditionalGeneration"],
         "text_config": {
             "model_type": "qwen2",
-            "vocab_size": tokenizer_size,
-            "hidden_size": hidden_size,
-            "intermediate_size": hidden_size * 2,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 1024,
-            "tie_word_embeddings": True,
+            **qwen2_config(tokenizer_size, hidden_size, 2, 4, 2),
             "eos_token_id": eos,
             "pad_token_id": pad,
         },
@@ -71,10 +64,9 @@ def build_tiny_vlm_model(output_dir: str | Path, *, seed: int = 0, hidden_size: 
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = _tokenizer(_CORPUS * 4 + _VLM_CORPUS * 4, 512, TAG_TOKENS)
+    tokenizer = _tokenizer(_CORPUS * 4 + _VLM_CORPUS * 4, 512, TAG_TOKENS, VLM_CHAT_TEMPLATE)
     # special: never in decoded completions (TRL also stops the model from sampling it)
     tokenizer.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN]})
-    tokenizer.chat_template = VLM_CHAT_TEMPLATE
     images = LlavaImageProcessorPil(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28})
     processor = LlavaProcessor(
         image_processor=images,
@@ -86,13 +78,8 @@ def build_tiny_vlm_model(output_dir: str | Path, *, seed: int = 0, hidden_size: 
         num_additional_image_tokens=1,  # CLIP's CLS token
     )
     processor.save_pretrained(out)
-    cfg = tiny_vlm_config(
-        len(tokenizer),
-        tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
-        tokenizer.eos_token_id,
-        tokenizer.pad_token_id,
-        hidden_size,
-    )
+    image_token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
+    cfg = tiny_vlm_config(len(tokenizer), image_token, tokenizer.eos_token_id, tokenizer.pad_token_id, hidden_size)
     cfg.pop("model_type"), cfg.pop("architectures"), cfg.pop("dtype")
     torch.manual_seed(seed)
     model = LlavaForConditionalGeneration(LlavaConfig(**cfg))

@@ -36,11 +36,7 @@ TOOLS = Registry(
 )
 
 
-def register_tool(name: str | None = None) -> Callable[[Callable], Callable]:
-    """Decorator registering a tool under ``name`` (what recipes write; the model sees the function's name)."""
-    return TOOLS.decorator(name)
-
-
+register_tool = TOOLS.decorator  # @register_tool(name): what recipes write; the model sees the function's name
 lookup_tool = TOOLS.resolve  # the raw function for a registered name or ``module.path:function``
 
 
@@ -52,28 +48,21 @@ def tool_schema(func: Callable) -> dict:
     label = getattr(func, "__name__", repr(func))
     if not callable(func):
         raise ToolError(f"tool {label!r} is not callable")
-    if not inspect.getdoc(func):
-        raise ToolError(
-            f"tool {label!r} has no docstring; the model only knows a tool by its docstring: add a Google-style "
-            "docstring with a one-line description and an 'Args:' section describing every parameter"
-        )
     try:
         return get_json_schema(func)
     except TypeHintParsingException as exc:
         raise ToolError(f"tool {label!r}: {exc} (add a type hint to every parameter, e.g. `x: int`)") from exc
-    except DocstringParsingException as exc:
-        fix = "describe each parameter under 'Args:' as `name: what it is`"
+    except DocstringParsingException as exc:  # the model knows a tool by its docstring only
+        fix = "give it a Google-style docstring: a one-line description, and under 'Args:' `name: what it is` each"
         raise ToolError(f"tool {label!r}: {exc} ({fix})") from exc
     except (TypeError, ValueError) as exc:
         raise ToolError(f"tool {label!r}: its schema cannot be built: {exc}") from exc
 
 
 def bounded(func: Callable, timeout: float | None = DEFAULT_TIMEOUT, max_chars: int = MAX_RESULT_CHARS) -> Callable:
-    """``func`` run where TRL runs it (sync in the calling thread, async on its loop), each call limited to
-    ``timeout`` s: a ``SIGALRM`` timer in the main thread (left to a tool that arms its own alarm), a worker thread
-    elsewhere, ``asyncio.wait_for`` for async. A timeout, ``exit()`` or a result ``str()`` cannot render fails that
-    call only (TRL reports ``{"error": ...}``); text is cut at ``max_chars``; same signature and schema.
-    ``.cause``: the first error a call raised."""
+    """``func`` with each call bounded to ``timeout`` s (``SIGALRM`` in the main thread, a worker thread elsewhere,
+    ``wait_for`` if async); a timeout, ``exit()`` or an unprintable result fails that call only (TRL reports
+    ``{"error": ...}``), text is cut at ``max_chars``, same schema. ``.cause``: the first error a call raised."""
 
     def fail(exc: BaseException) -> Exception:
         if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
