@@ -8,13 +8,14 @@ import numbers
 from pathlib import Path
 
 from grpo_trl import tables as T
+from grpo_trl.data.sources import JSON_SUFFIXES
 from grpo_trl.importer.rules import Translation, carry
 
 
 def _source(t: Translation, name: str) -> dict:
     """``path:`` for a local data file (relative to where the recipe is written), else ``name:``."""
     p = Path(name).expanduser()
-    if p.suffix.lower() in (".jsonl", ".json", ".parquet", ".csv") and p.is_file():
+    if p.suffix.lower() in (*JSON_SUFFIXES, ".parquet", ".csv") and p.is_file():
         return {"path": t.local(str(p))}
     return {"name": name}
 

@@ -200,9 +200,10 @@ def test_open_r1_default_rewards_when_none_named(tmp_path):
     assert [e["name"] for e in result.recipe["rewards"]] == ["accuracy", "think_format", "tag_count"]
 
 
-def test_local_data_file_becomes_a_path(tmp_path):
-    (tmp_path / "rows.jsonl").write_text('{"prompt": "1+1=", "solution": "2"}\n')
-    text = f"model_name_or_path: m\ndataset_name: {tmp_path / 'rows.jsonl'}\nreward_funcs: [accuracy_reward]\n"
+@pytest.mark.parametrize("name", ["rows.jsonl", "rows.ndjson", "rows.jsonlines", "rows.JSON", "rows.csv"])
+def test_local_data_file_becomes_a_path(tmp_path, name):
+    (tmp_path / name).write_text('{"prompt": "1+1=", "solution": "2"}\n')
+    text = f"model_name_or_path: m\ndataset_name: {tmp_path / name}\nreward_funcs: [accuracy_reward]\n"
     data = load(text, tmp_path).recipe["data"]
     assert data["builder"] == "hub" and "path" in data and "name" not in data
 
