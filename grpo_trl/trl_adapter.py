@@ -74,6 +74,11 @@ def _trl_name(key: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def pad(tensors: list, padding_value: int = 0, padding_side: str = "right") -> Any:
+    """TRL's own ``pad`` (``trl.trainer.utils``): the padding its trainer gives a generation batch."""
+    return _trl_name("trl.trainer.utils:pad")(tensors, padding_value=padding_value, padding_side=padding_side)
+
+
 def async_grpo(name: str) -> Any:
     """``AsyncGRPOConfig``, ``AsyncGRPOTrainer`` or ``round_lora_rank`` of ``trl.experimental.async_grpo``."""
     module = "trl.experimental.async_grpo" + (".async_grpo_trainer" if name == "round_lora_rank" else "")

@@ -110,7 +110,8 @@ def merge_batches(batches: list[dict], rows: list[list[int]], pad_token_id: int)
     """One generation batch from rows ``rows[i]`` of ``batches[i]``: prompts left-padded, completions and what
     aligns with them right-padded to the widest. ``num_items_in_batch`` is left to the caller."""
     import torch
-    from trl.trainer.utils import pad
+
+    from grpo_trl.trl_adapter import pad
 
     keys = [k for k in batches[0] if k != "num_items_in_batch"]
     unknown = [k for k in keys if k not in COMPLETION_PAD and k not in JOINED]
