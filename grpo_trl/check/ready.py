@@ -5,12 +5,12 @@ the processor's image token); templates are read offline (built-in, local folder
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grpo_trl.check.plan import make_plan
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
+from grpo_trl.io import read_json_head
 from grpo_trl.recipe import schema
 
 if TYPE_CHECKING:
@@ -100,10 +100,8 @@ def chat_template(recipe: Recipe) -> tuple[str, str] | None:
     folder = Path(name).expanduser()  # a Hub id: the template arrives with the download
     if (folder / "chat_template.jinja").is_file():
         return (folder / "chat_template.jinja").read_text(), "model.name"
-    try:
-        text = json.loads((folder / "tokenizer_config.json").read_text()).get("chat_template")
-    except (OSError, ValueError, AttributeError):
-        return None
+    config = read_json_head(folder / "tokenizer_config.json", 2**26)  # bounded: a FIFO, a deep nest are None
+    text = config.get("chat_template") if isinstance(config, dict) else None
     return (text, "model.name") if isinstance(text, str) else None
 
 

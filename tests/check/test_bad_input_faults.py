@@ -216,3 +216,25 @@ def test_an_unwritable_datasets_cache_is_blamed_not_the_data_file(tmp_path, monk
     (tmp_path / "d.jsonl").write_text('{"question": "q", "solution": "1"}\n')
     with pytest.raises(DataError, match="cannot be cached: NotADirectoryError.*make HF_DATASETS_CACHE a writable"):
         load_file(tmp_path / "d.jsonl")
+
+
+def test_a_model_folders_hostile_tokenizer_config_is_not_an_internal_error(capsys, tmp_path):
+    """``check`` reads the chat template from a local model folder's tokenizer_config.json: a stranger's file nested
+    deep (json recursion) was exit 70, a named pipe there blocked ``check`` for ever."""
+    import threading
+
+    from grpo_trl.check import load_recipe
+    from grpo_trl.check.ready import chat_template
+
+    deep, pipe = tmp_path / "deep", tmp_path / "pipe"
+    deep.mkdir(), pipe.mkdir()
+    (deep / "tokenizer_config.json").write_text("[" * 200_000)
+    os.mkfifo(pipe / "tokenizer_config.json")
+    code, lines = run(capsys, "check", str(tiny_recipe(tmp_path, str(deep))))
+    assert code in (0, 1) and not any("internal error" in line for line in lines), lines
+    found: list = []
+    recipe = load_recipe(tiny_recipe(tmp_path, str(pipe)))
+    reader = threading.Thread(target=lambda: found.append(chat_template(recipe)), daemon=True)
+    reader.start()
+    reader.join(30)
+    assert found == [None], "a named pipe as tokenizer_config.json blocked check"

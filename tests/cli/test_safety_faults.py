@@ -115,7 +115,7 @@ def test_schema_output_replaces_its_own_schema(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------------------------ environment
-@pytest.mark.parametrize("value", ["abc", "-5", "", "1.5"])
+@pytest.mark.parametrize("value", ["abc", "-5", "", "1.5", "²"])  # "²".isdigit(), int() refuses it
 def test_bad_min_free_env_is_an_error_line_not_an_import_traceback(tmp_path, value):
     env = {**os.environ, "GRPO_TRL_MIN_FREE_MB": value, "PYTHONPATH": str(ROOT)}
     help_run = subprocess.run(
