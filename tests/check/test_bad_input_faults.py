@@ -238,3 +238,12 @@ def test_a_model_folders_hostile_tokenizer_config_is_not_an_internal_error(capsy
     reader.start()
     reader.join(30)
     assert found == [None], "a named pipe as tokenizer_config.json blocked check"
+
+
+@pytest.mark.parametrize("config", ["{", "[" * 200_000])
+def test_a_local_model_folders_bad_config_json_is_one_error(capsys, tmp_path, config):
+    """model.name a local folder whose config.json is not JSON, or nested past the recursion limit: was exit 70."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(config)
+    line = one_error(capsys, "check", str(tiny_recipe(tmp_path, str(tmp_path / "model"))))
+    assert "config.json" in line and "model.name" in line, line
