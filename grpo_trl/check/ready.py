@@ -107,14 +107,14 @@ def chat_template(recipe: Recipe) -> tuple[str, str] | None:
 
 def first_prompt(recipe: Recipe) -> list[dict] | None:
     """The first prompt of the data as the trainer will see it, when it can be built offline (else None)."""
-    from grpo_trl.check.machine import hub_dataset
     from grpo_trl.data.build import build_one, mixture_parts
     from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 
     cfg = mixture_parts(recipe.dataset)[0] if recipe.dataset.get("mixture") else recipe.dataset
     builder = get_builder(cfg["builder"])
-    if from_plugin(builder) or hub_dataset(cfg) or (builder.local_copy and not cfg.get("path")):
-        return None  # a plugin's builder is the user's code, a Hub dataset a download: neither is run by check
+    loads = "source" in builder_params(builder) and not cfg.get("path") and cfg.get("source") != "generate"
+    if from_plugin(builder) or loads or (builder.local_copy and not cfg.get("path")):
+        return None  # a plugin's builder is the user's code; load_dataset (Hub or local folder) a download or a copy
     from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
 
     one = {**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None, "eval_size": None}

@@ -141,6 +141,25 @@ def test_check_writes_nothing_to_the_datasets_cache(capsys, tmp_path, tiny_model
     assert not written, written[:5]
 
 
+def test_check_copies_no_local_source_folder_into_the_datasets_cache(capsys, tmp_path, tiny_model, monkeypatch):
+    """``source:`` a local dataset folder is read by ``load_dataset``, which writes an Arrow copy: check's first-prompt
+    render must not build it (it did once ``source`` counted as local whenever the folder exists)."""
+    import datasets.config
+
+    cache = tmp_path / "hf-cache"
+    cache.mkdir()
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", cache)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(cache))
+    (tmp_path / "gsm").mkdir()
+    rows = [json.dumps({"question": f"what is {i}?", "answer": f"so #### {i}"}) for i in range(50)]
+    (tmp_path / "gsm" / "train.jsonl").write_text("\n".join(rows) + "\n")
+    data = {"builder": "gsm8k", "source": str(tmp_path / "gsm"), "config": "default", "system_prompt": "none"}
+    code, lines = run(capsys, "check", str(tiny_recipe(tmp_path, tiny_model, data=data)))
+    assert code == 0, lines
+    written = [p for p in cache.rglob("*") if p.is_file()]
+    assert not written, written[:5]
+
+
 def test_check_calls_no_plugin_builder(capsys, tmp_path, tiny_model):
     marker = tmp_path / "called"
     (tmp_path / "builders.py").write_text(
