@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from grpo_trl.check.plan import make_plan
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
-from grpo_trl.io import read_json_head
+from grpo_trl.io import read_json_head, read_text
 from grpo_trl.recipe import schema
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def chat_template(recipe: Recipe) -> tuple[str, str] | None:
         return CHAT_TEMPLATE, "model.name"
     folder = Path(name).expanduser()  # a Hub id: the template arrives with the download
     if (folder / "chat_template.jinja").is_file():
-        return (folder / "chat_template.jinja").read_text(), "model.name"
+        return read_text(folder / "chat_template.jinja", 2**24, "chat template"), "model.name"  # not UTF-8: one error
     config = read_json_head(folder / "tokenizer_config.json", 2**26)  # bounded: a FIFO, a deep nest are None
     text = config.get("chat_template") if isinstance(config, dict) else None
     return (text, "model.name") if isinstance(text, str) else None

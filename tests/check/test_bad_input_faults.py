@@ -266,3 +266,11 @@ def test_a_local_model_folders_bad_config_json_is_one_error(capsys, tmp_path, co
     (tmp_path / "model" / "config.json").write_text(config)
     line = one_error(capsys, "check", str(tiny_recipe(tmp_path, str(tmp_path / "model"))))
     assert "config.json" in line and "model.name" in line, line
+
+
+def test_a_local_model_folders_chat_template_that_is_not_utf8_is_one_error(capsys, tmp_path):
+    """model.name a local folder whose chat_template.jinja is not UTF-8: was a UnicodeDecodeError (exit 70)."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "chat_template.jinja").write_bytes(b"\xff\xfe{{ messages }}")
+    line = one_error(capsys, "check", str(tiny_recipe(tmp_path, str(tmp_path / "model"))))
+    assert "chat_template.jinja" in line and "UTF-8" in line, line
