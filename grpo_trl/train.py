@@ -41,7 +41,7 @@ class TrainResult:
 def check_output_dir(path: str | Path, file: str = "trainer") -> None:
     """Fail before training when ``path`` cannot be written or its disk has less than ``GRPO_TRL_MIN_FREE_MB`` free."""
     p, key = Path(path), "trainer.output_dir" if file != "trainer" else "output_dir"
-    if not (raw := os.environ.get("GRPO_TRL_MIN_FREE_MB", "200")).strip().isdigit():
+    if not (raw := os.environ.get("GRPO_TRL_MIN_FREE_MB", "200")).strip().isdecimal():  # "²" is a digit, not int
         why = f"must be a whole number of MB >= 0, got {raw!r}"
         raise RecipeError([Problem("environment", "GRPO_TRL_MIN_FREE_MB", why)])
     try:

@@ -5,12 +5,12 @@ the processor's image token); templates are read offline (built-in, local folder
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grpo_trl.check.plan import make_plan
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
+from grpo_trl.io import read_json_head, read_text
 from grpo_trl.recipe import schema
 
 if TYPE_CHECKING:
@@ -99,24 +99,22 @@ def chat_template(recipe: Recipe) -> tuple[str, str] | None:
         return CHAT_TEMPLATE, "model.name"
     folder = Path(name).expanduser()  # a Hub id: the template arrives with the download
     if (folder / "chat_template.jinja").is_file():
-        return (folder / "chat_template.jinja").read_text(), "model.name"
-    try:
-        text = json.loads((folder / "tokenizer_config.json").read_text()).get("chat_template")
-    except (OSError, ValueError, AttributeError):
-        return None
+        return read_text(folder / "chat_template.jinja", 2**24, "chat template"), "model.name"  # not UTF-8: one error
+    config = read_json_head(folder / "tokenizer_config.json", 2**26)  # bounded: a FIFO, a deep nest are None
+    text = config.get("chat_template") if isinstance(config, dict) else None
     return (text, "model.name") if isinstance(text, str) else None
 
 
 def first_prompt(recipe: Recipe) -> list[dict] | None:
     """The first prompt of the data as the trainer will see it, when it can be built offline (else None)."""
-    from grpo_trl.check.machine import hub_dataset
     from grpo_trl.data.build import build_one, mixture_parts
     from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 
     cfg = mixture_parts(recipe.dataset)[0] if recipe.dataset.get("mixture") else recipe.dataset
     builder = get_builder(cfg["builder"])
-    if from_plugin(builder) or hub_dataset(cfg) or (builder.local_copy and not cfg.get("path")):
-        return None  # a plugin's builder is the user's code, a Hub dataset a download: neither is run by check
+    loads = "source" in builder_params(builder) and not cfg.get("path") and cfg.get("source") != "generate"
+    if from_plugin(builder) or loads or (builder.local_copy and not cfg.get("path")):
+        return None  # a plugin's builder is the user's code; load_dataset (Hub or local folder) a download or a copy
     from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
 
     one = {**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None, "eval_size": None}

@@ -17,7 +17,7 @@ from grpo_trl.eval.backends import Generations, Sampling
 from grpo_trl.eval.benchmark_table import BENCHMARKS, REFERENCES
 from grpo_trl.eval.run import prepare, writable_results, write_results
 from grpo_trl.eval.score import Scored, score
-from grpo_trl.io import read_text
+from grpo_trl.io import load_yaml, read_text
 
 WHERE = "grpo-trl eval --benchmark"
 _GSM8K = re.compile(r"#### *(-?[0-9.,]+)")  # verl's strict GSM8K extraction: the number after '####'
@@ -165,11 +165,11 @@ def references(name: str, model: str) -> tuple[str, list[dict]]:
     base = model
     for file, read in (
         ("adapter_config.json", lambda t: json.loads(t).get("base_model_name_or_path")),
-        ("recipe.yaml", lambda t: (yaml.safe_load(t) or {}).get("model", {}).get("name")),
+        ("recipe.yaml", lambda t: (load_yaml(t, "recipe.yaml")[0] or {}).get("model", {}).get("name")),
     ):
         try:
             found = read(read_text(Path(model) / file, 2**20))  # the one bounded reader: no FIFO, no huge file
-        except (OSError, ValueError, AttributeError, yaml.YAMLError):
+        except (OSError, ValueError, AttributeError, RecursionError, yaml.YAMLError):  # a stranger's folder
             continue
         if isinstance(found, str) and found:
             base = found

@@ -94,8 +94,14 @@ def model_config(name: str, tiny: dict | None = None, base_dir: Path | None = No
     if str(name).startswith("builtin:"):
         return builtin_config(name, tiny)
     for folder in (Path(name).expanduser(), (base_dir or Path.cwd()) / name):
-        if (folder / "config.json").is_file():
-            return json.loads((folder / "config.json").read_text())
+        if (folder / "config.json").is_file():  # a stranger's folder: bounded, and bad JSON is one error
+            from grpo_trl.errors import GrpoTrlError
+            from grpo_trl.io import read_json
+
+            try:
+                return read_json(folder / "config.json")
+            except json.JSONDecodeError as exc:
+                raise GrpoTrlError(f"not JSON ({exc})", file=str(folder / "config.json")) from None
     from huggingface_hub import constants
     from transformers import AutoConfig
 

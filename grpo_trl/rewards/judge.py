@@ -157,7 +157,7 @@ class Judge:
                 for part in self.field.split("."):
                     value = value.get(part) if isinstance(value, dict) else None
                 value = float(value)
-            except (ValueError, TypeError):
+            except (ValueError, TypeError, RecursionError):  # RecursionError: JSON nested past the limit
                 return None
         else:
             found = self.regex.findall(answer)  # the last match: its first group, else the whole match

@@ -141,6 +141,25 @@ def test_check_writes_nothing_to_the_datasets_cache(capsys, tmp_path, tiny_model
     assert not written, written[:5]
 
 
+def test_check_copies_no_local_source_folder_into_the_datasets_cache(capsys, tmp_path, tiny_model, monkeypatch):
+    """``source:`` a local dataset folder is read by ``load_dataset``, which writes an Arrow copy: check's first-prompt
+    render must not build it (it did once ``source`` counted as local whenever the folder exists)."""
+    import datasets.config
+
+    cache = tmp_path / "hf-cache"
+    cache.mkdir()
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", cache)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(cache))
+    (tmp_path / "gsm").mkdir()
+    rows = [json.dumps({"question": f"what is {i}?", "answer": f"so #### {i}"}) for i in range(50)]
+    (tmp_path / "gsm" / "train.jsonl").write_text("\n".join(rows) + "\n")
+    data = {"builder": "gsm8k", "source": str(tmp_path / "gsm"), "config": "default", "system_prompt": "none"}
+    code, lines = run(capsys, "check", str(tiny_recipe(tmp_path, tiny_model, data=data)))
+    assert code == 0, lines
+    written = [p for p in cache.rglob("*") if p.is_file()]
+    assert not written, written[:5]
+
+
 def test_check_calls_no_plugin_builder(capsys, tmp_path, tiny_model):
     marker = tmp_path / "called"
     (tmp_path / "builders.py").write_text(
@@ -216,3 +235,42 @@ def test_an_unwritable_datasets_cache_is_blamed_not_the_data_file(tmp_path, monk
     (tmp_path / "d.jsonl").write_text('{"question": "q", "solution": "1"}\n')
     with pytest.raises(DataError, match="cannot be cached: NotADirectoryError.*make HF_DATASETS_CACHE a writable"):
         load_file(tmp_path / "d.jsonl")
+
+
+def test_a_model_folders_hostile_tokenizer_config_is_not_an_internal_error(capsys, tmp_path):
+    """``check`` reads the chat template from a local model folder's tokenizer_config.json: a stranger's file nested
+    deep (json recursion) was exit 70, a named pipe there blocked ``check`` for ever."""
+    import threading
+
+    from grpo_trl.check import load_recipe
+    from grpo_trl.check.ready import chat_template
+
+    deep, pipe = tmp_path / "deep", tmp_path / "pipe"
+    deep.mkdir(), pipe.mkdir()
+    (deep / "tokenizer_config.json").write_text("[" * 200_000)
+    os.mkfifo(pipe / "tokenizer_config.json")
+    code, lines = run(capsys, "check", str(tiny_recipe(tmp_path, str(deep))))
+    assert code in (0, 1) and not any("internal error" in line for line in lines), lines
+    found: list = []
+    recipe = load_recipe(tiny_recipe(tmp_path, str(pipe)))
+    reader = threading.Thread(target=lambda: found.append(chat_template(recipe)), daemon=True)
+    reader.start()
+    reader.join(30)
+    assert found == [None], "a named pipe as tokenizer_config.json blocked check"
+
+
+@pytest.mark.parametrize("config", ["{", "[" * 200_000])
+def test_a_local_model_folders_bad_config_json_is_one_error(capsys, tmp_path, config):
+    """model.name a local folder whose config.json is not JSON, or nested past the recursion limit: was exit 70."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(config)
+    line = one_error(capsys, "check", str(tiny_recipe(tmp_path, str(tmp_path / "model"))))
+    assert "config.json" in line and "model.name" in line, line
+
+
+def test_a_local_model_folders_chat_template_that_is_not_utf8_is_one_error(capsys, tmp_path):
+    """model.name a local folder whose chat_template.jinja is not UTF-8: was a UnicodeDecodeError (exit 70)."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "chat_template.jinja").write_bytes(b"\xff\xfe{{ messages }}")
+    line = one_error(capsys, "check", str(tiny_recipe(tmp_path, str(tmp_path / "model"))))
+    assert "chat_template.jinja" in line and "UTF-8" in line, line

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grpo_trl.cli import main as cli_main
 from grpo_trl.io import read_jsonl
@@ -115,7 +117,7 @@ def test_schema_output_replaces_its_own_schema(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------------------------ environment
-@pytest.mark.parametrize("value", ["abc", "-5", "", "1.5"])
+@pytest.mark.parametrize("value", ["abc", "-5", "", "1.5", "²"])  # "²".isdigit(), int() refuses it
 def test_bad_min_free_env_is_an_error_line_not_an_import_traceback(tmp_path, value):
     env = {**os.environ, "GRPO_TRL_MIN_FREE_MB": value, "PYTHONPATH": str(ROOT)}
     help_run = subprocess.run(
@@ -131,6 +133,19 @@ def test_bad_min_free_env_is_an_error_line_not_an_import_traceback(tmp_path, val
             check_output_dir(tmp_path / "out")
     finally:
         os.environ.pop("GRPO_TRL_MIN_FREE_MB") if old is None else os.environ.__setitem__("GRPO_TRL_MIN_FREE_MB", old)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(st.characters(whitelist_categories=("Nd", "No", "Nl")) | st.sampled_from("09 -.x"), max_size=4))
+def test_any_min_free_env_value_is_accepted_or_one_recipe_error(tmp_path, monkeypatch, value):
+    """Whatever GRPO_TRL_MIN_FREE_MB holds, the output-dir check passes or raises RecipeError, never a ValueError."""
+    from grpo_trl.train import check_output_dir
+
+    monkeypatch.setenv("GRPO_TRL_MIN_FREE_MB", value)
+    try:
+        check_output_dir(tmp_path / "out")
+    except RecipeError as exc:
+        assert "GRPO_TRL_MIN_FREE_MB" in str(exc)
 
 
 # ------------------------------------------------------------------------------------ run directory state files

@@ -129,6 +129,14 @@ def test_references_are_found_for_the_base_of_an_adapter_or_run_and_printed_with
     assert "no published" in summary_lines({**report, "reference_model": "x/y", "references": []})[1]
 
 
+@pytest.mark.fault
+@pytest.mark.parametrize("file", ["adapter_config.json", "recipe.yaml"])
+def test_a_model_folders_deeply_nested_files_leave_the_model_its_own_base(tmp_path, file):
+    """A stranger's --model folder: a file nested past Python's recursion limit was a RecursionError (exit 70)."""
+    (tmp_path / file).write_text("[" * 200_000)
+    assert references("gsm8k", str(tmp_path)) == (str(tmp_path), [])
+
+
 def test_eval_benchmark_runs_the_tiny_model_end_to_end_and_writes_its_report(tmp_path, tiny_model, capsys):
     data = _write(tmp_path, "gsm8k", GSM8K)
     argv = ["eval", "--benchmark", "gsm8k", "--model", tiny_model, "--data", data, "--max-new-tokens", "4"]

@@ -67,7 +67,9 @@ def test_score_field_and_regex_shapes():
         judge = make(server, score_field="verdict.score", score_range=[1, 5])
         assert judge.score_of('blah {"verdict": {"score": 5}} done') == 1.0
         assert judge.score_of('{"verdict": {"score": 1}}') == 0.0
-        for bad in ['{"verdict": {}}', "no json", '{"verdict": {"score": 9}}', '{"verdict": {"score": "x"}}', "{]"]:
+        deep = '{"verdict": ' + "[" * 5000 + "]" * 5000 + "}"  # a judge's answer nested past json's recursion limit
+        bad_scores = ['{"verdict": {}}', "no json", '{"verdict": {"score": 9}}', '{"verdict": {"score": "x"}}', "{]"]
+        for bad in [*bad_scores, deep]:
             assert judge.score_of(bad) is None
         judge = make(server, score_regex=r"SCORE=(\d)", score_range=[0, 4])
         assert judge.score_of("SCORE=1 then SCORE=3") == 0.75  # the last match
