@@ -40,10 +40,11 @@ lock: | $(UV)
 install: $(VENV)/.installed
 
 # The suite in TEST_JOBS pytest-xdist workers (auto: one per core; each runs one torch thread, tests/conftest.py),
-# tests handed out one by one (loadgroup: a test marked xdist_group stays with its group). Expensive fixtures (the
-# tiny models, a trained run) are built once per run and shared by the workers. A venv without pytest-xdist (a lock
-# from before it) runs the suite in one process. `make test-fast`: everything but the slow tests (the edit loop).
-XDIST = $(if $(shell $(PY) -c "import xdist" 2>/dev/null && echo y),-n $(TEST_JOBS) --dist loadgroup,)
+# tests handed out one by one, longest first (tests/conftest.py orders them; loadgroup: a test marked xdist_group
+# stays with its group). Expensive fixtures (the tiny models, a trained run) are built once per run and shared by the
+# workers. A venv without pytest-xdist (a lock from before it) runs the suite in one process. `make test-fast`:
+# everything but the slow tests (the edit loop).
+XDIST = $(if $(shell $(PY) -c "import xdist" 2>/dev/null && echo y),-n $(TEST_JOBS) --dist loadgroup --no-loadscope-reorder,)
 test: install
 	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 

@@ -184,6 +184,7 @@ def saw_completions(completions, images, solution, **kwargs):
 """
 
 
+@pytest.mark.slow
 def test_check_train_resume_and_eval_run_and_the_reward_sees_completions_and_images(tmp_path, monkeypatch, capsys):
     seen = tmp_path / "seen.jsonl"
     monkeypatch.setenv("VLM_SEEN", str(seen))
@@ -240,6 +241,7 @@ VLM_CASES = {  # TestGRPOTrainerVLM's CPU cases (liger and vLLM ones need a GPU)
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(VLM_CASES))
 def test_trl_vlm_cases_train_as_trl_trains_them(tiny_vlm, tmp_path, case):
     """TRL's VLM cases: images interleaved with the text (TRL's multi-image format) or one image first train

@@ -148,6 +148,7 @@ def _one_error(proc: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["check", "import"])
 def test_a_named_pipe_nothing_writes_to_is_one_error(tmp_path, command):
     fifo = tmp_path / "recipe.yaml"
@@ -155,6 +156,7 @@ def test_a_named_pipe_nothing_writes_to_is_one_error(tmp_path, command):
     assert "named pipe" in _one_error(_cli(command, str(fifo)))
 
 
+@pytest.mark.slow
 def test_a_recipe_read_from_stdin_is_read():
     recipe = (ROOT / "recipes" / "demo" / "tiny-cpu.yaml").read_text()
     proc = _cli("check", "/dev/stdin", stdin=recipe)

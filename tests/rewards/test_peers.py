@@ -37,6 +37,7 @@ NEAR = {  # each part of the layout, and near misses of it
 BODY = st.lists(st.sampled_from(PIECES), max_size=4).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(
     st.sampled_from(NEAR["open"]),
@@ -157,6 +158,7 @@ def test_default_accuracy_reads_only_the_answer_tag():
     assert get_reward("accuracy")(["\\boxed{4}", "<answer>4</answer>"], solution=["4", "4"]) == [0.0, 1.0]
 
 
+@pytest.mark.slow
 def test_math_verify_child_runs_isolated_from_the_working_directory(tmp_path):
     """A math_verify.py (or json.py) in the cwd must not be imported by the worker process."""
     (tmp_path / "math_verify.py").write_text("raise SystemExit('hijacked')\n")
@@ -276,6 +278,7 @@ def _open_r1_format(completions, **kwargs):
 FORMAT_PIECES = ["<think>\n", "\n</think>\n<answer>\n", "\n</answer>", "\n", "a", "</answer>", "\n</think>\n", " "]
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(
     st.lists(st.sampled_from(FORMAT_PIECES), max_size=8).map("".join),
