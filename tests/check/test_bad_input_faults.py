@@ -124,7 +124,6 @@ def test_eval_bounds_its_numbers(capsys, make_recipe, flags, flag):
 
 
 # ------------------------------------------------------------------------------------------------ item 7: check
-@pytest.mark.slow
 def test_check_writes_nothing_to_the_datasets_cache(capsys, tmp_path, tiny_model, monkeypatch):
     """`check` wrote a full Arrow copy of a local data file into ~/.cache/huggingface/datasets (146 MB for 50 MB)."""
     import datasets.config

@@ -320,7 +320,6 @@ def test_unreadable_data_file_says_why(tmp_path, capsys, name, content, words):
     assert len(lines) == 1 and ": data: " in lines[0] and words in lines[0], lines
 
 
-@pytest.mark.slow
 def test_resume_with_a_saved_recipe_that_is_not_utf8(run_copy):
     from grpo_trl.cli import train_main
 

@@ -352,7 +352,6 @@ _PART = st.fixed_dictionaries(
 )
 
 
-@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(parts=st.lists(_PART, min_size=2, max_size=3), system=st.sampled_from([None, "Be brief."]))
 def test_check_and_train_agree_on_a_mixture_of_local_files(tmp_path_factory, parts, system):

@@ -106,7 +106,6 @@ def _kept(cfg: dict, tokenizer) -> list[int] | str:
         return "refused"
 
 
-@pytest.mark.slow
 def test_a_resumed_streamed_run_continues_where_the_stream_stopped(tmp_path, tiny_model, monkeypatch):
     """transformers re-reads the stream from its start on resume and skips the batches already trained, so steps 3-4
     of a run stopped at step 2 score the rows that steps 3-4 of a run never stopped score."""

@@ -184,7 +184,6 @@ def saw_completions(completions, images, solution, **kwargs):
 """
 
 
-@pytest.mark.slow
 def test_check_train_resume_and_eval_run_and_the_reward_sees_completions_and_images(tmp_path, monkeypatch, capsys):
     seen = tmp_path / "seen.jsonl"
     monkeypatch.setenv("VLM_SEEN", str(seen))

@@ -148,7 +148,6 @@ def _one_error(proc: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("command", ["check", "import"])
 def test_a_named_pipe_nothing_writes_to_is_one_error(tmp_path, command):
     fifo = tmp_path / "recipe.yaml"

@@ -37,7 +37,6 @@ NEAR = {  # each part of the layout, and near misses of it
 BODY = st.lists(st.sampled_from(PIECES), max_size=4).map("".join)
 
 
-@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(
     st.sampled_from(NEAR["open"]),
@@ -278,7 +277,6 @@ def _open_r1_format(completions, **kwargs):
 FORMAT_PIECES = ["<think>\n", "\n</think>\n<answer>\n", "\n</answer>", "\n", "a", "</answer>", "\n</think>\n", " "]
 
 
-@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(
     st.lists(st.sampled_from(FORMAT_PIECES), max_size=8).map("".join),

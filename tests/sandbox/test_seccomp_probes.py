@@ -175,7 +175,6 @@ print(r.stdout.strip() if r.ok else r.stderr)
 """
 
 
-@pytest.mark.slow
 @needs_filter
 @pytest.mark.parametrize("mode", MODES)
 def test_a_possessor_only_key_of_grpo_trls_session_is_not_visible_to_a_run(mode):

@@ -59,7 +59,6 @@ def test_the_api_rollout_func_trains_like_the_recipe_key(tmp_path, tiny_model, d
     assert any(mean in e for e in api.log_history)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("how", ["api", "api-declared", "bare-recipe-key"])
 def test_a_field_the_rewards_read_and_the_rollout_never_returns_is_one_error(tmp_path, tiny_model, how):
     import tests.trl_cases.test_rollout_func_api as me
