@@ -150,13 +150,23 @@ FAULT_PROBES = {
 # loadgroup), so one worker builds it and runs them while the other goes on with other tests instead of waiting idle
 # on the build's lock
 GROUPED_FIXTURES = ("tool_model",)
+# make test's longest units first (its --no-loadscope-reorder keeps this order), then the other slow tests, then the
+# rest: the workers end together instead of one finishing a demo alone
+LONG_FIRST = ("demo-countdown", "demo-gsm8k", "two-process-launch", *GROUPED_FIXTURES)
+
+
+def _rank(item) -> int:
+    group = item.get_closest_marker("xdist_group")
+    if group and group.args and group.args[0] in LONG_FIRST:
+        return LONG_FIRST.index(group.args[0])
+    return len(LONG_FIRST) + (item.get_closest_marker("slow") is None)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group markers
 def pytest_collection_modifyitems(items):
     """Markers: each test of ``FAULT_PROBES`` is a ``fault`` probe (``make faults``; whole probe files beside their
     unit say ``pytestmark = pytest.mark.fault``); everything under tests/e2e is ``slow`` (not in make test-fast);
-    the users of a ``GROUPED_FIXTURES`` fixture share an ``xdist_group``."""
+    the users of a ``GROUPED_FIXTURES`` fixture share an ``xdist_group``; in xdist workers the longest come first."""
     e2e = ROOT / "tests" / "e2e"
     for item in items:
         if getattr(item, "originalname", None) in FAULT_PROBES:
@@ -166,6 +176,8 @@ def pytest_collection_modifyitems(items):
         for name in GROUPED_FIXTURES:
             if name in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(name))
+    if WORKER:  # the order xdist hands the tests out in (one process: file order, module fixtures built once)
+        items.sort(key=_rank)
 
 
 @pytest.fixture(scope="session", autouse=True)

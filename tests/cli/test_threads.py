@@ -107,6 +107,7 @@ def test_cpu_threads_are_chosen_and_said_once_only_when_the_user_set_none(monkey
         torch.set_num_threads(before)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("busy", [0.0])  # busy: test_train_beside_other_work_says_passive_wait_once_and_trains
 def test_a_busy_machine_gets_passive_wait_before_torch_loads(busy):
     """Spinning OpenMP threads beside other work ran 14-24x slower than passive ones; idle, passive ran 1.8x slower."""
@@ -123,6 +124,7 @@ def test_a_busy_machine_gets_passive_wait_before_torch_loads(busy):
     assert (policy, said) == (("PASSIVE", "True") if busy else ("None", "False"))
 
 
+@pytest.mark.slow
 def test_train_beside_other_work_says_passive_wait_once_and_trains(tmp_path):
     """The CLI end to end: the policy is set before anything loads torch, the line is printed once, and the tuner
     runs as a Trainer callback (3 steps: the third a probe of 1 thread on the 2-core machine)."""

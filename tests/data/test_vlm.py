@@ -240,6 +240,7 @@ VLM_CASES = {  # TestGRPOTrainerVLM's CPU cases (liger and vLLM ones need a GPU)
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(VLM_CASES))
 def test_trl_vlm_cases_train_as_trl_trains_them(tiny_vlm, tmp_path, case):
     """TRL's VLM cases: images interleaved with the text (TRL's multi-image format) or one image first train

@@ -330,6 +330,7 @@ def test_the_warm_up_prints_one_line_not_trls_dicts(tmp_path, capsys):
 REPORT_FILES = ("report.html", "report.json", "rewards.png", "heldout.png", "kl.png", "clip_ratio.png")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["a file it writes", "report/ itself"])
 @pytest.mark.parametrize("name", REPORT_FILES)
 def test_the_report_never_writes_through_a_symlink_onto_a_users_file(tmp_path, capsys, name, where):

@@ -32,6 +32,7 @@ def _run_folder(folder: Path, aliases: list[str]) -> Path:
     return folder
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(aliases=st.lists(ALIASES, min_size=1, max_size=2, unique=True))
 def test_any_reward_alias_gives_a_report_with_it_escaped(tmp_path_factory, aliases):

@@ -155,6 +155,7 @@ def test_a_named_pipe_nothing_writes_to_is_one_error(tmp_path, command):
     assert "named pipe" in _one_error(_cli(command, str(fifo)))
 
 
+@pytest.mark.slow
 def test_a_recipe_read_from_stdin_is_read():
     recipe = (ROOT / "recipes" / "demo" / "tiny-cpu.yaml").read_text()
     proc = _cli("check", "/dev/stdin", stdin=recipe)

@@ -97,6 +97,7 @@ def hostile_completions(n: int, seed: int = 0) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(RANGES))
 def test_hostile_volume(name, record_property):
     texts = hostile_completions(N)

@@ -157,6 +157,7 @@ def test_default_accuracy_reads_only_the_answer_tag():
     assert get_reward("accuracy")(["\\boxed{4}", "<answer>4</answer>"], solution=["4", "4"]) == [0.0, 1.0]
 
 
+@pytest.mark.slow
 def test_math_verify_child_runs_isolated_from_the_working_directory(tmp_path):
     """A math_verify.py (or json.py) in the cwd must not be imported by the worker process."""
     (tmp_path / "math_verify.py").write_text("raise SystemExit('hijacked')\n")
