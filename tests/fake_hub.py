@@ -13,8 +13,10 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fake_openai import QuietServer
 
 
 class FakeHub:
@@ -24,7 +26,7 @@ class FakeHub:
         self.requests: list[tuple[str, str]] = []
         self.files: dict[str, bytes] = {}  # path in the repo -> content, from every commit
         self.repos: list[str] = []
-        self._server: ThreadingHTTPServer | None = None
+        self._server: QuietServer | None = None
 
     @property
     def endpoint(self) -> str:
@@ -76,7 +78,7 @@ class FakeHub:
                 hub.requests.append(("GET", self.path))
                 self._reply(404, {"error": f"the fake Hub has no {self.path}"})
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = QuietServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 

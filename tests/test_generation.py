@@ -15,6 +15,7 @@ import yaml
 from grpo_trl.check import load_recipe
 from grpo_trl.cli import main as cli_main
 from grpo_trl.generation import GenerationError, check_server, preflight, serve_command, vllm_installed
+from tests.fake_openai import QuietServer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +36,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 def _serve(delay=0.0, status=200):
     handler = type("H", (_Handler,), {"delay": delay, "status": status})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
