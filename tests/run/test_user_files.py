@@ -276,11 +276,11 @@ def test_kill_while_the_tiny_model_is_built_breaks_nothing(tmp_path, capsys):
     path.write_text(yaml.safe_dump(recipe))
     proc = _start(path)
     stage = out / ".grpo-trl"
-    _wait_for(proc, lambda: any(stage.glob(".tiny-model.build-*/tokenizer*")), every=0.002)
+    _wait_for(proc, lambda: any(stage.glob(".tiny-model.build*/tokenizer*")), every=0.002)
     _kill(proc, signal.SIGKILL)
     assert not (out / "tiny-model").exists()  # killed mid-build: nothing half-built in the model's place
     assert train_main([str(path), "--resume"]) == 0  # was: every later run failed to load tiny-model
-    assert (out / "tiny-model" / "model.safetensors").is_file() and not list(stage.glob(".tiny-model.build-*"))
+    assert (out / "tiny-model" / "model.safetensors").is_file() and not list(stage.glob(".tiny-model.build*"))
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 1
 
 
