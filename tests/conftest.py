@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `tests.naive_rewards` and `bench` import from the checkout
@@ -21,6 +22,10 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # gw0, gw1...: `make test` runs the suite in pytest-xdist workers
 if WORKER:  # one torch thread per worker (set before torch loads; subprocesses inherit it): N workers fill N cores
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+# hypothesis: no per-example deadline and no too-slow health check, suite-wide (a test's own settings still win): on
+# 2 shared cores an example's wall time measures the machine's load, not the code under test
+settings.register_profile("shared-cores", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("shared-cores")
 
 
 def shared_build(tmp_path_factory, name: str, build) -> str:
