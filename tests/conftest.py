@@ -183,6 +183,15 @@ def pytest_collection_modifyitems(items):
                 item.add_marker(pytest.mark.xdist_group(name))
     if WORKER:  # the order xdist hands the tests out in (one process: file order, module fixtures built once)
         items.sort(key=_rank)
+        for item in items:
+            group = item.get_closest_marker("xdist_group")
+            if group and hasattr(item, "_id"):
+                from _pytest.nodeid import NodeId  # pytest >= 9.2 only
+
+                # pytest >= 9.2 keeps the node id in ``_id``, so xdist 3.8's ``item._nodeid = id@group`` no longer
+                # reaches the scheduler and every group was split across the workers (both waited on one build);
+                # the suffix set here is what xdist means to set (a second ``@group`` from it is harmless)
+                item._id = NodeId.parse(f"{item.nodeid}@{group.args[0]}")
 
 
 @pytest.fixture(scope="session", autouse=True)

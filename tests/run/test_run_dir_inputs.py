@@ -43,7 +43,7 @@ def read_only():
 
     yield make
     for folder in reversed(mounted):
-        subprocess.run(["umount", str(folder)], check=False)
+        subprocess.run(["umount", "--lazy", str(folder)], check=False)
 
 
 # ------------------------------------------------------------------------------------ files replaced by folders
@@ -174,7 +174,7 @@ def test_disk_that_fills_mid_run(tmp_path, make_recipe, monkeypatch, capsys):
         assert error.startswith(f"error: {path}: trainer.output_dir: ") and "ran out of disk space" in error
         assert "--resume" in error
     finally:
-        subprocess.run(["umount", str(disk)], check=False)
+        subprocess.run(["umount", "--lazy", str(disk)], check=False)  # detached even while a leftover process holds it
 
 
 # ------------------------------------------------------------------------------------------- output_dir errors
