@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from grpo_trl.check.model import first_line, model_problems
 from grpo_trl.check.rewards import columns_check, reward_problems
-from grpo_trl.data.checks import data_problems
+from grpo_trl.data.options import data_problems
 from grpo_trl.errors import GrpoTrlError, Problem, config_secrets, located, suggest
 from grpo_trl.recipe.trl_schema import BACKENDS, GENERATION_FIELDS
 from grpo_trl.run.directory import output_dir_problems

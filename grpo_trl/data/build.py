@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.data.checks import validate_data_config
 from grpo_trl.data.filters import filter_by_tokens
-from grpo_trl.data.options import COMMON_DATA_KEYS
+from grpo_trl.data.options import COMMON_DATA_KEYS, validate_data_config
 from grpo_trl.data.pass_rate import keep_band
 from grpo_trl.data.prompts import resolve_system_prompt
 from grpo_trl.data.registry import get_builder, to_conversation
@@ -27,8 +26,6 @@ SHUFFLE_BUFFER = 1000  # a streamed dataset shuffles within a buffer of this man
 
 @dataclass
 class DataResult:
-    """What ``build_dataset`` returns: the train set, an optional held-out set, and what happened on the way."""
-
     train: Any
     eval: Any = None
     loaded: int = 0
@@ -43,7 +40,7 @@ class DataResult:
 
 
 def streaming_problems(cfg: dict, trainer: dict, file: str) -> list[Problem]:
-    """``data.streaming``: no length, so training needs ``trainer.max_steps``; options needing every row refused."""
+    """``data.streaming``: needs ``trainer.max_steps``; options needing every row are refused."""
     if not cfg.get("streaming"):
         return []
     found = [
@@ -107,8 +104,7 @@ def build_one(
 
 
 def mixture_parts(cfg: dict) -> list[dict]:
-    """Each part of ``data.mixture`` as ``build_one`` takes it: without its weight, with the section's system prompt
-    unless it sets its own."""
+    """Each part of ``data.mixture`` as ``build_one`` takes it (no weight; the section's system prompt by default)."""
     shared = {"system_prompt": cfg["system_prompt"]} if "system_prompt" in cfg else {}
     return [shared | {k: v for k, v in part.items() if k != "weight"} for part in cfg["mixture"]]
 
@@ -135,8 +131,8 @@ def _mixture(cfg: dict, tokenizer: Any, base: Path | None, rendering: Rendering 
 
 
 def join_parts(pieces: list, numbers: list[int] | None = None) -> Any:
-    """A mixture's parts (``numbers``: their places in it) as one dataset, the union of their columns (a missing one
-    as None); ``DataError`` naming a column two parts type differently (text prompts beside conversations)."""
+    """A mixture's parts (``numbers``: their places in it) as one dataset; ``DataError`` naming a column two parts
+    type differently."""
     from datasets import concatenate_datasets
 
     try:
@@ -146,7 +142,6 @@ def join_parts(pieces: list, numbers: list[int] | None = None) -> Any:
 
 
 def _unjoinable(pieces: list, numbers: list[int]) -> DataError:
-    """The error naming the first column two parts type differently, and how each types it."""
     from itertools import combinations
 
     from datasets import concatenate_datasets

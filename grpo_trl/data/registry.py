@@ -1,8 +1,5 @@
-"""The registry of dataset builders: ``@register_builder``, lookup, and what a builder declares about itself.
-
-A builder turns a source (the Hub, a local file, a generator) into a ``datasets.Dataset`` with a ``user`` (or
-``prompt``) column and the columns rewards read; ``build.py`` adds what every builder shares.
-"""
+"""The registry of dataset builders: ``@register_builder``, lookup, and what a builder declares about itself (a
+builder returns a ``datasets.Dataset`` with a ``user`` or ``prompt`` column and the columns rewards read)."""
 
 from __future__ import annotations
 
@@ -41,8 +38,7 @@ BUILDERS = Registry(
 
 
 def register_builder(name: str, **declared: Any) -> Callable[[Callable], Callable]:
-    """Register a builder ``func(split, **options) -> Dataset`` with a ``user`` column; ``declared``: the other
-    fields of ``Builder``. Duplicates are an error."""
+    """Register ``func(split, **options) -> Dataset``; ``declared``: the other fields of ``Builder``."""
 
     def decorator(func: Callable) -> Callable:
         BUILDERS.add(name, Builder(name, func, **declared), source=source_of(func, name))

@@ -8,6 +8,7 @@ import functools
 import itertools
 import json
 import math
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from grpo_trl.io import read_json, write
 from grpo_trl.trl_adapter import last_batch, train_sampler, use_train_sampler
 
 STATE_FILE = "zero_variance_sampler.json"
+STATE = ("epoch", "history", "epoch_start_history", "observed_groups", "zero_variance_groups")
 sampler_problems = functools.partial(rule_problems, "sampler")
 
 
@@ -32,38 +34,37 @@ def systematic_counts(weights: list[float], total: int, u: float) -> list[int]:
     return counts
 
 
+@dataclass(eq=False)
 class ZeroVarianceSampler:
     """TRL's ``RepeatSampler`` over each epoch's prompt order, drawn from per-prompt weights; with every weight 1 an
     epoch is TRL's own permutation. Same arguments as ``RepeatSampler``, plus the two of ``data.sampler``."""
 
-    def __init__(
-        self,
-        data_source: Any,
-        mini_repeat_count: int,
-        batch_size: int = 1,
-        repeat_count: int = 1,
-        shuffle: bool = True,
-        seed: int | None = None,
-        *,
-        zero_variance_weight: float = 0.1,
-        cooldown_epochs: int = 2,
-    ):
-        self.data_source, self.mini_repeat_count, self.batch_size = data_source, mini_repeat_count, batch_size
-        self.repeat_count, self.shuffle, self.seed = repeat_count, shuffle, seed
-        self.num_samples = len(data_source)
-        self.zero_variance_weight, self.cooldown_epochs = float(zero_variance_weight), int(cooldown_epochs)
-        self.epoch = 0  # epochs started
-        self.history: dict[str, int] = {}  # prompt hash -> epoch of its last group, kept only if zero-variance
-        self.epoch_start_history: dict[str, int] = {}  # the history the current epoch was drawn from
-        self._replay = False
-        self.observed_groups = self.zero_variance_groups = 0
+    data_source: Any
+    mini_repeat_count: int
+    batch_size: int = 1
+    repeat_count: int = 1
+    shuffle: bool = True
+    seed: int | None = None
+    _: KW_ONLY
+    zero_variance_weight: float = 0.1
+    cooldown_epochs: int = 2
+    epoch: int = field(default=0, init=False)  # epochs started
+    history: dict[str, int] = field(default_factory=dict, init=False)  # prompt hash -> epoch of its last zero group
+    epoch_start_history: dict[str, int] = field(default_factory=dict, init=False)  # what this epoch was drawn from
+    observed_groups: int = field(default=0, init=False)
+    zero_variance_groups: int = field(default=0, init=False)
+    _replay: bool = field(default=False, init=False)
+
+    @property
+    def num_samples(self) -> int:
+        return len(self.data_source)
 
     @functools.cached_property
     def hashes(self) -> list[str]:
         return [prompt_hash(p) for p in self.data_source["prompt"]]
 
     def weights(self, history: dict[str, int], epoch: int) -> list[float]:
-        low = self.zero_variance_weight
+        low = float(self.zero_variance_weight)
         return [low if epoch - history.get(h, -(10**9)) <= self.cooldown_epochs else 1.0 for h in self.hashes]
 
     def epoch_order(self) -> list[int]:
@@ -106,16 +107,13 @@ class ZeroVarianceSampler:
                 self.history.pop(key, None)
 
     def state(self) -> dict:
-        names = ("epoch", "history", "epoch_start_history", "observed_groups", "zero_variance_groups")
-        return {name: getattr(self, name) for name in names}
+        return {name: getattr(self, name) for name in STATE}
 
     def load_state(self, state: dict, replay: bool = True) -> None:
         """Continue from a checkpoint. ``replay``: it fell inside an epoch, which the trainer restarts and
         fast-forwards, so the next epoch drawn is that one again, in the same order."""
-        self.epoch = int(state["epoch"])
-        self.epoch_start_history, self.history = dict(state["epoch_start_history"]), dict(state["history"])
-        self.observed_groups = int(state.get("observed_groups", 0))
-        self.zero_variance_groups = int(state.get("zero_variance_groups", 0))
+        for name in STATE:
+            setattr(self, name, type(getattr(self, name))(state.get(name, 0)))
         self._replay = replay and self.epoch > 0
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from transformers import TrainerCallback
 
 from grpo_trl.check import load_recipe
-from grpo_trl.data.checks import validate_data_config
+from grpo_trl.data.options import validate_data_config
 from grpo_trl.data.refill import RefillOrder, choose_groups, dynamic_sampling_problems, merge_batches, zero_variance
 from grpo_trl.train import run
 
