@@ -113,35 +113,26 @@ def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:
     """The first NUL or non-UTF-8 byte of a text file: one ``DataError`` naming its line (one pass, ~1 s per GB)."""
     import codecs
 
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    offset, lines = 0, 1
+    decoder, offset, lines = codecs.getincrementaldecoder("utf-8")(), 0, 1
     with p.open("rb") as fh:
-        while block := fh.read(chunk):
+        while True:
+            block = fh.read(chunk)
             nul = block.find(b"\0")
             try:
-                decoder.decode(block if nul < 0 else block[:nul], final=False)
+                decoder.decode(block if nul < 0 else block[:nul], final=not block)
             except UnicodeDecodeError as exc:
-                at = offset + exc.start
-                line = lines + block[: exc.start].count(b"\n")
-                bad = block[exc.start : exc.start + 1]
-                raise DataError(
-                    f"data file {shown!r} is not UTF-8 text: byte {at} (line {line}) is {bad!r}",
-                    fix="save it as UTF-8",
-                ) from None
+                line, bad = lines + block[: exc.start].count(b"\n"), block[exc.start : exc.start + 1]
+                why = f"byte {offset + exc.start} (line {line}) is {bad!r}" if block else "it ends inside a character"
+                raise DataError(f"data file {shown!r} is not UTF-8 text: {why}", fix="save it as UTF-8") from None
             if nul >= 0:
                 line = lines + block[:nul].count(b"\n")
                 raise DataError(
                     f"data file {shown!r} holds a NUL byte at byte {offset + nul} (line {line}): not a text file",
                     fix="JSONL, JSON and CSV files are UTF-8 text",
                 )
-            offset += len(block)
-            lines += block.count(b"\n")
-    try:
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        raise DataError(
-            f"data file {shown!r} is not UTF-8 text: it ends inside a character", fix="save it as UTF-8"
-        ) from None
+            if not block:
+                return
+            offset, lines = offset + len(block), lines + block.count(b"\n")
 
 
 def _keep_mixed_columns(ds: Any, path: Path) -> Any:
