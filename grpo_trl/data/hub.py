@@ -79,16 +79,13 @@ def hub(
     where, names = f"dataset {path or name!r}", column_names(ds)
     if prompt_column == "prompt" and "prompt" not in names and ROUTE in names:
         return ds.map(lambda row: {"prompt": to_conversation("", system_prompt)})
-    if prompt_column not in names:
-        raise DataError(
-            f"data.prompt_column: {where} has no column {prompt_column!r}; its columns: {', '.join(names)}"
-        )
     keep = [c for c in names if c != prompt_column] if columns is None else list(columns)
-    absent = [c for c in keep if c not in names]
-    if absent:
-        raise DataError(f"data.columns: {where} has no column(s) {', '.join(absent)}; its columns: {', '.join(names)}")
-    if solution_column != "solution" and solution_column not in names:
-        raise DataError(f"data.solution_column: {where} has no column {solution_column!r}")
+    solution = [solution_column] if solution_column != "solution" else []  # "solution" is optional
+    for key, wanted in (("prompt_column", [prompt_column]), ("columns", keep), ("solution_column", solution)):
+        if absent := [c for c in wanted if c not in names]:
+            raise DataError(
+                f"data.{key}: {where} has no column {', '.join(map(repr, absent))}; its columns: {', '.join(names)}"
+            )
     if solution_column in names and solution_column not in keep:
         keep.append(solution_column)
     if "prompt" in keep and prompt_column != "prompt":
