@@ -55,30 +55,22 @@ def expected_size(cfg: dict, base_dir: str | Path | None = None) -> tuple[int | 
 def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str] | None:
     """The columns the section gives rewards, unbuilt (local files are read; ``DataError`` when one is missing or
     lacks a named column); ``None`` when only a plugin's own code could say (it is never called here)."""
-    base = Path(base_dir) if base_dir else None
-    if "mixture" in cfg:
-        out: set[str] = set()
-        built = {}  # the local parts' first rows: train joins the parts, so they must join here too
-        for number, part in enumerate(mixture_parts(cfg), 1):
-            if part.get("path") and not from_plugin(get_builder(part["builder"])):
-                built[number] = _first_row(part, base)
-                part_columns = set(column_names(built[number])) - {"prompt"}
-            else:
-                part_columns = dataset_columns(part, base_dir)
-            if part_columns is None:
-                return None
-            out |= part_columns
-        if len(built) > 1:
-            join_parts(list(built.values()), list(built))
-        return out
-    builder = get_builder(cfg["builder"])
-    if from_plugin(builder):
-        return None if callable(builder.columns) else set(builder.columns)
-    if cfg.get("path"):  # a local file: built as train builds it, which checks it has what the builder needs
-        return set(column_names(_first_row(cfg, base))) - {"prompt"}
-    if callable(builder.columns):
-        return set(builder.columns({k: v for k, v in cfg.items() if k in builder_params(builder)}, base))
-    return set(builder.columns)
+    base, out = Path(base_dir) if base_dir else None, set()
+    built = {}  # the local parts' first rows: train joins a mixture's parts, so they must join here too
+    for number, part in enumerate(mixture_parts(cfg) if "mixture" in cfg else [cfg], 1):
+        builder = get_builder(part["builder"])
+        if from_plugin(builder) and callable(builder.columns):
+            return None
+        if part.get("path") and not from_plugin(builder):  # built as train builds it: it has what the builder needs
+            built[number] = _first_row(part, base)
+            out |= set(column_names(built[number])) - {"prompt"}
+        elif callable(builder.columns):
+            out |= set(builder.columns({k: v for k, v in part.items() if k in builder_params(builder)}, base))
+        else:
+            out |= set(builder.columns)
+    if len(built) > 1:
+        join_parts(list(built.values()), list(built))
+    return out
 
 
 def _first_row(cfg: dict, base: Path | None) -> Any:
