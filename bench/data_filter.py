@@ -21,7 +21,7 @@ from pathlib import Path
 def make_rows(n: int, seed: int = 0) -> list[dict]:
     """GSM8K-shaped rows: the ``xml`` system prompt, a word problem of 40 to 1,200 characters (a long tail), a short
     numeric solution; the shipped recipe's filters (300 prompt tokens, 200 solution tokens) then drop a few."""
-    from grpo_trl.data.prompts import resolve_system_prompt
+    from grpo_trl.data.options import resolve_system_prompt
     from grpo_trl.data.registry import to_conversation
 
     rng = random.Random(seed)

@@ -21,7 +21,7 @@ DEMO = ("xml_format", "countdown", "soft_overlong")  # recipes/demo/tiny-cpu.yam
 
 def trl_batch(n: int) -> dict:
     from bench.rewards import realistic_countdown, realistic_gsm8k
-    from grpo_trl.data.prompts import resolve_system_prompt
+    from grpo_trl.data.options import resolve_system_prompt
 
     cd_texts, nums, targets = realistic_countdown(n)
     gsm_texts, golds = realistic_gsm8k(n)

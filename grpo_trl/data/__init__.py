@@ -2,8 +2,7 @@
 ``build_dataset``, which turns a recipe's ``data:`` section into the train (and held-out) sets."""
 
 from grpo_trl.data.build import DataResult, build_dataset
-from grpo_trl.data.options import validate_data_config
-from grpo_trl.data.prompts import SYSTEM_PROMPTS, resolve_system_prompt
+from grpo_trl.data.options import SYSTEM_PROMPTS, resolve_system_prompt, validate_data_config
 from grpo_trl.data.registry import DataError, get_builder, list_builders, register_builder
 from grpo_trl.data.shape import expected_size
 

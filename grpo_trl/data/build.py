@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.data.filters import filter_by_tokens
-from grpo_trl.data.options import COMMON_DATA_KEYS, validate_data_config
+from grpo_trl.data.options import COMMON_DATA_KEYS, resolve_system_prompt, validate_data_config
 from grpo_trl.data.pass_rate import keep_band
-from grpo_trl.data.prompts import resolve_system_prompt
 from grpo_trl.data.registry import get_builder, to_conversation
 from grpo_trl.data.render import Rendering
 from grpo_trl.data.rows import drop_bad_rows

@@ -43,10 +43,8 @@ def load_rates(path: Path) -> dict[str, dict]:
 
 
 def keep_band(ds: Any, option: dict, base_dir: Path | None, dropped: dict[str, int]) -> Any:
-    """Rows of ``ds`` whose pass rate lies strictly between ``above`` and ``below``; drops counted in ``dropped``."""
-    problems = pass_rate_problems(option)
-    if problems:
-        raise DataError("; ".join(f"{p.key}: {p.text}" for p in problems))
+    """Rows of ``ds`` whose pass rate lies strictly between ``above`` and ``below`` (``option`` checked by
+    ``build_one``); drops counted in ``dropped``."""
     path = Path(option["file"])
     rates = load_rates(path if path.is_absolute() or base_dir is None else Path(base_dir) / path)
     low, high = option.get("above", 0.0), option.get("below", 1.0)

@@ -93,7 +93,7 @@ def mixture(t: Translation, column: str) -> None:
 
 
 def prompt_format(t: Translation) -> None:
-    from grpo_trl.data.prompts import SYSTEM_PROMPTS
+    from grpo_trl.data.options import SYSTEM_PROMPTS
 
     system, data = t.take("system_prompt"), t.out.recipe.get("data", {})
     if t.out.flavour == "open-r1":

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from grpo_trl.data.countdown import split_seed
 from grpo_trl.data.gsm8k import ITEMS, NAMES, STEPS, apply, generate_problems
-from grpo_trl.data.prompts import SYSTEM_PROMPTS
+from grpo_trl.data.options import SYSTEM_PROMPTS
 from grpo_trl.models import tiny
 from grpo_trl.models.tiny import TAG_TOKENS
 

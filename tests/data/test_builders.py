@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from grpo_trl.check.validate import validate
 from grpo_trl.data import DataError, build_dataset
 from grpo_trl.data.countdown import generate_problems
-from grpo_trl.data.prompts import SYSTEM_PROMPTS
+from grpo_trl.data.options import SYSTEM_PROMPTS
 from grpo_trl.rewards import get_reward
 
 GSM8K_ROWS = [
