@@ -1,4 +1,4 @@
-"""Token-length filter at corpus scale: the old row-at-a-time filter (``tests/naive_filter.py``), the pipeline in
+"""Token-length filter at corpus scale: the old row-at-a-time filter (``tests/data/naive_filter.py``), the pipeline in
 ``grpo_trl/data/filters.py`` cold (empty cache) and warm (second call), and the floor: one plain batched
 ``datasets.map`` of the same rendering and tokenization. Same rows asserted. Tiny model's tokenizer, generated rows.
 
@@ -56,7 +56,7 @@ def _measure(tmp: Path, n: int, old_rows: int | None) -> dict:
 
     from grpo_trl.data.filters import filter_by_tokens
     from grpo_trl.models.tiny import build_tiny_model
-    from tests.naive_filter import naive_filter
+    from tests.data.naive_filter import naive_filter
 
     tok = AutoTokenizer.from_pretrained(build_tiny_model(tmp / "model"))
     ds = Dataset.from_list(make_rows(n))

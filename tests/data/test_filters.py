@@ -1,5 +1,5 @@
 """The token-length filter pipeline (grpo_trl/data/filters.py) keeps exactly the rows of the old row-at-a-time filter
-(tests/naive_filter.py), caches by content, tokenizes only what ``limit`` needs, and bounds pathological rows."""
+(tests/data/naive_filter.py), caches by content, tokenizes only what ``limit`` needs, and bounds pathological rows."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from grpo_trl.data import filters
 from grpo_trl.data.filters import filter_by_tokens
 from grpo_trl.data.token_count import byte_bound_mode
-from tests.naive_filter import naive_filter
+from tests.data.naive_filter import naive_filter
 
 
 @pytest.fixture(scope="module")
