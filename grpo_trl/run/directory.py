@@ -34,19 +34,24 @@ class RunLock:
         state.mkdir(parents=True, exist_ok=True)
         self.info, self._lock = state / "lock.json", FileLock(str(state / "lock"), timeout=0)
 
-    def owner(self, wait_s: float = 0.5) -> dict:
-        """Who wrote ``lock.json`` (``{}``: unreadable); its holder writes it right after taking the lock."""
+    def owner(self, wait_s: float = 0.5) -> dict | None:
         deadline = time.monotonic() + wait_s
-        while not isinstance(who := _read(self.info), dict) and time.monotonic() < deadline:
+        while True:  # the holder writes lock.json right after taking the lock: give it a moment
+            try:
+                if isinstance(who := read_json(self.info), dict):
+                    return who
+            except (OSError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                return None
             time.sleep(0.02)
-        return who if isinstance(who, dict) else {}
 
     def acquire(self) -> str | None:
         """Take the lock; ``None`` on success, else a sentence naming the run that holds it."""
         try:
             self._lock.acquire(timeout=0)
         except Timeout:
-            if not (who := self.owner()):
+            if (who := self.owner()) is None:
                 return "is in use by another run (its .grpo-trl/lock.json is unreadable)"
             return f"is in use by another run: PID {who.get('pid')} on {who.get('host')}, started {who.get('started')}"
         if (stale := self.owner(wait_s=0)) and stale.get("pid") != os.getpid():
@@ -64,13 +69,6 @@ class RunLock:
             except OSError:  # a read-only folder: the next run takes a lock.json over when the OS lock is free
                 pass
             self._lock.release()
-
-
-def _read(path: Path) -> object:
-    try:
-        return read_json(path)
-    except (OSError, ValueError):
-        return None
 
 
 class _Shape(BaseModel, strict=True):
