@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse  # noqa: F401 - tests reach argparse.ArgumentParser through this module
 import errno
-import importlib
 import logging
 import sys
 import traceback
@@ -52,14 +51,11 @@ def _program(argv: list[str]) -> int:
 
 
 def unreachable(exc: BaseException | None) -> bool:
-    """Whether ``exc`` (or what caused it) is a connection failure: no route, no name, refused, timed out."""
-    kinds: tuple[type, ...] = (ConnectionError, TimeoutError)
-    for client in ("httpx2", "httpx"):  # huggingface_hub's HTTP client (httpx2 in 2.x): its network failures
-        try:
-            kinds += (importlib.import_module(client).TransportError,)
-        except (ImportError, AttributeError):
-            pass
-    while exc is not None and not isinstance(exc, kinds):
+    """Whether ``exc`` (or what caused it) is a connection failure: no route, no name, refused, timed out (also
+    httpx's ``TransportError``, huggingface_hub's HTTP client)."""
+    while exc is not None and not isinstance(exc, (ConnectionError, TimeoutError)):
+        if any(c.__name__ == "TransportError" and c.__module__.startswith("httpx") for c in type(exc).__mro__):
+            return True
         exc = exc.__cause__ or exc.__context__
     return exc is not None
 

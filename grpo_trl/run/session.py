@@ -24,18 +24,17 @@ STATE_FILES = ("lock", "lock.json", "manifest.json")
 BATCH_FIELDS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "world_size")
 
 
+IN_PLACE = ("README.md", "completions.jsonl", "alerts.jsonl")  # written in place: TRL's card, the logs appended to
+
+
 def is_main_process() -> bool:
     """Rank 0 of ``accelerate launch`` (``RANK``), or a single process; a ``RANK`` that is not a number is an error."""
     raw = os.environ.get("RANK", "0")
     try:
         return int(raw) == 0
     except ValueError:
-        raise RecipeError(
-            [Problem("environment", "RANK", f"must be a process rank (0, 1, ...), got {raw!r}")]
-        ) from None
-
-
-IN_PLACE = ("README.md", "completions.jsonl", "alerts.jsonl")
+        why = f"must be a process rank (0, 1, ...), got {raw!r}"
+        raise RecipeError([Problem("environment", "RANK", why)]) from None
 
 
 class RunSession:
@@ -180,7 +179,7 @@ class RunSession:
         if at and target and at[0] >= target:  # killed in (or before) the final save: make it now, train nothing
             self.finished = read_json(ckpt / "trainer_state.json")
             if self.main:
-                self._place(writes.stage_from_checkpoint(ckpt, self.folder))
+                self._place(writes.stage(self.folder, ckpt))
                 logger.warning(
                     "%s: the final save of step %d was not whole (killed while saving): made it again from %s; "
                     "nothing trained", self.folder, at[0], ckpt.name,

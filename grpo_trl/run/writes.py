@@ -1,12 +1,9 @@
-"""What a run writes into its output directory, each write safe to interrupt: ``ManifestCallback`` records each
-checkpoint before the trainer writes it; the final save is staged whole, then placed (``trainer_state.json`` last, so
-a run killed on the way is made again by ``--resume``). What a fresh run and ``--overwrite`` refuse: ``--overwrite``
-moves aside only what the manifest records, never an entry the trainer would overwrite or rotate away."""
+"""What a run writes into its output directory, each write safe to interrupt (the final save staged whole, then placed,
+``trainer_state.json`` last), and what a fresh run and ``--overwrite`` refuse."""
 
 from __future__ import annotations
 
 import errno
-import fnmatch
 import logging
 import os
 import shutil
@@ -28,25 +25,16 @@ Error = Callable[[str], RecipeError]
 RESUME_ONLY = ("optimizer*.pt", "scheduler*.pt", "scaler.pt", "rng_state*.pth", "global_step*", "*_fsdp_*")
 
 
-def stage(folder: Path) -> Path:
-    """The empty staging folder of the final save (a killed save's leftovers removed)."""
+def stage(folder: Path, ckpt: Path | None = None) -> Path:
+    """The staging folder of the final save: empty (a killed save's leftovers removed), or with ``ckpt``'s model,
+    tokenizer, config and state (what ``save_model`` + ``save_state`` would write at its step)."""
     path = Path(folder) / STATE / "final-save"
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path)  # grpo-trl's own staging: a killed save's leftovers
-    path.mkdir(parents=True)
-    return path
-
-
-def stage_from_checkpoint(ckpt: Path, folder: Path) -> Path:
-    """Stage the final save from ``ckpt`` (the model, tokenizer, config and state it holds; not what only resuming
-    needs): what ``save_model`` + ``save_state`` would write at that step."""
-    path = stage(folder)
-    for item in sorted(ckpt.iterdir()):
-        if any(fnmatch.fnmatchcase(item.name, p) for p in RESUME_ONLY):
-            continue
-        (shutil.copytree if item.is_dir() else shutil.copy2)(item, path / item.name)
+    shutil.rmtree(path, ignore_errors=True)  # grpo-trl's own staging; a link is not followed, removed below
+    path.unlink(missing_ok=True)
+    if ckpt is None:
+        path.mkdir(parents=True)
+    else:
+        shutil.copytree(ckpt, path, ignore=shutil.ignore_patterns(*RESUME_ONLY))
     return path
 
 
@@ -96,17 +84,15 @@ class ManifestCallback(TrainerCallback):
 
 
 def disk_full(folder: Path, exc: BaseException) -> bool:
-    """A write that failed for lack of disk space: anywhere in the exception's chain (an OSError, safetensors' words),
-    or an ``OSError``/``RuntimeError`` while ``folder``'s disk has next to nothing left (torch's own words)."""
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            break
+    """A write that failed for lack of disk space: anywhere in the exception's chain (an OSError, safetensors' or
+    torch's words), or an ``OSError``/``RuntimeError`` while ``folder``'s disk has next to nothing left."""
+    seen = exc
+    for _ in range(8):  # bounded: a chain may loop
         if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
             return True
         if any(w in str(seen) for w in ("No space left on device", "StorageFull", "os error 28", "Disk quota")):
             return True
-        seen = seen.__cause__ or seen.__context__
+        seen = seen and (seen.__cause__ or seen.__context__)
     try:
         return isinstance(exc, (OSError, RuntimeError)) and shutil.disk_usage(folder).free < 2**20
     except OSError:
@@ -115,8 +101,7 @@ def disk_full(folder: Path, exc: BaseException) -> bool:
 
 def inside(folder: Path, exc: BaseException) -> bool:
     """An ``OSError`` on a path inside ``folder`` (a log that is now a folder, a read-only file)."""
-    name = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
-    if not name:
+    if not (name := getattr(exc, "filename", None) if isinstance(exc, OSError) else None):
         return False
     folder, path = folder.resolve(), Path(os.fsdecode(name)).resolve()
     return path == folder or folder in path.parents
