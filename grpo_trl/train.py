@@ -5,6 +5,7 @@ environments -> dataset -> ``trl.GRPOTrainer(...).train()`` -> the run folder (`
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import shutil
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.check import load_recipe
-from grpo_trl.errors import Problem, RecipeError
+from grpo_trl.errors import Problem, RecipeError, suggest
 from grpo_trl.recipe import Recipe
 
 logger = logging.getLogger("grpo_trl")
@@ -66,6 +67,8 @@ def build_trainer(
 ):
     """The real ``trl.GRPOTrainer`` for ``recipe``; of ``trainer_kwargs``, lists add to the recipe's, single values
     replace them (docs/python-api.md); ``rollout_fields``: what a ``rollout_func=`` gives the rewards."""
+    from trl import GRPOTrainer
+
     from grpo_trl.check.extras import check_env_scores, check_environment_column, check_template, fail
     from grpo_trl.check.rewards import build_rewards, column_problems
     from grpo_trl.data import build_dataset
@@ -87,6 +90,10 @@ def build_trainer(
     from grpo_trl.vllm_cpu import keep_weights_loadable
 
     recipe = with_rollout(recipe, overrides, trainer_kwargs.get("rollout_func"), rollout_fields)
+    accepted = sorted(set(inspect.signature(GRPOTrainer.__init__).parameters) - {"self"})
+    if unknown := sorted(set(trainer_kwargs) - set(accepted)):  # before minutes of loading, with a did-you-mean
+        hint = f"{suggest(unknown[0], accepted)}; it takes: {', '.join(accepted)}"
+        raise TypeError(f"GRPOTrainer takes no argument {unknown[0]!r}{hint}")
     kw = dict(trainer_kwargs)
     config = async_config(recipe, kw.pop("args", None) or config or recipe.to_grpo_config())
 
