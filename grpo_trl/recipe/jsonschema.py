@@ -15,20 +15,20 @@ from grpo_trl.errors import GrpoTrlError
 from grpo_trl.io import write
 from grpo_trl.recipe import schema
 
-SCHEMA_LINE = "# yaml-language-server: $schema="
 # The packages whose releases change the schema's text (recorded in it as "x-written-with").
 WRITTEN_WITH = ("pydantic", "transformers", "trl")
 
 
 def _data_model() -> Any:
     """``data:`` for editors: the common options and every registered builder's options (first definition wins)."""
+    from grpo_trl.data.options import builder_options_model
     from grpo_trl.data.registry import list_builders
 
     fields: dict[str, Any] = {}
     for name, info in schema.DataSection.model_fields.items():
         fields[name] = (info.annotation, info)
     for builder in list_builders():
-        for name, info in schema.builder_options_model(builder).model_fields.items():
+        for name, info in builder_options_model(builder).model_fields.items():
             if name not in fields:
                 fields[name] = (info.annotation | None, Field(None, description=f"option of builder {builder.name}"))
     return create_model("DataSection", __base__=schema.Section, __doc__=schema.DataSection.__doc__, **fields)

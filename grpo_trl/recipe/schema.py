@@ -9,15 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
-from grpo_trl.data.options import (  # noqa: F401 (the data section is the data capability's; re-exported)
-    COMMON_DATA_KEYS,
-    DATA_REQUIRED,
-    MIXTURE_KEYS,
-    WHOLE_DATASET_KEYS,
-    DataSection,
-    MixtureOptions,
-    builder_options_model,
-)
+from grpo_trl.data.options import DATA_REQUIRED, DataSection
 from grpo_trl.fields import MAX_SECONDS, Section, YamlFloat, dataclass_model, signature_model
 from grpo_trl.models.builtin import BUILTIN_TINY  # noqa: F401 (re-exported: the one name of the built-in model)
 from grpo_trl.monitor.heldout import HeldoutSection
