@@ -62,30 +62,16 @@ def enabled(recipe: Any) -> bool:
     return isinstance(recipe.data.get(SECTION), dict)
 
 
-def _server_url(gen: dict) -> str | None:
-    if gen.get("server_base_url"):
-        return gen["server_base_url"]
-    if gen.get("server_host") or gen.get("server_port"):
-        return f"http://{gen.get('server_host') or 'localhost'}:{gen.get('server_port') or 8000}"
-    return None
-
-
-def async_kwargs(recipe: Any) -> dict[str, Any]:
-    """``AsyncGRPOConfig`` keyword arguments: the shared ``trainer:`` keys, the server URL, ``async_grpo:``."""
-    accepted = _fields(config_class())
-    kwargs = {k: v for k, v in recipe.grpo_kwargs().items() if k in accepted and v is not None}
-    url, gen = _server_url(recipe.generation), recipe.generation
-    if url:
-        kwargs["vllm_server_base_url"] = url
-    if gen.get("server_timeout") is not None:
-        kwargs["vllm_server_timeout"] = gen["server_timeout"]
-    kwargs.update(recipe.data.get(SECTION) or {})
-    return kwargs
-
-
 def to_async_config(recipe: Any, *, world_size: int | None = None, planning: bool = False) -> Any:
-    """A real ``AsyncGRPOConfig``, made as ``to_grpo_config`` makes ``GRPOConfig`` (without CUDA: CPU, float32)."""
-    return recipe.to_grpo_config(world_size=world_size, planning=planning, cls=config_class(), **async_kwargs(recipe))
+    """A real ``AsyncGRPOConfig`` of the shared ``trainer:`` keys, the server's URL and ``async_grpo:``, made as
+    ``to_grpo_config`` makes ``GRPOConfig`` (without CUDA: CPU, float32)."""
+    accepted, gen = _fields(config_class()), recipe.generation
+    kwargs = {k: v for k, v in recipe.grpo_kwargs().items() if k in accepted and v is not None}
+    host, port = gen.get("server_host"), gen.get("server_port")
+    if not gen.get("server_base_url") and (host or port):  # TRL's own defaults for the part not given
+        kwargs["vllm_server_base_url"] = f"http://{host or 'localhost'}:{port or 8000}"
+    kwargs.update(recipe.data.get(SECTION) or {})
+    return recipe.to_grpo_config(world_size=world_size, planning=planning, cls=config_class(), **kwargs)
 
 
 def async_problems(recipe: Any, world_size: int) -> list[Problem]:
