@@ -137,12 +137,8 @@ class Recipe:
 
     def model_init_kwargs(self) -> dict:
         """``GRPOConfig.model_init_kwargs``: ``model.init_kwargs``, then the model fields that own a key."""
-        model = self.model
-        kwargs: dict[str, Any] = dict(model.get("init_kwargs") or {})
-        if model.get("dtype"):
-            kwargs["dtype"] = model["dtype"]
-        owned = ("attn_implementation", "trust_remote_code", "revision")
-        return kwargs | {key: model[key] for key in owned if model.get(key) is not None}
+        model, owned = self.model, ("dtype", "attn_implementation", "trust_remote_code", "revision")
+        return dict(model.get("init_kwargs") or {}) | {key: model[key] for key in owned if model.get(key) is not None}
 
     def grpo_kwargs(self) -> dict:
         """Keyword arguments for ``trl.GRPOConfig``: trainer fields, generation mapping, model kwargs, weights."""
