@@ -15,8 +15,8 @@ from grpo_trl import errors
 from grpo_trl.errors import Problem
 
 # every table of tables.yaml, a module attribute of its name there (REWARDS, RENAMES...); its lists read as tuples
-TABLES = yaml.load((Path(__file__).parent / "tables.yaml").read_text(), getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-TABLES = {k: tuple(v) if isinstance(v, list) else v for k, v in TABLES.items()}
+_RAW = yaml.load((Path(__file__).parent / "tables.yaml").read_text(), getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+TABLES = {k: tuple(v) if isinstance(v, list) else v for k, v in _RAW.items()}
 globals().update(TABLES)
 
 
