@@ -168,8 +168,8 @@ def apply_override(data: dict, assignment: str) -> dict:
     for i, part in enumerate(parts):
         if isinstance(node, list):
             if not _index(part, len(node)):
-                where = _shown(".".join(parts[: i + 1]))
-                raise _error("--set", key, f"{where}: no list item {_shown(part)} (the list has {len(node)})")
+                where = f"{_shown('.'.join(parts[: i + 1]))}: " if i < len(parts) - 1 else ""  # an inner part
+                raise _error("--set", key, f"{where}no list item {_shown(part)} (the list has {len(node)})")
             part = int(part)
         elif not isinstance(node, dict):
             above = ".".join(parts[:i])
