@@ -1,10 +1,6 @@
-"""One base error, one ``Problem`` type, one did-you-mean helper and the one redaction of secrets.
-
-Every failure a user can cause is a ``GrpoTrlError`` holding ``Problem`` s (file, dotted key, what, fix); the CLI
-prints each as one ``error: <file>: <key>: <what> (<fix>)`` line and exits 1.
-
-    >>> str(Problem("r.yaml", "trainer.learning_rat", "not a field", suggest_fix("learning_rat", ["learning_rate"])))
-    "r.yaml: trainer.learning_rat: not a field (did you mean 'learning_rate'?)"
+"""One base error, one ``Problem`` type, one did-you-mean helper and the one redaction of secrets. Every failure a
+user can cause is a ``GrpoTrlError`` holding ``Problem`` s (file, dotted key, what, fix); the CLI prints each as one
+``error: <file>: <key>: <what> (<fix>)`` line and exits 1.
 """
 
 from __future__ import annotations
@@ -21,23 +17,13 @@ from typing import Any
 RENAMES: dict[str, str] = {}
 
 
-def renames() -> dict[str, str]:
-    """Every rename ``suggest`` knows (``model_name_or_path`` -> ``model.name``...)."""
-    return dict(RENAMES)
-
-
 def closest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str | None:
     """The known rename or the closest of ``choices`` to ``word``, else None."""
     names, text = [str(c) for c in choices], str(word)
-    if (renamed := renames().get(text)) is not None and (renamed in names or "." in renamed):
+    if (renamed := RENAMES.get(text)) is not None and (renamed in names or "." in renamed):
         return renamed
     close = difflib.get_close_matches(text, names, n=1, cutoff=cutoff)
     return close[0] if close else None
-
-
-def suggest_fix(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str:
-    """``did you mean 'x'?`` for the closest choice, or ``""``."""
-    return f"did you mean {match!r}?" if (match := closest(word, choices, cutoff)) else ""
 
 
 def suggest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str:
@@ -46,7 +32,7 @@ def suggest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str
     >>> suggest("format", ["think_format", "xml_format", "countdown"])
     " (did you mean 'think_format'?)"
     """
-    return f" ({fix})" if (fix := suggest_fix(word, choices, cutoff)) else ""
+    return f" (did you mean {match!r}?)" if (match := closest(word, choices, cutoff)) else ""
 
 
 @dataclass(frozen=True)

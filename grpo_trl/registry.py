@@ -1,9 +1,6 @@
 """One registry type for rewards, dataset builders, tools and environments, the one importer of
 ``module.path:attribute`` targets and the one loader of plugin files (each executed once, however it is named).
-
-Registering a name again from the same definition (``module:qualname``) replaces it, from another is an error; an
-unknown name says what is close; a target's module failing in any way while importing is one error.
-"""
+A name registered again from the same definition (``module:qualname``) replaces it, from another is an error."""
 
 from __future__ import annotations
 
@@ -223,11 +220,10 @@ def load_plugin(path: str | Path) -> None:
     before = _REGISTRATIONS[0]
     try:
         spec.loader.exec_module(module)
-    except KeyboardInterrupt:
-        sys.modules.pop(mod_name, None)
-        raise  # Ctrl-C while a slow plugin imports still stops the program
     except BaseException as exc:  # noqa: BLE001 - the plugin fails, or calls exit(), while importing
         sys.modules.pop(mod_name, None)
+        if isinstance(exc, KeyboardInterrupt):
+            raise  # Ctrl-C while a slow plugin imports still stops the program
         raise RewardError(f"plugin file {str(path)!r} failed to import: {import_failure(exc)}") from exc
     _FILES[str(p)] = module  # a module:attr naming this file gets it, not a second run
     if _REGISTRATIONS[0] == before:  # registered nothing: remember its plain functions for `check` to name

@@ -47,7 +47,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_schema(args: argparse.Namespace) -> int:
     """Write the recipe JSON Schema (editors: ``# yaml-language-server: $schema=PATH`` on a recipe's first line)."""
-    from grpo_trl.recipe.jsonschema import write_schema
+    from grpo_trl.recipe.schema import write_schema
 
     text = write_schema(args.output)
     if not args.output:

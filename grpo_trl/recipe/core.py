@@ -1,4 +1,5 @@
-"""``Recipe``: a loaded, coerced recipe (immutable data), its read-only accessors and TRL's configs made from it."""
+"""``Recipe``: a loaded recipe coerced into typed sections once (pydantic's errors become ``Problem`` s; only what the
+user wrote is kept, so ``GRPOConfig`` gets exactly the user's fields), its accessors and TRL's configs made from it."""
 
 from __future__ import annotations
 
@@ -10,10 +11,60 @@ from typing import Any
 
 import yaml
 
-from grpo_trl.errors import Problem
-from grpo_trl.recipe.coerce import coerce
+from grpo_trl.errors import Problem, suggest
+from grpo_trl.fields import Hints, validate_value
+from grpo_trl.recipe import schema
 from grpo_trl.recipe.load import read_recipe
-from grpo_trl.recipe.trl_schema import BACKENDS, GENERATION_FIELDS
+from grpo_trl.recipe.trl_schema import BACKENDS, BOUND_REASONS, GENERATION_FIELDS, MANAGED_FIELDS
+from grpo_trl.tables import REMOVED_FIELDS, peer_config_problems, top_level_hint
+
+
+def _unknown_trainer_key(last: str, choices: list[str]) -> str:
+    if fix := MANAGED_FIELDS.get(last) or REMOVED_FIELDS.get(last):
+        return fix
+    return f"not a trl.GRPOConfig field{suggest(last, choices)} (checked against the installed TRL)"
+
+
+def _unknown_lora_key(last: str, choices: list[str]) -> str:
+    return f"not a peft.LoraConfig field{suggest(last, choices)}; e.g. r, lora_alpha, lora_dropout, target_modules"
+
+
+HINTS = Hints(  # what the recipe's messages add: required sections, what each holds, TRL's field notes and bounds
+    required=schema.REQUIRED_SECTIONS,
+    sections=schema.SECTION_HINTS,
+    unknown={"trainer": _unknown_trainer_key, "model.lora": _unknown_lora_key},
+    bounds=BOUND_REASONS,
+)
+
+
+def coerce(data: dict, file: str) -> tuple[dict, list[Problem]]:
+    """``(coerced mapping, every problem)``; a section with problems keeps its raw value (later checks skip it)."""
+    peer = peer_config_problems(data, file)  # a flat TRL/open-r1 config: one line pointing at `grpo-trl import`
+    if peer:
+        return dict(data), peer
+    out: dict = {}
+    problems: list[Problem] = []
+    for name, value in data.items():
+        if name not in schema.SECTIONS:
+            fix = f" ({hint})" if (hint := top_level_hint(str(name))) else suggest(name, schema.SECTIONS)
+            why = f"unknown section{fix}; sections: {', '.join(schema.SECTIONS)}"
+            problems.append(Problem(file, str(name), why))
+        elif value is not None or name in schema.REQUIRED_SECTIONS:  # an empty `logging:` is the defaults
+            coerced, found = validate_value(schema.section_type(name), value, file, name, HINTS)
+            problems += found
+            out[name] = value if found else coerced
+    for name, hint in schema.REQUIRED_SECTIONS.items():
+        if data.get(name) is None and not any(p.key == name for p in problems):
+            problems.append(Problem(file, name, f"missing: {hint}"))
+    model = out.get("model")
+    if isinstance(model, dict) and not any(p.key.startswith("model") for p in problems):
+        for key, kind in (("tiny", schema.tiny_model), ("lora", schema.lora_model)):  # typed from their library
+            if model.get(key) is not None:
+                typed, found = validate_value(kind(), model[key], file, f"model.{key}", HINTS)
+                problems += found
+                model = model if found else {**model, key: typed}
+        out["model"] = model
+    return out, problems
 
 
 @dataclass(frozen=True)
@@ -64,11 +115,9 @@ class Recipe:
 
     def section(self, name: str) -> dict:
         """Section ``name`` with the schema's defaults filled in (a mapping; empty when the section is invalid)."""
-        from grpo_trl.recipe.schema import section_type
-
         value = self._mapping(name)
         try:
-            return section_type(name).model_validate(value).model_dump()
+            return schema.section_type(name).model_validate(value).model_dump()
         except Exception:  # noqa: BLE001 - an invalid section: its problems are reported by validate()
             return dict(value)
 
@@ -88,12 +137,8 @@ class Recipe:
 
     def model_init_kwargs(self) -> dict:
         """``GRPOConfig.model_init_kwargs``: ``model.init_kwargs``, then the model fields that own a key."""
-        model = self.model
-        kwargs: dict[str, Any] = dict(model.get("init_kwargs") or {})
-        if model.get("dtype"):
-            kwargs["dtype"] = model["dtype"]
-        owned = ("attn_implementation", "trust_remote_code", "revision")
-        return kwargs | {key: model[key] for key in owned if model.get(key) is not None}
+        model, owned = self.model, ("dtype", "attn_implementation", "trust_remote_code", "revision")
+        return dict(model.get("init_kwargs") or {}) | {key: model[key] for key in owned if model.get(key) is not None}
 
     def grpo_kwargs(self) -> dict:
         """Keyword arguments for ``trl.GRPOConfig``: trainer fields, generation mapping, model kwargs, weights."""

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 from typing import Any
 
@@ -113,14 +114,6 @@ def deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
-def _is(path: Path, test: Any) -> bool:
-    """``test(path)`` (``Path.exists``...), False where the path cannot even be looked at (a name too long, a loop)."""
-    try:
-        return test(path)
-    except (OSError, ValueError):
-        return False
-
-
 def resolve_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     """The recipe at ``path`` merged on top of the chain of recipes it ``extends``."""
     given, path = path, path.resolve()
@@ -129,7 +122,7 @@ def resolve_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         raise _error(str(path), "extends", f"circular extends: {chain}")
     if len(seen) >= MAX_EXTENDS:
         raise _error(str(path), "extends", f"more than {MAX_EXTENDS} recipes in the extends chain")
-    data = read_yaml(path if _is(path, Path.exists) else given)  # /dev/stdin, <(...) resolve to "pipe:[n]"
+    data = read_yaml(path if os.path.exists(path) else given)  # /dev/stdin, <(...) resolve to "pipe:[n]"
     parent = data.pop("extends", None)
     if parent is None:
         return data
@@ -137,7 +130,7 @@ def resolve_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         why = f"must be the path of another recipe (a string), got {type(parent).__name__}"
         raise _error(str(path), "extends", why)
     parent_path = path.parent / parent
-    if not _is(parent_path, Path.is_file):
+    if not os.path.isfile(parent_path):  # False too where it cannot be looked at (a loop)
         raise _error(str(path), "extends", f"{parent!r} not found (looked at {parent_path})")
     return deep_merge(resolve_extends(parent_path, (*seen, path)), data)
 
@@ -171,31 +164,27 @@ def apply_override(data: dict, assignment: str) -> dict:
     parts = key.strip().split(".")
     if not all(parts):
         raise _error("--set", key, "empty part in the key", "write section.key, e.g. trainer.seed=1")
-    data = copy.deepcopy(data)
-    node: Any = data
-    for i, part in enumerate(parts[:-1]):
-        where = ".".join(parts[: i + 1])
+    data = node = copy.deepcopy(data)
+    for i, part in enumerate(parts):
         if isinstance(node, list):
             if not _index(part, len(node)):
-                raise _error("--set", key, f"{_shown(where)}: no list item {_shown(part)} (the list has {len(node)})")
-            node = node[int(part)]
-        elif isinstance(node, dict):
-            if node.get(part) is None:
-                if value is None:
-                    return data  # removing a key under a section that is not there: nothing to do
-                node[part] = {}
-            node = node[part]
-        if not isinstance(node, (dict, list)):
-            raise _error("--set", key, f"{where} is a {type(node).__name__}, not a section", f"set {where}=VALUE")
-    last: Any = parts[-1]
-    if isinstance(node, list):
-        if not _index(last, len(node)):
-            raise _error("--set", key, f"no list item {_shown(last)} (the list has {len(node)})")
-        last = int(last)
+                where = f"{_shown('.'.join(parts[: i + 1]))}: " if i < len(parts) - 1 else ""  # an inner part
+                raise _error("--set", key, f"{where}no list item {_shown(part)} (the list has {len(node)})")
+            part = int(part)
+        elif not isinstance(node, dict):
+            above = ".".join(parts[:i])
+            raise _error("--set", key, f"{above} is a {type(node).__name__}, not a section", f"set {above}=VALUE")
+        if i == len(parts) - 1:
+            break
+        if isinstance(node, dict) and node.get(part) is None:
+            if value is None:
+                return data  # removing a key under a section that is not there: nothing to do
+            node[part] = {}
+        node = node[part]
     if value is not None:
-        node[last] = value
-    elif isinstance(node, list) or last in node:
-        del node[last]
+        node[part] = value
+    elif isinstance(node, list) or part in node:
+        del node[part]
     return data
 
 

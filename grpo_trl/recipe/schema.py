@@ -1,24 +1,23 @@
 """The recipe schema: one strict pydantic type per section (``SECTIONS``), defaults in one place; ``trainer``
 and ``generation`` are typed from the installed ``trl.GRPOConfig`` (``trl_schema.py``), builder options and
-``model.tiny`` from signatures. Coercion, ``check`` and ``grpo-trl schema`` all read it."""
+``model.tiny`` from signatures. Coercion and ``check`` read it; ``grpo-trl schema`` writes it as a JSON Schema for
+editors (pydantic's ``model_json_schema`` of the same classes)."""
 
 from __future__ import annotations
 
 import functools
+import json
+import warnings
+from importlib.metadata import version
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, ConfigDict, Field, create_model
 
-from grpo_trl.data.options import (  # noqa: F401 (the data section is the data capability's; re-exported)
-    COMMON_DATA_KEYS,
-    DATA_REQUIRED,
-    MIXTURE_KEYS,
-    WHOLE_DATASET_KEYS,
-    DataSection,
-    MixtureOptions,
-    builder_options_model,
-)
+from grpo_trl.data.options import DATA_REQUIRED, DataSection, builder_options_model
+from grpo_trl.errors import GrpoTrlError
 from grpo_trl.fields import MAX_SECONDS, Section, YamlFloat, dataclass_model, signature_model
+from grpo_trl.io import read_json_head, write
 from grpo_trl.models.builtin import BUILTIN_TINY  # noqa: F401 (re-exported: the one name of the built-in model)
 from grpo_trl.monitor.heldout import HeldoutSection
 from grpo_trl.recipe.async_grpo import async_model
@@ -172,3 +171,58 @@ def section_type(name: str) -> Any:
     """The pydantic type of section ``name`` (factories, used for TRL-typed sections, are called here)."""
     kind = SECTIONS[name]
     return kind() if kind in _MADE else kind
+
+
+# The packages whose releases change the schema's text (recorded in it as "x-written-with").
+WRITTEN_WITH = ("pydantic", "transformers", "trl")
+
+
+def _data_model() -> Any:
+    """``data:`` for editors: the common options and every registered builder's options (first definition wins)."""
+    from grpo_trl.data.registry import list_builders
+
+    fields: dict[str, Any] = {}
+    for name, info in DataSection.model_fields.items():
+        fields[name] = (info.annotation, info)
+    for builder in list_builders():
+        for name, info in builder_options_model(builder).model_fields.items():
+            if name not in fields:
+                fields[name] = (info.annotation | None, Field(None, description=f"option of builder {builder.name}"))
+    return create_model("DataSection", __base__=Section, __doc__=DataSection.__doc__, **fields)
+
+
+def recipe_json_schema() -> dict:
+    """The JSON Schema (2020-12) of a recipe for the installed TRL and the registered builders."""
+    import trl
+
+    fields: dict[str, Any] = {
+        "extends": (str | None, Field(None, description="a recipe this one builds on (path relative to this file)"))
+    }
+    for name in SECTIONS:
+        kind = _data_model() if name == "data" else section_type(name)
+        fields[name] = (kind | None, Field(None, description=SECTION_HINTS.get(name) or None))
+    model = create_model("GrpoTrlRecipe", __base__=Section, __doc__="A grpo-trl recipe (YAML).", **fields)
+    model.model_config = ConfigDict(**{**model.model_config, "title": "grpo-trl recipe"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # defaults that JSON cannot hold are left out
+        out = model.model_json_schema()
+    out["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    out.pop("required", None)  # a recipe that `extends` another is partial: required sections are checked merged
+    out["x-trl-version"] = trl.__version__
+    out["x-written-with"] = {name: version(name) for name in WRITTEN_WITH}
+    return out
+
+
+def write_schema(path: str | None) -> str:
+    """Write the schema to ``path`` (the writer replaces only a schema this command wrote); returns the text."""
+    text = json.dumps(recipe_json_schema(), indent=1, sort_keys=True) + "\n"
+    if path:
+        if Path(path).is_dir():
+            raise GrpoTrlError(f"cannot write {path!r} (a folder)", key="--output", fix="name a file")
+        write(path, text, flag="--output", mine=_is_our_schema, parents=False)  # the one writer
+    return text
+
+
+def _is_our_schema(path: Path) -> bool:
+    data = read_json_head(path, 10_000_000)
+    return isinstance(data, dict) and "x-trl-version" in data

@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from grpo_trl.errors import Problem, RewardError, renames
+from grpo_trl.errors import RENAMES, Problem, RewardError
 from grpo_trl.rewards.call import NOT_PASSED, TRL_KWARGS, NamedReward, SafeReward
 
 
@@ -131,7 +131,7 @@ def check_call(
         args = {}
     problem = signature and _trl_call_problem(signature, args)
     if problem:
-        builtin = renames().get(name.rpartition(":")[2])  # TRL's get_cosine_scaled_reward -> cosine
+        builtin = RENAMES.get(name.rpartition(":")[2])  # TRL's get_cosine_scaled_reward -> cosine
         same = (
             f"; grpo-trl's built-in {builtin!r} is this reward: name it, its arguments under args:"
             if (builtin in reward_names)

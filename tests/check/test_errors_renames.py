@@ -11,7 +11,7 @@ from grpo_trl.check.validate import validate
 
 
 def test_every_importer_rename_is_known_to_suggest():
-    known = errors.renames()
+    known = errors.RENAMES
     for peer, (ours, _args, _note) in tables.REWARDS.items():
         assert peer == ours or known[peer] == ours, peer
     for key, ours in tables.MODEL_KEYS.items():

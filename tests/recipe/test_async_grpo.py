@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tempfile
 import traceback
 from pathlib import Path
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from grpo_trl.check import load_recipe
 from grpo_trl.check.validate import validate
 from grpo_trl.cli import main as cli_main
-from grpo_trl.recipe.async_grpo import async_model, async_plan, config_class, serve_extras, trainer_class
+from grpo_trl.recipe.async_grpo import async_model, config_class, plan_lines, serve_extras, trainer_class
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 from trl import GRPOConfig  # noqa: E402
@@ -121,11 +122,12 @@ def test_plan_arithmetic(staleness, per_device, accumulation, world, inflight):
     trainer = {"per_device_train_batch_size": per_device, "gradient_accumulation_steps": accumulation}
     trainer["num_train_epochs"] = 2.0
     async_ = {"max_staleness": staleness, "max_inflight_tasks": inflight}
-    plan = async_plan(load(recipe_dict(trainer=trainer, async_grpo=async_)), world, 16)
+    text = "\n".join(plan_lines(load(recipe_dict(trainer=trainer, async_grpo=async_)), world, 16, []))
     per_step = per_device * accumulation * world
-    assert plan.samples_per_step == per_step
-    assert plan.max_inflight_tasks == (inflight if inflight >= 0 else max(staleness, 1) * per_step)
-    assert plan.epoch_groups == 32 and plan.max_steps * per_step >= 32 * 4  # the ceiling covers every group
+    inflight = inflight if inflight >= 0 else max(staleness, 1) * per_step
+    assert f" {per_step} completions per optimizer step; up to {inflight} requests in flight" in text
+    groups, ceiling = re.search(r"after (\d+) prompt groups .* max_steps (\d+) is only a ceiling", text).groups()
+    assert int(groups) == 32 and int(ceiling) * per_step >= 32 * 4  # the ceiling covers every group
 
 
 def test_check_prints_the_async_plan_instead_of_the_generation_batch(tmp_path, capsys):
