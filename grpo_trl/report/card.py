@@ -1,6 +1,6 @@
 """The run's model card, ``README.md`` in its output_dir (``huggingface_hub.ModelCard.from_template`` on ``card.md``):
-base model, rewards, data, plan, last metrics, ``eval.json``, the recipe; all redacted. A ``README.md`` grpo-trl did not
-write, or edited since, is kept. ``publish`` uploads only the final save and the card.
+base model, rewards, data, plan, last metrics, ``eval.json``, the recipe; all redacted. A ``README.md`` grpo-trl did
+not write, or edited since, is kept. ``publish`` uploads only the final save and the card.
 """
 
 from __future__ import annotations
