@@ -189,17 +189,16 @@ def summary_lines(report: dict) -> list[str]:
 
 
 def _tokenizer(model: str, backend: str, endpoint: dict | None) -> Any:
-    """The model's tokenizer (a LoRA run's folder holds its own); an endpoint's chat API needs none."""
-    from transformers import AutoTokenizer
+    """The model's tokenizer, loaded as ``eval`` loads one (a LoRA run's folder holds its own); an endpoint's chat
+    API needs none."""
+    from grpo_trl.models.load import load_processing_class
 
     try:
-        return AutoTokenizer.from_pretrained(model)
-    except (OSError, ValueError) as exc:
+        return load_processing_class({}, model, WHERE, vision=False)
+    except RecipeError:
         if backend == "endpoint" and (endpoint or {}).get("api") == "chat":
             return None
-        why = f"no tokenizer loads from {model!r} ({str(exc).splitlines()[0][:160]})"
-        fix = "give a model folder or Hub id; with --backend endpoint, --api chat needs none"
-        raise RecipeError([Problem(WHERE, "--model", why, fix)]) from None
+        raise
 
 
 def run_benchmark(name: str, model: str | None, *, data: str | None = None, output_dir: str | None = None,
