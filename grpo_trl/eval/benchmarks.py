@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +146,7 @@ class Benchmark:
         name, args = kind.get(self.kind, ("accuracy", {"require_answer_tag": False}))
         reward = choice if args is None else get_reward(name, **args)
         shown = [[self.shown(t, r) for t in g] for g, r in zip(gens.texts, list(ds), strict=True)]
-        scored = score(None, [SafeReward(reward)], [1.0], ds, Generations(shown, gens.lengths), rule=(name, 1.0))
+        scored = score(None, [SafeReward(reward)], [1.0], ds, replace(gens, texts=shown), rule=(name, 1.0))
         texts = [t for g in gens.texts for t in g]
         for row, text in zip(scored.rows, texts, strict=True):
             row["answer"], row["completion"] = row["completion"], text
@@ -231,6 +231,5 @@ def run_benchmark(name: str, model: str | None, *, data: str | None = None, outp
         "data": data or f"hub:{hub_id}{f'/{config}' if config else ''}:{split}", "follows": spec["follows"],
         "sampling": {k: getattr(setup.sampling, k) for k in ("n", "temperature", "top_p", "max_new_tokens", "seed")},
         **scored.summary, "reference_model": base, "references": refs,
-        **({"generation_error_examples": gens.errors[:5]} if gens.errors else {}),
     }  # fmt: skip
     return write_results(out, names, report, scored.rows, "--output-dir", WHERE)

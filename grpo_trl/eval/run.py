@@ -184,10 +184,8 @@ def evaluate(
     flag = "--output-dir" if output_dir else "--model" if model and local else "trainer.output_dir"
     writable_results(out, RESULTS, flag, WHERE)
     ds = prompts_for(recipe, split, setup.tokenizer, options.get("limit"))
-    gens, scored = generate_and_score(recipe, ds, setup)
+    _, scored = generate_and_score(recipe, ds, setup)
     report = {"model": setup.model_path, "backend": setup.backend, "split": split or "eval", **scored.summary}
-    if gens.errors:
-        report["generation_error_examples"] = gens.errors[:5]
     return write_results(out, RESULTS, report, scored.rows, flag, WHERE)
 
 
