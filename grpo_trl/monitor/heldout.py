@@ -19,7 +19,7 @@ TIME_KEY = "heldout/time_s"
 GREEDY_KEY = "heldout/greedy/pass@1"
 ACCURACY_KEYS = ("heldout/pass@1", GREEDY_KEY)  # the held-out accuracy the alert follows: sampled, else greedy
 KIND = "heldout_diverging"
-# grpo_trl/eval/benchmark_table.py's names (a higher layer; tests/monitor/test_heldout.py keeps the two equal)
+# grpo_trl/eval/benchmarks.yaml's names (a higher layer; tests/monitor/test_heldout.py keeps the two equal)
 BENCHMARKS = ("math500", "aime24", "aime25", "gsm8k", "gpqa-diamond", "humaneval")
 
 

@@ -1,6 +1,6 @@
-"""The run's model card, ``README.md`` in its output_dir (``huggingface_hub.ModelCard``/``ModelCardData``): base
-model, rewards, data, plan, last metrics, ``eval.json``, the recipe; all redacted. A ``README.md`` grpo-trl did not
-write, or edited since, is kept. ``publish`` uploads only the final save and the card.
+"""The run's model card, ``README.md`` in its output_dir (``huggingface_hub.ModelCard.from_template`` on ``card.md``):
+base model, rewards, data, plan, last metrics, ``eval.json``, the recipe; all redacted. A ``README.md`` grpo-trl did
+not write, or edited since, is kept. ``publish`` uploads only the final save and the card.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def _versions() -> str:
 
 
 def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None) -> str:
-    """The whole card (front matter and body) for the run in ``folder``, from what is there now."""
+    """The whole card (front matter and body, ``card.md``) for the run in ``folder``, from what is there now."""
     from huggingface_hub import ModelCard, ModelCardData
 
     from grpo_trl.report.page import log_entries, trend_text
@@ -113,50 +113,22 @@ def card_text(recipe: Recipe, folder: str | Path, world_size: int | None = None)
         if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and k.startswith(SHOWN)
         and not k.endswith("/std")
     }  # fmt: skip
-    steps = f" ({state.get('global_step', '?')} steps)."
-    lines = [
-        f"# {folder.resolve().name}",
-        "",
-        "Trained with GRPO by grpo-trl (recipes over TRL's `GRPOTrainer`), from "
-        f"`{_cell(str(recipe.model.get('name')))}`" + (" as a LoRA adapter" if lora else "") + steps,
-        "",
-    ]
-    if lora:
-        lines += ["Merge the adapter into its base for serving: `grpo-trl export OUTPUT_DIR --to MERGED_DIR`.", ""]
-    lines += ["## Rewards", "", "| reward | weight | args |", "|---|---|---|"]
-    for spec in recipe.rewards:
-        label = spec.get("alias") or spec.get("name") or spec.get("model")
-        lines.append(f"| {_cell(label)} | {_cell(spec.get('weight', 1.0))} | {_cell(spec.get('args') or {})} |")
-    if not recipe.rewards:
-        lines.append("| the environment's get_reward() | 1.0 | |")
-    lines += ["", "## Data", "", f"`{_cell(recipe.dataset)}`", "", "## Plan (`grpo-trl check`)", ""]
-    lines += [_fenced("\n".join(_plan_lines(recipe, world_size)), "text"), "", "## Final metrics", ""]
-    if not metrics:
-        lines.append("Nothing was logged.")
-    else:
-        if trend := trend_text(history):
-            lines += [f"Training {trend}.", ""]
-        lines += [f"Last logged step ({last.get('step')}):", "", "| metric | value |", "|---|---|"]
-        lines += [f"| {_cell(k)} | {v:.6g} |" for k, v in sorted(metrics.items()) if k != "step"]
-    if alerts := [a for a in read_jsonl(folder / "alerts.jsonl") if isinstance(a.get("step"), int)]:
-        lines += ["", "## Alerts", ""]  # what monitor/callbacks.py's Alerts wrote during the run
-        lines += [f"- step {a['step']}: `{_cell(a.get('kind'))}` {_cell(a.get('message'), 600)}" for a in alerts]
     evaluation = read_json_head(folder / "eval.json", 64 * 2**20)
-    if isinstance(evaluation, dict) and {"model", "backend"} <= evaluation.keys():
-        lines += ["", "## Evaluation (`grpo-trl eval`, eval.json)", "", "| metric | value |", "|---|---|"]
-        keys = ("split", "prompts", "n", "pass@1", f"pass@{evaluation.get('n')}", "reward_mean", "rewards")
-        lines += [f"| {_cell(k)} | {_cell(evaluation[k])} |" for k in keys if k in evaluation]
-    lines += ["", "## Report", ""]
-    if (folder / "report" / "report.html").is_file():
-        lines.append("Plots and completion samples: [report/report.html](report/report.html).")
-    else:
-        lines.append(
-            "`grpo-trl report OUTPUT_DIR` writes plots and completion samples to report/report.html (and this card"
-            " again, with them and eval.json's results)."
-        )
-    text = yaml.safe_dump(redact(recipe.data), sort_keys=False)  # as recipe.yaml: escapes what YAML would break
-    lines += ["", "## Recipe", "", _fenced(text, "yaml"), "", "## Framework versions", "", _versions(), ""]
-    return ModelCard(redact(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines))).content  # the one redaction
+    evaluation = evaluation if isinstance(evaluation, dict) and {"model", "backend"} <= evaluation.keys() else {}
+    shown = ("split", "prompts", "n", "pass@1", f"pass@{evaluation.get('n')}", "reward_mean", "rewards")
+    card = ModelCard.from_template(
+        data, template_path=str(Path(__file__).with_name("card.md")), cell=_cell, fenced=_fenced,
+        name=folder.resolve().name, model=str(recipe.model.get("name")), lora=lora,
+        steps=state.get("global_step", "?"), rewards=recipe.rewards, data=recipe.dataset,
+        plan="\n".join(_plan_lines(recipe, world_size)), step=last.get("step"), trend=trend_text(history),
+        metrics=sorted((k, v) for k, v in metrics.items() if k != "step"),
+        alerts=[a for a in read_jsonl(folder / "alerts.jsonl") if isinstance(a.get("step"), int)],
+        evaluation=[(k, evaluation[k]) for k in shown if k in evaluation],
+        report=(folder / "report" / "report.html").is_file(),
+        recipe=yaml.safe_dump(redact(recipe.data), sort_keys=False),  # as recipe.yaml: escapes what YAML would break
+        versions=_versions(),
+    )  # fmt: skip
+    return ModelCard(redact(card.content)).content  # the one redaction
 
 
 def write_card(

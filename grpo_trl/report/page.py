@@ -6,13 +6,15 @@
 from __future__ import annotations
 
 import base64
-import html
 import json
 import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from jinja2 import Template
+from markupsafe import Markup
 
 from grpo_trl.errors import GrpoTrlError
 from grpo_trl.io import read_json, read_jsonl, write
@@ -23,11 +25,6 @@ from grpo_trl.run.directory import Manifest, record_entries
 from grpo_trl.run.resume import checkpoints
 
 NONE_PREFIX = "reward_none_frac/"  # per logged step, the share of rows a reward scored None
-CSS = """body{font-family:sans-serif;margin:12px 24px}
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:10px}
-figure{margin:0} figure img{width:100%;height:auto} details.zero summary{cursor:pointer;color:#555;margin:8px 0}
-pre{white-space:pre-wrap;max-width:520px;font-size:11px}
-table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:4px;vertical-align:top}"""
 
 
 def _rewards(history: list[dict], key: str = "reward") -> list[float]:
@@ -93,30 +90,15 @@ def _histories(output_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
     return [h for h in logs if "loss" in h], [e for e in evals if len(e) > 1], [h for h in logs if is_heldout(h)]
 
 
-def _figures(out: Path, names: list[str]) -> str:
-    return "".join(
-        f'<figure><img alt="{f}" title="{html.escape(plot_title(f))}" '
-        f'src="data:image/png;base64,{base64.b64encode((out / f).read_bytes()).decode()}"/></figure>'
-        for f in names
-    )
-
-
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    cells = lambda tag, row: "<tr>" + "".join(f"<{tag}>{c}</{tag}>" for c in row) + "</tr>"  # noqa: E731
-    return f"<table>{cells('th', head)}{''.join(cells('td', r) for r in rows)}</table>"
-
-
-def _completion(sample: dict) -> str:
-    """The completion, or with tools its turns one block each: [assistant], [tool_call], [tool]."""
-    turns = sample.get("turns")
-    if not turns:
-        return f"<pre>{html.escape(str(sample.get('completion', '')))}</pre>"
-    return "".join(
-        f"<div class='turn {html.escape(str(t.get('role')))}'><b>[{html.escape(str(t.get('role')))}]</b>"
-        f"<pre>{html.escape(str(t.get('content')))}</pre></div>"
-        for t in (turns if isinstance(turns, list) else [])
-        if isinstance(t, dict)
-    )
+def _sample(s: dict) -> dict:
+    """A logged completion as the page shows it; with tools, its ``turns`` one block each ([assistant], [tool])."""
+    turns, rewards = s.get("turns"), s.get("rewards")
+    return {
+        "step": s["step"], "prompt": str(s.get("prompt", ""))[-400:], "completion": s.get("completion", ""),
+        "turns": None if not turns else [t for t in turns if isinstance(t, dict)] if isinstance(turns, list) else [],
+        "rewards": ", ".join(f"{k}={v}" for k, v in (rewards if isinstance(rewards, dict) else {}).items()),
+        "advantage": s.get("advantage"),
+    }  # fmt: skip
 
 
 def write_report(output_dir: str | Path, others: Sequence[str | Path] = ()) -> str:
@@ -166,48 +148,17 @@ def _write_report(output_dir: Path, runs: list) -> str:
         "overlaid": [n for n, *_ in runs[1:]],
     }  # fmt: skip
     write(out / "report.json", json.dumps(summary, indent=2), mine=True)  # report/ is grpo-trl's
-    e = lambda v: html.escape(str(v))  # noqa: E731
-    alert_items = "".join(
-        f"<li>step {a['step']}: <b>{e(a.get('kind'))}</b> {e(a.get('message'))}</li>" for a in alerts
-    )
-    shares = summary["reward_none_share"]
-    none_html = _table(["reward", "rows scored None"], [[e(k), f"{v:.1%}"] for k, v in sorted(shares.items())])
-    trend_html = trend_text(history, "&rarr;") or "no reward logged"
-    runs_html = ""
-    if len(runs) > 1:  # one row per run with its line style
-        rows = [
-            [e(n), ("solid", "dashed", "dotted", "dash-dot")[i % 4], str(len(h)),
-             "{:.3f} &rarr; {:.3f}".format(*t) if (t := reward_trend(h)) else "no reward logged"]
-            for i, (n, h, _, _) in enumerate(runs)
-        ]  # fmt: skip
-        head = ["run", "line", "logged steps", "reward mean, first vs last logged steps"]
-        runs_html = f"<h2>Runs overlaid</h2>{_table(head, rows)}"
-    folded = [f for f in drawn if f in zero]  # every value 0: folded into one line that opens onto them
-    curves = f"<div class='grid'>{_figures(out, [f for f in drawn if f not in zero])}</div>"
-    if folded:
-        listed = ", ".join(e(plot_title(f)) for f in folded)
-        curves += f"<details class='zero'><summary>Always 0 ({len(folded)}): {listed}</summary>"
-        curves += f"<div class='grid'>{_figures(out, folded)}</div></details>"
     steps = sorted({s["step"] for s in samples})
     chosen = sorted({steps[0], steps[len(steps) // 2], steps[-1]}) if steps else []
-    sample_rows = [
-        [str(step), f"<pre>{e(str(s.get('prompt', ''))[-400:])}</pre>", _completion(s),
-         e(", ".join(f"{k}={v}" for k, v in (s.get("rewards") if isinstance(s.get("rewards"), dict) else {}).items())),
-         e(s.get("advantage"))]
-        for step in chosen for s in [x for x in samples if x["step"] == step][:3]
-    ]  # fmt: skip
-    head = ["step", "prompt (end)", "completion", "rewards", "advantage"]
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>grpo-trl report: {e(output_dir)}</title>
-<style>{CSS}</style></head><body>
-<h1>GRPO run: {e(output_dir)}</h1>
-<p>{len(history)} logged steps (steps {summary["first_step"]} to {summary["last_step"]}); {trend_html}.</p>
-<h2>Alerts</h2><ul>{alert_items or "<li>none</li>"}</ul>
-<h2>Rows scored None per reward (skipped by TRL: faults, or the reward's own None)</h2>
-{none_html if shares else "<p>No per-reward None shares were logged.</p>"}{runs_html}
-<h2>Curves</h2><p>Lines are centred means of the logged values (drawn faint) once a run has 12 or more points;
-<b>reward</b> (the weighted total) is the black line.</p>{curves}
-<h2>Sample completions (first, middle, last logged steps)</h2>
-{_table(head, sample_rows) if samples else "<p>No completion samples were logged (completions.jsonl is missing).</p>"}
-</body></html>"""
+    rows = [_sample(s) for step in chosen for s in [x for x in samples if x["step"] == step][:3]]
+    arrow = lambda t: Markup("{:.3f} &rarr; {:.3f}".format(*t)) if t else "no reward logged"  # noqa: E731
+    page = Template((Path(__file__).with_name("page.html")).read_text(encoding="utf-8"), autoescape=True).render(
+        output_dir=output_dir, s=summary, trend=trend_text(history, "&rarr;"), samples=rows, title=plot_title,
+        shares=[[k, f"{v:.1%}"] for k, v in sorted(summary["reward_none_share"].items())],
+        runs=[[n, ("solid", "dashed", "dotted", "dash-dot")[i % 4], len(h), arrow(reward_trend(h))]
+              for i, (n, h, _, _) in enumerate(runs)],
+        shown=[f for f in drawn if f not in zero], folded=[f for f in drawn if f in zero],  # every value 0: folded
+        png=lambda f: base64.b64encode((out / f).read_bytes()).decode(),
+    )  # fmt: skip
     write(out / "report.html", page, mine=True)
     return str(out / "report.html")

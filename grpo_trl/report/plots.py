@@ -40,7 +40,7 @@ PLOTS = {
 }
 HELDOUT_PLOT = "heldout.png"
 EVAL = "Evaluation on the eval split: "
-TITLES = {  # the plots not in PLOTS
+TITLES = {file: title for file, (title, _) in PLOTS.items()} | {  # and the plots not in PLOTS
     HELDOUT_PLOT: "Held-out pass@k (heldout:) vs training reward",
     "eval.png": EVAL + "mean reward (total and per reward)",
     "eval_details.png": EVAL + "loss and reward std",
@@ -52,13 +52,12 @@ RUN_STYLES = ("-", "--", ":", "-.")  # one line style per run when runs are over
 
 
 def plot_title(filename: str) -> str:
-    """The heading of a PNG this module writes."""
-    name = filename.removesuffix(".png")
-    if filename in TITLES or filename in PLOTS:
-        return TITLES.get(filename) or PLOTS[filename][0]
-    if name.startswith("eval_"):
-        return EVAL + (PLOTS[filename[5:]][0] if filename[5:] in PLOTS else name.removeprefix("eval_metric_"))
-    return f"Logged metric: {name.removeprefix('metric_')}"
+    """The heading of a PNG this module writes (``eval_<plot>``: the training plot's, on the eval split)."""
+    if filename in TITLES:
+        return TITLES[filename]
+    if filename.startswith("eval_"):
+        return EVAL + plot_title(filename[5:]).removeprefix("Logged metric: ")
+    return f"Logged metric: {filename.removesuffix('.png').removeprefix('metric_')}"
 
 
 def smooth(values: list[float], window: int) -> list[float]:

@@ -345,7 +345,7 @@ def test_without_vllm_the_live_model_generates_with_transformers(tmp_path, tiny_
 
 # ------------------------------------------------------------------------------------------------ benchmark
 def test_the_section_names_exactly_the_benchmarks_eval_knows():
-    from grpo_trl.eval.benchmark_table import BENCHMARKS as TABLE
+    from grpo_trl.eval.benchmarks import BENCHMARKS as TABLE
     from grpo_trl.monitor.heldout import BENCHMARKS
 
     assert BENCHMARKS == tuple(TABLE)
