@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from grpo_trl.errors import Problem, RecipeError, located
+from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, located
 
 if TYPE_CHECKING:
     from grpo_trl.recipe.core import Recipe
@@ -60,23 +60,14 @@ def _routing_problems(recipe: Recipe, env: Any) -> list[Problem]:
     """Several environments: the data must name one per row (``environment`` column), as ``train`` requires."""
     from grpo_trl.data.shape import dataset_columns
     from grpo_trl.environments import is_multi
-    from grpo_trl.errors import DataError
 
-    if not is_multi(env):
-        return []
     try:
-        columns = dataset_columns(recipe.dataset, recipe.base_dir)
-    except (DataError, KeyError):  # reported by the data checks
-        return []
-    return [] if "environment" in columns else [Problem("", "environment", _route_message(sorted(env)))]
-
-
-def _route_message(names: list[str]) -> str:
-    return (
-        f"several environments ({', '.join(names)}) need an 'environment' column naming one per row; "
-        f"use a builder that sets it (data: {{builder: environment, environments: [{', '.join(names)}]}}: TRL's "
-        "routing-only rows) or a single environment: {factory: ...}"
-    )
+        check_environment_column(recipe, dataset_columns(recipe.dataset, recipe.base_dir) if is_multi(env) else [])
+    except RecipeError as exc:
+        return exc.problems
+    except (GrpoTrlError, KeyError, TypeError):  # reported by the data checks
+        pass
+    return []
 
 
 def _template_problems_offline(recipe: Recipe) -> list[str]:
@@ -132,18 +123,22 @@ def check_template(recipe: Recipe, tokenizer: Any) -> None:
     fail(recipe, [Problem("", "model.chat_template", m) for m in template_problems(tokenizer)])
 
 
-def check_environment_column(recipe: Recipe, columns: list[str], rows: Any) -> None:
+def check_environment_column(recipe: Recipe, columns: list[str], rows: Any = None) -> None:
     """With named environments, every row must name one of them in its ``environment`` column."""
     from grpo_trl.environments import is_multi
 
     if not is_multi(section := recipe.data.get("environment")):
         return
-    names = sorted(section)
+    names = ", ".join(sorted(section))
     if "environment" not in columns:
-        fail(recipe, [Problem("", "environment", _route_message(names))])
-    unknown = ", ".join(map(repr, sorted({str(v) for v in rows["environment"]} - set(names))))
-    why = f"rows name environment(s) {unknown} that environment: does not define (it defines: {', '.join(names)})"
-    fail(recipe, [Problem("", "environment", f"{why}; add them or fix the data")] if unknown else [])
+        why = f"several environments ({names}) need an 'environment' column naming one per row; use a builder that "
+        fix = f"sets it (data: {{builder: environment, environments: [{names}]}}: TRL's routing-only rows)"
+        fail(recipe, [Problem("", "environment", f"{why}{fix} or a single environment: {{factory: ...}}")])
+    found = {str(v) for v in rows["environment"]} - set(section) if rows is not None else ()
+    why = f"rows name environment(s) {', '.join(map(repr, sorted(found)))} that environment: does not define"
+    fail(
+        recipe, [Problem("", "environment", f"{why} (it defines: {names}); add them or fix the data")] if found else []
+    )
 
 
 def check_env_scores(recipe: Recipe, env: Any) -> None:

@@ -15,29 +15,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Plan:
-    """Batch sizes per step, total optimizer steps, generation backend and GPU split for ``world_size`` processes;
-    ``num_generations``, ``steps_per_generation``... are the ``config``'s own (TRL's ``GRPOConfig`` derives them)."""
+    """Dataset rows and total optimizer steps for ``world_size`` processes; ``num_generations``,
+    ``steps_per_generation``... are the ``config``'s own (TRL's ``GRPOConfig`` derives them)."""
 
     world_size: int
     dataset_rows: int | None
     dataset_rows_exact: bool
     total_optimizer_steps: int | None
-    steps_from_max_steps: bool
-    generation: str
     config: Any  # the trl.GRPOConfig built for this world size
 
     def __getattr__(self, name: str) -> Any:
         if name == "config":  # not set yet (copy, pickle)
             raise AttributeError(name)
         return getattr(self.config, name)
-
-    @property
-    def completions_per_optimizer_step(self) -> int:
-        return self.per_device_train_batch_size * self.world_size * self.gradient_accumulation_steps
-
-    @property
-    def prompts_per_optimizer_step(self) -> float:
-        return self.completions_per_optimizer_step / self.num_generations
 
     @property
     def prompts_per_generation(self) -> int:
@@ -50,34 +40,18 @@ class Plan:
 
     @property
     def optimizer_steps_per_generation(self) -> float:
-        """Optimizer steps between two generations."""
         return self.micro_steps_per_generation / self.gradient_accumulation_steps
 
 
-def describe_generation(recipe: Recipe, world_size: int) -> str:
-    if not recipe.uses_vllm:
-        return "transformers generate() on the training processes (no vLLM)"
-    if recipe.vllm_mode == "server":
-        gpus = recipe.launch.get("vllm_gpus", 1)
-        return (
-            f"vLLM server mode: {gpus} GPU(s) for vLLM (`grpo-trl serve`), {world_size} for training; "
-            f"launch training with num_processes={world_size}"
-        )
-    return f"vLLM colocate mode: vLLM shares each of the {world_size} training GPU(s)"
-
-
-def make_plan(recipe: Recipe, world_size: int | None = None, dataset_rows: int | None = None) -> Plan:
+def make_plan(recipe: Recipe, world_size: int | None = None) -> Plan:
     """The ``Plan`` of a valid recipe for ``world_size`` processes (default: the recipe's ``launch``)."""
     from grpo_trl.data.shape import expected_size
 
     ws = world_size or recipe.world_size
     cfg = recipe.to_grpo_config(world_size=ws, planning=True)
-    exact = True
-    if dataset_rows is None:
-        dataset_rows, exact = expected_size(recipe.dataset, recipe.base_dir)
-    by_max_steps = bool(cfg.max_steps and cfg.max_steps > 0)
-    total = cfg.max_steps if by_max_steps else None if dataset_rows is None else total_steps(cfg, dataset_rows, ws)
-    return Plan(ws, dataset_rows, exact, total, by_max_steps, describe_generation(recipe, ws), cfg)
+    rows, exact = expected_size(recipe.dataset, recipe.base_dir)
+    total = cfg.max_steps if cfg.max_steps > 0 else None if rows is None else total_steps(cfg, rows, ws)
+    return Plan(ws, rows, exact, total, cfg)
 
 
 def total_steps(cfg: Any, dataset_rows: int, world_size: int) -> int:
@@ -115,6 +89,16 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
     rewards = ", ".join(f"{label} x{spec.get('weight', 1.0)}" for label, spec in zip(labels, recipe.rewards))
     if not rewards:  # an environment scores the rollouts (checked): TRL adds its get_reward(), named after the class
         rewards = "the environment's get_reward() x1.0 (TRL logs it as rewards/<class>/mean)"
+    if not recipe.uses_vllm:
+        generation = "transformers generate() on the training processes (no vLLM)"
+    elif recipe.vllm_mode == "server":
+        generation = (
+            f"vLLM server mode: {recipe.launch.get('vllm_gpus', 1)} GPU(s) for vLLM (`grpo-trl serve`), "
+            f"{plan.world_size} for training; launch training with num_processes={plan.world_size}"
+        )
+    else:
+        generation = f"vLLM colocate mode: vLLM shares each of the {plan.world_size} training GPU(s)"
+    completions = plan.per_device_train_batch_size * plan.world_size * plan.gradient_accumulation_steps
     lines = [
         f"  model               {recipe.model['name']}" + (" + LoRA" if recipe.lora_config() else ""),
         f"  data                {recipe.dataset.get('builder') or 'mixture'}: {rows_s}"
@@ -122,16 +106,16 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
         f"  rewards             {rewards}",
         f"  world size          {plan.world_size} training process(es)"
         + ("" if world_size_given else " (launch.num_processes; --world-size N to change)"),
-        f"  per optimizer step  {plan.prompts_per_optimizer_step:g} prompts x {plan.num_generations} generations"
-        f" = {plan.completions_per_optimizer_step} completions",
+        f"  per optimizer step  {completions / plan.num_generations:g} prompts x {plan.num_generations} generations"
+        f" = {completions} completions",
         f"  generation batch    {plan.generation_batch_size} completions ({plan.prompts_per_generation} prompts)"
         f" generated every {plan.micro_steps_per_generation} micro-step(s)"
         f" = {plan.optimizer_steps_per_generation:g} optimizer step(s):",
         f"                      {plan.steps_per_generation} micro-batch(es) (steps_per_generation),"
         f" each trained on {plan.num_iterations} time(s) (num_iterations)",
         f"  optimizer steps     {'unknown' if total is None else total}"
-        + ("" if plan.steps_from_max_steps else "  (epochs x rows x generations x iterations / completions per step)"),
-        f"  generation          {plan.generation}",
+        + ("" if plan.max_steps > 0 else "  (epochs x rows x generations x iterations / completions per step)"),
+        f"  generation          {generation}",
         f"  output_dir          {plan.output_dir}",
         *heldout_lines(recipe, plan),
     ]
