@@ -97,25 +97,6 @@ def offline(loader: Any, recipe: Recipe) -> Any:
         return None
 
 
-def describe_extras(recipe: Recipe) -> list[str]:
-    """``check`` lines for tools, environments and quantization, then ``machine.py``'s warnings."""
-    from grpo_trl.check.machine import machine_warnings
-    from grpo_trl.environments import is_multi
-    from grpo_trl.tools.registry import tool_specs
-
-    lines, env, quant = [], recipe.data.get("environment"), recipe.model.get("quantization")
-    if tools := [s["name"] for s in tool_specs(recipe.data.get("tools"))]:
-        lines.append(f"  tools               {', '.join(tools)}")
-    if is_multi(env):  # named environments: name: factory each
-        text = ", ".join(f"{k}: {v if isinstance(v, str) else v['factory']}" for k, v in env.items())
-        lines.append(f"  environment         {text}")
-    elif env is not None:
-        lines.append(f"  environment         {env['factory'] if isinstance(env, dict) else env}")
-    if quant:
-        lines.append(f"  quantization        {', '.join(f'{k}={v}' for k, v in quant.items())}")
-    return lines + machine_warnings(recipe, recipe.to_grpo_config(planning=True))
-
-
 def check_template(recipe: Recipe, tokenizer: Any) -> None:
     """``RecipeError`` when the tokenizer's chat template would break tool calling (TRL's own checks)."""
     from grpo_trl.models.chat_templates import template_problems

@@ -33,7 +33,7 @@ def model_problems(recipe: Recipe) -> list[Problem]:
         return [Problem(file, "model.name", "is empty", fix)]
     if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().exists():
         return [Problem(file, "model.name", f"{name!r} is a path that does not exist", fix)]  # never a Hub id
-    from grpo_trl.check.machine import hub_model
+    from grpo_trl.check.plan import hub_model
 
     if hub_model(name, recipe.base_dir):
         from huggingface_hub.utils import HFValidationError, validate_repo_id

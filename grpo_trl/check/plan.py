@@ -1,10 +1,14 @@
-"""The plan: what a run would do (batch arithmetic, optimizer steps, generation), read from TRL's own ``GRPOConfig``;
-``grpo-trl check`` prints it and tests compare it with what the trainer does."""
+"""What ``grpo-trl check`` prints for a valid recipe: the plan (batch arithmetic, optimizer steps) read from TRL's own
+``GRPOConfig`` (tests compare it with what the trainer does), tools, environments, and ``warning:`` lines for what this
+machine lacks (a GPU, the Hub or its cache, vLLM or its server): the recipe may be meant for another machine."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grpo_trl.recipe.async_grpo import plan_lines as async_plan_lines
@@ -15,8 +19,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Plan:
-    """Dataset rows and total optimizer steps for ``world_size`` processes; ``num_generations``,
-    ``steps_per_generation``... are the ``config``'s own (TRL's ``GRPOConfig`` derives them)."""
+    """Rows and optimizer steps for ``world_size`` processes; other fields read from ``config`` (TRL derives them)."""
 
     world_size: int
     dataset_rows: int | None
@@ -73,8 +76,6 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
     rows = plan.dataset_rows
     filters = [f"data.{k}" for k in ("max_prompt_tokens", "max_solution_tokens", "pass_rate") if recipe.dataset.get(k)]
     why = f"{', '.join(filters) or 'filters'} drop rows at train time; `grpo-trl data` counts them"
-    from grpo_trl.check.machine import hub_dataset
-
     hub = hub_dataset(recipe.dataset)
     if rows is None:
         rows_s = "unknown (built at train time)"
@@ -134,4 +135,116 @@ def heldout_lines(recipe: Recipe, plan: Plan) -> list[str]:
     return [
         f"  heldout             up to {h['limit']} eval prompts x {per} = {h['limit'] * per} completions"
         f" of <= {tokens} tokens every {h['every']} steps{' and before the first' if h['at_start'] else ''}{count}"
+    ]
+
+
+def hub_dataset(cfg: dict) -> str | None:
+    """The Hub dataset the ``data:`` section downloads (``None``: generated or local; a mixture: its first part)."""
+    from grpo_trl.data.registry import builder_params, from_plugin, get_builder
+
+    if cfg.get("mixture"):
+        return next(filter(None, (hub_dataset(part) for part in cfg["mixture"])), None)
+    builder = get_builder(cfg["builder"])
+    params = builder_params(builder)
+    if from_plugin(builder) or cfg.get("path") or cfg.get("source") == "generate" or "source" not in params:
+        return None
+    source = cfg.get("source") or params.get("source")
+    return source if isinstance(source, str) and source and not Path(source).expanduser().exists() else None
+
+
+def hub_model(name: str, base_dir: Path) -> str | None:
+    """``name`` when it is a Hub id (not built in, not a local folder)."""
+    local = name.startswith("builtin:") or Path(name).expanduser().exists() or (base_dir / name).exists()
+    return None if local else name
+
+
+def describe_extras(recipe: Recipe, config: Any = None) -> list[str]:
+    """Lines on tools, environments and quantization; ``warning:`` for what this machine lacks; a run in output_dir."""
+    import torch
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
+
+    from grpo_trl.environments import is_multi
+    from grpo_trl.tools.registry import tool_specs
+
+    lines, out, env, quant = [], [], recipe.data.get("environment"), recipe.model.get("quantization")
+    config = config or recipe.to_grpo_config(planning=True)
+    if tools := [s["name"] for s in tool_specs(recipe.data.get("tools"))]:
+        lines.append(f"  tools               {', '.join(tools)}")
+    if is_multi(env):  # named environments: name: factory each
+        text = ", ".join(f"{k}: {v if isinstance(v, str) else v['factory']}" for k, v in env.items())
+        lines.append(f"  environment         {text}")
+    elif env is not None:
+        lines.append(f"  environment         {env['factory'] if isinstance(env, dict) else env}")
+    if quant:
+        lines.append(f"  quantization        {', '.join(f'{k}={v}' for k, v in quant.items())}")
+    gpu, trainer = torch.cuda.is_available(), recipe.trainer
+    for key in ("bf16", "fp16") if not gpu else ():
+        if trainer.get(key) is True:
+            out.append(f"trainer.{key}: true needs a CUDA GPU, which this machine lacks; on CPU set {key}: false")
+    if quant and not gpu:
+        out.append("model.quantization needs a CUDA GPU (bitsandbytes), which this machine lacks")
+    if quant and importlib.util.find_spec("bitsandbytes") is None:
+        out.append("model.quantization needs bitsandbytes, not installed here: pip install 'grpo-trl[qlora]'")
+    if recipe.uses_vllm:
+        out += _vllm_warnings(recipe, config, gpu)
+    if trainer.get("push_to_hub"):
+        from huggingface_hub import get_token
+
+        if constants.HF_HUB_OFFLINE or get_token() is None:  # transformers creates the repo when the trainer is made
+            out.append(
+                "trainer.push_to_hub: train creates the Hub repo when it starts, and this machine has "
+                + ("HF_HUB_OFFLINE set" if constants.HF_HUB_OFFLINE else "no Hub token")
+                + ": set HF_TOKEN (or `hf auth login`) where the Hub answers, or push_to_hub: false"
+            )
+    hub = [("model.name", hub_model(str(recipe.model.get("name")), recipe.base_dir), "model")]
+    hub += [("data", hub_dataset(recipe.dataset), "dataset")]
+    for key, repo, kind in hub:
+        try:
+            cached = (
+                not repo or (Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo, repo_type=kind)).is_dir()
+            )
+        except ValueError:  # not a valid repo id: the loader says so when train builds it
+            cached = False
+        if not cached:
+            flag = " --repo-type dataset" if kind == "dataset" else ""
+            out.append(
+                f"{key}: {repo} is a Hub {kind} not in the local cache, and HF_HUB_OFFLINE is set: train cannot "
+                f"download it; unset HF_HUB_OFFLINE, or on a connected machine `hf download {repo}{flag}`"
+                if constants.HF_HUB_OFFLINE
+                else f"{key}: {repo} is downloaded from the Hugging Face Hub when train starts (not cached here)"
+            )
+    return lines + [f"warning: {recipe.file}: {line}" for line in out] + _existing_run(recipe, config)
+
+
+def _vllm_warnings(recipe: Recipe, config: Any, gpu: bool) -> list[str]:
+    from grpo_trl.generation import check_server, health_url, vllm_installed
+
+    if recipe.vllm_mode == "colocate":
+        if not vllm_installed():
+            return ["generation.backend: vllm is not installed here: pip install 'grpo-trl[vllm]' (GPU machines)"]
+        return [] if gpu else ["generation.backend: vllm colocated with training needs a CUDA GPU here"]
+    server = {k: getattr(config, f"vllm_{k}") for k in ("server_host", "server_port", "server_base_url")}
+    url = health_url({**server, **recipe.generation})
+    if not any(host in url for host in ("://localhost", "://127.0.0.1", "://0.0.0.0")):
+        return []  # a server elsewhere: train checks it answers before loading the model
+    ok, why = check_server(url, 0.5)
+    return [] if ok else [f"generation: no vLLM server at {url} ({why}); start it with `grpo-trl serve {recipe.file}`"]
+
+
+def _existing_run(recipe: Recipe, config: Any) -> list[str]:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from grpo_trl.run.names import STATE
+
+    folder = (Path.cwd() / os.path.expanduser(str(config.output_dir))).resolve()
+    if not folder.is_dir():
+        return []
+    last = get_last_checkpoint(str(folder))
+    if not (last or (folder / STATE).exists() or (folder / "trainer_state.json").exists()):
+        return []
+    at = f" (last checkpoint: {Path(last).name})" if last else ""
+    return [
+        f"note: trainer.output_dir {folder} holds a run{at}: `grpo-trl train {recipe.file} --resume` continues it, "
+        "`--overwrite` starts again"
     ]
