@@ -30,9 +30,8 @@ def reward_problems(recipe: Recipe) -> list[Problem]:
             continue
         if not spec.get("name"):
             why = "missing" if "name" not in spec else f"expected str, got {spec['name']!r}"
-            out.append(
-                Problem(file, f"{key}.name", f"{why}: a reward name, or model: <id or path> for a reward model")
-            )
+            why += ": a reward name, or model: <id or path> for a reward model"
+            out.append(Problem(file, f"{key}.name", why))
             continue
         try:
             check_reward_args(spec["name"], reward_args(recipe, spec))
@@ -53,13 +52,11 @@ def typed_args_problems(name: str, args: dict, file: str, key: str) -> list[Prob
     import inspect
 
     from grpo_trl.fields import signature_model, validate_value
-    from grpo_trl.rewards.registry import _lookup
+    from grpo_trl.rewards.registry import _lookup, _target
 
-    obj, _ = _lookup(name)
-    target = obj.__init__ if inspect.isclass(obj) else obj
+    target = _target(_lookup(name)[0])
     try:
-        params = inspect.signature(target).parameters
-        kind = signature_model("RewardArgs", target, skip=[n for n in params if n not in args])
+        kind = signature_model("RewardArgs", target, skip=set(inspect.signature(target).parameters) - set(args))
     except (TypeError, ValueError, NameError):  # annotations that cannot be read: the call itself decides
         return []
     return validate_value(kind, args, file, key)[1]
@@ -158,11 +155,10 @@ def build_rewards(recipe: Recipe, output_dir: str | None = None) -> tuple[list, 
     from grpo_trl.rewards.registry import SafeReward, get_reward
 
     load_plugins(recipe.base_dir, recipe.plugins)
-    funcs, weights = [], []
+    funcs = []
     for i, spec in enumerate(recipe.rewards):
         if is_model_entry(spec):
             funcs.append(resolve_model(spec, recipe.base_dir, output_dir or recipe.grpo_kwargs()["output_dir"]))
-            weights.append(float(spec.get("weight", 1.0)))
             continue
         try:
             reward = get_reward(spec["name"], alias=spec.get("alias"), **reward_args(recipe, spec))
@@ -171,5 +167,4 @@ def build_rewards(recipe: Recipe, output_dir: str | None = None) -> tuple[list, 
                 [replace(p, file=p.file or recipe.file, key=f"rewards.{i}.{p.key or 'name'}") for p in exc.problems]
             ) from exc
         funcs.append(SafeReward(reward, timeout=spec.get("timeout")))
-        weights.append(float(spec.get("weight", 1.0)))
-    return funcs, weights
+    return funcs, [float(spec.get("weight", 1.0)) for spec in recipe.rewards]
