@@ -1,5 +1,5 @@
 """Checks of what ``train`` wires into ``GRPOTrainer`` besides data and rewards (tools, environments, ``rollout_func``,
-the chat template with TRL's own template checks), and ``check``'s lines describing them; no model is loaded."""
+the chat template with TRL's own template checks): at check without a model, and at train on what it built."""
 
 from __future__ import annotations
 
