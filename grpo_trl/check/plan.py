@@ -4,11 +4,12 @@ machine lacks (a GPU, the Hub or its cache, vLLM or its server): the recipe may 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import math
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from grpo_trl.recipe.async_grpo import plan_lines as async_plan_lines
@@ -17,44 +18,30 @@ if TYPE_CHECKING:
     from grpo_trl.recipe.core import Recipe
 
 
-@dataclass(frozen=True)
-class Plan:
-    """Rows and optimizer steps for ``world_size`` processes; other fields read from ``config`` (TRL derives them)."""
-
-    world_size: int
-    dataset_rows: int | None
-    dataset_rows_exact: bool
-    total_optimizer_steps: int | None
-    config: Any  # the trl.GRPOConfig built for this world size
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "config":  # not set yet (copy, pickle)
-            raise AttributeError(name)
-        return getattr(self.config, name)
-
-    @property
-    def prompts_per_generation(self) -> int:
-        return self.generation_batch_size // self.num_generations
-
-    @property
-    def micro_steps_per_generation(self) -> int:
-        """Micro-steps between two generations (TRL's ``_prepare_inputs`` generates every this many)."""
-        return self.steps_per_generation * self.num_iterations
-
-    @property
-    def optimizer_steps_per_generation(self) -> float:
-        return self.micro_steps_per_generation / self.gradient_accumulation_steps
-
-
-def make_plan(recipe: Recipe, world_size: int | None = None) -> Plan:
-    """The ``Plan`` of a valid recipe for ``world_size`` processes (default: the recipe's ``launch``)."""
+def make_plan(recipe: Recipe, world_size: int | None = None) -> SimpleNamespace:
+    """What a valid recipe does on ``world_size`` processes (default: its ``launch``): the fields of TRL's
+    ``GRPOConfig`` (``config``, which derives them), dataset rows, optimizer steps and their cadence."""
     from grpo_trl.data.shape import expected_size
 
     ws = world_size or recipe.world_size
     cfg = recipe.to_grpo_config(world_size=ws, planning=True)
     rows, exact = expected_size(recipe.dataset, recipe.base_dir)
-    total = cfg.max_steps if cfg.max_steps > 0 else None if rows is None else total_steps(cfg, rows, ws)
-    return Plan(ws, rows, exact, total, cfg)
+    micro = cfg.steps_per_generation * cfg.num_iterations  # TRL's _prepare_inputs generates every this many
+    return SimpleNamespace(
+        **{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)},
+        config=cfg,
+        world_size=ws,
+        dataset_rows=rows,
+        dataset_rows_exact=exact,
+        total_optimizer_steps=cfg.max_steps
+        if cfg.max_steps > 0
+        else None
+        if rows is None
+        else total_steps(cfg, rows, ws),
+        prompts_per_generation=cfg.generation_batch_size // cfg.num_generations,
+        micro_steps_per_generation=micro,
+        optimizer_steps_per_generation=micro / cfg.gradient_accumulation_steps,
+    )
 
 
 def total_steps(cfg: Any, dataset_rows: int, world_size: int) -> int:
@@ -71,7 +58,7 @@ def total_steps(cfg: Any, dataset_rows: int, world_size: int) -> int:
     return math.ceil(cfg.num_train_epochs * updates)
 
 
-def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]:
+def format_plan(recipe: Recipe, plan: SimpleNamespace, world_size_given: bool) -> list[str]:
     """The lines ``grpo-trl check`` prints under ``OK``."""
     rows = plan.dataset_rows
     filters = [f"data.{k}" for k in ("max_prompt_tokens", "max_solution_tokens", "pass_rate") if recipe.dataset.get(k)]
@@ -123,7 +110,7 @@ def format_plan(recipe: Recipe, plan: Plan, world_size_given: bool) -> list[str]
     return async_plan_lines(recipe, plan.world_size, rows, lines)  # async_grpo: its own arithmetic replaces TRL's
 
 
-def heldout_lines(recipe: Recipe, plan: Plan) -> list[str]:
+def heldout_lines(recipe: Recipe, plan: SimpleNamespace) -> list[str]:
     """What one ``heldout:`` evaluation costs and how many the run makes (nothing without the section)."""
     if "heldout" not in recipe.data:
         return []
