@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, located
+from grpo_trl.errors import Problem, RecipeError, located
 
 if TYPE_CHECKING:
     from grpo_trl.recipe.core import Recipe
@@ -49,25 +49,9 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
         elif not env_problems and owns_reward(env) is False:
             none = "no environment in environment: defines one (every row would score None)"
             found.append(Problem("", "rewards", f"{why}, and {none}: add get_reward() or score with reward functions"))
-    if not env_problems:
-        found += _routing_problems(recipe, env)
     if not found and (recipe.data.get("tools") or env is not None):
         found += [Problem("", "model.chat_template", m) for m in _template_problems_offline(recipe)]
     return located(found, recipe.file)
-
-
-def _routing_problems(recipe: Recipe, env: Any) -> list[Problem]:
-    """Several environments: the data must name one per row (``environment`` column), as ``train`` requires."""
-    from grpo_trl.data.shape import dataset_columns
-    from grpo_trl.environments import is_multi
-
-    try:
-        check_environment_column(recipe, dataset_columns(recipe.dataset, recipe.base_dir) if is_multi(env) else [])
-    except RecipeError as exc:
-        return exc.problems
-    except (GrpoTrlError, KeyError, TypeError):  # reported by the data checks
-        pass
-    return []
 
 
 def _template_problems_offline(recipe: Recipe) -> list[str]:

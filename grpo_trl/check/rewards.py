@@ -7,7 +7,7 @@ import typing
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from grpo_trl.errors import GrpoTrlError, Problem, RewardError, located
+from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, RewardError, located
 from grpo_trl.recipe.trl_schema import trainer_model
 
 if TYPE_CHECKING:
@@ -100,7 +100,9 @@ def planned_rewards(recipe: Recipe) -> list:
 
 
 def columns_check(recipe: Recipe) -> list[Problem]:
-    """Local data files exist and have their columns; every reward's columns are in the dataset."""
+    """Local data files exist and have their columns; every reward's columns are in the dataset; with several
+    environments, an ``environment`` column names one per row (as ``train`` requires)."""
+    from grpo_trl.check.extras import check_environment_column
     from grpo_trl.data.rows import reward_columns
     from grpo_trl.data.shape import check_rows, dataset_columns
 
@@ -112,7 +114,14 @@ def columns_check(recipe: Recipe) -> list[Problem]:
         return exc.located(recipe.file, "data")
     if columns is None:  # a plugin's builder declares its columns with its own code: not called by check
         return []
-    return column_problems(recipe, rewards, columns)
+    found = column_problems(recipe, rewards, columns)
+    try:
+        check_environment_column(recipe, list(columns))
+    except RecipeError as exc:
+        found += exc.problems
+    except TypeError:  # a malformed environment: section, reported by its own checks
+        pass
+    return found
 
 
 def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]) -> list[Problem]:
