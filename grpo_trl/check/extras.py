@@ -1,5 +1,5 @@
 """Checks of what ``train`` wires into ``GRPOTrainer`` besides data and rewards (tools, environments, ``rollout_func``,
-the chat template with TRL's own template checks), and ``check``'s lines describing them; no model is loaded."""
+the chat template with TRL's own template checks): at check without a model, and at train on what it built."""
 
 from __future__ import annotations
 
@@ -49,34 +49,9 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
         elif not env_problems and owns_reward(env) is False:
             none = "no environment in environment: defines one (every row would score None)"
             found.append(Problem("", "rewards", f"{why}, and {none}: add get_reward() or score with reward functions"))
-    if not env_problems:
-        found += _routing_problems(recipe, env)
     if not found and (recipe.data.get("tools") or env is not None):
         found += [Problem("", "model.chat_template", m) for m in _template_problems_offline(recipe)]
     return located(found, recipe.file)
-
-
-def _routing_problems(recipe: Recipe, env: Any) -> list[Problem]:
-    """Several environments: the data must name one per row (``environment`` column), as ``train`` requires."""
-    from grpo_trl.data.shape import dataset_columns
-    from grpo_trl.environments import is_multi
-    from grpo_trl.errors import DataError
-
-    if not is_multi(env):
-        return []
-    try:
-        columns = dataset_columns(recipe.dataset, recipe.base_dir)
-    except (DataError, KeyError):  # reported by the data checks
-        return []
-    return [] if "environment" in columns else [Problem("", "environment", _route_message(sorted(env)))]
-
-
-def _route_message(names: list[str]) -> str:
-    return (
-        f"several environments ({', '.join(names)}) need an 'environment' column naming one per row; "
-        f"use a builder that sets it (data: {{builder: environment, environments: [{', '.join(names)}]}}: TRL's "
-        "routing-only rows) or a single environment: {factory: ...}"
-    )
 
 
 def _template_problems_offline(recipe: Recipe) -> list[str]:
@@ -106,25 +81,6 @@ def offline(loader: Any, recipe: Recipe) -> Any:
         return None
 
 
-def describe_extras(recipe: Recipe) -> list[str]:
-    """``check`` lines for tools, environments and quantization, then ``machine.py``'s warnings."""
-    from grpo_trl.check.machine import machine_warnings
-    from grpo_trl.environments import is_multi
-    from grpo_trl.tools.registry import tool_specs
-
-    lines, env, quant = [], recipe.data.get("environment"), recipe.model.get("quantization")
-    if tools := [s["name"] for s in tool_specs(recipe.data.get("tools"))]:
-        lines.append(f"  tools               {', '.join(tools)}")
-    if is_multi(env):  # named environments: name: factory each
-        text = ", ".join(f"{k}: {v if isinstance(v, str) else v['factory']}" for k, v in env.items())
-        lines.append(f"  environment         {text}")
-    elif env is not None:
-        lines.append(f"  environment         {env['factory'] if isinstance(env, dict) else env}")
-    if quant:
-        lines.append(f"  quantization        {', '.join(f'{k}={v}' for k, v in quant.items())}")
-    return lines + machine_warnings(recipe, recipe.to_grpo_config(planning=True))
-
-
 def check_template(recipe: Recipe, tokenizer: Any) -> None:
     """``RecipeError`` when the tokenizer's chat template would break tool calling (TRL's own checks)."""
     from grpo_trl.models.chat_templates import template_problems
@@ -132,18 +88,22 @@ def check_template(recipe: Recipe, tokenizer: Any) -> None:
     fail(recipe, [Problem("", "model.chat_template", m) for m in template_problems(tokenizer)])
 
 
-def check_environment_column(recipe: Recipe, columns: list[str], rows: Any) -> None:
+def check_environment_column(recipe: Recipe, columns: list[str], rows: Any = None) -> None:
     """With named environments, every row must name one of them in its ``environment`` column."""
     from grpo_trl.environments import is_multi
 
     if not is_multi(section := recipe.data.get("environment")):
         return
-    names = sorted(section)
+    names = ", ".join(sorted(section))
     if "environment" not in columns:
-        fail(recipe, [Problem("", "environment", _route_message(names))])
-    unknown = ", ".join(map(repr, sorted({str(v) for v in rows["environment"]} - set(names))))
-    why = f"rows name environment(s) {unknown} that environment: does not define (it defines: {', '.join(names)})"
-    fail(recipe, [Problem("", "environment", f"{why}; add them or fix the data")] if unknown else [])
+        why = f"several environments ({names}) need an 'environment' column naming one per row; use a builder that "
+        fix = f"sets it (data: {{builder: environment, environments: [{names}]}}: TRL's routing-only rows)"
+        fail(recipe, [Problem("", "environment", f"{why}{fix} or a single environment: {{factory: ...}}")])
+    found = {str(v) for v in rows["environment"]} - set(section) if rows is not None else ()
+    why = f"rows name environment(s) {', '.join(map(repr, sorted(found)))} that environment: does not define"
+    fail(
+        recipe, [Problem("", "environment", f"{why} (it defines: {names}); add them or fix the data")] if found else []
+    )
 
 
 def check_env_scores(recipe: Recipe, env: Any) -> None:

@@ -33,7 +33,7 @@ def model_problems(recipe: Recipe) -> list[Problem]:
         return [Problem(file, "model.name", "is empty", fix)]
     if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().exists():
         return [Problem(file, "model.name", f"{name!r} is a path that does not exist", fix)]  # never a Hub id
-    from grpo_trl.check.machine import hub_model
+    from grpo_trl.check.plan import hub_model
 
     if hub_model(name, recipe.base_dir):
         from huggingface_hub.utils import HFValidationError, validate_repo_id
@@ -57,10 +57,11 @@ def model_problems(recipe: Recipe) -> list[Problem]:
         out += init_kwargs_problems(model, file)
     if model.get("tiny") and name != BUILTIN_TINY:
         out.append(Problem(file, "model.tiny", f"only used with name: {BUILTIN_TINY}", "remove it"))
+    from grpo_trl.models.quantization import quantization_problems
+
     meta, found = meta_model(recipe)
-    return (
-        out + found + lora_problems(recipe, meta) + quantization_problems(recipe) + merged_generation_problems(recipe)
-    )
+    quant = located(quantization_problems(model.get("quantization"), has_lora=model.get("lora") is not None), file)
+    return out + found + lora_problems(recipe, meta) + quant + merged_generation_problems(recipe)
 
 
 def meta_model(recipe: Recipe) -> tuple[Any, list[Problem]]:
@@ -85,22 +86,6 @@ def meta_model(recipe: Recipe) -> tuple[Any, list[Problem]]:
         return None, [Problem(recipe.file, key, why, "fix the model's sizes")]
 
 
-def linear_names(model: Any) -> list[str]:
-    """The distinct last names of the model's ``nn.Linear`` modules: what ``target_modules`` may name."""
-    from torch import nn
-
-    return sorted({n.rpartition(".")[2] for n, m in model.named_modules() if isinstance(m, nn.Linear)})
-
-
-def _probe_model() -> Any:
-    """A stand-in for a model whose config is not here offline: one linear layer, for peft to build LoRA on."""
-    from torch import nn
-
-    model = nn.Module()
-    model.probe = nn.Linear(4, 4, device="meta")
-    return model
-
-
 def lora_problems(recipe: Recipe, meta: Any) -> list[Problem]:
     """``get_peft_model`` of the recipe's ``LoraConfig`` around the meta model, as TRL wraps the policy (without the
     config here, around one stand-in layer: the values are tried, the targets at train)."""
@@ -114,9 +99,11 @@ def lora_problems(recipe: Recipe, meta: Any) -> list[Problem]:
     if config is None:
         return []
     from peft import get_peft_model
+    from torch import nn
 
-    if meta is None:
-        meta, config = _probe_model(), dataclasses.replace(config, target_modules=["probe"], task_type=None)
+    if meta is None:  # a stand-in: one linear layer
+        meta = nn.ModuleDict({"probe": nn.Linear(4, 4, device="meta")})
+        config = dataclasses.replace(config, target_modules=["probe"], task_type=None)
         config.layers_to_transform = config.layers_pattern = config.exclude_modules = None
     try:
         with warnings.catch_warnings():
@@ -125,7 +112,8 @@ def lora_problems(recipe: Recipe, meta: Any) -> list[Problem]:
     except (ValueError, TypeError, KeyError) as exc:
         message = first_line(exc)
         if "target" in message.lower():
-            names = ", ".join(["all-linear", *linear_names(meta)])
+            linear = {n.rpartition(".")[2] for n, m in meta.named_modules() if isinstance(m, nn.Linear)}
+            names = ", ".join(["all-linear", *sorted(linear)])
             fix = f"name modules {recipe.model['name']} has: {names}"
             return [Problem(file, "model.lora.target_modules", f"peft cannot place LoRA: {message}", fix)]
         named = re.findall(r"`(\w+)`", message) + ["lora_dropout" for _ in re.findall(r"\bdropout\b", message)]
@@ -134,13 +122,6 @@ def lora_problems(recipe: Recipe, meta: Any) -> list[Problem]:
     except Exception as exc:  # noqa: BLE001 - an init that needs real weights (pissa, eva...): tried at train
         logger.info("model.lora: not tried on the meta device (%s)", first_line(exc))
     return []
-
-
-def quantization_problems(recipe: Recipe) -> list[Problem]:
-    from grpo_trl.models.quantization import quantization_problems as problems
-
-    model = recipe.model
-    return located(problems(model.get("quantization"), has_lora=model.get("lora") is not None), recipe.file)
 
 
 def merged_generation_problems(recipe: Recipe) -> list[Problem]:

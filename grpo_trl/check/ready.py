@@ -35,9 +35,8 @@ def integration_problems(recipe: Recipe, cfg: Any) -> list[Problem]:
     from transformers.utils import is_liger_kernel_available
 
     out = []
-    names = cfg.report_to if isinstance(cfg.report_to, list) else [cfg.report_to]
     available = set(get_available_reporting_integrations())
-    for name in names:
+    for name in cfg.report_to:  # a list once TrainingArguments.__post_init__ ran ("all" expanded, "none" emptied)
         if name in (None, "none", "all") or name in available:
             continue
         key, module = "trainer.report_to", INTEGRATION_MODULES.get(name, name)

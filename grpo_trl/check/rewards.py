@@ -7,7 +7,7 @@ import typing
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from grpo_trl.errors import GrpoTrlError, Problem, RewardError, located
+from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, RewardError, located
 from grpo_trl.recipe.trl_schema import trainer_model
 
 if TYPE_CHECKING:
@@ -30,9 +30,8 @@ def reward_problems(recipe: Recipe) -> list[Problem]:
             continue
         if not spec.get("name"):
             why = "missing" if "name" not in spec else f"expected str, got {spec['name']!r}"
-            out.append(
-                Problem(file, f"{key}.name", f"{why}: a reward name, or model: <id or path> for a reward model")
-            )
+            why += ": a reward name, or model: <id or path> for a reward model"
+            out.append(Problem(file, f"{key}.name", why))
             continue
         try:
             check_reward_args(spec["name"], reward_args(recipe, spec))
@@ -53,13 +52,11 @@ def typed_args_problems(name: str, args: dict, file: str, key: str) -> list[Prob
     import inspect
 
     from grpo_trl.fields import signature_model, validate_value
-    from grpo_trl.rewards.registry import _lookup
+    from grpo_trl.rewards.registry import _lookup, _target
 
-    obj, _ = _lookup(name)
-    target = obj.__init__ if inspect.isclass(obj) else obj
+    target = _target(_lookup(name)[0])
     try:
-        params = inspect.signature(target).parameters
-        kind = signature_model("RewardArgs", target, skip=[n for n in params if n not in args])
+        kind = signature_model("RewardArgs", target, skip=set(inspect.signature(target).parameters) - set(args))
     except (TypeError, ValueError, NameError):  # annotations that cannot be read: the call itself decides
         return []
     return validate_value(kind, args, file, key)[1]
@@ -103,7 +100,9 @@ def planned_rewards(recipe: Recipe) -> list:
 
 
 def columns_check(recipe: Recipe) -> list[Problem]:
-    """Local data files exist and have their columns; every reward's columns are in the dataset."""
+    """Local data files exist and have their columns; every reward's columns are in the dataset; with several
+    environments, an ``environment`` column names one per row (as ``train`` requires)."""
+    from grpo_trl.check.extras import check_environment_column
     from grpo_trl.data.rows import reward_columns
     from grpo_trl.data.shape import check_rows, dataset_columns
 
@@ -115,7 +114,14 @@ def columns_check(recipe: Recipe) -> list[Problem]:
         return exc.located(recipe.file, "data")
     if columns is None:  # a plugin's builder declares its columns with its own code: not called by check
         return []
-    return column_problems(recipe, rewards, columns)
+    found = column_problems(recipe, rewards, columns)
+    try:
+        check_environment_column(recipe, list(columns))
+    except RecipeError as exc:
+        found += exc.problems
+    except TypeError:  # a malformed environment: section, reported by its own checks
+        pass
+    return found
 
 
 def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]) -> list[Problem]:
@@ -158,11 +164,10 @@ def build_rewards(recipe: Recipe, output_dir: str | None = None) -> tuple[list, 
     from grpo_trl.rewards.registry import SafeReward, get_reward
 
     load_plugins(recipe.base_dir, recipe.plugins)
-    funcs, weights = [], []
+    funcs = []
     for i, spec in enumerate(recipe.rewards):
         if is_model_entry(spec):
             funcs.append(resolve_model(spec, recipe.base_dir, output_dir or recipe.grpo_kwargs()["output_dir"]))
-            weights.append(float(spec.get("weight", 1.0)))
             continue
         try:
             reward = get_reward(spec["name"], alias=spec.get("alias"), **reward_args(recipe, spec))
@@ -171,5 +176,4 @@ def build_rewards(recipe: Recipe, output_dir: str | None = None) -> tuple[list, 
                 [replace(p, file=p.file or recipe.file, key=f"rewards.{i}.{p.key or 'name'}") for p in exc.problems]
             ) from exc
         funcs.append(SafeReward(reward, timeout=spec.get("timeout")))
-        weights.append(float(spec.get("weight", 1.0)))
-    return funcs, weights
+    return funcs, [float(spec.get("weight", 1.0)) for spec in recipe.rewards]

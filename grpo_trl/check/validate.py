@@ -73,7 +73,11 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
         problems += async_problems(recipe, ws)
     trl_ok = not blocked(problems, *trl, "async_grpo")
     if trl_ok and recipe.dataset.get("dynamic_sampling") is not None and not blocked(problems, "data"):
-        problems += refill_problems(recipe, ws)
+        from grpo_trl.data.refill import whole_groups_problems  # each process's slice holds whole groups
+
+        cfg = recipe.to_grpo_config(world_size=ws, planning=True)
+        groups = whole_groups_problems(cfg.per_device_train_batch_size, cfg.steps_per_generation, cfg.num_generations)
+        problems += located(groups, file)
     if trl_ok and not blocked(problems, "plugins", "data", "heldout"):
         from grpo_trl.check.ready import readiness_problems
 
@@ -131,7 +135,6 @@ def generation_problems(recipe: Recipe) -> list[Problem]:
         )
     if backend == "transformers" and gen.get("vllm_mode"):
         out.append(Problem(file, "generation.vllm_mode", "only applies with generation.backend: vllm"))
-    on_vllm = backend == "vllm" or (not gen.get("backend") and trainer.get("use_vllm") is True)
     strategy = trainer.get("hub_strategy") or "every_save"
     if trainer.get("push_to_hub") and strategy != "end" and trainer.get("save_strategy") != "no":
         _log.warning(  # TRL allows it, so it is allowed here: said, not refused
@@ -141,7 +144,9 @@ def generation_problems(recipe: Recipe) -> list[Problem]:
             file,
             strategy,
         )
-    if trainer.get("top_k") == -1 and not on_vllm:  # vLLM reads -1 as "no top-k", as open-r1/verl configs write it
+    if (
+        trainer.get("top_k") == -1 and not recipe.uses_vllm
+    ):  # vLLM reads -1 as "no top-k", as open-r1/verl configs write it
         why = "-1 disables top-k only in vLLM; transformers' generate() refuses it at the first step"
         out.append(Problem(file, "trainer.top_k", why, "use 0 (no top-k, TRL's default)"))
     return out
@@ -167,12 +172,3 @@ def trl_problems(recipe: Recipe, world_size: int) -> list[Problem]:
         except (ImportError, ValueError) as exc:  # a package missing here (bitsandbytes, torchao, galore...)
             return [Problem(recipe.file, "trainer.optim", first_line(exc), "install it, or drop optim")]
     return config_secrets(config, recipe.file)  # as training refuses it (RunSession): no secret in training_args.bin
-
-
-def refill_problems(recipe: Recipe, world_size: int) -> list[Problem]:
-    """``data.dynamic_sampling`` on ``world_size`` processes: each process's slice holds whole groups."""
-    from grpo_trl.data.refill import whole_groups_problems
-
-    cfg = recipe.to_grpo_config(world_size=world_size, planning=True)
-    found = whole_groups_problems(cfg.per_device_train_batch_size, cfg.steps_per_generation, cfg.num_generations)
-    return located(found, recipe.file)

@@ -23,9 +23,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from datasets.utils.logging import disable_progress_bar
 
     from grpo_trl.check import load_recipe
-    from grpo_trl.check.extras import describe_extras
     from grpo_trl.check.memory import check_lines
-    from grpo_trl.check.plan import format_plan, make_plan
+    from grpo_trl.check.plan import describe_extras, format_plan, make_plan
     from grpo_trl.check.validate import validate
     from grpo_trl.data.sources import without_cache
     from grpo_trl.recipe import RecipeError
@@ -41,7 +40,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(redact(recipe.to_yaml()))  # the one redaction: no password in a URL on the console
         _lines(format_plan(recipe, plan, world_size_given=bool(args.world_size)))
         _lines(check_lines(recipe, plan.config, plan.world_size, args.gpu_memory))  # peak memory per GPU
-        _lines(describe_extras(recipe))  # tools, environment, QLoRA: a line each, warnings for this machine
+        _lines(describe_extras(recipe, plan.config))  # tools, environment, QLoRA; warnings for this machine
     return 0
 
 

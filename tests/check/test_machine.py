@@ -8,8 +8,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_trl.check.machine import machine_warnings
-from grpo_trl.check.plan import format_plan, make_plan
+from grpo_trl.check.plan import describe_extras, format_plan, make_plan
 from grpo_trl.models.builtin import BUILDERS
 from grpo_trl.models.shape import model_config
 from grpo_trl.recipe.core import Recipe
@@ -30,7 +29,7 @@ def recipe(tmp_path, model="builtin:tiny", data=None, **trainer) -> Recipe:
 
 
 def warnings_of(r: Recipe) -> list[str]:
-    return machine_warnings(r, r.to_grpo_config(planning=True))
+    return describe_extras(r, r.to_grpo_config(planning=True))
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grpo_trl.check.memory import parse_size
-from grpo_trl.check.memory_plan import GIB, model_state_bytes, plan_memory, sharding
+from grpo_trl.check.memory import GIB, model_states, parse_size, plan_memory, sharding
 from grpo_trl.cli import main as cli_main
 from grpo_trl.models.shape import Shape
 
@@ -26,6 +25,10 @@ QWEN25_05B = {
     "tie_word_embeddings": True,
     "dtype": "bfloat16",
 }
+
+
+def model_state_bytes(params, **kw):
+    return sum(model_states(params, **kw))
 
 
 def test_zero_paper_worked_example():
@@ -141,6 +144,7 @@ def test_bad_gpu_memory_sizes(text):
     with pytest.raises(ValueError, match="not a memory size"):
         parse_size(text)
     assert parse_size("16000MiB") == 16000 * 2**20 and parse_size("24g") == 24 * 2**30
+    assert parse_size("80 GiB") == 80 * 2**30 and parse_size("1.5GB") == 1.5e9 and parse_size(".5K") == 512
 
 
 def test_check_prints_the_plan_and_warns(tmp_path, make_recipe, capsys):
