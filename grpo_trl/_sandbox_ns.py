@@ -60,40 +60,33 @@ def _main(job: dict) -> list[str]:
         mount(b"work", run_dir.encode(), None, 0x1000)
 
     status_r, status_w = os.pipe()
-    alive_r, alive_w = os.pipe()  # the supervisor's way to see that this launcher is gone
     supervisor = os.fork()
     if supervisor == 0:
         try:
             os.close(status_r)
-            os.close(alive_w)
-            check(libc.prctl(1, 9, 0, 0, 0), "PR_SET_PDEATHSIG")
-            os.set_blocking(alive_r, False)
-            try:
-                os.read(alive_r, 1)
-                os._exit(125)  # end of file: the launcher died before the line above
-            except BlockingIOError:
-                pass
-            if mode == "namespaces":  # the namespace's init: every process left dies with it
+            os.setpgid(
+                0, 0
+            )  # the server kills the launcher's group: this one ends when it has killed all the run left
+            if mode == "namespaces":  # the namespace's init
                 mount(b"proc", b"/proc", b"proc", nosuid_nodev | 0x8)  # MS_NOEXEC
             else:  # every process the run starts stays this one's descendant
                 check(libc.prctl(36, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
             run = os.fork()
             if run == 0:
-                for fd in (status_w, alive_r, *([3] if mode == "subreaper" else [])):
-                    os.close(fd)
+                os.close(status_w)
                 if uid is not None:
                     _become(os, uid)
                 os.chdir(run_dir)
                 os.umask(0o077)
                 return argv
-            _supervise(os, run, status_w, 3 if mode == "subreaper" else None)
+            _supervise(os, run, status_w)
         except BaseException as e:  # noqa: BLE001 - report and stop, whatever it was
             os.write(2, f"sandbox supervisor: {e}\n".encode())
             os._exit(125)
     os.close(status_w)
-    os.close(alive_r)
     data = b"".join(iter(lambda: os.read(status_r, 64), b""))
-    status = os.waitpid(supervisor, 0)[1] if not data else int(data)
+    exited = os.waitpid(supervisor, 0)[1]  # once it has killed all the run left
+    status = int(data) if data else exited
     if os.WIFSIGNALED(status):  # end as the run did: its exit code, or the signal that killed it
         libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0: no core file
         os.kill(os.getpid(), os.WTERMSIG(status))
@@ -106,13 +99,13 @@ def _become(os, uid: int) -> None:
     os.setresgid(uid, uid, uid), os.setresuid(uid, uid, uid)
 
 
-def _supervise(os, run: int, status_w: int, stop: int | None) -> None:
-    """Wait until ``run`` exits or ``stop`` is written or closed, kill every descendant left (orphans included), send
-    the run's status and exit (137 without one: stopped by grpo-trl before the run ended)."""
+def _supervise(os, run: int, status_w: int) -> None:
+    """Wait until ``run`` exits or grpo-trl is done with it (its end of the control socket, fd 3), kill every
+    descendant left (orphans included), send the run's status and exit (137 without one)."""
     import contextlib
     import select
 
-    select.select([os.pidfd_open(run), *([stop] if stop is not None else [])], [], [])
+    select.select([os.pidfd_open(run), 3], [], [])
     status = None
     for _ in range(1000):  # bounded: each round reaps, then kills every descendant left
         try:
@@ -140,9 +133,9 @@ def _supervise(os, run: int, status_w: int, stop: int | None) -> None:
 
 
 def _serve(fd: int) -> dict:
-    """Fork a launcher per request on socket ``fd`` (a job; stdin, stdout, stderr, control socket[, stop fd]); returns
-    the job in it. On the control socket: the launcher's exit status (``WNOWAIT``: the pid is never reused); when
-    grpo-trl closes it, kill the launcher's group. Exits when grpo-trl closes ``fd``."""
+    """Fork a launcher per request on socket ``fd`` (a job; stdin, stdout, stderr, control socket); returns the job in
+    it. On the control socket: the launcher's exit status (``WNOWAIT``: the pid is never reused); when grpo-trl is
+    done with it, kill the launcher's group, then close it. Exits when grpo-trl closes ``fd``."""
     import contextlib
     import gc
     import json
@@ -178,15 +171,15 @@ def _serve(fd: int) -> dict:
                     signal.set_wakeup_fd(-1)
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                     os.setsid()
-                    for target, source in enumerate(fds[:3] + fds[4:]):  # stdin, stdout, stderr, stop (3)
+                    for target, source in enumerate(fds):  # stdin, stdout, stderr, control (3)
                         os.dup2(source, target)
-                    os.closerange(len(fds) - 1, os.sysconf("SC_OPEN_MAX"))
+                    os.closerange(4, os.sysconf("SC_OPEN_MAX"))
                     job = {**json.loads(data), "parent": me}
                     os.chdir(job["dir"])
                     os.environ["HOME"] = os.environ["TMPDIR"] = job["dir"]
                     os.umask(0o077)
                     return job
-                for f in fds[:3] + fds[4:]:
+                for f in fds[:3]:
                     os.close(f)
                 runs[fds[3]] = pid
                 sel.register(fds[3], selectors.EVENT_READ)
@@ -219,6 +212,7 @@ if __name__ == "__main__":  # argv: fd boot
     _boot = compile(sys.argv[2], "<sandbox boot>", "exec")
     try:
         sys.argv = _main(_serve(int(sys.argv[1])))
+        os.close(3)  # the control socket: only the run's own process gets here
     except OSError as e:
         os.write(2, f"sandbox launcher: {e}\n".encode())
         os._exit(125)

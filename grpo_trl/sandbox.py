@@ -5,6 +5,7 @@ it started, output read up to a bound; as root its own uid and namespaces. NOT a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -122,14 +123,14 @@ os.register_at_fork(after_in_child=_forget_server)
 
 
 def _start(job: dict, fds: list[int]) -> socket.socket:
-    """A launcher running ``job`` with ``fds`` (stdin, stdout, stderr, [stop]) from the fork server (restarted once
-    if it died); its control socket (see ``_serve``)."""
+    """A launcher running ``job`` with ``fds`` (stdin, stdout, stderr) from the fork server (restarted once if it
+    died); its control socket (see ``_serve``)."""
     control, theirs = socket.socketpair()
     with theirs:
         for _ in range(2):
             proc, server = _fork_server()
             try:
-                socket.send_fds(server, [json.dumps(job).encode()], [*fds[:3], theirs.fileno(), *fds[3:]])
+                socket.send_fds(server, [json.dumps(job).encode()], [*fds, theirs.fileno()])
                 return control
             except OSError as exc:
                 proc.kill()
@@ -155,22 +156,19 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
             host.chown_tree(root, uid)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        stop = os.pipe() if mode == "subreaper" else ()  # written or closed: its supervisor kills all the run left
         try:
             with tempfile.TemporaryFile() as stdin_file:
                 stdin_file.write(stdin.encode("utf-8", errors="surrogatepass"))
                 stdin_file.seek(0)
                 try:
-                    control = _start(job, [stdin_file.fileno(), out_w, err_w, *stop[:1]])
+                    control = _start(job, [stdin_file.fileno(), out_w, err_w])
                 finally:
-                    for fd in (out_w, err_w, *stop[:1]):
+                    for fd in (out_w, err_w):
                         os.close(fd)  # the run holds them now
             with control:
-                collected = _collect(
-                    out_r, err_r, control, start + limits.wall_seconds, limits.max_output_bytes, stop[1:]
-                )
+                collected = _collect(out_r, err_r, control, start + limits.wall_seconds, limits.max_output_bytes)
         finally:
-            for fd in (out_r, err_r, *stop[1:]):
+            for fd in (out_r, err_r):
                 os.close(fd)
         host.kill_all(uid, mode == "uid")
         return Result(*collected, duration_s=time.monotonic() - start)
@@ -180,10 +178,10 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
 
 
 def _collect(
-    out: int, err: int, control: socket.socket, deadline: float, bound: int, stop: tuple[int, ...]
+    out: int, err: int, control: socket.socket, deadline: float, bound: int
 ) -> tuple[int | None, str, str, bool, bool]:
-    """Read both pipes until the run exits (status on ``control``), the deadline or the output bound (then a
-    subreaper launcher is told through ``stop`` to kill the run's descendants; the server kills its group)."""
+    """Read both pipes until the run exits (status on ``control``, sent once all it started is gone), the deadline or
+    the output bound (then say so on ``control`` and wait until the launcher and the supervisor close it)."""
     bufs = {out: bytearray(), err: bytearray()}
     said = b""
     returncode = None
@@ -215,14 +213,12 @@ def _collect(
                 truncated = truncated or len(chunk) > room
             if truncated:
                 break
-    if stop and returncode is None:
-        try:  # the supervisor kills every descendant, then the launcher exits (its status arrives on control)
-            os.write(stop[0], b"x")
+    if returncode is None:  # cut: the server kills the launcher's group, the supervisor all the run left
+        with contextlib.suppress(OSError):
+            control.shutdown(socket.SHUT_WR)
             control.settimeout(1)
-            while not said.endswith(b"\n") and (chunk := control.recv(64)):
-                said += chunk
-        except OSError:
-            pass  # it is gone already, or did not stop in time: the server kills it when control closes
+            while control.recv(64):  # until they close it (1 s at most)
+                pass
     timed_out = returncode is None and not truncated
     out_text, err_text = (bytes(b).decode("utf-8", errors="replace") for b in bufs.values())
     return None if timed_out else -9 if returncode is None else returncode, out_text, err_text, timed_out, truncated
