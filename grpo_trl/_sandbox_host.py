@@ -1,5 +1,5 @@
 """The host side of a sandboxed run (grpo_trl/sandbox.py): its uid (as root, one per concurrent run: the process
-limit binds exactly and cleanup kills every process of it), its directory, and removing all it left behind.
+limit binds exactly and cleanup finds what it left), its directory, and removing all it left behind.
 """
 
 from __future__ import annotations
@@ -9,13 +9,11 @@ import fcntl
 import functools
 import os
 import shutil
-import signal
 import stat
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path, PurePosixPath
 
 UID_BASE = 1_790_000_000  # per-run uids come from here (unnamed, unused by any distribution)
@@ -94,7 +92,7 @@ def base_dir() -> Path:
 SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 
 
-def _remove_strays(uid: int, top: str, depth: int = 8) -> None:
+def _remove_files(uid: int, top: str, depth: int = 8) -> None:
     """Delete what ``uid`` left under ``top``, looking only where it could write: world-writable directories (and
     its own, which go whole), ``depth`` levels down."""
     try:
@@ -107,7 +105,7 @@ def _remove_strays(uid: int, top: str, depth: int = 8) -> None:
             if st.st_uid == uid:
                 rmtree(Path(entry.path)) if stat.S_ISDIR(st.st_mode) else os.unlink(entry.path)
             elif stat.S_ISDIR(st.st_mode) and st.st_mode & 0o002 and depth > 0:
-                _remove_strays(uid, entry.path, depth - 1)
+                _remove_files(uid, entry.path, depth - 1)
         except OSError:
             continue
 
@@ -135,37 +133,13 @@ def chown_tree(root: Path, uid: int) -> None:
             os.chown(name, uid, uid)
 
 
-def _kill_uid(uid: int) -> None:
-    """SIGKILL every live process of ``uid`` (a run's dedicated uid), repeating until none is left (bounded)."""
-    for _ in range(100):
-        found = False
-        for p in os.listdir("/proc"):
-            if not p.isdigit():
-                continue
-            try:
-                if os.stat(f"/proc/{p}").st_uid != uid:
-                    continue
-                with open(f"/proc/{p}/stat", "rb") as f:
-                    if f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
-                        continue  # a zombie: already dead, waiting for its parent
-                os.kill(int(p), signal.SIGKILL)
-                found = True
-            except (OSError, IndexError):
-                continue
-        if not found:
-            return
-        time.sleep(0.002)
-
-
-def kill_all(uid: int | None, strays: bool) -> None:
-    """Under a dedicated uid, kill every process of it; with ``strays`` (no namespaces), also remove its files in
-    world-writable directories under ``SHARED_DIRS`` and its SysV IPC objects."""
-    if uid is not None and uid != NOBODY:
-        _kill_uid(uid)
-        if strays:
-            for top in {tempfile.gettempdir(), *SHARED_DIRS}:
-                _remove_strays(uid, top)
-            _remove_ipc(uid)
+def remove_strays(uid: int) -> None:
+    """What a run's own uid left without namespaces: its files in world-writable directories under ``SHARED_DIRS``
+    and its SysV IPC objects (not under the shared ``nobody``)."""
+    if uid != NOBODY:
+        for top in {tempfile.gettempdir(), *SHARED_DIRS}:
+            _remove_files(uid, top)
+        _remove_ipc(uid)
 
 
 def rmtree(path: Path) -> None:

@@ -1,7 +1,7 @@
-"""The fork server (``_serve``: ``python -I -c <this> fd boot``) and the launcher (``_main``) of each sandboxed run.
-As root the run gets its own uid ("uid"), and with "namespaces" its own PID, mount and IPC namespaces with every
-mount read-only but a private tmpfs (run dir, /tmp...); "namespaces" and "subreaper" fork a supervisor that kills
-all the run left. The job (JSON): mode uid dir mnt disk inodes limits. Exit 125 (message on stderr) if it cannot.
+"""The fork server (``_serve``: ``python -I -c <this> fd boot``) and the launcher (``_main``) of each sandboxed run:
+on Linux a supervisor forks the run, then kills all it left (its subreaper, or with "namespaces" the init of its own
+PID, mount and IPC namespaces, every mount read-only but a private tmpfs); as root the run has its own uid.
+The job (JSON): mode uid dir mnt disk inodes limits. Exit 125 (message on stderr) if it cannot.
 """
 
 
@@ -27,9 +27,6 @@ def _main(job: dict) -> list[str]:
     if os.getppid() != job["parent"]:
         os._exit(125)  # ... which already died
     check(libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
-    if mode == "uid":  # no namespaces, only the run's own uid (grpo-trl gave it the run directory)
-        _become(os, uid)
-        return argv
     nosuid_nodev = 0x2 | 0x4
     if mode == "namespaces":
         check(libc.unshare(0x00020000 | 0x20000000 | 0x08000000), "unshare")  # NEWNS | NEWPID | NEWIPC
@@ -75,7 +72,8 @@ def _main(job: dict) -> list[str]:
             if run == 0:
                 os.close(status_w)
                 if uid is not None:
-                    _become(os, uid)
+                    os.setgroups([])
+                    os.setresgid(uid, uid, uid), os.setresuid(uid, uid, uid)
                 os.chdir(run_dir)
                 os.umask(0o077)
                 return argv
@@ -92,11 +90,6 @@ def _main(job: dict) -> list[str]:
         os.kill(os.getpid(), os.WTERMSIG(status))
         os._exit(128 + os.WTERMSIG(status))
     os._exit(os.waitstatus_to_exitcode(status))
-
-
-def _become(os, uid: int) -> None:
-    os.setgroups([])
-    os.setresgid(uid, uid, uid), os.setresuid(uid, uid, uid)
 
 
 def _supervise(os, run: int, status_w: int) -> None:

@@ -170,7 +170,8 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
         finally:
             for fd in (out_r, err_r):
                 os.close(fd)
-        host.kill_all(uid, mode == "uid")
+        if mode == "uid":
+            host.remove_strays(uid)
         return Result(*collected, duration_s=time.monotonic() - start)
     finally:
         host.rmtree(root)
