@@ -182,7 +182,7 @@ def _collect(
     out: int, err: int, control: socket.socket, deadline: float, bound: int
 ) -> tuple[int | None, str, str, bool, bool]:
     """Read both pipes until the run exits (status on ``control``, sent once all it started is gone), the deadline or
-    the output bound (then say so on ``control`` and wait until the launcher and the supervisor close it)."""
+    the output bound (then say so on ``control`` and wait until its supervisor, having killed all, closes it)."""
     bufs = {out: bytearray(), err: bytearray()}
     said = b""
     returncode = None
@@ -214,7 +214,7 @@ def _collect(
                 truncated = truncated or len(chunk) > room
             if truncated:
                 break
-    if returncode is None:  # cut: the server kills the launcher's group, the supervisor all the run left
+    if returncode is None:  # cut: its supervisor kills all the run started
         with contextlib.suppress(OSError):
             control.shutdown(socket.SHUT_WR)
             control.settimeout(1)
