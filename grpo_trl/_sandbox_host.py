@@ -13,7 +13,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path, PurePosixPath
 
 UID_BASE = 1_790_000_000  # per-run uids come from here (unnamed, unused by any distribution)
@@ -27,26 +26,22 @@ class SandboxError(RuntimeError):
 
 
 class UidPool:
-    """Unprivileged uids for runs started as root, one per concurrent run across processes (``flock``ed files);
-    ``nobody`` (cleanup by process group only) where the range is not mapped (rootless containers)."""
+    """Unprivileged uids for runs started as root, one per concurrent run across threads and processes (``flock`` on
+    a file opened per run); ``nobody``, shared, where the range is not mapped (rootless containers)."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.dedicated = True
+    dedicated = True
 
     def acquire(self) -> tuple[int, object | None]:
         if not self.dedicated:
             return NOBODY, None
-        locks = lock_dir()
-        with self._lock:
-            for slot in range(UID_SLOTS):
-                handle = open(locks / f"{slot}.lock", "a")  # noqa: SIM115 - held for the run
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    handle.close()
-                    continue
-                return UID_BASE + slot, handle
+        for slot in range(UID_SLOTS):
+            handle = open(lock_dir() / f"{slot}.lock", "a")  # noqa: SIM115 - held for the run
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            return UID_BASE + slot, handle
         raise SandboxError(f"more than {UID_SLOTS} sandbox runs at once on this machine")
 
     @staticmethod
