@@ -9,6 +9,7 @@ def _main(job: dict) -> list[str]:
     """Returns (the boot argv) only in the run's own process; every other process ends inside."""
     import ctypes  # loaded in the fork server already
     import os
+    import shutil
     import signal
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -31,15 +32,9 @@ def _main(job: dict) -> list[str]:
         size = f"size={job['disk']},nr_inodes={job['inodes']},mode=0711".encode()
         mount(b"tmpfs", job["mnt"].encode(), b"tmpfs", 0x2 | 0x4, size)  # MS_NOSUID | MS_NODEV
         os.chdir(job["mnt"])  # binds below come from here by relative path, which later mounts cannot hide
-        os.mkdir("work", 0o700)
-        for src, dirs, files in os.walk(run_dir):  # the run's inputs (main.py, files=), written by grpo-trl
-            rel = os.path.join("work", os.path.relpath(src, run_dir))
-            for d in dirs:
-                os.mkdir(os.path.join(rel, d), 0o700)
-            for f in files:
-                with open(os.path.join(src, f), "rb") as fin, open(os.path.join(rel, f), "xb") as fout:
-                    fout.write(fin.read())
-            for name in [rel, *(os.path.join(rel, n) for n in dirs + files)]:
+        shutil.copytree(run_dir, "work")  # the run's inputs (main.py, files=), written by grpo-trl
+        for top, dirs, files in os.walk("work"):
+            for name in [top, *(os.path.join(top, n) for n in dirs + files)]:
                 os.chown(name, uid, uid)
         shared = {os.path.realpath(p) for p in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock") if os.path.isdir(p)}
         for i, path in enumerate(sorted(shared)):
@@ -123,6 +118,7 @@ def _serve(fd: int) -> dict:
     import gc
     import json
     import os
+    import shutil  # noqa: F401 - loaded once here: each namespaces launcher copies a run's inputs with it
     import signal
     import socket
     import sys
