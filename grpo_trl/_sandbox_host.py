@@ -173,7 +173,7 @@ ENV_PYTHON = "GRPO_TRL_SANDBOX_PYTHON"  # interpreter override when the sandbox 
 def interpreter() -> str:
     """The Python the sandbox runs (by the unprivileged user, as root): ``$GRPO_TRL_SANDBOX_PYTHON``, else
     ``sys.executable``, else a system ``python3``."""
-    # as root, probed under a uid slot of its own: another process's run on that uid would kill the probe at its end
+    # as root, probed under a uid slot of its own: a run on that uid could kill the probe (kill(-1))
     uid, handle = uids.acquire() if os.geteuid() == 0 else (None, None)
     candidates = [os.environ.get(ENV_PYTHON), sys.executable, shutil.which("python3", path="/usr/bin:/bin")]
     try:

@@ -1,5 +1,5 @@
 """The fork server (``_serve``: ``python -I -c <this> fd boot``) and the launcher (``_main``) of each sandboxed run:
-on Linux a supervisor forks the run, then kills all it left (its subreaper, or with "namespaces" the init of its own
+a supervisor forks the run, then kills all it left (on Linux its subreaper, or with "namespaces" the init of its own
 PID, mount and IPC namespaces, every mount read-only but a private tmpfs); as root the run has its own uid.
 The job (JSON): mode uid dir mnt disk inodes limits. Exit 125 (message on stderr) if it cannot.
 """

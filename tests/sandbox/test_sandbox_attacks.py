@@ -507,7 +507,7 @@ def test_the_run_sees_only_its_own_processes():
 @needs_root
 def test_processes_with_different_tmpdirs_never_share_a_runs_uid(tmp_path):
     """The uid slots are one machine-wide set: two grpo-trl processes whose $TMPDIR differ (so their run folders
-    differ) still take different uids, else one's cleanup would kill the other's run."""
+    differ) still take different uids, else one's run could kill the other's (kill(-1) reaches its whole uid)."""
     from grpo_trl._sandbox_host import uids
 
     uid, handle = uids.acquire()
@@ -523,9 +523,9 @@ def test_processes_with_different_tmpdirs_never_share_a_runs_uid(tmp_path):
 
 @needs_root
 def test_the_interpreter_probe_runs_on_a_uid_slot_no_run_holds():
-    """Another process's run on a slot ends by killing every process of that slot's uid: the probe that picks the
-    sandbox's Python takes a slot of its own, so that cleanup can never kill it (it ran as slot 0's uid, and a killed
-    probe failed the run, or silently put every later run under the shared ``nobody`` uid)."""
+    """A run on a slot can kill every process of that slot's uid (kill(-1)): the probe that picks the sandbox's
+    Python takes a slot of its own, so that no run can kill it (it ran as slot 0's uid, and a killed probe failed the
+    run, or silently put every later run under the shared ``nobody`` uid)."""
     from grpo_trl._sandbox_host import uids
 
     uid, handle = uids.acquire()  # a "run" of this process holds a slot ...
