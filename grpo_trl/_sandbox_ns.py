@@ -58,7 +58,8 @@ def _main(job: dict) -> list[str]:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.close(wake_r), os.close(wake_w)
-        os.setpgid(0, 0)
+        if mode == "none":  # its group is what the supervisor kills
+            os.setpgid(0, 0)
         if uid is not None:
             os.setgroups([])
             os.setresgid(uid, uid, uid), os.setresuid(uid, uid, uid)
@@ -70,7 +71,7 @@ def _main(job: dict) -> list[str]:
 
 def _supervise(os, run: int, wake: int, linux: bool) -> None:
     """Wait until ``run`` exits or grpo-trl is done with it (fd 3, its control socket, is readable: closed or cut),
-    kill its group and (``linux``) every descendant left, orphans included; then send its status on fd 3."""
+    kill it and every descendant left, orphans included (not ``linux``: its group); then send its status on fd 3."""
     import contextlib
     import select
 
@@ -85,7 +86,7 @@ def _supervise(os, run: int, wake: int, linux: bool) -> None:
             if done:
                 break
     with contextlib.suppress(OSError):
-        os.killpg(run, 9)
+        os.killpg(run, 9) if not linux else os.kill(run, 9)
     for _ in range(1000 if linux else 0):  # bounded: each round reaps, then kills every descendant left
         try:
             while os.waitpid(-1, os.WNOHANG)[0]:
