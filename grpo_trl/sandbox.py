@@ -183,12 +183,11 @@ def _collect(
 ) -> tuple[int | None, str, str, bool, bool]:
     """Read both pipes until the run exits (status on ``control``, sent once all it started is gone), the deadline or
     the output bound (then say so on ``control`` and wait until its supervisor, having killed all, closes it)."""
-    bufs = {out: bytearray(), err: bytearray()}
-    said = b""
+    bufs = {out: bytearray(), err: bytearray(), control.fileno(): bytearray()}
     returncode = None
     truncated = False
     with selectors.DefaultSelector() as sel:
-        for fd in (out, err, control):
+        for fd in bufs:
             sel.register(fd, selectors.EVENT_READ)
         while returncode is None or sel.get_map():
             now = time.monotonic()
@@ -199,16 +198,12 @@ def _collect(
                 break  # the run exited and its pipes are drained; a leftover child may still hold them open
             for key, _ in ready:
                 chunk = os.read(key.fd, 65536)
-                if key.fileobj is control:
-                    said += chunk
-                    if not chunk or said.endswith(b"\n"):
-                        returncode = int(said) if said.endswith(b"\n") else -9
-                        sel.unregister(control)
-                    continue
+                buf = bufs[key.fd]
                 if not chunk:
                     sel.unregister(key.fd)
+                    if key.fd == control.fileno():  # its supervisor is gone: the status it sent, if any
+                        returncode = int(buf) if buf else -9
                     continue
-                buf = bufs[key.fd]
                 room = bound - len(buf)
                 buf += chunk[:room]
                 truncated = truncated or len(chunk) > room
@@ -221,7 +216,7 @@ def _collect(
             while control.recv(64):  # until they close it (1 s at most)
                 pass
     timed_out = returncode is None and not truncated
-    out_text, err_text = (bytes(b).decode("utf-8", errors="replace") for b in bufs.values())
+    out_text, err_text = (bytes(bufs[fd]).decode("utf-8", errors="replace") for fd in (out, err))
     return None if timed_out else -9 if returncode is None else returncode, out_text, err_text, timed_out, truncated
 
 
