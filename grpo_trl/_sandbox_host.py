@@ -1,5 +1,5 @@
 """The host side of a sandboxed run (grpo_trl/sandbox.py): its uid (as root, one per concurrent run: the process
-limit binds exactly and cleanup kills every process of it), its directory, and removing all it left behind.
+limit binds exactly and cleanup finds what it left), its directory, and removing all it left behind.
 """
 
 from __future__ import annotations
@@ -9,13 +9,10 @@ import fcntl
 import functools
 import os
 import shutil
-import signal
 import stat
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path, PurePosixPath
 
 UID_BASE = 1_790_000_000  # per-run uids come from here (unnamed, unused by any distribution)
@@ -29,26 +26,22 @@ class SandboxError(RuntimeError):
 
 
 class UidPool:
-    """Unprivileged uids for runs started as root, one per concurrent run across processes (``flock``ed files);
-    ``nobody`` (cleanup by process group only) where the range is not mapped (rootless containers)."""
+    """Unprivileged uids for runs started as root, one per concurrent run across threads and processes (``flock`` on
+    a file opened per run); ``nobody``, shared, where the range is not mapped (rootless containers)."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.dedicated = True
+    dedicated = True
 
     def acquire(self) -> tuple[int, object | None]:
         if not self.dedicated:
             return NOBODY, None
-        locks = lock_dir()
-        with self._lock:
-            for slot in range(UID_SLOTS):
-                handle = open(locks / f"{slot}.lock", "a")  # noqa: SIM115 - held for the run
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    handle.close()
-                    continue
-                return UID_BASE + slot, handle
+        for slot in range(UID_SLOTS):
+            handle = open(lock_dir() / f"{slot}.lock", "a")  # noqa: SIM115 - held for the run
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            return UID_BASE + slot, handle
         raise SandboxError(f"more than {UID_SLOTS} sandbox runs at once on this machine")
 
     @staticmethod
@@ -94,7 +87,7 @@ def base_dir() -> Path:
 SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 
 
-def _remove_strays(uid: int, top: str, depth: int = 8) -> None:
+def _remove_files(uid: int, top: str, depth: int = 8) -> None:
     """Delete what ``uid`` left under ``top``, looking only where it could write: world-writable directories (and
     its own, which go whole), ``depth`` levels down."""
     try:
@@ -107,7 +100,7 @@ def _remove_strays(uid: int, top: str, depth: int = 8) -> None:
             if st.st_uid == uid:
                 rmtree(Path(entry.path)) if stat.S_ISDIR(st.st_mode) else os.unlink(entry.path)
             elif stat.S_ISDIR(st.st_mode) and st.st_mode & 0o002 and depth > 0:
-                _remove_strays(uid, entry.path, depth - 1)
+                _remove_files(uid, entry.path, depth - 1)
         except OSError:
             continue
 
@@ -135,37 +128,13 @@ def chown_tree(root: Path, uid: int) -> None:
             os.chown(name, uid, uid)
 
 
-def _kill_uid(uid: int) -> None:
-    """SIGKILL every live process of ``uid`` (a run's dedicated uid), repeating until none is left (bounded)."""
-    for _ in range(100):
-        found = False
-        for p in os.listdir("/proc"):
-            if not p.isdigit():
-                continue
-            try:
-                if os.stat(f"/proc/{p}").st_uid != uid:
-                    continue
-                with open(f"/proc/{p}/stat", "rb") as f:
-                    if f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
-                        continue  # a zombie: already dead, waiting for its parent
-                os.kill(int(p), signal.SIGKILL)
-                found = True
-            except (OSError, IndexError):
-                continue
-        if not found:
-            return
-        time.sleep(0.002)
-
-
-def kill_all(uid: int | None, strays: bool) -> None:
-    """Under a dedicated uid, kill every process of it; with ``strays`` (no namespaces), also remove its files in
-    world-writable directories under ``SHARED_DIRS`` and its SysV IPC objects."""
-    if uid is not None and uid != NOBODY:
-        _kill_uid(uid)
-        if strays:
-            for top in {tempfile.gettempdir(), *SHARED_DIRS}:
-                _remove_strays(uid, top)
-            _remove_ipc(uid)
+def remove_strays(uid: int) -> None:
+    """What a run's own uid left without namespaces: its files in world-writable directories under ``SHARED_DIRS``
+    and its SysV IPC objects (not under the shared ``nobody``)."""
+    if uid != NOBODY:
+        for top in {tempfile.gettempdir(), *SHARED_DIRS}:
+            _remove_files(uid, top)
+        _remove_ipc(uid)
 
 
 def rmtree(path: Path) -> None:
@@ -204,7 +173,7 @@ ENV_PYTHON = "GRPO_TRL_SANDBOX_PYTHON"  # interpreter override when the sandbox 
 def interpreter() -> str:
     """The Python the sandbox runs (by the unprivileged user, as root): ``$GRPO_TRL_SANDBOX_PYTHON``, else
     ``sys.executable``, else a system ``python3``."""
-    # as root, probed under a uid slot of its own: another process's run on that uid would kill the probe at its end
+    # as root, probed under a uid slot of its own: a run on that uid could kill the probe (kill(-1))
     uid, handle = uids.acquire() if os.geteuid() == 0 else (None, None)
     candidates = [os.environ.get(ENV_PYTHON), sys.executable, shutil.which("python3", path="/usr/bin:/bin")]
     try:

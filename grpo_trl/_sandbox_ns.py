@@ -1,14 +1,16 @@
-"""The fork server (``_serve``: ``python -I -c <this> fd boot``) and the launcher (``_main``) of each sandboxed run.
-As root: own PID, mount and IPC namespaces, every mount read-only but a private tmpfs (run dir, /tmp...); else its
-uid ("uid") or, not root, its subreaper. argv: grpo_pid uid run_dir mount_dir disk_bytes inodes bounds... ("uid":
-uid run_dir - 0 0; not root: - run_dir stop_fd 0 0; "none": ""). Exit 125 (message on stderr) if it cannot.
+"""The fork server (``_serve``: ``python -I -c <this> fd boot``) and the launcher (``_main``) of each sandboxed run:
+a supervisor forks the run, then kills all it left (on Linux its subreaper, or with "namespaces" the init of its own
+PID, mount and IPC namespaces, every mount read-only but a private tmpfs); as root the run has its own uid.
+The job (JSON): mode uid dir mnt disk inodes limits. Exit 125 (message on stderr) if it cannot.
 """
 
 
-def _main(argv: list[str]) -> list[str]:
+def _main(job: dict) -> list[str]:
     """Returns (the boot argv) only in the run's own process; every other process ends inside."""
     import ctypes  # loaded in the fork server already
     import os
+    import shutil
+    import signal
 
     libc = ctypes.CDLL(None, use_errno=True)
 
@@ -20,125 +22,75 @@ def _main(argv: list[str]) -> list[str]:
     def mount(src: bytes | None, target: bytes, fstype: bytes | None, flags: int, data: bytes | None = None) -> None:
         check(libc.mount(src, target, fstype, ctypes.c_ulong(flags), data), f"mount {target.decode()}")
 
-    grpo_pid, uid, run_dir, mnt, disk, inodes = argv[1:7]
-    if uid == "":  # "none" (not Linux): nothing to set up
-        return ["-c", *argv[7:]]
-    check(libc.prctl(1, 9, 0, 0, 0), "PR_SET_PDEATHSIG")  # die with grpo-trl ...
-    if os.getppid() != int(grpo_pid):
-        os._exit(125)  # ... which already died
-    check(libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
-    if uid == "-":  # not root: no namespaces, but every process the run starts is this one's descendant
-        _subreap(libc, check, int(mnt))  # mnt: the fd through which grpo-trl stops the run
-        return ["-c", *argv[7:]]
-    uid = int(uid)
-    if mnt == "-":  # "uid" mode: no namespaces, only the run's own uid (grpo-trl gave it the run directory)
-        _become(os, uid)
-        return ["-c", *argv[7:]]
-    check(libc.unshare(0x00020000 | 0x20000000 | 0x08000000), "unshare")  # CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC
-
-    attr = (ctypes.c_uint64 * 4)(0x1, 0, 1 << 18, 0)  # every mount read-only and MS_PRIVATE (Linux >= 5.12)
-    check(libc.syscall(442, -100, b"/", 0x8000, attr, ctypes.sizeof(attr)), "mount_setattr")  # AT_RECURSIVE
-    nosuid_nodev = 0x2 | 0x4
-    mount(b"tmpfs", mnt.encode(), b"tmpfs", nosuid_nodev, f"size={disk},nr_inodes={inodes},mode=0711".encode())
-    os.chdir(mnt)  # binds below come from here by relative path, which later mounts over the same paths cannot hide
-    os.mkdir("work", 0o700)
-    os.chown("work", uid, uid)
-    for src, dirs, files in os.walk(run_dir):  # the run's inputs (main.py, files=), written by grpo-trl
-        rel = os.path.join("work", os.path.relpath(src, run_dir))
-        for d in dirs:
-            os.mkdir(os.path.join(rel, d), 0o700)
-            os.chown(os.path.join(rel, d), uid, uid)
-        for f in files:
-            with open(os.path.join(src, f), "rb") as fin, open(os.path.join(rel, f), "xb") as fout:
-                fout.write(fin.read())
-            os.chown(os.path.join(rel, f), uid, uid)
-    shared = {os.path.realpath(p) for p in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock") if os.path.isdir(p)}
-    for i, path in enumerate(sorted(shared)):
-        os.mkdir(f"shared{i}")
-        os.chmod(f"shared{i}", 0o1777)
-        mount(f"shared{i}".encode(), path.encode(), None, 0x1000)  # MS_BIND
-    os.umask(0o022)
-    os.makedirs(run_dir, exist_ok=True)  # inside a private tmpfs when /tmp now hides the real one
-    mount(b"work", run_dir.encode(), None, 0x1000)
-
-    status_r, status_w = os.pipe()
-    alive_r, alive_w = os.pipe()  # init's way to see that this launcher is gone
-    init = os.fork()
-    if init == 0:
-        try:
-            os.close(status_r)
-            os.close(alive_w)
-            check(libc.prctl(1, 9, 0, 0, 0), "PR_SET_PDEATHSIG")
-            os.set_blocking(alive_r, False)
-            try:
-                os.read(alive_r, 1)
-                os._exit(125)  # end of file: the launcher died before the line above
-            except BlockingIOError:
-                pass
-            mount(b"proc", b"/proc", b"proc", nosuid_nodev | 0x8)  # MS_NOEXEC
-            run = os.fork()
-            if run == 0:
-                os.close(status_w)
-                os.close(alive_r)
-                _become(os, uid)
-                os.chdir(run_dir)
-                os.umask(0o077)
-                return ["-c", *argv[7:]]
-            while True:  # reap orphans too (this is the namespace's init) until the run itself exits
-                pid, status = os.waitpid(-1, 0)
-                if pid == run:
-                    os.write(status_w, str(status).encode())
-                    os._exit(0)  # the kernel now kills every process left in the namespace
-        except BaseException as e:  # noqa: BLE001 - report and stop, whatever it was
-            os.write(2, f"sandbox init: {e}\n".encode())
-            os._exit(125)
-    os.close(status_w)
-    os.close(alive_r)
-    data = b"".join(iter(lambda: os.read(status_r, 64), b""))
-    os.waitpid(init, 0)  # returns once the namespace is empty
-    if not data:
-        os._exit(125)
-    _end_as(libc, int(data))
-
-
-def _become(os, uid: int) -> None:
-    os.setgroups([])
-    os.setresgid(uid, uid, uid), os.setresuid(uid, uid, uid)
-
-
-def _end_as(libc, status: int) -> None:
-    """Exit as the run did: its exit code, or the signal that killed it (whose default action applies here)."""
-    import os
-
-    if os.WIFSIGNALED(status):
-        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0: no core file
-        os.kill(os.getpid(), os.WTERMSIG(status))
-        os._exit(128 + os.WTERMSIG(status))
-    os._exit(os.waitstatus_to_exitcode(status))
-
-
-def _subreap(libc, check, stop: int) -> None:
-    """Fork the run (which returns) and stay its subreaper; when it exits, or ``stop`` is written or closed, kill
-    every descendant (orphans included), then end as the run ended."""
-    import contextlib
-    import os
-    import select
-
-    check(libc.prctl(36, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
+    mode, uid, run_dir, argv = job["mode"], job["uid"], job["dir"], ["-c", *map(str, job["limits"])]
+    if mode != "none":  # "none": not Linux
+        check(libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+    if mode == "namespaces":
+        check(libc.unshare(0x00020000 | 0x20000000 | 0x08000000), "unshare")  # NEWNS | NEWPID | NEWIPC
+        attr = (ctypes.c_uint64 * 4)(0x1, 0, 1 << 18, 0)  # every mount read-only and MS_PRIVATE (Linux >= 5.12)
+        check(libc.syscall(442, -100, b"/", 0x8000, attr, ctypes.sizeof(attr)), "mount_setattr")  # AT_RECURSIVE
+        size = f"size={job['disk']},nr_inodes={job['inodes']},mode=0711".encode()
+        mount(b"tmpfs", job["mnt"].encode(), b"tmpfs", 0x2 | 0x4, size)  # MS_NOSUID | MS_NODEV
+        os.chdir(job["mnt"])  # binds below come from here by relative path, which later mounts cannot hide
+        shutil.copytree(run_dir, "work")  # the run's inputs (main.py, files=), written by grpo-trl
+        for top, dirs, files in os.walk("work"):
+            for name in [top, *(os.path.join(top, n) for n in dirs + files)]:
+                os.chown(name, uid, uid)
+        shared = {os.path.realpath(p) for p in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock") if os.path.isdir(p)}
+        for i, path in enumerate(sorted(shared)):
+            os.mkdir(f"shared{i}")
+            os.chmod(f"shared{i}", 0o1777)
+            mount(f"shared{i}".encode(), path.encode(), None, 0x1000)  # MS_BIND
+        os.umask(0o022)
+        os.makedirs(run_dir, exist_ok=True)  # inside a private tmpfs when /tmp now hides the real one
+        mount(b"work", run_dir.encode(), None, 0x1000)
+        if os.fork():
+            os._exit(0)  # the namespace's first process, its init, supervises the run
+        mount(b"proc", b"/proc", b"proc", 0x2 | 0x4 | 0x8)  # MS_NOSUID | MS_NODEV | MS_NOEXEC
+    elif mode != "none":  # every process the run starts stays this one's descendant
+        check(libc.prctl(36, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False), os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
     run = os.fork()
     if run == 0:
-        os.close(stop)
-        return
-    select.select([os.pidfd_open(run), stop], [], [])
-    pid, status = os.waitpid(run, os.WNOHANG)
-    for _ in range(1000):  # bounded: each round reaps, then kills every descendant left
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.close(wake_r), os.close(wake_w)
+        if mode == "none":  # its group is what the supervisor kills
+            os.setpgid(0, 0)
+        if uid is not None:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid), os.setresuid(uid, uid, uid)
+        os.chdir(run_dir)
+        os.umask(0o077)
+        return argv
+    _supervise(os, run, wake_r, mode != "none")
+
+
+def _supervise(os, run: int, wake: int, linux: bool) -> None:
+    """Wait until ``run`` exits or grpo-trl is done with it (fd 3, its control socket, is readable: closed or cut),
+    kill it and every descendant left, orphans included (not ``linux``: its group); then send its status on fd 3."""
+    import contextlib
+    import select
+
+    status = None
+    while status is None:
+        done = 3 in select.select([wake, 3], [], [])[0]
+        with contextlib.suppress(BlockingIOError):
+            os.read(wake, 512)
+        pid, status = os.waitpid(run, os.WNOHANG)
+        if not pid:
+            status = None
+            if done:
+                break
+    with contextlib.suppress(OSError):
+        os.killpg(run, 9) if not linux else os.kill(run, 9)
+    for _ in range(1000 if linux else 0):  # bounded: each round reaps, then kills every descendant left
         try:
-            while True:
-                reaped, st = os.waitpid(-1, os.WNOHANG)
-                if reaped == 0:
-                    break
-                if reaped == run and not pid:
-                    pid, status = reaped, st
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
         except ChildProcessError:
             break  # no child left: an orphan would have become one, so no descendant is left either
         parents: dict[int, list[int]] = {}
@@ -155,20 +107,19 @@ def _subreap(libc, check, stop: int) -> None:
             with contextlib.suppress(OSError):
                 os.kill(child, 9)
         select.select([], [], [], 0.002)
-    if not pid:
-        os._exit(137)  # stopped by grpo-trl before the run ended
-    _end_as(libc, status)
+    if status is not None:
+        with contextlib.suppress(OSError):
+            os.write(3, b"%d\n" % os.waitstatus_to_exitcode(status))
+    os._exit(0)
 
 
-def _serve(fd: int) -> list[str]:
-    """Fork a launcher per request on socket ``fd`` (argv; stdin, stdout, stderr, control socket[, stop fd]); returns
-    that argv in it. On the control socket: the launcher's pid, then its exit status (``WNOWAIT``: the pid is never
-    reused); when grpo-trl closes it, kill the launcher's group. Exits when grpo-trl closes ``fd``."""
-    import contextlib
+def _serve(fd: int) -> dict:
+    """Fork a launcher per request on socket ``fd`` (a job; stdin, stdout, stderr, control socket as fd 3); returns
+    the job in it. Exits when grpo-trl closes ``fd``."""
     import gc
     import json
     import os
-    import selectors
+    import shutil  # noqa: F401 - loaded once here: each namespaces launcher copies a run's inputs with it
     import signal
     import socket
     import sys
@@ -176,64 +127,26 @@ def _serve(fd: int) -> list[str]:
 
     gc.freeze()  # a run's collections leave the server's objects alone: fewer pages copied after fork()
     del sys.modules["gc"]  # as in a fresh interpreter (code_tests refuses a run that imports it)
-    server, me = socket.socket(fileno=fd), os.getpid()
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    sel = selectors.DefaultSelector()
-    sel.register(server, selectors.EVENT_READ)
-    sel.register(wake_r, selectors.EVENT_READ)
-    runs: dict[int, int] = {}  # control fd -> launcher pid, until grpo-trl is done with the run
-    ended: set[int] = set()
-
-    def send(control: int, value: int) -> None:
-        with contextlib.suppress(OSError):  # grpo-trl may be done with the run already
-            os.write(control, b"%d\n" % value)
-
+    server = socket.socket(fileno=fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # launchers are reaped by the kernel
     while True:
-        for key, _ in sel.select():
-            if key.fileobj is server:
-                data, fds, _, _ = socket.recv_fds(server, 1 << 16, 5)
-                if not data:
-                    os._exit(0)
-                pid = os.fork()
-                if pid == 0:
-                    sel.close()
-                    server.detach()
-                    signal.set_wakeup_fd(-1)
-                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    os.setsid()
-                    for target, source in enumerate(fds[:3] + fds[4:]):  # stdin, stdout, stderr, stop (3)
-                        os.dup2(source, target)
-                    os.closerange(len(fds) - 1, os.sysconf("SC_OPEN_MAX"))
-                    argv = json.loads(data)
-                    argv[1] = str(me)
-                    os.chdir(argv[3])
-                    os.environ["HOME"] = os.environ["TMPDIR"] = argv[3]
-                    os.umask(0o077)
-                    return argv
-                for f in fds[:3] + fds[4:]:
-                    os.close(f)
-                runs[fds[3]] = pid
-                sel.register(fds[3], selectors.EVENT_READ)
-                send(fds[3], pid)
-            elif key.fileobj == wake_r:
-                os.read(wake_r, 4096)
-                for control, pid in runs.items():
-                    done = None if pid in ended else os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-                    if done is not None:
-                        ended.add(pid)
-                        send(control, done.si_status if done.si_code == os.CLD_EXITED else -done.si_status)
-            else:  # grpo-trl is done with the run
-                pid = runs.pop(key.fd)
-                sel.unregister(key.fd)
-                for kill in (os.killpg, os.kill):
-                    with contextlib.suppress(OSError):
-                        kill(pid, 9)
-                os.waitpid(pid, 0)
-                ended.discard(pid)
-                os.close(key.fd)
+        data, fds, _, _ = socket.recv_fds(server, 1 << 16, 4)
+        if not data:
+            os._exit(0)
+        if os.fork() == 0:
+            server.detach()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os.setsid()
+            for target, source in enumerate(fds):  # stdin, stdout, stderr, control (3)
+                os.dup2(source, target)
+            os.closerange(4, os.sysconf("SC_OPEN_MAX"))
+            job = json.loads(data)
+            os.chdir(job["dir"])
+            os.environ["HOME"] = os.environ["TMPDIR"] = job["dir"]
+            os.umask(0o077)
+            return job
+        for f in fds:
+            os.close(f)
 
 
 if __name__ == "__main__":  # argv: fd boot
@@ -243,6 +156,7 @@ if __name__ == "__main__":  # argv: fd boot
     _boot = compile(sys.argv[2], "<sandbox boot>", "exec")
     try:
         sys.argv = _main(_serve(int(sys.argv[1])))
+        os.close(3)  # the control socket: only the run's own process gets here
     except OSError as e:
         os.write(2, f"sandbox launcher: {e}\n".encode())
         os._exit(125)

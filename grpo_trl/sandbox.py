@@ -5,6 +5,7 @@ it started, output read up to a bound; as root its own uid and namespaces. NOT a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -73,23 +74,19 @@ def isolation() -> str:
     global _mode
     with _mode_lock:
         if _mode is None:
-            if os.geteuid() == 0 and os.environ.get(ENV_NAMESPACES) == "0":
-                _mode = "uid"
-            elif os.geteuid() != 0 and sys.platform != "linux":
-                _mode = "none"
-            else:
-                want, _mode = ("namespaces", "uid") if os.geteuid() == 0 else ("subreaper", "none")
-                why = ""
-                try:
-                    probe = _run("import os\nprint(os.getpid(), os.getuid())", "", Limits(), {}, want)
-                    pid, uid = probe.stdout.split() if probe.ok else ("", "")
-                    if want == "subreaper" or (pid == "2" and uid != "0"):
-                        _mode = want if probe.ok else _mode
-                    why = "" if _mode == want else (probe.stderr or probe.stdout)[-300:] or f"exit {probe.returncode}"
-                except (OSError, subprocess.SubprocessError, ValueError) as e:
-                    why = str(e)
-                if why:
-                    logger.warning("sandbox: %s unavailable here (%s); runs are isolated as %r", want, why, _mode)
+            root = os.geteuid() == 0
+            want, _mode = ("namespaces", "uid") if root else ("subreaper", "none")
+            if os.environ.get(ENV_NAMESPACES) == "0" if root else sys.platform != "linux":
+                return _mode
+            try:
+                probe = _run("import os\nprint(os.getpid(), os.getuid() != 0)", "", Limits(), {}, want)
+                if probe.ok and (not root or probe.stdout.split() == ["2", "True"]):
+                    _mode = want  # namespaces: the run is its PID namespace's second process, not root
+                why = (probe.stderr or probe.stdout)[-300:] or f"exit {probe.returncode}"
+            except (OSError, subprocess.SubprocessError, ValueError) as e:
+                why = str(e)
+            if _mode != want:
+                logger.warning("sandbox: %s unavailable here (%s); runs are isolated as %r", want, why, _mode)
         return _mode
 
 
@@ -125,15 +122,15 @@ def _forget_server() -> None:  # in a forked child: its own server on first use 
 os.register_at_fork(after_in_child=_forget_server)
 
 
-def _start(argv: list[str], fds: list[int]) -> socket.socket:
-    """A launcher running ``argv`` with ``fds`` (stdin, stdout, stderr, [stop]) from the fork server (restarted once
-    if it died); its control socket (see ``_serve``)."""
+def _start(job: dict, fds: list[int]) -> socket.socket:
+    """A launcher running ``job`` with ``fds`` (stdin, stdout, stderr) from the fork server (restarted once if it
+    died); its control socket (see ``_serve``)."""
     control, theirs = socket.socketpair()
     with theirs:
         for _ in range(2):
             proc, server = _fork_server()
             try:
-                socket.send_fds(server, [json.dumps(argv).encode()], [*fds[:3], theirs.fileno(), *fds[3:]])
+                socket.send_fds(server, [json.dumps(job).encode()], [*fds, theirs.fileno()])
                 return control
             except OSError as exc:
                 proc.kill()
@@ -151,36 +148,30 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
         host.write_files(root, files)
         (root / "main.py").write_text(code, encoding="utf-8", errors="surrogatepass")
         cpu = max(1, int(limits.cpu_seconds + 0.999))
-        bounds = [str(b) for b in (cpu, limits.memory_mb << 20, limits.file_size_mb << 20, limits.max_processes)]
-        bounds.append(str(MAX_OPEN_FILES))
-        argv = ["-c", "", "", str(root), "-", "0", "0", *bounds]  # "none": the launcher does nothing
-        if mode == "namespaces":  # the launcher (root) copies the inputs, drops to uid and runs _BOOT itself
-            argv[2:7] = [str(uid), str(root), str(base_dir() / "mnt"), str(limits.disk_mb << 20), str(MAX_INODES)]
+        bounds = [cpu, limits.memory_mb << 20, limits.file_size_mb << 20, limits.max_processes, MAX_OPEN_FILES]
+        job = {"mode": mode, "uid": uid, "dir": str(root), "limits": bounds}
+        if mode == "namespaces":  # the launcher (root) copies the inputs into the run's tmpfs
+            job.update(mnt=str(base_dir() / "mnt"), disk=limits.disk_mb << 20, inodes=MAX_INODES)
         elif mode == "uid":
             host.chown_tree(root, uid)
-            argv[2] = str(uid)
-        elif mode == "subreaper":  # the launcher forks the run and kills all it left when fd 3 is written or closed
-            argv[2], argv[4] = "-", "3"
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        stop = os.pipe() if mode == "subreaper" else ()
         try:
             with tempfile.TemporaryFile() as stdin_file:
                 stdin_file.write(stdin.encode("utf-8", errors="surrogatepass"))
                 stdin_file.seek(0)
                 try:
-                    control = _start(argv, [stdin_file.fileno(), out_w, err_w, *stop[:1]])
+                    control = _start(job, [stdin_file.fileno(), out_w, err_w])
                 finally:
-                    for fd in (out_w, err_w, *stop[:1]):
+                    for fd in (out_w, err_w):
                         os.close(fd)  # the run holds them now
             with control:
-                collected = _collect(
-                    out_r, err_r, control, start + limits.wall_seconds, limits.max_output_bytes, stop[1:]
-                )
+                collected = _collect(out_r, err_r, control, start + limits.wall_seconds, limits.max_output_bytes)
         finally:
-            for fd in (out_r, err_r, *stop[1:]):
+            for fd in (out_r, err_r):
                 os.close(fd)
-        host.kill_all(uid, mode == "uid")
+        if mode == "uid":
+            host.remove_strays(uid)
         return Result(*collected, duration_s=time.monotonic() - start)
     finally:
         host.rmtree(root)
@@ -188,16 +179,15 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
 
 
 def _collect(
-    out: int, err: int, control: socket.socket, deadline: float, bound: int, stop: tuple[int, ...]
+    out: int, err: int, control: socket.socket, deadline: float, bound: int
 ) -> tuple[int | None, str, str, bool, bool]:
-    """Read both pipes until the run exits (status on ``control``), the deadline or the output bound (then a
-    subreaper launcher is told through ``stop`` to kill the run's descendants; the server kills its group)."""
-    bufs = {out: bytearray(), err: bytearray()}
-    said = b""
+    """Read both pipes until the run exits (status on ``control``, sent once all it started is gone), the deadline or
+    the output bound (then say so on ``control`` and wait until its supervisor, having killed all, closes it)."""
+    bufs = {out: bytearray(), err: bytearray(), control.fileno(): bytearray()}
     returncode = None
     truncated = False
     with selectors.DefaultSelector() as sel:
-        for fd in (out, err, control):
+        for fd in bufs:
             sel.register(fd, selectors.EVENT_READ)
         while returncode is None or sel.get_map():
             now = time.monotonic()
@@ -208,31 +198,25 @@ def _collect(
                 break  # the run exited and its pipes are drained; a leftover child may still hold them open
             for key, _ in ready:
                 chunk = os.read(key.fd, 65536)
-                if key.fileobj is control:
-                    said += chunk
-                    if not chunk or said.count(b"\n") >= 2:
-                        returncode = int(said.split()[1]) if said.count(b"\n") >= 2 else -9
-                        sel.unregister(control)
-                    continue
+                buf = bufs[key.fd]
                 if not chunk:
                     sel.unregister(key.fd)
+                    if key.fd == control.fileno():  # its supervisor is gone: the status it sent, if any
+                        returncode = int(buf) if buf else -9
                     continue
-                buf = bufs[key.fd]
                 room = bound - len(buf)
                 buf += chunk[:room]
                 truncated = truncated or len(chunk) > room
             if truncated:
                 break
-    if stop and returncode is None:
-        try:  # the subreaper launcher kills every descendant, then exits (its status arrives on control)
-            os.write(stop[0], b"x")
+    if returncode is None:  # cut: its supervisor kills all the run started
+        with contextlib.suppress(OSError):
+            control.shutdown(socket.SHUT_WR)
             control.settimeout(1)
-            while said.count(b"\n") < 2 and (chunk := control.recv(64)):
-                said += chunk
-        except OSError:
-            pass  # it is gone already, or did not stop in time: the server kills it when control closes
+            while control.recv(64):  # until they close it (1 s at most)
+                pass
     timed_out = returncode is None and not truncated
-    out_text, err_text = (bytes(b).decode("utf-8", errors="replace") for b in bufs.values())
+    out_text, err_text = (bytes(bufs[fd]).decode("utf-8", errors="replace") for fd in (out, err))
     return None if timed_out else -9 if returncode is None else returncode, out_text, err_text, timed_out, truncated
 
 

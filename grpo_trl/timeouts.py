@@ -1,5 +1,5 @@
 """One call bounded in wall time by a daemon thread, abandoned at the deadline (Python cannot stop a thread): tools
-off the main thread, endpoint probes, timed rewards where ``os.fork`` is missing (else ``rewards/isolated.py``).
+off the main thread and endpoint probes (timed rewards: ``rewards/isolated.py``).
 """
 
 from __future__ import annotations

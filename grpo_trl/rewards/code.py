@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -80,12 +81,8 @@ __done.acquire()
 
 def _passed_asserts(stdout: str, token: str, total: int) -> int:
     """How many of ``total`` asserts the harness reported passed: each index in range once, nothing else counts."""
-    seen = set()
-    for line in stdout.splitlines():
-        head, sep, index = line.partition(":")
-        if sep and head == token and index.isascii() and index.isdigit() and len(index) < 10 and int(index) < total:
-            seen.add(int(index))
-    return len(seen)
+    found = re.findall(rf"^{re.escape(token)}:([0-9]{{1,9}})$", stdout, re.MULTILINE)
+    return len({int(i) for i in found if int(i) < total})
 
 
 @register_reward("code_tests")

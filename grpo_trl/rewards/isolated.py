@@ -1,8 +1,7 @@
 """The one bound in time for code that may never return: a forked child, killed with all it started at its deadline.
 
 Timed rewards (``timeout:``) and math-verify both run here: a thread cannot be stopped (C code holding the GIL, an
-``async`` reward blocking its loop), a process group can. Where ``os.fork`` is missing, a thread abandoned at the
-deadline (``grpo_trl.timeouts``).
+``async`` reward blocking its loop), a process group can.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from typing import Any
 from grpo_trl.rewards.results import collecting_faults, describe, report_fault
 from grpo_trl.timeouts import in_thread
 
-CAN_FORK = hasattr(os, "fork") and sys.platform != "win32"
 LOGGERS = ("log_metric", "log_extra")  # TRL's callables: recorded in the child, replayed in the trainer
 
 
@@ -175,22 +173,13 @@ def _replay(outcome: Any, kwargs: dict) -> Any:
 
 
 def call(func: Callable, kwargs: dict, timeout: float) -> Any:
-    """``func(**kwargs)`` (run to completion when ``async``) bounded by ``timeout`` seconds of wall time, in a child
-    process where one can be forked. Blocking: an event loop runs it in a thread."""
-    late = RewardTimeout(f"did not return within {timeout} s (timeout)")
-    if CAN_FORK:
-        child = Child(lambda: [_outcome(func, kwargs)])
-        try:
-            outcome = child.next(time.monotonic() + timeout)
-        except RewardTimeout:
-            raise late from None
-        finally:
-            child.close()
-        return _replay(outcome, kwargs)
-    context = contextvars.copy_context()  # faults the reward reports reach this call's collector
-
-    def run() -> Any:
-        value = context.run(func, **kwargs)
-        return _run_coroutine(value) if inspect.isawaitable(value) else value
-
-    return in_thread(run, timeout, late, "reward-timed")
+    """``func(**kwargs)`` (run to completion when ``async``) bounded by ``timeout`` seconds of wall time, in a forked
+    child. Blocking: an event loop runs it in a thread."""
+    child = Child(lambda: [_outcome(func, kwargs)])
+    try:
+        outcome = child.next(time.monotonic() + timeout)
+    except RewardTimeout:
+        raise RewardTimeout(f"did not return within {timeout} s (timeout)") from None
+    finally:
+        child.close()
+    return _replay(outcome, kwargs)

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from grpo_trl.rewards import isolated
 from grpo_trl.rewards.call import SafeReward
 from grpo_trl.rewards.math import Accuracy, gsm8k
 
@@ -29,7 +28,6 @@ pytestmark = pytest.mark.fault  # a fault probe: `make faults` selects it
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-c", "import sys; from grpo_trl.cli import main; sys.exit(main())"]
-needs_fork = pytest.mark.skipif(not isolated.CAN_FORK, reason="a timed reward runs in a thread without fork")
 
 
 class _ExitsOnSecondPickle:
@@ -65,7 +63,6 @@ def _str_exits(**kwargs):
     raise Odd
 
 
-@needs_fork
 @pytest.mark.parametrize("reward", [_exits_while_pickled, _logs_what_exits_while_pickled, _str_exits])
 def test_a_timed_reward_child_never_returns_into_the_trainer(reward):
     me = os.getpid()
@@ -82,7 +79,6 @@ def _leaves_a_grandchild(**kwargs):
     return [1.0, 0.5]
 
 
-@needs_fork
 def test_a_grandchild_holding_the_pipe_does_not_turn_an_answer_into_a_timeout():
     reward = SafeReward(_leaves_a_grandchild, timeout=3)
     start = time.monotonic()
@@ -94,7 +90,6 @@ def _constant(**kwargs):
     return [1.0, 1.0]
 
 
-@needs_fork
 def test_a_timed_reward_works_with_descriptors_above_1023():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 1100:

@@ -1,5 +1,5 @@
-"""The one thread-bounded call (``grpo_trl.timeouts``), as timed rewards without ``fork`` and tools called off the
-main thread use it."""
+"""The bounded calls: ``grpo_trl.timeouts`` (a thread, as tools called off the main thread use it) and a timed
+reward's forked child (``rewards/isolated.py``)."""
 
 from __future__ import annotations
 
@@ -23,9 +23,7 @@ def test_value_error_and_lateness_come_back_to_the_caller():
     assert time.monotonic() - start < 2
 
 
-def test_a_timed_reward_without_fork_is_abandoned_at_its_deadline(monkeypatch):
-    monkeypatch.setattr(isolated, "CAN_FORK", False)
-
+def test_a_timed_reward_is_abandoned_at_its_deadline():
     async def scored(completions, **kwargs):
         return [1.0] * len(completions)
 

@@ -81,8 +81,8 @@ def _alive(pid: int) -> bool:
     return state not in (b"Z", b"X")
 
 
-def _sandbox_pids() -> list[int]:
-    """Live (non-zombie) processes owned by any sandbox uid."""
+def _uid_pids(*uids: int) -> list[int]:
+    """Live (non-zombie) processes owned by one of ``uids``."""
     pids = []
     for p in os.listdir("/proc"):
         if not p.isdigit():
@@ -91,9 +91,14 @@ def _sandbox_pids() -> list[int]:
             uid = os.stat(f"/proc/{p}").st_uid
         except OSError:
             continue
-        if (UID_BASE <= uid < UID_BASE + UID_SLOTS or uid == NOBODY) and _alive(int(p)):
+        if uid in uids and _alive(int(p)):
             pids.append(int(p))
     return pids
+
+
+def _sandbox_pids() -> list[int]:
+    """Live (non-zombie) processes owned by any sandbox uid."""
+    return _uid_pids(*range(UID_BASE, UID_BASE + UID_SLOTS), NOBODY)
 
 
 @contextlib.contextmanager
@@ -502,7 +507,7 @@ def test_the_run_sees_only_its_own_processes():
 @needs_root
 def test_processes_with_different_tmpdirs_never_share_a_runs_uid(tmp_path):
     """The uid slots are one machine-wide set: two grpo-trl processes whose $TMPDIR differ (so their run folders
-    differ) still take different uids, else one's cleanup would kill the other's run."""
+    differ) still take different uids, else one's run could kill the other's (kill(-1) reaches its whole uid)."""
     from grpo_trl._sandbox_host import uids
 
     uid, handle = uids.acquire()
@@ -518,10 +523,10 @@ def test_processes_with_different_tmpdirs_never_share_a_runs_uid(tmp_path):
 
 @needs_root
 def test_the_interpreter_probe_runs_on_a_uid_slot_no_run_holds():
-    """Another process's run on a slot ends by killing every process of that slot's uid: the probe that picks the
-    sandbox's Python takes a slot of its own, so that cleanup can never kill it (it ran as slot 0's uid, and a killed
-    probe failed the run, or silently put every later run under the shared ``nobody`` uid)."""
-    from grpo_trl._sandbox_host import _kill_uid, uids
+    """A run on a slot can kill every process of that slot's uid (kill(-1)): the probe that picks the sandbox's
+    Python takes a slot of its own, so that no run can kill it (it ran as slot 0's uid, and a killed probe failed the
+    run, or silently put every later run under the shared ``nobody`` uid)."""
+    from grpo_trl._sandbox_host import uids
 
     uid, handle = uids.acquire()  # a "run" of this process holds a slot ...
     stop = time.monotonic() + 60
@@ -532,7 +537,9 @@ def test_the_interpreter_probe_runs_on_a_uid_slot_no_run_holds():
     )  # fmt: skip
     try:
         while probe.poll() is None and time.monotonic() < stop:
-            _kill_uid(uid)  # ... and its cleanup kills every process of its uid, over and over
+            for pid in _uid_pids(uid):  # ... and its uid's processes are killed, over and over
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
         out, err = probe.communicate(timeout=60)
     finally:
         uids.release(handle)
