@@ -1,6 +1,5 @@
 """``builtin:tiny-tools``: a tiny Qwen2 that emits tool calls, warmed by TRL ``SFTTrainer`` on synthetic Countdown
-conversations calling ``calculator`` or the Countdown environment's ``check_equation`` (``tool_conversations``).
-``python -m grpo_trl.models.tiny_tools DIR`` builds it once for the tests (``GRPO_TRL_TOOL_MODEL=DIR``)."""
+conversations (``tool_conversations``). ``python -m grpo_trl.models.tiny_tools DIR`` builds it."""
 
 from __future__ import annotations
 
@@ -12,8 +11,8 @@ from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, TOOL_TOKENS, _tokenizer, w
 
 
 def tool_conversations(n: int, seed: int = 0) -> list[tuple[list[dict], list]]:
-    """Synthetic Countdown conversations, with their tools: a flat expression over the row's numbers checked by the
-    ``calculator`` tool or the Countdown environment's ``check_equation`` (half each), then the ``<answer>``."""
+    """Countdown conversations with their tools: an expression checked by ``calculator`` or the Countdown
+    environment's ``check_equation`` (half each), then the ``<answer>``."""
     import random
 
     from grpo_trl.data.countdown import USER_TEMPLATE
@@ -46,8 +45,7 @@ def tool_conversations(n: int, seed: int = 0) -> list[tuple[list[dict], list]]:
 
 
 def _fixed_text(convs: list, tokenizer) -> list[str]:
-    """Text every prompt or tool call repeats (system turn with the tool schemas, the user template's fixed parts,
-    the call prefix): one token each, so prompts stay a few dozen tokens and the tiny model trains in seconds."""
+    """Text every prompt or tool call repeats (tool schemas, the user template, the call prefix): one token each."""
     from grpo_trl.data.countdown import USER_TEMPLATE
 
     chunks = [c for c in re.split(r"\{numbers\}|\{target\}", USER_TEMPLATE) if c]
@@ -66,8 +64,8 @@ def _fixed_text(convs: list, tokenizer) -> list[str]:
 def build_tiny_tool_model(
     output_dir: str | Path, *, seed: int = 0, warm_steps: int = 500, conversations: int = 256, vocab_size: int = 1024
 ) -> str:
-    """``builtin:tiny-tools``: a Qwen2 (head_dim 64, so vLLM's CPU backend runs it) with TRL's ``qwen2_5`` template,
-    warmed by ``SFTTrainer`` on ``tool_conversations``: it calls tools often, not always well (room for GRPO)."""
+    """A Qwen2 (head_dim 64, for vLLM's CPU backend) with TRL's ``qwen2_5`` template that calls tools often, not
+    always well (room for GRPO)."""
     template = resolve_template("trl:qwen2_5")
     convs = tool_conversations(conversations, seed=seed)
     probe = _tokenizer(_CORPUS, 300, TOOL_TOKENS + TAG_TOKENS, template)
