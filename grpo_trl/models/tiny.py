@@ -130,8 +130,8 @@ def _model(tokenizer, seed: int, hidden_size: int, num_layers: int, num_heads: i
     return model
 
 
-def warm_up(out: Path, tokenizer, rows: dict, sizes: tuple, *, seed: int, steps: int, batch: int, lr: float,
-            max_length: int) -> str:  # fmt: skip
+def warm_up(out: Path, tokenizer, rows: dict, sizes: tuple = (128, 2, 4, 1), *, seed: int, steps: int, batch: int = 32,
+            lr: float = 3e-3, max_length: int = 128) -> str:  # fmt: skip
     """A random Qwen2 of ``sizes`` (hidden, layers, heads, kv heads) trained by ``sft_warm_up`` on ``rows``."""
     from datasets import Dataset
     from trl import SFTConfig

@@ -44,8 +44,7 @@ def build_tiny_countdown_model(
     rows = warmup_rows(problems, seed, noise=noise)
     user = [[{"role": "user", "content": USER_TEMPLATE.format(numbers=r["nums"], target=r["target"])}] for r in rows]
     data = chat_rows(tokenizer, user, [r["completion"] for r in rows])
-    return warm_up(Path(output_dir), tokenizer, data, (128, 2, 4, 1), seed=seed, steps=warm_steps, batch=32, lr=3e-3,
-                   max_length=128)  # fmt: skip
+    return warm_up(Path(output_dir), tokenizer, data, seed=seed, steps=warm_steps)
 
 
 def accuracy_table(before: str | Path, after: str | Path) -> str:

@@ -66,5 +66,4 @@ def build_tiny_gsm8k_model(
     """Write the warmed-up model and its tokenizer to ``output_dir``; return the path."""
     rows, tokenizer = warmup_rows(problems, seed, noise=noise), _tokenizer()
     data = tiny.chat_rows(tokenizer, [prompt_messages(r["question"]) for r in rows], [r["completion"] for r in rows])
-    return tiny.warm_up(Path(output_dir), tokenizer, data, (128, 2, 4, 1), seed=seed, steps=warm_steps, batch=32,
-                        lr=3e-3, max_length=128)  # fmt: skip
+    return tiny.warm_up(Path(output_dir), tokenizer, data, seed=seed, steps=warm_steps)
