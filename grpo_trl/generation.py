@@ -78,9 +78,8 @@ def serve_command(recipe: Any, extra_args: list[str] | None = None) -> tuple[lis
 
     gen, model = recipe.generation, recipe.model
     kwargs: dict[str, Any] = {arg: gen[key] for key, arg in SERVE_ARGS.items() if gen.get(key) is not None}
-    kwargs |= {key: model[key] for key in ("dtype", "revision", "trust_remote_code") if model.get(key) is not None}
-    if not model.get("dtype"):
-        kwargs.pop("dtype", None)
+    kwargs |= {key: model[key] for key in ("revision", "trust_remote_code") if model.get(key) is not None}
+    kwargs |= {"dtype": model["dtype"]} if model.get("dtype") else {}
     return vllm_serve_command(extra_args, model=model["name"], **kwargs), {"VLLM_SERVER_DEV_MODE": "1"}
 
 
