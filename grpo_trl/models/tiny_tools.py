@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from grpo_trl.models.chat_templates import resolve_template
-from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, TOOL_TOKENS, _tokenizer, warm_up
+from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, TOOL_TOKENS, _tokenizer, builtin_tokenizer, warm_up
 
 
 def tool_conversations(n: int, seed: int = 0) -> list[tuple[list[dict], list]]:
@@ -66,11 +65,11 @@ def build_tiny_tool_model(
 ) -> str:
     """A Qwen2 (head_dim 64, for vLLM's CPU backend) with TRL's ``qwen2_5`` template that calls tools often, not
     always well (room for GRPO)."""
-    template = resolve_template("trl:qwen2_5")
     convs = tool_conversations(conversations, seed=seed)
-    probe = _tokenizer(_CORPUS, 300, TOOL_TOKENS + TAG_TOKENS, template)
+    probe = builtin_tokenizer("builtin:tiny-tools")  # the template's text, for any tokenizer
     texts = [probe.apply_chat_template(m, tools=t, tokenize=False) for m, t in convs]
-    tokenizer = _tokenizer(_CORPUS + texts, vocab_size, TOOL_TOKENS + TAG_TOKENS + _fixed_text(convs, probe), template)
+    added = TOOL_TOKENS + TAG_TOKENS + _fixed_text(convs, probe)
+    tokenizer = _tokenizer(_CORPUS + texts, vocab_size, added, probe.chat_template)
     # prompt-completion rows, one per assistant turn: the loss is on what the model writes (the tool call; the answer
     # after the tool's reply), never on the tool schemas or on the tool's reply itself
     rows: dict[str, list[str]] = {"prompt": [], "completion": []}
