@@ -100,7 +100,7 @@ $(VF_VENV)/.installed: $(VENV)/.installed
 install-verifiers: $(VF_VENV)/.installed
 
 test-verifiers: $(VF_VENV)/.installed
-	$(VF_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/tools/test_verifiers_env.py $(PYTEST_ARGS)
+	$(VF_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/environments/test_verifiers_env.py $(PYTEST_ARGS)
 
 # What a TRL/transformers release can break for users: TRL's internals (adapter test, two real steps), the schema,
 # and a real tiny training run through the CLI (rewards, plugin, checkpoints, completions).

@@ -1,5 +1,5 @@
-"""Generation around TRL: ``preflight`` (vLLM installed; in server mode a server answering within a short timeout,
-so a missing one is reported in seconds, not after TRL's retries) and ``serve_command`` for ``grpo-trl serve``.
+"""Generation around TRL: ``preflight`` (vLLM installed; a server answering within seconds, not after TRL's
+retries) and ``serve_command`` for ``grpo-trl serve``.
 
     >>> health_url({"server_host": "10.0.0.2", "server_port": 8001})
     'http://10.0.0.2:8001/health'
@@ -35,8 +35,8 @@ def health_url(gen: dict) -> str:
 
 
 def check_server(url: str, timeout: float = 5.0) -> tuple[bool, str]:
-    """GET ``url`` once within ``timeout``: ``(True, "")`` on HTTP 200, else ``(False, why)``. Not TRL's
-    ``VLLMClient.check_server``: that needs vLLM where ``check`` runs and waits without a timeout."""
+    """GET ``url`` once within ``timeout``: ``(True, "")`` on HTTP 200, else ``(False, why)`` (TRL's
+    ``VLLMClient.check_server`` needs vLLM and waits without a timeout)."""
     start = time.monotonic()
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - the user's own server URL
@@ -78,9 +78,8 @@ def serve_command(recipe: Any, extra_args: list[str] | None = None) -> tuple[lis
 
     gen, model = recipe.generation, recipe.model
     kwargs: dict[str, Any] = {arg: gen[key] for key, arg in SERVE_ARGS.items() if gen.get(key) is not None}
-    kwargs |= {key: model[key] for key in ("dtype", "revision", "trust_remote_code") if model.get(key) is not None}
-    if not model.get("dtype"):
-        kwargs.pop("dtype", None)
+    kwargs |= {key: model[key] for key in ("revision", "trust_remote_code") if model.get(key) is not None}
+    kwargs |= {"dtype": model["dtype"]} if model.get("dtype") else {}
     return vllm_serve_command(extra_args, model=model["name"], **kwargs), {"VLLM_SERVER_DEV_MODE": "1"}
 
 

@@ -1,6 +1,5 @@
 """``rollout_func:``: TRL's ``GRPOTrainer(rollout_func=...)`` named in a recipe (``module.path:function``, or
-``{func, fields}`` listing the extra keys it returns, which TRL forwards to every reward). Undeclared fields are
-checked at the first batch: one error naming those the rewards read and the function did not return.
+``{func, fields}`` listing the extra keys it returns for the rewards); undeclared ones are checked at the first batch.
 
     >>> rollout_fields({"func": "m:f", "fields": ["env_reward"]}), rollout_fields("m:f"), rollout_fields(None)
     (({'env_reward'}, True), (set(), False), (set(), True))
@@ -56,8 +55,8 @@ def rollout_problems(value: Any) -> list[Problem]:
 
 
 def for_trainer(rollout: Any, fields: list[str] | None, read: set[str]) -> tuple[Callable, set[str]]:
-    """The function TRL gets for ``rollout`` (an API callable with its ``fields``, or a recipe section) and the keys
-    it gives the rewards: the declared ones, else all ``read``, which its first batch must hold (one error if not)."""
+    """The function TRL gets for ``rollout`` (a callable or a recipe section) and the keys it gives the rewards: the
+    declared ones, else all ``read``, which its first batch must hold (one error if not)."""
     if callable(rollout):
         func, declared = rollout, None if fields is None else set(fields)
     else:

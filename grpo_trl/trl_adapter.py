@@ -1,6 +1,5 @@
 """The one module that touches TRL internals (private ``GRPOTrainer`` attributes, names ``trl`` does not export,
-transformers' checkpoint rules). ``INTERNALS`` and ``MODULE_NAMES`` say what each is for; ``check_internals`` lists
-what the installed TRL lacks, and tests/test_trl_adapter.py fails naming the TRL version when a release renames one.
+transformers' checkpoint rules); ``check_internals`` lists what the installed TRL lacks of them.
 
     >>> from trl import GRPOTrainer
     >>> check_internals(GRPOTrainer)
@@ -16,17 +15,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# name -> (kind, what grpo-trl needs it for). "method": a function on the class; "attribute": set in __init__.
+# GRPOTrainer's methods, or attributes its __init__ sets -> what grpo-trl needs them for
 INTERNALS = {
-    "_logs": ("attribute", "completion samples (prompt, completion, rewards, advantages of the last batch)"),
-    "_log_metric": ("method", "extra metrics on the next logged step (timing/generation_s)"),
-    "_generate": ("method", "timing of generation"),
-    "_get_train_sampler": ("method", "data.sampler's zero-variance-aware sampler"),
-    "_generate_and_score_completions": ("method", "data.dynamic_sampling's refill of zero-variance groups"),
-    "_calculate_rewards": ("method", "data.dynamic_sampling's zero-variance test (gathered rewards of a generation)"),
-    "_metrics": ("attribute", "data.dynamic_sampling's metrics (logged with TRL's own)"),
-    "vllm_generation": ("attribute", "held-out evaluation with the run's vLLM (heldout_vllm)"),
-    "_last_loaded_step": ("attribute", "held-out evaluation: the step whose weights vLLM holds (sync_vllm)"),
+    "_logs": "completion samples (prompt, completion, rewards, advantages of the last batch)",
+    "_log_metric": "extra metrics on the next logged step (timing/generation_s)",
+    "_generate": "timing of generation",
+    "_get_train_sampler": "data.sampler's zero-variance-aware sampler",
+    "_generate_and_score_completions": "data.dynamic_sampling's refill of zero-variance groups",
+    "_calculate_rewards": "data.dynamic_sampling's zero-variance test (gathered rewards of a generation)",
+    "_metrics": "data.dynamic_sampling's metrics (logged with TRL's own)",
+    "vllm_generation": "held-out evaluation with the run's vLLM (heldout_vllm)",
+    "_last_loaded_step": "held-out evaluation: the step whose weights vLLM holds (sync_vllm)",
 }
 LOGS_KEYS = ("prompt", "completion", "rewards", "advantages")
 # "module:name" -> what grpo-trl needs it for: names in TRL modules that ``trl`` does not export.
@@ -57,8 +56,7 @@ def checkpoint_step(name: str) -> int | None:
 
 
 def rotation_candidates(folder: str | Path) -> list[str]:
-    """Names in ``folder`` that transformers' rotation (``save_total_limit``) may delete: what its ``sort_checkpoints``
-    lists by mtime (every ``checkpoint-*`` folder; by step, those of them with a step)."""
+    """Names in ``folder`` that transformers' rotation (``save_total_limit``) may delete: every ``checkpoint-*``."""
     from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
     folder = Path(folder)
@@ -102,23 +100,17 @@ def check_internals(trainer_class: type) -> list[str]:
     """What ``trainer_class`` lacks of ``INTERNALS`` and TRL of ``MODULE_NAMES``, one line each."""
     missing = check_module_names()
     init_source = inspect.getsource(trainer_class.__init__)
-    for name, (kind, why) in INTERNALS.items():
-        if kind == "method" and not callable(getattr(trainer_class, name, None)):
-            missing.append(f"GRPOTrainer.{name}() is gone (used for {why})")
-        if kind == "attribute" and f"self.{name} =" not in init_source:
-            missing.append(f"GRPOTrainer.__init__ no longer sets self.{name} (used for {why})")
+    for name, why in INTERNALS.items():
+        if not callable(getattr(trainer_class, name, None)) and f"self.{name} =" not in init_source:
+            missing.append(f"GRPOTrainer.{name} is gone (used for {why})")
     if "_internal_call" not in inspect.signature(trainer_class.save_model).parameters:
         missing.append("Trainer.save_model() takes no _internal_call (used for the final save without a push)")
-    if "_logs" not in " ".join(missing):
-        for key in LOGS_KEYS:
-            if f'"{key}"' not in init_source:
-                missing.append(f"GRPOTrainer._logs has no {key!r} entry (used for completion samples)")
+    missing += [f"GRPOTrainer._logs has no {key!r} entry" for key in LOGS_KEYS if f'"{key}"' not in init_source]
     return missing
 
 
 def save_model_only(trainer: Any, output_dir: str) -> None:
-    """``trainer.save_model`` without transformers' push (it would write TRL's card and upload the whole folder:
-    ``report.card.publish`` pushes instead)."""
+    """``trainer.save_model`` without transformers' push (``report.card.publish`` pushes instead)."""
     push = getattr(trainer.args, "push_to_hub", False)
     trainer.save_model(output_dir, **({"_internal_call": True} if push else {}))
 
@@ -192,7 +184,7 @@ def time_generation(trainer: Any, metric: str = "timing/generation_s") -> bool:
 
 def wrap_generation(trainer: Any, wrapper: Callable[[Callable, list], dict]) -> None:
     """Route each generation batch through ``wrapper(generate, inputs)``; ``generate(inputs)`` returns TRL's output
-    and the gathered rewards tensor (completions of all processes x reward functions) it normalized advantages from."""
+    and the gathered rewards (all processes' completions x reward functions) its advantages came from."""
     original, calculate = trainer._generate_and_score_completions, trainer._calculate_rewards
     seen: list = []
 
@@ -216,8 +208,7 @@ def add_train_metric(trainer: Any, name: str, value: float) -> None:
 
 
 def heldout_vllm(trainer: Any) -> Any | None:
-    """The trainer's vLLM when held-out evaluation on the main process alone can use it (colocated: neither tensor
-    parallel nor sleep mode); None: generate with transformers."""
+    """The trainer's vLLM when held-out evaluation on the main process alone can use it; None: use transformers."""
     generation = getattr(trainer, "vllm_generation", None)
     if not getattr(trainer.args, "use_vllm", False) or generation is None:
         return None
@@ -234,8 +225,8 @@ def sync_vllm(trainer: Any) -> None:
 
 
 def vllm_completions(generation: Any, prompts: list[list[int]], fixed: dict) -> list[list[list[int]]]:
-    """``fixed["n"]`` completion ids per prompt's ids from TRL's ``VLLMGeneration`` (colocated or server), with the
-    trainer's sampling knobs added as TRL adds them, ``fixed`` (n, temperature, top_p, max_tokens) winning."""
+    """``fixed["n"]`` completion ids per prompt from TRL's ``VLLMGeneration``, with the trainer's sampling knobs as TRL
+    adds them, ``fixed`` (n, temperature, top_p, max_tokens) winning."""
     knobs = {"top_k": generation.top_k, "min_p": generation.min_p or 0.0}
     knobs["repetition_penalty"] = generation.repetition_penalty
     extra = {k: v for k, v in (generation.generation_kwargs or {}).items() if k not in fixed}

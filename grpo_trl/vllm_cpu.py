@@ -1,8 +1,6 @@
-"""The one place that touches vLLM internals: a CPU vLLM packs each linear weight for oneDNN and drops its
-``weight_loader``, so TRL's colocate weight sync fails at the first step. ``keep_weights_loadable`` runs the 2-D
-weights through ``torch.nn.functional.linear`` on the parameters themselves (vLLM's own fallback), so synced weights
-are the ones generation uses; GPU builds are not touched (``make test-vllm`` checks 20 colocate steps).
-"""
+"""The one place that touches vLLM internals: a CPU vLLM packs linear weights for oneDNN, so TRL's colocate weight
+sync fails; ``keep_weights_loadable`` runs 2-D weights through ``torch.nn.functional.linear`` on the parameters
+themselves (vLLM's own fallback). GPU builds are not touched."""
 
 from __future__ import annotations
 

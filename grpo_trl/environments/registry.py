@@ -1,7 +1,5 @@
-"""Environments for TRL's ``environment_factory``: one instance per rollout, its public methods are the tools.
-TRL's contract: ``reset(**row)`` before generation (a returned string is appended to the prompt), tool methods with
-type hints and Google-style docstrings, optionally ``get_reward()``. A recipe names one factory, or maps names to
-factories chosen per row by an ``environment`` column (docs/tools-and-environments.md)."""
+"""Environments for TRL's ``environment_factory`` (one instance per rollout, its public methods the tools): the
+registry, TRL's contract checked from the class, and each instance's guards (docs/tools-and-environments.md)."""
 
 from __future__ import annotations
 
@@ -75,7 +73,7 @@ def _factory(spec: dict) -> Callable:
 
 def environment_problems(section: Any) -> list[Problem]:
     """Everything wrong with an ``environment:`` section, read from the classes: nothing is built (a remote client
-    must not connect during ``check``); a factory function that does not annotate its class is checked when built."""
+    must not connect during ``check``)."""
     if section is None:
         return []
     if not section or not isinstance(section, (dict, str)):
@@ -94,8 +92,7 @@ def environment_problems(section: Any) -> list[Problem]:
         try:
             if why := _args_problem(obj := _factory(spec)):
                 problems.append(Problem("", f"{key}.args", why))
-                continue
-            if (cls := environment_class(obj)) is not None:
+            elif (cls := environment_class(obj)) is not None:
                 check_class(cls)
         except EnvError as exc:
             problems.append(Problem("", f"{key}.factory", str(exc)))
@@ -157,22 +154,18 @@ def owns_reward(section: Any) -> bool | None:
 
 
 class EnvironmentFactory:
-    """One entry of ``environment_factory``: the user's factory, its instances given grpo-trl's guards (``_managed``);
-    ``probe()``'s instance (prompts are rendered with it) is the trainer's first, so no extra one is built."""
+    """One entry of ``environment_factory``: the user's factory, its instances guarded (``_managed``); ``probe()``'s
+    instance (prompts are rendered with it) is the trainer's first, so no extra one is built."""
 
     def __init__(self, factory: Callable, key: str = "environment", hide_reward: bool = False):
-        self.factory, self.key, self.hide_reward = factory, key, hide_reward
-        self._spare: Any = None
+        self.factory, self.key, self.hide_reward, self._spare = factory, key, hide_reward, []
 
     def __call__(self) -> Any:
-        instance = self._spare if self._spare is not None else self._build()
-        self._spare = None
-        return instance
+        return self._spare.pop() if self._spare else self._build()
 
     def probe(self) -> Any:
-        if self._spare is None:
-            self._spare = self._build()
-        return self._spare
+        self._spare = self._spare or [self._build()]
+        return self._spare[0]
 
     def _build(self) -> Any:
         try:

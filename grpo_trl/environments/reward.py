@@ -1,6 +1,5 @@
-"""The ``environment`` reward: each rollout's environment's ``get_reward()`` (TRL passes ``environments``), with a
-recipe weight; TRL then does not add the same score a second time.
-"""
+"""The ``environment`` reward: each rollout's environment's ``get_reward()`` with a recipe weight (TRL then does not
+add the same score a second time)."""
 
 from __future__ import annotations
 

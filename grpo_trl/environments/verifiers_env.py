@@ -1,8 +1,6 @@
-"""verifiers (0.4, ``verifiers.v1``) tasksets as GRPO data, rewards and multi-turn tools: each task's prompt is a row
-(its index in ``vf_task``), each ``@vf.reward`` one TRL reward function scored by the task's own ``score()``, and the
-``@vf.tool`` methods of the task's toolsets an ``environment_factory`` (TRL runs the turns). Tasksets load with
-verifiers' own ``load_taskset`` (an installed Environments Hub package or a local module).
-"""
+"""verifiers (0.4, ``verifiers.v1``) tasksets as GRPO data (a row per task, its index in ``vf_task``), rewards (each
+``@vf.reward`` scored by the task's own ``score()``) and tools (the toolsets' ``@vf.tool`` methods as an
+``environment_factory``), loaded by verifiers' own ``load_taskset``."""
 
 from __future__ import annotations
 

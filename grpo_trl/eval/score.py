@@ -59,7 +59,7 @@ def load_reward_models(recipe: Recipe, rewards: list) -> list:
         "model_init_kwargs": recipe.model_init_kwargs(),
     }
     return [
-        RewardModel.from_entry(spec, reward, recipe.base_dir, **kwargs) if is_model_entry(spec) else reward
+        RewardModel(spec, reward, recipe.base_dir, **kwargs) if is_model_entry(spec) else reward
         for spec, reward in zip(recipe.rewards, rewards, strict=True)
     ]
 

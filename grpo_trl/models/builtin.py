@@ -9,6 +9,18 @@ from typing import Any
 from grpo_trl.errors import Problem, RecipeError, suggest
 from grpo_trl.models.tiny import build_tiny_model, qwen2_config
 
+BUILTIN_TINY = "builtin:tiny"
+# name -> (module, builder, the Qwen2 it makes: vocab, hidden, layers, heads, kv heads; None: a vision model)
+_BUILTINS = {
+    BUILTIN_TINY: ("tiny", "build_tiny_model", (512, 64, 2, 4, 2)),
+    "builtin:tiny-tools": ("tiny_tools", "build_tiny_tool_model", (1024, 128, 2, 2, 1)),
+    "builtin:tiny-reward": ("tiny", "build_tiny_reward_model", (512, 64, 2, 4, 2)),
+    "builtin:tiny-countdown": ("tiny_countdown", "build_tiny_countdown_model", (512, 128, 2, 4, 1)),
+    "builtin:tiny-gsm8k": ("tiny_gsm8k", "build_tiny_gsm8k_model", (740, 128, 2, 4, 1)),
+    "builtin:tiny-vlm": ("tiny_vlm", "build_tiny_vlm_model", None),
+}
+VISION_BUILTINS = tuple(n for n, (_, _, sizes) in _BUILTINS.items() if sizes is None)  # their processing: a processor
+
 
 def _lazy(module: str, function: str) -> Any:
     """``grpo_trl.models.<module>.<function>``, imported when called: a tiny model's code loads only when built."""
@@ -20,26 +32,7 @@ def _lazy(module: str, function: str) -> Any:
     return build
 
 
-BUILTIN_TINY = "builtin:tiny"
-BUILDERS = {
-    BUILTIN_TINY: build_tiny_model,
-    "builtin:tiny-tools": _lazy("tiny_tools", "build_tiny_tool_model"),
-    "builtin:tiny-reward": _lazy("tiny", "build_tiny_reward_model"),
-    "builtin:tiny-countdown": _lazy("tiny_countdown", "build_tiny_countdown_model"),
-    "builtin:tiny-gsm8k": _lazy("tiny_gsm8k", "build_tiny_gsm8k_model"),
-    "builtin:tiny-vlm": _lazy("tiny_vlm", "build_tiny_vlm_model"),
-}
-# (vocab, hidden, layers, heads, kv heads) of the Qwen2 each text builder makes (tiny: from model.tiny)
-_SIZES = {
-    BUILTIN_TINY: (512, 64, 2, 4, 2),
-    "builtin:tiny-tools": (1024, 128, 2, 2, 1),
-    "builtin:tiny-reward": (512, 64, 2, 4, 2),
-    "builtin:tiny-countdown": (512, 128, 2, 4, 1),
-    "builtin:tiny-gsm8k": (740, 128, 2, 4, 1),
-}
-_TINY_KEYS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads")
-
-VISION_BUILTINS = ("builtin:tiny-vlm",)  # vision-language models: their processing class is a processor
+BUILDERS = {n: build_tiny_model if n == BUILTIN_TINY else _lazy(m, f) for n, (m, f, _) in _BUILTINS.items()}
 
 
 def builder(name: str) -> Any:
@@ -51,15 +44,16 @@ def builder(name: str) -> Any:
 
 
 def builtin_config(name: str, tiny: dict | None = None) -> dict:
-    """The config.json ``builtin:<name>`` is built with (nothing is built): what check's meta model is made of."""
+    """The config.json ``builtin:<name>`` is built with (``tiny``: builtin:tiny's sizes): check's meta model."""
     builder(name)
     if name in VISION_BUILTINS:
         from grpo_trl.models.tiny_vlm import TOKENS, tiny_vlm_config
 
         return tiny_vlm_config(TOKENS, TOKENS - 1, 2, 0)
-    sizes = _SIZES[name]
+    sizes = _BUILTINS[name][2]
     if name == BUILTIN_TINY:
-        sizes = tuple((tiny or {}).get(k, v) for k, v in zip(_TINY_KEYS, sizes, strict=True))
+        keys = ("vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads")
+        sizes = tuple((tiny or {}).get(k, v) for k, v in zip(keys, sizes, strict=True))
     config = {"model_type": "qwen2", **qwen2_config(*(int(v) for v in sizes)), "dtype": "float32"}
     if name == "builtin:tiny-reward":
         config.update(architectures=["Qwen2ForSequenceClassification"], num_labels=1)

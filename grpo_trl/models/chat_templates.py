@@ -1,6 +1,5 @@
 """Chat templates: ``model.chat_template: trl:<name>`` picks one TRL ships; ``template_problems`` asks TRL's own
-helpers whether a tokenizer's template can carry tool calls in GRPO (renders them, parses them back, prefix-preserving
-or with a training version)."""
+helpers whether a tokenizer's template can carry tool calls in GRPO."""
 
 from __future__ import annotations
 

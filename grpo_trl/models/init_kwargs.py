@@ -1,6 +1,5 @@
-"""``model.init_kwargs``: more ``from_pretrained`` keywords (TRL's ``model_init_kwargs``), the keys read from the
-installed transformers (``from_pretrained``'s parameters and popped kwargs, every config class's fields); a key
-another ``model:`` field owns is refused, naming the field."""
+"""``model.init_kwargs``: more ``from_pretrained`` keywords (TRL's ``model_init_kwargs``), known from the installed
+transformers; a key another ``model:`` field owns is refused, naming the field."""
 
 from __future__ import annotations
 
@@ -59,9 +58,8 @@ def init_kwargs_problems(model: dict, file: str) -> list[Problem]:
 
 
 def load_failure(exc: BaseException, model: dict, file: str) -> RecipeError | None:
-    """``exc``, raised by transformers' ``from_pretrained`` while TRL loads the policy with ``model.init_kwargs`` set
-    (a ``device_map`` this machine lacks, a config field's bad value), as one problem naming those keys; ``None``
-    for any other failure (and for running out of memory), which stays what it was."""
+    """``exc`` raised by transformers' ``from_pretrained`` with ``model.init_kwargs`` set, as one problem naming
+    those keys; ``None`` for any other failure (running out of memory too)."""
     init = model.get("init_kwargs") or {}
     if not init or isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
         return None

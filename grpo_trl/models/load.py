@@ -16,9 +16,8 @@ from grpo_trl.models.chat_templates import resolve_template
 
 
 def resolve_model(model: dict, output_dir: str | None = None, stage: Path | None = None) -> str:
-    """The path to load for the ``model:`` section. A ``builtin:`` model is built once: into a training run's
-    output_dir (staged under ``stage``), else (``data``, ``eval``) into ``GRPO_TRL_CACHE`` (``~/.cache/grpo-trl``),
-    so those commands write nothing into a run's output_dir."""
+    """The path to load for the ``model:`` section: a ``builtin:`` model built once into ``output_dir`` (staged under
+    ``stage``), else into ``GRPO_TRL_CACHE`` (``~/.cache/grpo-trl``): ``data`` and ``eval`` write no run folder."""
     name = model["name"]
     if not str(name).startswith("builtin:"):
         return name
@@ -40,8 +39,8 @@ def resolve_model(model: dict, output_dir: str | None = None, stage: Path | None
 
 
 def build_once(builder: Any, path: Path, stage: Path, **options: Any) -> str:
-    """``builder(path, **options)`` unless ``path`` is built: one builder at a time (a lock under ``stage``, same
-    disk), into a folder renamed into place, so a builder killed midway leaves no half-written model to load."""
+    """``builder(path, **options)`` unless built: one at a time (a lock under ``stage``), into a folder renamed into
+    place, so a builder killed midway leaves no half-written model."""
     from filelock import FileLock
 
     if not (path / "config.json").exists():
@@ -70,8 +69,7 @@ def apply_chat_template(tokenizer: Any, model: dict, base_dir: Path | None = Non
 
 
 def is_vision_model(name: str, base_dir: Path | None = None, **kwargs: Any) -> bool | None:
-    """Whether model ``name`` has a ``vision_config``, read without a download (``shape.model_config``); ``None``
-    when unknown offline."""
+    """Whether model ``name``'s config, read offline, has a ``vision_config``; ``None`` when unknown offline."""
     from grpo_trl.errors import GrpoTrlError
     from grpo_trl.models.shape import model_config
 
@@ -84,8 +82,8 @@ def is_vision_model(name: str, base_dir: Path | None = None, **kwargs: Any) -> b
 def load_processing_class(
     model: dict, model_path: str, file: str = "", base_dir: Path | None = None, vision: bool | None = None
 ):
-    """``GRPOTrainer``'s ``processing_class`` with ``model.chat_template`` applied: the tokenizer, or for a
-    vision-language model (a ``vision_config`` in its config) its processor, loaded as TRL does (left padding)."""
+    """``GRPOTrainer``'s ``processing_class`` with ``model.chat_template``: the tokenizer, or a vision-language
+    model's processor, loaded as TRL does (left padding)."""
     from transformers import AutoConfig, AutoProcessor, AutoTokenizer, ProcessorMixin
 
     kwargs = {k: model[k] for k in ("revision", "trust_remote_code") if model.get(k) is not None}

@@ -1,6 +1,5 @@
-"""LoRA generation with the adapters folded into the weights: ``generate`` at full-model speed (unmerged adapters
-halve it on an H200). Each adapted weight is swapped for a merged copy and swapped back after, so the base is restored
-bit for bit (peft's ``merge_adapter``/``unmerge_adapter`` drifts in bf16)."""
+"""LoRA generation with the adapters folded into the weights (unmerged, they halve ``generate``'s speed on an H200):
+merged copies swapped in and the base swapped back after, bit for bit (peft's ``unmerge_adapter`` drifts in bf16)."""
 
 from __future__ import annotations
 
@@ -11,9 +10,8 @@ from typing import Any
 
 @contextmanager
 def merged_weights(model: Any):
-    """Inside: ``model`` computes with base + adapters folded into plain weights (adapters disabled); after: the
-    original base tensors, untouched. Quantized bases (QLoRA) are left as they are: a 4-bit weight cannot be merged
-    exactly."""
+    """Inside: ``model`` computes with base + adapters folded into plain weights; after: the original base tensors.
+    Quantized bases (QLoRA) are left as they are: a 4-bit weight cannot be merged exactly."""
     from peft.tuners.lora import LoraLayer
 
     bases = [(m, m.get_base_layer()) for m in model.modules() if isinstance(m, LoraLayer)]

@@ -13,8 +13,8 @@ CHOICES = {"bnb_4bit_quant_type": ("nf4", "fp4"), "bnb_4bit_compute_dtype": ("bf
 
 
 def quantization_problems(section: Any, *, has_lora: bool) -> list[Problem]:
-    """Problems of ``model.quantization``, found by building transformers' ``BitsAndBytesConfig`` (no GPU needed),
-    plus the choices bitsandbytes refuses only when the model loads."""
+    """Problems of ``model.quantization``: what ``BitsAndBytesConfig`` refuses (no GPU needed), and what bitsandbytes
+    would refuse only when the model loads."""
     from transformers import BitsAndBytesConfig
 
     if section is None:

@@ -1,6 +1,5 @@
-"""Reward models in a recipe: ``rewards: - {model: <Hub id or path>, weight, tokenizer}``, loaded by TRL as a
-one-label sequence classifier, logged as ``rewards/<last path part>/mean``; ``check`` reads only the config, offline;
-``grpo-trl eval`` scores with :class:`RewardModel`, the way TRL's trainer does.
+"""Reward models in a recipe: ``rewards: - {model: <Hub id or path>, weight, tokenizer}``, a one-label classifier
+TRL loads; ``check`` reads only its config, offline; ``eval`` scores with :class:`RewardModel` as TRL does.
 
     >>> model_label({"model": "org/my-rm-7b"})
     'my-rm-7b'
@@ -65,15 +64,13 @@ def model_entry_problems(spec: dict, key: str, base_dir: Path) -> list[Problem]:
 
 
 def resolve_model(spec: dict, base_dir: Path, output_dir: str | Path) -> str:
-    """The path or id TRL loads: ``builtin:tiny-reward`` is built once, whole or not at all, into
-    ``<output_dir>/tiny-reward`` (staged in the run's ``.grpo-trl/``, as the policy's ``builtin:`` model)."""
+    """The path or id TRL loads; ``builtin:tiny-reward`` is built once into ``<output_dir>/tiny-reward``."""
+    from grpo_trl.models.load import resolve_model as resolve
+
     model = str(spec["model"])
     if model != BUILTIN_TINY_REWARD:
         return _where(model, base_dir)
-    from grpo_trl.models.load import build_once
-    from grpo_trl.models.tiny import build_tiny_reward_model
-
-    return build_once(build_tiny_reward_model, Path(output_dir) / "tiny-reward", Path(output_dir) / ".grpo-trl")
+    return resolve({"name": model}, str(output_dir), Path(output_dir) / ".grpo-trl")
 
 
 def processing_class(spec: dict, base_dir: Path):
@@ -84,40 +81,34 @@ def processing_class(spec: dict, base_dir: Path):
 
 
 class RewardModel:
-    """A reward model as a reward callable for ``eval``, loaded and scoring exactly as TRL's ``GRPOTrainer``
-    (``_calculate_rewards``): one-label classifier with the policy's init kwargs, conversations rendered with
-    ``trl.data_utils.apply_chat_template``, right padding, no special tokens, score ``logits[:, 0]``."""
+    """A reward model as a reward callable for ``eval``, loaded and scoring as TRL's ``_calculate_rewards``: the
+    policy's init kwargs, TRL's ``apply_chat_template``, right padding, no special tokens, ``logits[:, 0]``."""
 
     def __init__(
         self,
+        spec: dict,
         path: str,
-        name: str,
-        tokenizer: Any = None,
+        base_dir: Path,
         *,
         batch_size: int = 32,
         chat_template_kwargs: dict | None = None,
         model_init_kwargs: dict | None = None,
     ):
+        """The model of a recipe ``rewards:`` entry ``spec``, ``path`` being what ``resolve_model`` gave for it."""
         import torch
         from transformers import AutoModelForSequenceClassification
 
         from grpo_trl.models.load import load_tokenizer
 
         init = dict(model_init_kwargs or {})  # TRL loads a reward model with the policy's (dtype, revision...)
-        self.__name__ = name
+        self.__name__ = model_label(spec)
         self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, **init)
-        if tokenizer is None:
-            tokenizer = load_tokenizer({k: init.get(k) for k in ("revision", "trust_remote_code")}, path)
-        self.tokenizer = tokenizer
+        own = {k: init.get(k) for k in ("revision", "trust_remote_code")}
+        self.tokenizer = processing_class(spec, base_dir) or load_tokenizer(own, path)
         self.model.config.get_text_config().pad_token_id = self.tokenizer.pad_token_id
         self.model.to("cuda" if torch.cuda.is_available() else "cpu").eval()
         self.batch_size = batch_size
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
-
-    @classmethod
-    def from_entry(cls, spec: dict, path: str, base_dir: Path, **options: Any) -> RewardModel:
-        """The model of a recipe ``rewards:`` entry, ``path`` being what ``resolve_model`` gave for it."""
-        return cls(path, model_label(spec), processing_class(spec, base_dir), **options)
 
     def __call__(self, *, prompts: list, completions: list, **_: Any) -> list[float]:
         import torch

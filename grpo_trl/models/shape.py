@@ -1,5 +1,5 @@
 """A transformer's shape from its config.json alone, for the memory plan: parameter and LoRA counts from the model
-transformers builds on the ``meta`` device (peft matching ``target_modules``), activations and KV cache from sizes."""
+built on the ``meta`` device, activations and KV cache from its sizes."""
 
 from __future__ import annotations
 
@@ -87,8 +87,8 @@ class Shape:
 
 
 def model_config(name: str, tiny: dict | None = None, base_dir: Path | None = None, **kwargs: Any) -> dict:
-    """Model ``name``'s config.json, read without a download: a built-in model's (``builtin_config``), a local folder's
-    (relative to ``base_dir`` too), or the local Hugging Face cache's. ``OSError`` saying how to get it otherwise."""
+    """Model ``name``'s config.json without a download: a built-in's, a local folder's (relative to ``base_dir`` too)
+    or the Hugging Face cache's; ``OSError`` saying how to get it otherwise."""
     from grpo_trl.models.builtin import builtin_config
 
     if str(name).startswith("builtin:"):

@@ -1,7 +1,5 @@
-"""Tiny offline models for tests, the CPU demo and benchmarks (nothing is downloaded): a random ``Qwen2`` and a
-byte-level BPE tokenizer trained on the spot, in a folder ``from_pretrained`` and ``GRPOTrainer`` accept; the task
-models (``tiny_countdown``, ``tiny_gsm8k``, ``tiny_tools``) warm one up with TRL's ``SFTTrainer`` (``warm_up``).
-Imported only when a ``builtin:`` model is named (``grpo_trl.models.builtin``)."""
+"""Tiny offline models (nothing is downloaded): a random ``Qwen2`` and a byte-level BPE tokenizer trained on the
+spot; the task models warm one up with TRL's ``SFTTrainer`` (``warm_up``). Imported only to build a ``builtin:``."""
 
 from __future__ import annotations
 
@@ -44,31 +42,39 @@ def build_tiny_model(
     num_kv_heads: int = 2,
 ) -> str:
     """Write a tiny random ``Qwen2ForCausalLM`` (deterministic for ``seed``) and its tokenizer; return the path."""
-    return _random_model(output_dir, seed, vocab_size, (hidden_size, num_layers, num_heads, num_kv_heads))
+    tokenizer = _tokenizer(_CORPUS * 4, vocab_size, TAG_TOKENS)
+    model = _model(tokenizer, seed, hidden_size, num_layers, num_heads, num_kv_heads)
+    return save(output_dir, model, tokenizer, {"seed": seed, "params": model.num_parameters()})
 
 
 def build_tiny_reward_model(output_dir: str | Path, *, seed: int = 0) -> str:
     """``builtin:tiny-reward``: a tiny random (deterministic) ``Qwen2ForSequenceClassification`` with one label."""
     from transformers import Qwen2ForSequenceClassification
 
-    return _random_model(output_dir, seed, 512, (64, 2, 4, 2), Qwen2ForSequenceClassification)
+    tokenizer = _tokenizer(_CORPUS * 4, 512, TAG_TOKENS)
+    return save(output_dir, _model(tokenizer, seed, 64, 2, 4, 2, Qwen2ForSequenceClassification), tokenizer)
 
 
-def _random_model(output_dir: str | Path, seed: int, vocab_size: int, sizes: tuple, cls=None) -> str:
+def save(output_dir: str | Path, model, processing_class, meta: dict | None = None) -> str:
+    """``model`` and its tokenizer (or processor) saved into ``output_dir``, ``meta`` into ``grpo_trl_tiny.json``."""
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = _tokenizer(_CORPUS * 4, vocab_size, TAG_TOKENS)
-    tokenizer.save_pretrained(out)
-    model = _model(tokenizer, seed, *sizes, cls=cls)
+    processing_class.save_pretrained(out)
     model.save_pretrained(out)
-    if cls is None:  # the reward model's folder has no notes
-        (out / "grpo_trl_tiny.json").write_text(json.dumps({"seed": seed, "params": model.num_parameters()}))
+    if meta is not None:
+        (out / "grpo_trl_tiny.json").write_text(json.dumps(meta))
     return str(out)
 
 
+def stop_tokens(model, tokenizer) -> None:
+    """Generation stops at the tokenizer's end of turn and pads with its pad token."""
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+
+
 def _tokenizer(corpus: list[str], vocab_size: int, added: list[str], template: str = CHAT_TEMPLATE, digits=False):
-    """A byte-level BPE trained on ``corpus`` (digits split when ``digits``) with chat ``template``; ``added``:
-    ordinary tokens, one id each (not special: they stay in completions TRL decodes with skip_special_tokens)."""
+    """A byte-level BPE trained on ``corpus`` with chat ``template``; ``added``: ordinary tokens, one id each (not
+    special: they stay in completions TRL decodes with skip_special_tokens)."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -120,19 +126,16 @@ def _model(tokenizer, seed: int, hidden_size: int, num_layers: int, num_heads: i
         config.num_labels = 1
         return cls(config)
     model = Qwen2ForCausalLM(config)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    stop_tokens(model, tokenizer)
     return model
 
 
-def warm_up(out: Path, tokenizer, rows: dict, sizes: tuple, *, seed: int, steps: int, batch: int, lr: float,
-            max_length: int) -> str:  # fmt: skip
-    """A random Qwen2 of ``sizes`` (hidden, layers, heads, kv heads) trained by ``SFTTrainer`` on ``rows``
-    (``prompt``/``completion`` columns; CPU, float32, constant ``lr``), saved with ``tokenizer`` into ``out``."""
+def warm_up(out: Path, tokenizer, rows: dict, sizes: tuple = (128, 2, 4, 1), *, seed: int, steps: int, batch: int = 32,
+            lr: float = 3e-3, max_length: int = 128) -> str:  # fmt: skip
+    """A random Qwen2 of ``sizes`` (hidden, layers, heads, kv heads) trained by ``sft_warm_up`` on ``rows``."""
     from datasets import Dataset
     from trl import SFTConfig
 
-    out.mkdir(parents=True, exist_ok=True)
     model = _model(tokenizer, seed, *sizes)
     args = SFTConfig(
         output_dir=str(out / "sft"),
@@ -159,8 +162,7 @@ def chat_rows(tokenizer, messages: list[list[dict]], completions: list[str]) -> 
 
 
 def sft_warm_up(model, tokenizer, args, data, out: Path, meta: dict) -> str:
-    """Train ``model`` with TRL's ``SFTTrainer`` on ``data`` (one thread), save it with ``tokenizer`` into ``out``
-    with the SFT losses in ``grpo_trl_tiny.json`` beside ``meta``."""
+    """Train ``model`` with TRL's ``SFTTrainer`` on ``data`` (one thread); ``save`` it, its losses beside ``meta``."""
     import torch
     from transformers.trainer_callback import PrinterCallback
     from trl import SFTTrainer
@@ -173,16 +175,11 @@ def sft_warm_up(model, tokenizer, args, data, out: Path, meta: dict) -> str:
         trainer.train()
     finally:
         torch.set_num_threads(threads)
-    model = trainer.model
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    stop_tokens(trainer.model, tokenizer)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     if losses:
         print(f"warm-up (SFT, {args.max_steps} steps): loss {losses[0]:.3f} -> {losses[-1]:.3f}")
-    (out / "grpo_trl_tiny.json").write_text(json.dumps({**meta, "sft_loss": losses}))
-    return str(out)
+    return save(out, trainer.model, tokenizer, {**meta, "sft_loss": losses})
 
 
 def builtin_tokenizer(name: str):

@@ -14,8 +14,7 @@ from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, _tokenizer, chat_rows, war
 
 
 def warmup_rows(n: int, seed: int = 0, max_number: int = 99, noise: float = 0.0) -> list[dict]:
-    """``n`` two-number problems (``nums``, ``target``) of the ``warmup`` split (never a recipe's ``train`` or
-    ``test`` rows) with the answer the warm-up teaches (``completion``)."""
+    """``n`` two-number problems of the ``warmup`` split (never a recipe's rows) with the answer taught."""
     rng = random.Random(seed)
     rows = generate_problems(n, split_seed("warmup", seed), 2, 2, max_number)
     answers = [_answer(r, rng.random() < noise) for r in rows]
@@ -26,8 +25,7 @@ def warmup_rows(n: int, seed: int = 0, max_number: int = 99, noise: float = 0.0)
 
 
 def _answer(row: dict, noisy: bool = False) -> str:
-    """The reference equation with its numbers in the prompt's order where that order is right too; when ``noisy``,
-    the larger number minus the smaller whatever the target."""
+    """The reference equation in the prompt's order where that is right too; ``noisy``: larger minus smaller."""
     a, b = row["nums"]
     if noisy:
         return f"{max(a, b)} - {min(a, b)}"
@@ -39,16 +37,14 @@ def _answer(row: dict, noisy: bool = False) -> str:
 def build_tiny_countdown_model(
     output_dir: str | Path, *, seed: int = 0, warm_steps: int = 600, problems: int = 4000, noise: float = 0.6
 ) -> str:
-    """Write the warmed-up model and its tokenizer to ``output_dir`` and return the path as a string."""
-    # the prompt's fixed text and the numbers 10..99 one token each (a three-digit target is two: "73" "7"), so the
-    # answer copies two tokens
+    """Write the warmed-up model and its tokenizer to ``output_dir``; return the path."""
+    # the prompt's fixed text and the numbers 10..99 one token each: the answer copies two tokens
     fixed = [c for c in re.split(r"\{numbers\}|\{target\}", USER_TEMPLATE) if c] + ["assistant\n", "user\n"]
     tokenizer = _tokenizer(_CORPUS * 4, 512, TAG_TOKENS + fixed + [str(n) for n in range(10, 100)], digits=True)
     rows = warmup_rows(problems, seed, noise=noise)
     user = [[{"role": "user", "content": USER_TEMPLATE.format(numbers=r["nums"], target=r["target"])}] for r in rows]
     data = chat_rows(tokenizer, user, [r["completion"] for r in rows])
-    return warm_up(Path(output_dir), tokenizer, data, (128, 2, 4, 1), seed=seed, steps=warm_steps, batch=32, lr=3e-3,
-                   max_length=128)  # fmt: skip
+    return warm_up(Path(output_dir), tokenizer, data, seed=seed, steps=warm_steps)
 
 
 def accuracy_table(before: str | Path, after: str | Path) -> str:

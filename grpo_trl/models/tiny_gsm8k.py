@@ -18,8 +18,7 @@ _LINE = re.compile(r"(\d+) ([-+*]) (\d+) = (\d+)")
 
 
 def completion(steps: list[tuple[int, str, int]]) -> str:
-    """The answer the seed's format asks for: each step ``a op n = r`` in ``<reasoning>``, the last ``r`` in
-    ``<answer>``."""
+    """Each step ``a op n = r`` in ``<reasoning>``, the last ``r`` in ``<answer>``."""
     lines, value = [], steps[0][0]
     for _, op, n in steps:
         new = apply(op, value, n)
@@ -29,8 +28,7 @@ def completion(steps: list[tuple[int, str, int]]) -> str:
 
 
 def warmup_rows(n: int, seed: int = 0, noise: float = 0.0) -> list[dict]:
-    """``n`` stories (``question``, ``answer``) of the ``warmup`` split (never a ``test`` one) with the completion
-    the warm-up teaches; each step is written ``+`` with probability ``noise`` (and the sum carried on)."""
+    """``n`` stories of the ``warmup`` split with the completion taught; a step is ``+`` with probability ``noise``."""
     rng = random.Random(seed)
     rows = generate_problems(n, split_seed("warmup", seed))
     out = []
@@ -41,8 +39,8 @@ def warmup_rows(n: int, seed: int = 0, noise: float = 0.0) -> list[dict]:
 
 
 def story_chunks() -> list[str]:
-    """Every text between two numbers of a story, and the completion's fixed parts: one token each, so a story's
-    numbers sit at the same places whatever its names and words (a tiny model copies them by position)."""
+    """Every text between two numbers of a story, and the completion's fixed parts: one token each, so a tiny model
+    copies the numbers by position."""
     steps = {
         t.format(p=p, o=o, n="{n}") for ts in STEPS.values() for t in ts for p, o in (("she", "her"), ("he", "him"))
     }
@@ -65,8 +63,7 @@ def prompt_messages(question: str) -> list[dict]:
 def build_tiny_gsm8k_model(
     output_dir: str | Path, *, seed: int = 0, warm_steps: int = 600, problems: int = 4000, noise: float = 0.6
 ) -> str:
-    """Write the warmed-up model and its tokenizer to ``output_dir`` and return the path as a string."""
+    """Write the warmed-up model and its tokenizer to ``output_dir``; return the path."""
     rows, tokenizer = warmup_rows(problems, seed, noise=noise), _tokenizer()
     data = tiny.chat_rows(tokenizer, [prompt_messages(r["question"]) for r in rows], [r["completion"] for r in rows])
-    return tiny.warm_up(Path(output_dir), tokenizer, data, (128, 2, 4, 1), seed=seed, steps=warm_steps, batch=32,
-                        lr=3e-3, max_length=128)  # fmt: skip
+    return tiny.warm_up(Path(output_dir), tokenizer, data, seed=seed, steps=warm_steps)

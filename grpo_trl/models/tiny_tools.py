@@ -1,19 +1,17 @@
 """``builtin:tiny-tools``: a tiny Qwen2 that emits tool calls, warmed by TRL ``SFTTrainer`` on synthetic Countdown
-conversations calling ``calculator`` or the Countdown environment's ``check_equation`` (``tool_conversations``).
-``python -m grpo_trl.models.tiny_tools DIR`` builds it once for the tests (``GRPO_TRL_TOOL_MODEL=DIR``)."""
+conversations (``tool_conversations``). ``python -m grpo_trl.models.tiny_tools DIR`` builds it."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from grpo_trl.models.chat_templates import resolve_template
-from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, TOOL_TOKENS, _tokenizer, warm_up
+from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, TOOL_TOKENS, _tokenizer, builtin_tokenizer, warm_up
 
 
 def tool_conversations(n: int, seed: int = 0) -> list[tuple[list[dict], list]]:
-    """Synthetic Countdown conversations, with their tools: a flat expression over the row's numbers checked by the
-    ``calculator`` tool or the Countdown environment's ``check_equation`` (half each), then the ``<answer>``."""
+    """Countdown conversations with their tools: an expression checked by ``calculator`` or the Countdown
+    environment's ``check_equation`` (half each), then the ``<answer>``."""
     import random
 
     from grpo_trl.data.countdown import USER_TEMPLATE
@@ -46,8 +44,7 @@ def tool_conversations(n: int, seed: int = 0) -> list[tuple[list[dict], list]]:
 
 
 def _fixed_text(convs: list, tokenizer) -> list[str]:
-    """Text every prompt or tool call repeats (system turn with the tool schemas, the user template's fixed parts,
-    the call prefix): one token each, so prompts stay a few dozen tokens and the tiny model trains in seconds."""
+    """Text every prompt or tool call repeats (tool schemas, the user template, the call prefix): one token each."""
     from grpo_trl.data.countdown import USER_TEMPLATE
 
     chunks = [c for c in re.split(r"\{numbers\}|\{target\}", USER_TEMPLATE) if c]
@@ -66,13 +63,13 @@ def _fixed_text(convs: list, tokenizer) -> list[str]:
 def build_tiny_tool_model(
     output_dir: str | Path, *, seed: int = 0, warm_steps: int = 500, conversations: int = 256, vocab_size: int = 1024
 ) -> str:
-    """``builtin:tiny-tools``: a Qwen2 (head_dim 64, so vLLM's CPU backend runs it) with TRL's ``qwen2_5`` template,
-    warmed by ``SFTTrainer`` on ``tool_conversations``: it calls tools often, not always well (room for GRPO)."""
-    template = resolve_template("trl:qwen2_5")
+    """A Qwen2 (head_dim 64, for vLLM's CPU backend) with TRL's ``qwen2_5`` template that calls tools often, not
+    always well (room for GRPO)."""
     convs = tool_conversations(conversations, seed=seed)
-    probe = _tokenizer(_CORPUS, 300, TOOL_TOKENS + TAG_TOKENS, template)
+    probe = builtin_tokenizer("builtin:tiny-tools")  # the template's text, for any tokenizer
     texts = [probe.apply_chat_template(m, tools=t, tokenize=False) for m, t in convs]
-    tokenizer = _tokenizer(_CORPUS + texts, vocab_size, TOOL_TOKENS + TAG_TOKENS + _fixed_text(convs, probe), template)
+    added = TOOL_TOKENS + TAG_TOKENS + _fixed_text(convs, probe)
+    tokenizer = _tokenizer(_CORPUS + texts, vocab_size, added, probe.chat_template)
     # prompt-completion rows, one per assistant turn: the loss is on what the model writes (the tool call; the answer
     # after the tool's reply), never on the tool schemas or on the tool's reply itself
     rows: dict[str, list[str]] = {"prompt": [], "completion": []}

@@ -1,13 +1,11 @@
-"""``builtin:tiny-vlm``: a tiny random ``LlavaForConditionalGeneration`` (CLIP tower on 28x28 images, 16 image tokens,
-a tiny Qwen2 with builtin:tiny's tokenizer) and its ``LlavaProcessor``, built offline in about a second. LLaVA, not
-Qwen2-VL: transformers 5's Qwen2-VL processors need torchvision, not installed here."""
+"""``builtin:tiny-vlm``: a tiny random ``LlavaForConditionalGeneration`` (CLIP tower on 28x28 images, a tiny Qwen2)
+and its ``LlavaProcessor``. LLaVA: transformers 5's Qwen2-VL processors need torchvision."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, _tokenizer, qwen2_config
+from grpo_trl.models.tiny import _CORPUS, TAG_TOKENS, _tokenizer, qwen2_config, save, stop_tokens
 
 IMAGE_TOKEN = "<image>"
 TOKENS = 513  # the tokenizer's size: builtin:tiny's 512, then IMAGE_TOKEN (a test checks it against the built model)
@@ -62,8 +60,6 @@ def build_tiny_vlm_model(output_dir: str | Path, *, seed: int = 0, hidden_size: 
     from transformers import LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
     from transformers.models.llava.image_processing_pil_llava import LlavaImageProcessorPil
 
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
     tokenizer = _tokenizer(_CORPUS * 4 + _VLM_CORPUS * 4, 512, TAG_TOKENS, VLM_CHAT_TEMPLATE)
     # special: never in decoded completions (TRL also stops the model from sampling it)
     tokenizer.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN]})
@@ -77,14 +73,10 @@ def build_tiny_vlm_model(output_dir: str | Path, *, seed: int = 0, hidden_size: 
         image_token=IMAGE_TOKEN,
         num_additional_image_tokens=1,  # CLIP's CLS token
     )
-    processor.save_pretrained(out)
     image_token = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
     cfg = tiny_vlm_config(len(tokenizer), image_token, tokenizer.eos_token_id, tokenizer.pad_token_id, hidden_size)
     cfg.pop("model_type"), cfg.pop("architectures"), cfg.pop("dtype")
     torch.manual_seed(seed)
     model = LlavaForConditionalGeneration(LlavaConfig(**cfg))
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.save_pretrained(out)
-    (out / "grpo_trl_tiny.json").write_text(json.dumps({"seed": seed, "params": model.num_parameters()}))
-    return str(out)
+    stop_tokens(model, tokenizer)
+    return save(output_dir, model, processor, {"seed": seed, "params": model.num_parameters()})

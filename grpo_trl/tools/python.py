@@ -1,6 +1,5 @@
-"""The ``python`` tool: a snippet run in ``grpo_trl.sandbox`` (a fresh bounded process, see docs/safety.md), what it
-printed returned. Its deadline sits below the tool's own time bound, so the sandbox always answers first.
-"""
+"""The ``python`` tool: a snippet run in ``grpo_trl.sandbox`` (a fresh bounded process), what it printed returned;
+its deadline sits below the tool's own time bound, so the sandbox answers first."""
 
 from __future__ import annotations
 

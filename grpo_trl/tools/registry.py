@@ -1,8 +1,5 @@
-"""The tool registry: register, look up, check the schema the model will see, and bound every call in time.
-
-A tool is a function with type hints and a Google-style docstring (TRL renders it with transformers'
-``get_json_schema``); a recipe's ``tools:`` names it, as ``module.path:function``, or from a ``plugins:`` file.
-"""
+"""The tool registry: register, look up, check the schema the model will see (transformers' ``get_json_schema``,
+as TRL renders it), and bound every call in time and size."""
 
 from __future__ import annotations
 
@@ -60,9 +57,9 @@ def tool_schema(func: Callable) -> dict:
 
 
 def bounded(func: Callable, timeout: float | None = DEFAULT_TIMEOUT, max_chars: int = MAX_RESULT_CHARS) -> Callable:
-    """``func`` with each call bounded to ``timeout`` s (``SIGALRM`` in the main thread, a worker thread elsewhere,
-    ``wait_for`` if async); a timeout, ``exit()`` or an unprintable result fails that call only (TRL reports
-    ``{"error": ...}``), text is cut at ``max_chars``, same schema. ``.cause``: the first error a call raised."""
+    """``func`` (same schema) with each call bounded to ``timeout`` s (``SIGALRM`` in the main thread, else a worker
+    thread or ``wait_for``) and its text to ``max_chars``; a timeout, ``exit()`` or an unprintable result fails that
+    call only (TRL reports ``{"error": ...}``). ``.cause``: the first error a call raised."""
 
     def fail(exc: BaseException) -> Exception:
         if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
@@ -137,7 +134,7 @@ def _alarmed(func: Callable, args: tuple, kwargs: dict, timeout: float | None, l
 
 
 def get_tool(name: str, timeout: float | None = DEFAULT_TIMEOUT) -> Callable:
-    """The tool ``name``, checked (``tool_schema``) and bounded in time (``bounded``)."""
+    """The tool ``name``, its schema checked, bounded."""
     tool_schema(func := lookup_tool(name))
     return bounded(func, timeout)
 
