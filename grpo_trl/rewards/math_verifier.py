@@ -24,8 +24,6 @@ logger = logging.getLogger(__name__)
 MAX_ANSWER_CHARS = 2_000  # a located answer longer than this is wrong without asking math-verify
 MIN_CHUNK, CHUNK = 8, 1024  # items per worker: fewer are not worth a second worker; more could fill the pipe
 STARTUP_S = 30.0  # a fresh worker's warm-up, bounded apart from its items
-# Plain integers (no leading zeros) compare exactly like math-verify compares them; tested against math-verify.
-_PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,14})\Z")
 # A plain number, as math-verify reads it: an integer, a short decimal (a sympy Float), or \frac{a}{b} (a Rational)
 _NUMBER = re.compile(r"(-?)(?:(0|[1-9]\d{0,14})(?:\.(\d{1,6}))?|\\[dt]?frac\{(0|[1-9]\d{0,5})\}\{([1-9]\d{0,5})\})")
 _WRAPPED = re.compile(r"\$\s*(.*?)\s*\$|\\boxed\{\s*(.*?)\s*\}", re.DOTALL)
