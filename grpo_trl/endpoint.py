@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 from collections.abc import Awaitable, Iterable
 from typing import Any, NamedTuple
 
@@ -107,12 +106,8 @@ class Endpoint:
                     await self._client.close()
                 self._loop = self._client = self._semaphore = None
 
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(gather())
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # inside a running loop (a notebook)
-            return pool.submit(asyncio.run, gather()).result()
+        # its own thread and loop: callable from inside a running loop too (a notebook)
+        return in_thread(lambda: asyncio.run(gather()), None, RuntimeError(), name="grpo-trl-endpoint")
 
 
 def probe(

@@ -32,4 +32,4 @@ __all__ = [
 ]
 
 # The built-ins register themselves when imported; the package imports them (the registry never imports its members).
-from grpo_trl.rewards import code, countdown, format, judge, math, shaping, tool_use  # noqa: E402, F401, I001
+from grpo_trl.rewards import code, countdown, format, judge, math, shaping  # noqa: E402, F401, I001

@@ -15,7 +15,7 @@ from grpo_trl.errors import RewardError
 from grpo_trl.rewards import isolated
 from grpo_trl.rewards.inputs import NOT_PASSED, TRL_KWARGS, NamedReward, _keywords, is_async_reward, private  # noqa: F401
 from grpo_trl.rewards.isolated import RewardTimeout
-from grpo_trl.rewards.results import LengthError, collecting_faults, describe, scores, with_reported
+from grpo_trl.rewards.results import LengthError, collecting_faults, describe, scores
 from grpo_trl.rewards.stray_threads import Place, note_threads, snapshot
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,8 @@ class SafeReward:
             finally:  # before grpo-trl's own code runs again (a deleted builtins.len would break scores())
                 place.restore(self._warn)
             out, bad, cause = scores(raw, n)
-        return (out, *with_reported(out, bad, cause, reported))
+        extra = min(len(reported), sum(v is None for v in out) - bad)  # at most one per row the reward scored None
+        return out, bad + max(0, extra), cause or (reported[0] if extra > 0 else None)
 
     async def _score(self, kwargs: dict) -> list[float | None]:
         """The whole logic, for both flavours: a sync reward's coroutine never suspends (``_drive``)."""
@@ -209,8 +210,4 @@ def guarded(reward: Any) -> Any:
 def call_sync(reward: Callable, *args: Any, **kwargs: Any) -> Any:
     """Call a reward from synchronous code (eval, tests), running it to completion when it is ``async``."""
     result = reward(*args, **kwargs)
-    return asyncio.run(_await(result)) if inspect.isawaitable(result) else result
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
+    return asyncio.run(result) if inspect.iscoroutine(result) else result

@@ -1,9 +1,11 @@
-"""Format rewards: does the completion use the tags the system prompt asked for?"""
+"""Format rewards: does the completion use the tags the system prompt asked for (``tool_success``: did a tool call
+succeed)?"""
 
 from __future__ import annotations
 
 import itertools
 import re
+from typing import Any
 
 from grpo_trl.rewards.registry import register_reward, text_of
 
@@ -93,3 +95,20 @@ def xml_format(
     """``per_tag`` for each opening and closing tag present, ``<reasoning>``/``<answer>`` by default (0.8 max)."""
     needles = [f"<{t}>" for t in tags] + [f"</{t}>" for t in tags]
     return [float(round(sum(per_tag for n in needles if n in text), 10)) for text in text_of(completions)]
+
+
+@register_reward("tool_success")
+def tool_success(completions: list, **kwargs: Any) -> list[float]:
+    """1.0 when the rollout got at least one tool result that was not an error.
+
+    >>> tool_success([[{"role": "tool", "content": "7"}], [{"role": "tool", "content": "{'error': 'x'}"}], "no tools"])
+    [1.0, 0.0, 0.0]
+    """
+    return [1.0 if isinstance(c, list) and any(_tool_ok(m) for m in c) else 0.0 for c in completions]
+
+
+def _tool_ok(message: Any) -> bool:
+    if not isinstance(message, dict) or message.get("role") != "tool":
+        return False
+    content = message.get("content")
+    return not (isinstance(content, str) and content.startswith("{'error'"))  # TRL's str({"error": ...})

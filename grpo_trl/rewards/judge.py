@@ -187,43 +187,36 @@ class Judge:
         n = len(completions)
         names = [k for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == n]
         prompts = list(prompts) if prompts is not None else [None] * n
-        out: list[float | None] = [None] * n
-        answers: dict[int, str] = {}
-        calls: dict[int, tuple[str, list]] = {}
-        for i in range(n):
-            try:
-                messages = self._messages(prompts[i], completions[i], {k: columns[k][i] for k in names})
-            except Exception as exc:  # noqa: BLE001 - a template naming a missing column: this row only
-                self._fault(f"prompt template failed: {type(exc).__name__}: {exc}")
-                continue
-            key = self._key(messages)
-            cached = self.cache.get(key) if self.cache else None
-            if cached is not None:
-                answers[i] = cached
-            else:
-                calls[i] = (key, messages)
-        if calls:
-            results = await asyncio.gather(
-                *(self.endpoint.chat(m, **self.params) for _, m in calls.values()), return_exceptions=True
-            )
-            fresh = {}
-            for (i, (key, _)), result in zip(calls.items(), results):
-                if isinstance(result, BaseException):
-                    self._fault(f"request failed: {getattr(result, 'message', result)}")
-                elif result:
-                    answers[i] = fresh[key] = result[0]
-            if self.cache and fresh:
-                self.cache.put(fresh)
-        for i, answer in answers.items():
-            out[i] = self.score_of(answer)
-            if out[i] is None:
-                self._fault(f"found no score in range [{self.low:g}, {self.high:g}] in its answer {answer[-120:]!r}")
+        fresh: dict[str, str] = {}  # answers got now, cached together at the end
+        rows = (self._row(prompts[i], completions[i], {k: columns[k][i] for k in names}, fresh) for i in range(n))
+        out = list(await asyncio.gather(*rows))
+        if self.cache and fresh:
+            self.cache.put(fresh)
         return out
+
+    async def _row(self, prompt: Any, completion: Any, row: dict[str, Any], fresh: dict) -> float | None:
+        """One completion's score: its judge answer from the cache or the endpoint, read by ``score_of``."""
+        try:
+            messages = self._messages(prompt, completion, row)
+        except Exception as exc:  # noqa: BLE001 - a template naming a missing column: this row only
+            return self._fault(f"prompt template failed: {type(exc).__name__}: {exc}")
+        key = self._key(messages)
+        answer = self.cache.get(key) if self.cache else None
+        if answer is None:
+            try:
+                answers = await self.endpoint.chat(messages, **self.params)
+            except Exception as exc:  # noqa: BLE001 - an EndpointError, or anything else: this row only
+                return self._fault(f"request failed: {getattr(exc, 'message', exc)}")
+            if not answers:
+                return None
+            answer = fresh[key] = answers[0]
+        score = self.score_of(answer)
+        if score is None:
+            self._fault(f"found no score in range [{self.low:g}, {self.high:g}] in its answer {answer[-120:]!r}")
+        return score
 
     def _fault(self, why: str) -> None:
         """One row scored None: counted by the safety wrapper when there is one, else logged here."""
         self.failures += 1
-        if report_fault(why):
-            return
-        if self.failures <= 3 or self.failures % 100 == 0:
+        if not report_fault(why) and (self.failures <= 3 or self.failures % 100 == 0):
             logger.warning("judge: row scored None (%d so far): %s", self.failures, why)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from grpo_trl.rewards.math_verifier import _PLAIN_INT, MAX_ANSWER_CHARS, MathVerifier, is_prose, math_form  # noqa: F401
+from grpo_trl.rewards.math_verifier import MAX_ANSWER_CHARS, MathVerifier, is_prose, math_form  # noqa: F401
 from grpo_trl.rewards.registry import register_reward, text_of
 from grpo_trl.rewards.text import extract_answer, extract_boxed, extract_tag, last_number, parse_number
 
@@ -129,12 +129,9 @@ class ReasoningAccuracy(Accuracy):
         rests = [self.after_reasoning(t) for t in text_of(completions)]
         if len(solution) != len(rests):
             raise ValueError(f"{len(solution)} solutions for {len(rests)} completions")
-        done = [i for i, rest in enumerate(rests) if rest is not None]
-        out: list[float | None] = [0.0] * len(rests)
-        scores = super().__call__([rests[i] for i in done], [solution[i] for i in done]) if done else []
-        for i, score in zip(done, scores):
-            out[i] = score
-        return out
+        closed = [(rest, gold) for rest, gold in zip(rests, solution) if rest is not None]
+        scores = iter(super().__call__([rest for rest, _ in closed], [gold for _, gold in closed]))
+        return [0.0 if rest is None else next(scores) for rest in rests]
 
 
 _WRAPPERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))

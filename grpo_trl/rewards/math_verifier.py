@@ -22,10 +22,8 @@ from grpo_trl.rewards.text import is_prose, math_form  # noqa: F401 - re-exporte
 logger = logging.getLogger(__name__)
 
 MAX_ANSWER_CHARS = 2_000  # a located answer longer than this is wrong without asking math-verify
-MIN_CHUNK, CHUNK = 8, 1024  # items per worker: fewer are not worth a second worker; more could fill the pipe
+MIN_CHUNK = 8  # items per worker: fewer are not worth a second worker
 STARTUP_S = 30.0  # a fresh worker's warm-up, bounded apart from its items
-# Plain integers (no leading zeros) compare exactly like math-verify compares them; tested against math-verify.
-_PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,14})\Z")
 # A plain number, as math-verify reads it: an integer, a short decimal (a sympy Float), or \frac{a}{b} (a Rational)
 _NUMBER = re.compile(r"(-?)(?:(0|[1-9]\d{0,14})(?:\.(\d{1,6}))?|\\[dt]?frac\{(0|[1-9]\d{0,5})\}\{([1-9]\d{0,5})\})")
 _WRAPPED = re.compile(r"\$\s*(.*?)\s*\$|\\boxed\{\s*(.*?)\s*\}", re.DOTALL)
@@ -162,28 +160,26 @@ class _Pool:
         warm-up bounded apart); ``(results, items that overran and scored 0.0)``; an overrun worker is replaced."""
         self.start(workers)
         children = self.take(min(workers, math.ceil(len(items) / MIN_CHUNK)))
-        size = min(CHUNK, math.ceil(len(items) / len(children)))
-        results, lost, todo = [0.0] * len(items), 0, list(range(0, len(items), size))
+        size = math.ceil(len(items) / len(children))  # one span per worker
+        spans = [(start, min(start + size, len(items))) for start in range(0, len(items), size)]
+        results, lost = [0.0] * len(items), 0
         try:
-            while todo:
-                spans = [(start, min(start + size, len(items))) for start in todo[: len(children)]]
-                todo = todo[len(children) :]
-                for child, (start, end) in zip(children, spans):
-                    child.send(items[start:end])
-                for k, (start, end) in enumerate(spans):
-                    for i in range(start, end):
-                        try:
-                            if children[k] in self.fresh and children[k].next(time.monotonic() + STARTUP_S):
-                                self.fresh.discard(children[k])  # "ready"
-                            results[i] = children[k].next(time.monotonic() + timeout)
-                        except (RewardTimeout, ChildFault):
-                            lost += 1
-                            logger.warning("math-verify exceeded %.1f s on an answer; scored 0.0", timeout)
-                            children[k].close()
-                            self.fresh.discard(children[k])
-                            children[k] = self._fork()
-                            if i + 1 < end:
-                                children[k].send(items[i + 1 : end])
+            for child, (start, end) in zip(children, spans):
+                child.send(items[start:end])
+            for k, (start, end) in enumerate(spans):
+                for i in range(start, end):
+                    try:
+                        if children[k] in self.fresh and children[k].next(time.monotonic() + STARTUP_S):
+                            self.fresh.discard(children[k])  # "ready"
+                        results[i] = children[k].next(time.monotonic() + timeout)
+                    except (RewardTimeout, ChildFault):
+                        lost += 1
+                        logger.warning("math-verify exceeded %.1f s on an answer; scored 0.0", timeout)
+                        children[k].close()
+                        self.fresh.discard(children[k])
+                        children[k] = self._fork()
+                        if i + 1 < end:
+                            children[k].send(items[i + 1 : end])
         finally:
             self.give(children)
         return results, lost

@@ -85,7 +85,7 @@ def pass_threshold(name: str, args: dict[str, Any]) -> float | None:
     """The score at which reward ``name`` (with ``args``) counts a completion as solved; None if it does not say."""
     rule = reward_metadata(name).get("passes_at")
     if isinstance(rule, str):
-        default = inspect.signature(_target(_lookup(name)[0])).parameters[rule].default
+        default = inspect.signature(_lookup(name)[0]).parameters[rule].default
         return float(args.get(rule, default))
     return None if rule is None else float(rule)
 
@@ -97,17 +97,12 @@ def reward_metadata(name: str) -> dict[str, Any]:
     return {k: meta[k] for k in ("uses_trainer", "passes_at") if k in meta}
 
 
-def _target(obj: Callable) -> Callable:
-    """What a recipe's ``args`` bind to: a class's ``__init__``, else the function."""
-    return obj.__init__ if inspect.isclass(obj) else obj
-
-
 def _params(obj: Callable, is_factory: bool) -> dict[str, Any]:
     """Argument -> default; a plain reward's parameters without one are dataset columns, not arguments."""
     return {
         k: p.default
-        for k, p in inspect.signature(_target(obj)).parameters.items()
-        if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and k != "self" and k not in TRL_KWARGS
+        for k, p in inspect.signature(obj).parameters.items()
+        if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and k not in TRL_KWARGS
         and (is_factory or p.default is not p.empty)
     }  # fmt: skip
 
@@ -136,12 +131,25 @@ def _lookup(name: str) -> tuple[Callable, bool]:
 
 
 def check_reward_args(name: str, args: dict[str, Any]) -> None:
-    """Raise ``RewardError`` naming any argument the reward does not take, or a required one that is missing."""
+    """Raise ``RewardError`` when TRL could not call reward ``name`` with ``args`` bound (signatures only): an
+    unregistered class, unreadable parameters, unknown, missing or TRL's own arguments, TRL's call not binding."""
     obj, is_factory = _lookup(name)
+    qualname = getattr(obj, "__qualname__", type(obj).__name__)
+    if inspect.isclass(obj) and REWARDS.entry_of(obj) is None:
+        raise RewardError(
+            f"reward {name!r} names the class {qualname}, which is not a registered reward (building it would run "
+            "its constructor); name a function, or register the class with @register_reward in a plugin: it is then "
+            "a factory, called with 'args' when training starts",
+            key="name",
+        )
     try:
-        sig = inspect.signature(_target(obj))
+        sig = inspect.signature(obj)
     except Exception as exc:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
-        raise RewardError(f"reward {name!r}: its signature cannot be read ({exc})", key="name") from exc
+        raise RewardError(
+            f"reward {name!r}: the parameters of {qualname} cannot be read ({exc}), so nothing says it takes "
+            "completions; wrap it in a Python function `def my_reward(completions, **kwargs)`",
+            key="name",
+        ) from exc
     accepts_any = is_factory and any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
     params = _params(obj, is_factory)
     for key in args:
@@ -158,8 +166,7 @@ def check_reward_args(name: str, args: dict[str, Any]) -> None:
         missing = [k for k, v in params.items() if v is inspect.Parameter.empty and k not in args]
         if missing:
             raise RewardError(f"reward {name!r} needs argument(s) {', '.join(missing)} under its 'args:'", key="args")
-    # TRL's keyword call binds; signatures only, nothing is called
-    check_call(name, obj, is_factory, args, registered=REWARDS.entry_of(obj) is not None, reward_names=REWARDS.names())
+    check_call(name, obj, sig, is_factory, args, REWARDS.names())
     if is_factory and callable(getattr(obj, "check_args", None)):
         obj.check_args(args)  # a built-in's own dry-run check (judge probes its endpoint); raises RewardError
 
@@ -198,9 +205,7 @@ def _make(name: str, factory: Callable, args: dict[str, Any]) -> Callable:
     """What the factory of reward ``name`` returns for ``args``; its failure (even ``exit()``) is a ``RewardError``."""
     try:
         made = factory(**args)
-    except KeyboardInterrupt:
-        raise
-    except RewardError:
+    except (KeyboardInterrupt, RewardError):
         raise
     except BaseException as exc:  # noqa: BLE001 - the user's factory raises, or calls exit()
         raise RewardError(f"reward {name!r}: creating it failed: {import_failure(exc)}", key="args") from exc

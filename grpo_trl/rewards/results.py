@@ -132,11 +132,3 @@ def collecting_faults() -> Iterator[list[str]]:
         yield reported
     finally:
         _REPORTED.reset(token)
-
-
-def with_reported(values: list, bad: int, cause: str | None, reported: list[str]) -> tuple[int, str | None]:
-    """``(bad, cause)`` of ``scores`` plus the reported faults: at most one per row the reward scored ``None``."""
-    extra = min(len(reported), sum(v is None for v in values) - bad)
-    if extra <= 0:
-        return bad, cause
-    return bad + extra, cause or reported[0]

@@ -15,23 +15,10 @@ class RewardPlan:
     """A reward's name, call signature (None when only calling its factory would tell) and bound args."""
 
     def __init__(self, name: str, signature: inspect.Signature | None, args: dict[str, Any]):
-        self.__name__ = name
-        self.signature = signature
-        self.args = args
-
-    def __repr__(self) -> str:
-        return f"RewardPlan({self.__name__!r}, {self.signature}, args={self.args})"
+        self.__name__, self.signature, self.args = name, signature, args
 
 
 _KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-
-
-def call_signature(reward: Any) -> inspect.Signature | None:
-    """The signature TRL's keyword call meets: through ``SafeReward`` and ``NamedReward`` to the function."""
-    reward = reward.reward if isinstance(reward, SafeReward) else reward
-    if isinstance(reward, RewardPlan):
-        return reward.signature
-    return trl_signature(reward.func if isinstance(reward, NamedReward) else reward, False)
 
 
 def trl_signature(obj: Any, is_factory: bool) -> inspect.Signature | None:
@@ -45,10 +32,14 @@ def trl_signature(obj: Any, is_factory: bool) -> inspect.Signature | None:
         return None
 
 
-def bound_args(reward: Any) -> dict[str, Any]:
-    """The recipe ``args`` bound to a reward (``SafeReward``, ``NamedReward`` or ``RewardPlan``)."""
+def _plan(reward: Any) -> tuple[inspect.Signature | None, dict[str, Any]]:
+    """The signature TRL's keyword call meets and the bound ``args`` (through ``SafeReward``, ``NamedReward``)."""
     reward = reward.reward if isinstance(reward, SafeReward) else reward
-    return dict(reward.args if isinstance(reward, (NamedReward, RewardPlan)) else {})
+    if isinstance(reward, RewardPlan):
+        return reward.signature, reward.args
+    if isinstance(reward, NamedReward):
+        return trl_signature(reward.func, False), reward.args
+    return trl_signature(reward, False), {}
 
 
 def _columns(sig: inspect.Signature) -> list[str]:
@@ -58,18 +49,17 @@ def _columns(sig: inspect.Signature) -> list[str]:
 
 def required_columns(reward: Any) -> list[str]:
     """Dataset columns a reward reads: parameters of its call without a default, besides TRL's own and bound args."""
-    sig = call_signature(reward)
-    bound = bound_args(reward)
+    sig, bound = _plan(reward)
     return [k for k in _columns(sig) if k not in TRL_KWARGS and k not in bound] if sig else []
 
 
 def unaccepted_columns(reward: Any, columns: Iterable[str]) -> list[str]:
     """Dataset columns TRL would pass (by keyword, every batch) that the reward's call cannot take."""
-    sig = call_signature(reward)
+    sig, bound = _plan(reward)
     if sig is None or any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
         return []
     takes = {k for k, p in sig.parameters.items() if p.kind in _KEYWORD}
-    return sorted(set(columns) - takes - TRL_KWARGS - set(bound_args(reward)) - NOT_PASSED)
+    return sorted(set(columns) - takes - TRL_KWARGS - set(bound) - NOT_PASSED)
 
 
 def product_signature(cls: type) -> inspect.Signature | None:
@@ -81,69 +71,36 @@ def product_signature(cls: type) -> inspect.Signature | None:
     return None
 
 
-def _trl_call_problem(signature: inspect.Signature, args: dict[str, Any]) -> str | None:
-    """Why TRL's keyword call (plus ``args`` and the columns the reward names) cannot bind, or None."""
-    keywords = dict.fromkeys([*_columns(signature), *(TRL_KWARGS - {"environments"})]) | args
-    try:
-        signature.bind(**keywords)
-    except TypeError as exc:
-        return str(exc)
-    return None
-
-
 def check_call(
-    name: str,
-    obj: Callable,
-    is_factory: bool,
-    args: dict[str, Any],
-    *,
-    registered: bool = False,
-    reward_names: Collection[str] = (),
+    name: str, obj: Callable, signature: inspect.Signature, is_factory: bool, args: dict, reward_names: Collection[str]
 ) -> None:
-    """Raise ``RewardError`` when TRL could not call what ``name`` resolves to (reads signatures, calls nothing):
-    an unregistered class, unreadable parameters, a call that cannot take TRL's keywords, ``args`` that do not bind."""
+    """Raise ``RewardError`` when TRL could not call what ``name`` resolves to (``signature``: of ``obj``; nothing
+    is called): ``args`` that do not bind to a factory, a call that cannot take TRL's keywords."""
     qualname = getattr(obj, "__qualname__", type(obj).__name__)
-    if inspect.isclass(obj) and not registered:
-        raise RewardError(
-            f"reward {name!r} names the class {qualname}, which is not a registered reward (building it would run "
-            "its constructor); name a function, or register the class with @register_reward in a plugin: it is then "
-            "a factory, called with 'args' when training starts",
-            key="name",
-        )
-    try:
-        signature = inspect.signature(obj)
-    except Exception as exc:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
-        raise RewardError(
-            f"reward {name!r}: the parameters of {qualname} cannot be read ({exc}), so nothing says it takes "
-            "completions; wrap it in a Python function `def my_reward(completions, **kwargs)`",
-            key="name",
-        ) from exc
     if is_factory:  # unknown or missing names: the registry named them before (did you mean)
         try:
             signature.bind(**args)
         except TypeError as exc:
             raise RewardError(f"reward {name!r}: args do not fit {qualname}{signature} ({exc})", key="args") from exc
-        signature = product_signature(obj) if inspect.isclass(obj) else None
-        if signature is None and inspect.isclass(obj):
+        if not inspect.isclass(obj):
+            return  # a factory function: only calling it would tell what it makes
+        signature, args = product_signature(obj), {}
+        if signature is None:
             raise RewardError(
                 f"reward {name!r}: class {qualname} defines no __call__, so its instances cannot score", key="name"
             )
-        args = {}
-    problem = signature and _trl_call_problem(signature, args)
-    if problem:
+    try:  # TRL's keyword call, plus ``args`` and the columns the reward names
+        signature.bind(**dict.fromkeys([*_columns(signature), *(TRL_KWARGS - {"environments"})]) | args)
+    except TypeError as problem:
         builtin = RENAMES.get(name.rpartition(":")[2])  # TRL's get_cosine_scaled_reward -> cosine
-        same = (
-            f"; grpo-trl's built-in {builtin!r} is this reward: name it, its arguments under args:"
-            if (builtin in reward_names)
-            else ""
-        )
+        same = f"; grpo-trl's built-in {builtin!r} is this reward: name it, its arguments under args:"
         raise RewardError(
             f"reward {name!r} cannot be called the way TRL calls rewards ({problem}): TRL passes prompts, "
             "completions, completion_ids, trainer_state, log_extra, log_metric and every dataset column by keyword; "
             "give it a **kwargs parameter (a factory that returns the reward? register it with "
-            f"@register_reward(factory=True)){same}",
+            f"@register_reward(factory=True)){same if builtin in reward_names else ''}",
             key="name",
-        )
+        ) from None
 
 
 def column_conflicts(rewards: list, columns: Iterable[str]) -> list[Problem]:
@@ -162,7 +119,7 @@ def column_conflicts(rewards: list, columns: Iterable[str]) -> list[Problem]:
             )
         )
     for i, reward in enumerate(rewards):
-        for arg in sorted(columns & set(bound_args(reward))):
+        for arg in sorted(columns & set(_plan(reward)[1])):
             out.append(
                 Problem(
                     "",
