@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import Awaitable, Iterable
 from typing import Any, NamedTuple
 
@@ -106,8 +107,12 @@ class Endpoint:
                     await self._client.close()
                 self._loop = self._client = self._semaphore = None
 
-        # its own thread and loop: callable from inside a running loop too (a notebook)
-        return in_thread(lambda: asyncio.run(gather()), None, RuntimeError(), name="grpo-trl-endpoint")
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(gather())
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # inside a running loop (a notebook)
+            return pool.submit(asyncio.run, gather()).result()
 
 
 def probe(
