@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 from grpo_trl.cli import main
 from grpo_trl.errors import RecipeError
 from grpo_trl.eval.backends import Generations
-from grpo_trl.eval.benchmarks import BENCHMARKS
-from grpo_trl.eval.benchmarks import Benchmark, build, build_rows, references, summary_lines
+from grpo_trl.eval.benchmarks import BENCHMARKS, Benchmark, build, build_rows, references, summary_lines
 
 MATH500 = [
     {"problem": "What is $1+1$?", "solution": "It is $\\boxed{2}$.", "answer": "2", "subject": "Algebra", "level": 1},
