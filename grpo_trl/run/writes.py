@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import fnmatch
 import logging
 import os
 import shutil
@@ -29,12 +30,13 @@ def stage(folder: Path, ckpt: Path | None = None) -> Path:
     """The staging folder of the final save: empty (a killed save's leftovers removed), or with ``ckpt``'s model,
     tokenizer, config and state (what ``save_model`` + ``save_state`` would write at its step)."""
     path = Path(folder) / STATE / "final-save"
-    shutil.rmtree(path, ignore_errors=True)  # grpo-trl's own staging; a link is not followed, removed below
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)  # grpo-trl's own staging (a link there is removed, never followed)
     path.unlink(missing_ok=True)
-    if ckpt is None:
-        path.mkdir(parents=True)
-    else:
-        shutil.copytree(ckpt, path, ignore=shutil.ignore_patterns(*RESUME_ONLY))
+    path.mkdir(parents=True)  # its own mode, not the checkpoint's (a read-only one must still be emptied by place)
+    for item in sorted(ckpt.iterdir()) if ckpt else ():  # its own entries only: a subfolder is copied whole
+        if not any(fnmatch.fnmatchcase(item.name, pattern) for pattern in RESUME_ONLY):
+            (shutil.copytree if item.is_dir() else shutil.copy2)(item, path / item.name)
     return path
 
 
