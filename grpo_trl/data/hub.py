@@ -84,7 +84,8 @@ def hub(
     for key, wanted in (("prompt_column", [prompt_column]), ("columns", keep), ("solution_column", solution)):
         if absent := [c for c in wanted if c not in names]:
             raise DataError(
-                f"data.{key}: {where} has no column {', '.join(map(repr, absent))}; its columns: {', '.join(names)}"
+                f"data.{key}: {where} has no column{'s' * (len(absent) > 1)} {', '.join(map(repr, absent))}; "
+                f"its columns: {', '.join(names)}"
             )
     if solution_column in names and solution_column not in keep:
         keep.append(solution_column)

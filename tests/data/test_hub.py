@@ -68,7 +68,14 @@ def test_columns_limits_what_rewards_see(qa_file):
     "extra, match",
     [
         ({"prompt_column": "nope"}, "no column 'nope'"),
-        ({"prompt_column": "question", "columns": ["missing"]}, "no column"),
+        (
+            {"prompt_column": "question", "columns": ["missing"]},
+            "data.columns: .* has no column 'missing'; its columns",
+        ),
+        (
+            {"prompt_column": "question", "columns": ["level", "nope", "zz"]},
+            "has no columns 'nope', 'zz'; its columns",
+        ),
         ({"prompt_column": "question", "solution_column": "missing"}, "solution_column"),
         ({"prompt_column": "question", "prompt_format": "chat"}, "prompt_format"),
         ({"prompt_column": "question", "prompt_format": "standard", "system_prompt": "Be brief."}, "system"),
