@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
-from dataclasses import replace
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from grpo_trl.data.registry import get_builder, list_builders
 from grpo_trl.errors import DataError, GrpoTrlError, Problem, suggest
@@ -50,6 +49,35 @@ def resolve_system_prompt(value: str | None) -> str | None:
     )
 
 
+class PassRateOptions(Section):
+    """``data.pass_rate``: keep the rows whose pass rate lies strictly between ``above`` and ``below``."""
+
+    file: str = Field(min_length=1, description="the file `grpo-trl filter` wrote (relative to the recipe)")
+    above: float | None = Field(0.0, description="drop rows with p <= above (null: no bound)")
+    below: float | None = Field(1.0, description="drop rows with p >= below (null: no bound)")
+    unscored: Literal["keep", "drop"] = Field("keep", description="rows the file does not score")
+
+    @model_validator(mode="after")
+    def _band(self) -> PassRateOptions:
+        if self.above is not None and self.below is not None and self.above >= self.below:
+            why = "above ({above}) must be smaller than below ({below})"
+            raise PydanticCustomError("band", why, self.model_dump(include={"above", "below"}))
+        return self
+
+
+class SamplerOptions(Section):
+    """``data.sampler``: zero-variance-aware sampling (data/sampler.py)."""
+
+    zero_variance_weight: float = Field(0.1, gt=0, le=1, description="weight of a prompt after a zero-variance group")
+    cooldown_epochs: int = Field(2, ge=1, description="epochs that weight lasts")
+
+
+class DynamicSamplingOptions(Section):
+    """``data.dynamic_sampling``: DAPO refill of zero-variance groups (data/refill.py)."""
+
+    max_resample: int = Field(2, ge=1, description="extra generation rounds per batch")
+
+
 class DataSection(Section):
     """The dataset: a builder and its options (typed from the builder), or a weighted mixture of builders."""
 
@@ -70,9 +98,9 @@ class DataSection(Section):
         "drop", description="a row without a value the prompt or a reward needs: drop it (counted) or stop"
     )
     streaming: bool = Field(False, description="read the data as training consumes it (needs trainer.max_steps)")
-    pass_rate: dict[str, Any] | None = Field(None, description="keep a pass-rate band from `grpo-trl filter`")
-    sampler: dict[str, Any] | None = Field(None, description="zero-variance-aware sampling (data/sampler.py)")
-    dynamic_sampling: dict[str, Any] | None = Field(None, description="DAPO refill of zero-variance groups")
+    pass_rate: PassRateOptions | None = Field(None, description="keep a pass-rate band from `grpo-trl filter`")
+    sampler: SamplerOptions | None = Field(None, description="zero-variance-aware sampling (data/sampler.py)")
+    dynamic_sampling: DynamicSamplingOptions | None = Field(None, description="DAPO refill of zero-variance groups")
     mixture: list[dict[str, Any]] | None = Field(None, min_length=1, description="[{builder, weight, ...}]")
     weight: YamlFloat | None = Field(None, gt=0, description="share of a mixture part")
 
@@ -105,72 +133,6 @@ def hints() -> Hints:
     )
 
 
-def _number(v: Any) -> bool:
-    return not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
-
-
-def _count(v: Any) -> bool:
-    return not isinstance(v, bool) and isinstance(v, int) and v >= 1
-
-
-# option -> (example, {key: (default, valid, what it must be)}); a key without a default is required
-RULES: dict[str, tuple[str, dict[str, tuple[Any, Any, str]]]] = {
-    "pass_rate": (
-        "{file: pass_rates.json, above: 0.0, below: 1.0}",
-        {
-            "file": (
-                None,
-                lambda v: isinstance(v, str) and v,
-                "required: the file `grpo-trl filter` wrote (relative to the recipe)",
-            ),
-            "above": (0.0, lambda v: v is None or _number(v), "must be a number (or null for no bound)"),
-            "below": (1.0, lambda v: v is None or _number(v), "must be a number (or null for no bound)"),
-            "unscored": ("keep", lambda v: v in ("keep", "drop"), "must be keep or drop"),
-        },
-    ),
-    "sampler": (
-        "{zero_variance_weight: 0.1, cooldown_epochs: 2}",
-        {
-            "zero_variance_weight": (0.1, lambda v: _number(v) and 0 < v <= 1, "must be a number in (0, 1]"),
-            "cooldown_epochs": (2, _count, "must be an integer >= 1"),
-        },
-    ),
-    "dynamic_sampling": (
-        "{max_resample: 2}",
-        {"max_resample": (2, _count, "must be an integer >= 1 (extra generation rounds per batch)")},
-    ),
-}
-
-
-def defaults(name: str) -> dict[str, Any]:
-    """The defaults of ``data.<name>`` (``sampler``, ``dynamic_sampling``, ``pass_rate``)."""
-    return {k: rule[0] for k, rule in RULES[name][1].items()}
-
-
-def rule_problems(name: str, option: Any) -> list[Problem]:
-    """Problems of ``data.<name>`` by ``RULES`` (no file named); empty when it is fine or unset."""
-    key, (example, rules) = f"data.{name}", RULES[name]
-    if option is None:
-        return []
-    if not isinstance(option, dict):
-        return [Problem("", key, f"must be a mapping like {example}, got {option!r}")]
-    known = ", ".join(sorted(rules))
-    found = [Problem("", f"{key}.{k}", f"unknown option; options: {known}") for k in option if k not in rules]
-    for k, (default, valid, what) in rules.items():
-        value = option.get(k, default)
-        if not valid(value):
-            found.append(Problem("", f"{key}.{k}", what + (f", got {value!r}" if k in option else "")))
-    low, high = option.get("above", 0.0), option.get("below", 1.0)
-    if name == "pass_rate" and _number(low) and _number(high) and low >= high:
-        found.append(Problem("", key, f"above ({low}) must be smaller than below ({high})"))
-    return found
-
-
-def option_problems(cfg: dict) -> list[Problem]:
-    """Problems of ``data.pass_rate``, ``data.sampler`` and ``data.dynamic_sampling`` (no file named)."""
-    return [p for name in RULES for p in rule_problems(name, cfg.get(name))]
-
-
 def validate_data_config(cfg: Any, file: str = "", prefix: str = "data") -> list[Problem]:
     """Every problem of a raw ``data:`` mapping: coerced by the schema first, then checked by ``data_problems``.
 
@@ -199,9 +161,9 @@ def _mixture_problems(cfg: dict, file: str, prefix: str) -> list[Problem]:
 
 def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list[Problem]:
     """Problems of a coerced ``data:`` mapping: builder, its options, prompt. ``part``: a mixture's part."""
-    out = [replace(p, file=file, key=prefix + p.key[4:]) for p in option_problems(cfg)]
     if cfg.get("mixture") is not None:
-        return out + _mixture_problems(cfg, file, prefix)
+        return _mixture_problems(cfg, file, prefix)
+    out = []
     for key in WHOLE_DATASET_KEYS if part else ():
         if key in cfg:
             where = "data.eval_size beside data.mixture (mixtures hold out rows that way)"
