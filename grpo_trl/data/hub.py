@@ -82,10 +82,7 @@ def hub(
     keep = [c for c in names if c != prompt_column] if columns is None else list(columns)
     solution = [solution_column] if solution_column != "solution" else []  # "solution" is optional
     for key, wanted in (("prompt_column", [prompt_column]), ("columns", keep), ("solution_column", solution)):
-        if absent := [c for c in wanted if c not in names]:
-            raise DataError(
-                f"data.{key}: {where} has no column {', '.join(map(repr, absent))}; its columns: {', '.join(names)}"
-            )
+        require_columns(ds, wanted, where, f"data.{key}")
     if solution_column in names and solution_column not in keep:
         keep.append(solution_column)
     if "prompt" in keep and prompt_column != "prompt":

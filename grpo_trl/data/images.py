@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.data.registry import DataError, load_hub_or_file, register_builder
+from grpo_trl.data.registry import DataError, load_hub_or_file, register_builder, require_columns
 from grpo_trl.io import read_bytes as read_file
 
 MAX_IMAGE_BYTES = 256 * 2**20  # one image file; a larger one (or a device) is refused unread
@@ -144,15 +144,8 @@ def images(
         raise DataError("builder images needs exactly one of path (a local file) or name (a Hub dataset)", key="data")
     ds = load_hub_or_file(name, config, split, path, base_dir)
     where = f"dataset {path or name!r}"
-    answer = " (the answer rewards read as `solution`)"
-    for key, column, why in (
-        ("image", image_column, ""),
-        ("question", question_column, ""),
-        ("answer", answer_column, answer),
-    ):
-        if column not in ds.column_names:
-            names = ", ".join(ds.column_names)
-            raise DataError(f"{where} has no column {column!r}{why}; its columns: {names}", key=f"data.{key}_column")
+    for key, column in (("image", image_column), ("question", question_column), ("answer", answer_column)):
+        require_columns(ds, [column], where, f"data.{key}_column")
     ds = _decodes_not(ds, image_column)
     local = Path(path).expanduser() if path else None
     if local is not None and not local.is_absolute() and base_dir is not None and not local.exists():

@@ -1,6 +1,6 @@
-"""The ``data:`` section's options (the common ones, a mixture's, each builder's typed from its keyword-only
-parameters, the ``pass_rate`` / ``sampler`` / ``dynamic_sampling`` mappings as one table) and their checks, which
-``check`` runs on the recipe and ``build_dataset`` on what it builds: the same refusals, the same messages."""
+"""The ``data:`` section as pydantic models (the common options, a mixture's, ``pass_rate`` / ``sampler`` /
+``dynamic_sampling``, each builder's typed from its keyword-only parameters) and the checks a schema cannot say,
+which ``check`` runs on the recipe and ``build_dataset`` on what it builds: the same refusals, the same messages."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import functools
 import inspect
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
 from grpo_trl.data.registry import get_builder, list_builders
@@ -105,14 +105,14 @@ class DataSection(Section):
     weight: YamlFloat | None = Field(None, gt=0, description="share of a mixture part")
 
 
-class MixtureOptions(Section):
-    """The option of a mixture that is not a common data option (a part's ``size`` is its builder's)."""
-
-    model_config = ConfigDict(extra="ignore")
-    size: int | None = Field(None, gt=0, description="rows of the mixture (default: as many as the shares allow)")
-
-
-MIXTURE_KEYS = ("mixture", "size", "seed", "shuffle", "eval_size", "system_prompt", "sampler", "dynamic_sampling")
+MIXTURE_KEYS = ("mixture", "seed", "shuffle", "eval_size", "system_prompt", "sampler", "dynamic_sampling")
+# a mixture: its parts, its size and the options above of the whole dataset (a part's own options go in the part)
+MixtureOptions = create_model(
+    "MixtureOptions",
+    __base__=Section,
+    size=(int | None, Field(None, gt=0, description="rows of the mixture (default: as many as the shares allow)")),
+    **{k: (f.annotation, f) for k, f in DataSection.model_fields.items() if k in MIXTURE_KEYS},
+)
 # options of the whole dataset that would do nothing inside one mixture part (set beside data.mixture instead)
 WHOLE_DATASET_KEYS = ("sampler", "eval_size", "eval_split", "dynamic_sampling")
 COMMON_DATA_KEYS = tuple(k for k in DataSection.model_fields if k not in ("mixture", "weight"))
@@ -127,9 +127,11 @@ def builder_options_model(builder: Any) -> type[Section]:
 
 
 def hints() -> Hints:
-    """What a ``data:`` message adds (the same as the recipe's, for the keys under ``data``)."""
+    """What a ``data:`` message adds (the same as the recipe's, for the keys under ``data``; unknown: a mixture's)."""
     return Hints(
-        required={"data": DATA_REQUIRED}, sections={"data": (inspect.getdoc(DataSection) or "").split("\n")[0]}
+        required={"data": DATA_REQUIRED},
+        sections={"data": (inspect.getdoc(DataSection) or "").split("\n")[0]},
+        unknown={"data": lambda k, ks: f"not a mixture option{suggest(k, ks)}; mixture options: {', '.join(ks)}"},
     )
 
 
@@ -144,12 +146,7 @@ def validate_data_config(cfg: Any, file: str = "", prefix: str = "data") -> list
 
 
 def _mixture_problems(cfg: dict, file: str, prefix: str) -> list[Problem]:
-    out = [
-        Problem(file, f"{prefix}.{key}", f"not a mixture option; mixture options: {', '.join(MIXTURE_KEYS)}")
-        for key in cfg
-        if key not in MIXTURE_KEYS
-    ]
-    out += validate_value(MixtureOptions, cfg, file, prefix, hints())[1]
+    out = validate_value(MixtureOptions, cfg, file, prefix, hints())[1]
     for i, entry in enumerate(cfg["mixture"]):
         where = f"{prefix}.mixture.{i}"
         coerced, found = validate_value(DataSection, entry, file, where, hints())

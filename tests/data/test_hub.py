@@ -67,8 +67,8 @@ def test_columns_limits_what_rewards_see(qa_file):
 @pytest.mark.parametrize(
     "extra, match",
     [
-        ({"prompt_column": "nope"}, "no column 'nope'"),
-        ({"prompt_column": "question", "columns": ["missing"]}, "no column"),
+        ({"prompt_column": "nope"}, r"data.prompt_column: .*missing column\(s\) nope;"),
+        ({"prompt_column": "question", "columns": ["missing"]}, r"data.columns: .*missing column\(s\) missing;"),
         ({"prompt_column": "question", "solution_column": "missing"}, "solution_column"),
         ({"prompt_column": "question", "prompt_format": "chat"}, "prompt_format"),
         ({"prompt_column": "question", "prompt_format": "standard", "system_prompt": "Be brief."}, "system"),
