@@ -178,23 +178,15 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
         why = "not an option of any builder"
         typos = [Problem(file, f"{prefix}.{k}", f"{why}{suggest(k, known)}") for k in cfg if k not in known]
         return exc.located(file, f"{prefix}.builder") + typos
-    options_model = builder_options_model(builder)
-    params = options_model.model_fields
-    allowed = [*COMMON_DATA_KEYS, *params, *(["weight"] if part else [])]
-    known = f"options: {', '.join(sorted(allowed))}"
-    out += [
-        Problem(file, f"{prefix}.{k}", f"unknown option for builder {builder.name!r}{suggest(k, allowed)}; {known}")
-        for k in cfg
-        if k not in allowed
-    ]
-    out += [
-        Problem(file, f"{prefix}.{key}", f"required by builder {builder.name!r}")
-        for key, info in params.items()
-        if info.is_required() and key not in cfg
-    ]
-    if not out:
-        options = {k: v for k, v in cfg.items() if k in params}
-        out += validate_value(options_model, options, file, prefix, hints())[1]
+    model, common = builder_options_model(builder), [*COMMON_DATA_KEYS, *(["weight"] if part else [])]
+
+    def unknown(key: str, names: list[str]) -> str:
+        known = sorted([*common, *names])
+        return f"unknown option for builder {builder.name!r}{suggest(key, known)}; options: {', '.join(known)}"
+
+    need = {f"{prefix}.{k}": f"required by builder {builder.name!r}" for k in model.model_fields}
+    options = {k: v for k, v in cfg.items() if k not in common}
+    out += validate_value(model, options, file, prefix, Hints(need, unknown={prefix: unknown}))[1]
     try:
         resolve_system_prompt(cfg.get("system_prompt"))
     except GrpoTrlError as exc:
