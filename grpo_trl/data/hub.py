@@ -131,12 +131,7 @@ def files(
                 f"{{{question_column}}} (columns: {', '.join(ds.column_names)})"
             )
         fields = [f.split(".")[0].split("[")[0] for f in fields]
-        absent = [f for f in fields if f not in ds.column_names]
-        if absent:
-            raise DataError(
-                f"data.user_template names column(s) {', '.join(absent)} that {path!r} lacks; "
-                f"columns: {', '.join(ds.column_names)}"
-            )
+        require_columns(ds, fields, f"data file {path!r} (its columns in user_template)", "data.user_template")
 
     def to_row(row: dict) -> dict:  # a null or empty field gives no prompt: dropped or refused (data/rows.py)
         if any(missing(row[f]) for f in fields):

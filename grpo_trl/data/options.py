@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
-from grpo_trl.data.registry import get_builder, list_builders
+from grpo_trl.data.registry import builder_params, get_builder, list_builders
 from grpo_trl.errors import DataError, GrpoTrlError, Problem, suggest
 from grpo_trl.fields import Hints, Section, YamlFloat, signature_model, validate_value
 
@@ -40,7 +40,7 @@ def resolve_system_prompt(value: str | None) -> str | None:
     """A shipped prompt by name, or ``value`` itself when it is literal text (it holds a space or newline); a
     single word that is not a shipped name is an error (a typo would otherwise become the prompt)."""
     if value is None or value in SYSTEM_PROMPTS:
-        return SYSTEM_PROMPTS.get(value) if value is not None else None
+        return SYSTEM_PROMPTS.get(value)
     if any(ch.isspace() for ch in value.strip()):
         return value
     hint = suggest(value, SYSTEM_PROMPTS, cutoff=0.5)
@@ -121,8 +121,7 @@ COMMON_DATA_KEYS = tuple(k for k in DataSection.model_fields if k not in ("mixtu
 @functools.cache  # a Builder hashes by identity: a plugin's new one is typed anew
 def builder_options_model(builder: Any) -> type[Section]:
     """The typed options of one dataset builder (keyword-only parameters of its function)."""
-    params = inspect.signature(builder.func).parameters.values()
-    skip = [p.name for p in params if p.kind is not p.KEYWORD_ONLY or p.name in ("split", "base_dir")]
+    skip = set(inspect.signature(builder.func).parameters) - set(builder_params(builder))
     return signature_model(f"{builder.func.__name__}_options", builder.func, skip=skip)
 
 
