@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from grpo_trl.data import DataError, build_dataset
-from grpo_trl.data.images import images_of
-from grpo_trl.data.squares import squares
+from grpo_trl.data.images import images_of, squares
 
 FORMS = ("relative", "absolute", "bytes", "path_dict", "pil")
 
