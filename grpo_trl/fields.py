@@ -150,8 +150,7 @@ def short(value: Any) -> str:
 
 def _path(loc: tuple, value: Any) -> tuple[list, Any]:
     """The part of ``loc`` that names keys of the input (pydantic appends union member tags), and the value there."""
-    path: list = []
-    node = value
+    path, node = [], value
     for part in loc:
         if not (isinstance(node, dict) and part in node or isinstance(node, list) and part in range(len(node))):
             break
@@ -161,7 +160,7 @@ def _path(loc: tuple, value: Any) -> tuple[list, Any]:
 
 
 def _kind_at(kind: Any, path: list) -> Any:
-    """The type reached by ``path`` inside ``kind`` (``None`` when unknown)."""
+    """The type reached by ``path`` inside ``kind`` (``None`` when unknown; ``Options | None`` reads as Options)."""
     for part in path:
         while typing.get_origin(kind) is typing.Annotated:  # Annotated[list[Spec], ...] -> list[Spec]
             kind = typing.get_args(kind)[0]
@@ -172,6 +171,7 @@ def _kind_at(kind: Any, path: list) -> Any:
         if not fields or part not in fields:
             return None
         kind = fields[part].annotation
+        kind = next((a for a in typing.get_args(kind) if hasattr(a, "model_fields")), kind)
     return kind
 
 
@@ -188,20 +188,21 @@ class Hints(typing.NamedTuple):
     bounds: Mapping[str, str] = {}
 
 
-NO_HINTS = Hints()
+NO_HINT = Hints()
 
 
 def _one(key: str, errs: list[tuple[dict, Any, list]], file: str, section: str, kind: Any, hints: Hints) -> Problem:
     err, node, path = errs[0]
     kinds = {e["type"]: e for e, _, _ in errs}
     where, _, last = key.rpartition(".")
+    fields = getattr(_kind_at(kind, path[:-1]), "model_fields", None) or {}  # for did-you-mean and what is missing
     if "extra_forbidden" in kinds:
-        choices = list(getattr(_kind_at(kind, path[:-1]), "model_fields", {}) or {})  # for did-you-mean
         if where in hints.unknown:
-            return Problem(file, key, hints.unknown[where](last, choices))
-        return Problem(file, key, f"unknown key{suggest(last, choices)}; {where} keys: {', '.join(choices)}")
-    if "missing" in kinds:
-        return Problem(file, key, f"missing: {h}" if (h := hints.required.get(key)) else "missing")
+            return Problem(file, key, hints.unknown[where](last, list(fields)))
+        return Problem(file, key, f"unknown key{suggest(last, fields)}; {where} keys: {', '.join(fields)}")
+    if "missing" in kinds:  # the hint, else the field's own description, says what to give
+        need = hints.required.get(key) or getattr(fields.get(last), "description", None)
+        return Problem(file, key, f"missing: {need}" if need else "missing")
     if "literal_error" in kinds:
         expected = kinds["literal_error"]["ctx"]["expected"]
         choices = [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(", ")]
@@ -233,9 +234,7 @@ def _one(key: str, errs: list[tuple[dict, Any, list]], file: str, section: str, 
     return Problem(file, key, err["msg"])
 
 
-def validate_value(
-    kind: Any, value: Any, file: str, prefix: str, hints: Hints = NO_HINTS
-) -> tuple[Any, list[Problem]]:
+def validate_value(kind: Any, value: Any, file: str, prefix: str, hints: Hints = NO_HINT) -> tuple[Any, list[Problem]]:
     """``value`` validated as ``kind``: ``(coerced value of the keys given, [])`` or ``(None, a problem per key)``."""
     try:
         typed = TypeAdapter(kind).validate_python(value)

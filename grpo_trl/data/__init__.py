@@ -20,4 +20,4 @@ __all__ = [
 ]
 
 # The built-in builders register themselves when imported (the registry never imports them).
-from grpo_trl.data import code, countdown, gsm8k, hub, images, squares  # noqa: E402, F401, I001
+from grpo_trl.data import code, countdown, gsm8k, hub, images  # noqa: E402, F401, I001

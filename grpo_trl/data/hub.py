@@ -82,11 +82,7 @@ def hub(
     keep = [c for c in names if c != prompt_column] if columns is None else list(columns)
     solution = [solution_column] if solution_column != "solution" else []  # "solution" is optional
     for key, wanted in (("prompt_column", [prompt_column]), ("columns", keep), ("solution_column", solution)):
-        if absent := [c for c in wanted if c not in names]:
-            raise DataError(
-                f"data.{key}: {where} has no column{'s' * (len(absent) > 1)} {', '.join(map(repr, absent))}; "
-                f"its columns: {', '.join(names)}"
-            )
+        require_columns(ds, wanted, where, f"data.{key}")
     if solution_column in names and solution_column not in keep:
         keep.append(solution_column)
     if "prompt" in keep and prompt_column != "prompt":
@@ -135,12 +131,7 @@ def files(
                 f"{{{question_column}}} (columns: {', '.join(ds.column_names)})"
             )
         fields = [f.split(".")[0].split("[")[0] for f in fields]
-        absent = [f for f in fields if f not in ds.column_names]
-        if absent:
-            raise DataError(
-                f"data.user_template names column(s) {', '.join(absent)} that {path!r} lacks; "
-                f"columns: {', '.join(ds.column_names)}"
-            )
+        require_columns(ds, fields, f"data file {path!r} (its columns in user_template)", "data.user_template")
 
     def to_row(row: dict) -> dict:  # a null or empty field gives no prompt: dropped or refused (data/rows.py)
         if any(missing(row[f]) for f in fields):

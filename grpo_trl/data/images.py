@@ -1,16 +1,18 @@
 """``builder: images``: image + question + answer rows for vision-language models, from a local file or a Hub
 dataset: ``user`` (or TRL's multi-image ``prompt`` of text and image parts), ``images`` (TRL's column, a list per
 row) and ``solution``. Every image is opened when the data is built (``check`` too, for a local file), so a missing or
-unreadable image is one ``error:`` line naming its row, not a crash mid-run."""
+unreadable image is one ``error:`` line naming its row, not a crash mid-run. ``builder: squares``: a generated task."""
 
 from __future__ import annotations
 
 import io
 import json
+import random
+import zlib
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.data.registry import DataError, load_hub_or_file, register_builder
+from grpo_trl.data.registry import DataError, load_hub_or_file, register_builder, require_columns
 from grpo_trl.io import read_bytes as read_file
 
 MAX_IMAGE_BYTES = 256 * 2**20  # one image file; a larger one (or a device) is refused unread
@@ -144,15 +146,8 @@ def images(
         raise DataError("builder images needs exactly one of path (a local file) or name (a Hub dataset)", key="data")
     ds = load_hub_or_file(name, config, split, path, base_dir)
     where = f"dataset {path or name!r}"
-    answer = " (the answer rewards read as `solution`)"
-    for key, column, why in (
-        ("image", image_column, ""),
-        ("question", question_column, ""),
-        ("answer", answer_column, answer),
-    ):
-        if column not in ds.column_names:
-            names = ", ".join(ds.column_names)
-            raise DataError(f"{where} has no column {column!r}{why}; its columns: {names}", key=f"data.{key}_column")
+    for key, column in (("image", image_column), ("question", question_column), ("answer", answer_column)):
+        require_columns(ds, [column], where, f"data.{key}_column")
     ds = _decodes_not(ds, image_column)
     local = Path(path).expanduser() if path else None
     if local is not None and not local.is_absolute() and base_dir is not None and not local.exists():
@@ -179,3 +174,58 @@ def images(
     ]
     out = ds.map(to_row, with_indices=True, remove_columns=drop, desc="opening images")
     return out.cast_column(IMAGES, List(Image()))
+
+
+COLOURS = {"red": (220, 30, 30), "green": (30, 160, 60), "blue": (30, 60, 220)}
+QUESTION = "How many {colour} squares are in the image? Write the number in <answer> </answer> tags."
+
+
+def draw(rng: random.Random, image_size: int, max_squares: int) -> tuple[bytes, dict[str, int]]:
+    """One picture (PNG bytes) and how many squares of each colour it shows."""
+    from PIL import Image, ImageDraw
+
+    side = max(4, image_size // 8)  # 8 x 8 cells; a square fills its cell but a 1-pixel border
+    cells = [(x, y) for x in range(0, image_size - side + 1, side) for y in range(0, image_size - side + 1, side)]
+    rng.shuffle(cells)
+    counts = {c: rng.randint(0 if c != "red" else 1, max_squares) for c in COLOURS}
+    image = Image.new("RGB", (image_size, image_size), "white")
+    pen = ImageDraw.Draw(image)
+    for colour, n in counts.items():
+        for _ in range(n):
+            if not cells:
+                break
+            x, y = cells.pop()
+            pen.rectangle([x + 1, y + 1, x + side - 2, y + side - 2], fill=COLOURS[colour])
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue(), counts
+
+
+@register_builder("squares", system_prompt=None, columns=("images", "solution", "colour"))
+def squares(split: str = "train", *, size: int = 1000, seed: int = 0, image_size: int = 64, max_squares: int = 4):
+    """Generated pictures of coloured squares (offline, seeded; another ``split`` gets other pictures): ``user`` asks
+    for one colour's count, ``images``, ``solution`` (the count, for the ``gsm8k`` reward).
+
+    >>> ds = squares(size=2, seed=0)
+    >>> ds[0]["user"].startswith("How many"), ds[0]["solution"].isdigit(), len(ds[0]["images"])
+    (True, True, 1)
+    """
+    from datasets import Dataset, Image, List
+
+    if image_size < 8 or max_squares < 1:
+        key, got = ("data.image_size", image_size) if image_size < 8 else ("data.max_squares", max_squares)
+        raise DataError(f"must be at least {8 if image_size < 8 else 1}, got {got}", key=key)
+    rng = random.Random(zlib.crc32(f"{split}:{seed}".encode()))
+    rows = []
+    for _ in range(size):
+        png, counts = draw(rng, image_size, max_squares)
+        colour = rng.choice(sorted(COLOURS))
+        rows.append(
+            {
+                "user": QUESTION.format(colour=colour),
+                "images": [{"bytes": png, "path": None}],
+                "solution": str(counts[colour]),
+                "colour": colour,
+            }
+        )
+    return Dataset.from_list(rows).cast_column("images", List(Image()))

@@ -1,18 +1,17 @@
-"""The ``data:`` section's options (the common ones, a mixture's, each builder's typed from its keyword-only
-parameters, the ``pass_rate`` / ``sampler`` / ``dynamic_sampling`` mappings as one table) and their checks, which
-``check`` runs on the recipe and ``build_dataset`` on what it builds: the same refusals, the same messages."""
+"""The ``data:`` section as pydantic models (the common options, a mixture's, ``pass_rate`` / ``sampler`` /
+``dynamic_sampling``, each builder's typed from its keyword-only parameters) and the checks a schema cannot say,
+which ``check`` runs on the recipe and ``build_dataset`` on what it builds: the same refusals, the same messages."""
 
 from __future__ import annotations
 
 import functools
 import inspect
-import math
-from dataclasses import replace
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, create_model, model_validator
+from pydantic_core import PydanticCustomError
 
-from grpo_trl.data.registry import get_builder, list_builders
+from grpo_trl.data.registry import builder_params, get_builder, list_builders
 from grpo_trl.errors import DataError, GrpoTrlError, Problem, suggest
 from grpo_trl.fields import Hints, Section, YamlFloat, signature_model, validate_value
 
@@ -41,13 +40,42 @@ def resolve_system_prompt(value: str | None) -> str | None:
     """A shipped prompt by name, or ``value`` itself when it is literal text (it holds a space or newline); a
     single word that is not a shipped name is an error (a typo would otherwise become the prompt)."""
     if value is None or value in SYSTEM_PROMPTS:
-        return SYSTEM_PROMPTS.get(value) if value is not None else None
+        return SYSTEM_PROMPTS.get(value)
     if any(ch.isspace() for ch in value.strip()):
         return value
     hint = suggest(value, SYSTEM_PROMPTS, cutoff=0.5)
     raise DataError(
         f"unknown system prompt {value!r}{hint}; use one of {', '.join(SYSTEM_PROMPTS)} or write the literal text"
     )
+
+
+class PassRateOptions(Section):
+    """``data.pass_rate``: keep the rows whose pass rate lies strictly between ``above`` and ``below``."""
+
+    file: str = Field(min_length=1, description="the file `grpo-trl filter` wrote (relative to the recipe)")
+    above: float | None = Field(0.0, description="drop rows with p <= above (null: no bound)")
+    below: float | None = Field(1.0, description="drop rows with p >= below (null: no bound)")
+    unscored: Literal["keep", "drop"] = Field("keep", description="rows the file does not score")
+
+    @model_validator(mode="after")
+    def _band(self) -> PassRateOptions:
+        if self.above is not None and self.below is not None and self.above >= self.below:
+            why = "above ({above}) must be smaller than below ({below})"
+            raise PydanticCustomError("band", why, self.model_dump(include={"above", "below"}))
+        return self
+
+
+class SamplerOptions(Section):
+    """``data.sampler``: zero-variance-aware sampling (data/sampler.py)."""
+
+    zero_variance_weight: float = Field(0.1, gt=0, le=1, description="weight of a prompt after a zero-variance group")
+    cooldown_epochs: int = Field(2, ge=1, description="epochs that weight lasts")
+
+
+class DynamicSamplingOptions(Section):
+    """``data.dynamic_sampling``: DAPO refill of zero-variance groups (data/refill.py)."""
+
+    max_resample: int = Field(2, ge=1, description="extra generation rounds per batch")
 
 
 class DataSection(Section):
@@ -70,21 +98,21 @@ class DataSection(Section):
         "drop", description="a row without a value the prompt or a reward needs: drop it (counted) or stop"
     )
     streaming: bool = Field(False, description="read the data as training consumes it (needs trainer.max_steps)")
-    pass_rate: dict[str, Any] | None = Field(None, description="keep a pass-rate band from `grpo-trl filter`")
-    sampler: dict[str, Any] | None = Field(None, description="zero-variance-aware sampling (data/sampler.py)")
-    dynamic_sampling: dict[str, Any] | None = Field(None, description="DAPO refill of zero-variance groups")
+    pass_rate: PassRateOptions | None = Field(None, description="keep a pass-rate band from `grpo-trl filter`")
+    sampler: SamplerOptions | None = Field(None, description="zero-variance-aware sampling (data/sampler.py)")
+    dynamic_sampling: DynamicSamplingOptions | None = Field(None, description="DAPO refill of zero-variance groups")
     mixture: list[dict[str, Any]] | None = Field(None, min_length=1, description="[{builder, weight, ...}]")
     weight: YamlFloat | None = Field(None, gt=0, description="share of a mixture part")
 
 
-class MixtureOptions(Section):
-    """The option of a mixture that is not a common data option (a part's ``size`` is its builder's)."""
-
-    model_config = ConfigDict(extra="ignore")
-    size: int | None = Field(None, gt=0, description="rows of the mixture (default: as many as the shares allow)")
-
-
-MIXTURE_KEYS = ("mixture", "size", "seed", "shuffle", "eval_size", "system_prompt", "sampler", "dynamic_sampling")
+MIXTURE_KEYS = ("mixture", "seed", "shuffle", "eval_size", "system_prompt", "sampler", "dynamic_sampling")
+# a mixture: its parts, its size and the options above of the whole dataset (a part's own options go in the part)
+MixtureOptions = create_model(
+    "MixtureOptions",
+    __base__=Section,
+    size=(int | None, Field(None, gt=0, description="rows of the mixture (default: as many as the shares allow)")),
+    **{k: (f.annotation, f) for k, f in DataSection.model_fields.items() if k in MIXTURE_KEYS},
+)
 # options of the whole dataset that would do nothing inside one mixture part (set beside data.mixture instead)
 WHOLE_DATASET_KEYS = ("sampler", "eval_size", "eval_split", "dynamic_sampling")
 COMMON_DATA_KEYS = tuple(k for k in DataSection.model_fields if k not in ("mixture", "weight"))
@@ -93,82 +121,17 @@ COMMON_DATA_KEYS = tuple(k for k in DataSection.model_fields if k not in ("mixtu
 @functools.cache  # a Builder hashes by identity: a plugin's new one is typed anew
 def builder_options_model(builder: Any) -> type[Section]:
     """The typed options of one dataset builder (keyword-only parameters of its function)."""
-    params = inspect.signature(builder.func).parameters.values()
-    skip = [p.name for p in params if p.kind is not p.KEYWORD_ONLY or p.name in ("split", "base_dir")]
+    skip = set(inspect.signature(builder.func).parameters) - set(builder_params(builder))
     return signature_model(f"{builder.func.__name__}_options", builder.func, skip=skip)
 
 
 def hints() -> Hints:
-    """What a ``data:`` message adds (the same as the recipe's, for the keys under ``data``)."""
+    """What a ``data:`` message adds (the same as the recipe's, for the keys under ``data``; unknown: a mixture's)."""
     return Hints(
-        required={"data": DATA_REQUIRED}, sections={"data": (inspect.getdoc(DataSection) or "").split("\n")[0]}
+        required={"data": DATA_REQUIRED},
+        sections={"data": (inspect.getdoc(DataSection) or "").split("\n")[0]},
+        unknown={"data": lambda k, ks: f"not a mixture option{suggest(k, ks)}; mixture options: {', '.join(ks)}"},
     )
-
-
-def _number(v: Any) -> bool:
-    return not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
-
-
-def _count(v: Any) -> bool:
-    return not isinstance(v, bool) and isinstance(v, int) and v >= 1
-
-
-# option -> (example, {key: (default, valid, what it must be)}); a key without a default is required
-RULES: dict[str, tuple[str, dict[str, tuple[Any, Any, str]]]] = {
-    "pass_rate": (
-        "{file: pass_rates.json, above: 0.0, below: 1.0}",
-        {
-            "file": (
-                None,
-                lambda v: isinstance(v, str) and v,
-                "required: the file `grpo-trl filter` wrote (relative to the recipe)",
-            ),
-            "above": (0.0, lambda v: v is None or _number(v), "must be a number (or null for no bound)"),
-            "below": (1.0, lambda v: v is None or _number(v), "must be a number (or null for no bound)"),
-            "unscored": ("keep", lambda v: v in ("keep", "drop"), "must be keep or drop"),
-        },
-    ),
-    "sampler": (
-        "{zero_variance_weight: 0.1, cooldown_epochs: 2}",
-        {
-            "zero_variance_weight": (0.1, lambda v: _number(v) and 0 < v <= 1, "must be a number in (0, 1]"),
-            "cooldown_epochs": (2, _count, "must be an integer >= 1"),
-        },
-    ),
-    "dynamic_sampling": (
-        "{max_resample: 2}",
-        {"max_resample": (2, _count, "must be an integer >= 1 (extra generation rounds per batch)")},
-    ),
-}
-
-
-def defaults(name: str) -> dict[str, Any]:
-    """The defaults of ``data.<name>`` (``sampler``, ``dynamic_sampling``, ``pass_rate``)."""
-    return {k: rule[0] for k, rule in RULES[name][1].items()}
-
-
-def rule_problems(name: str, option: Any) -> list[Problem]:
-    """Problems of ``data.<name>`` by ``RULES`` (no file named); empty when it is fine or unset."""
-    key, (example, rules) = f"data.{name}", RULES[name]
-    if option is None:
-        return []
-    if not isinstance(option, dict):
-        return [Problem("", key, f"must be a mapping like {example}, got {option!r}")]
-    known = ", ".join(sorted(rules))
-    found = [Problem("", f"{key}.{k}", f"unknown option; options: {known}") for k in option if k not in rules]
-    for k, (default, valid, what) in rules.items():
-        value = option.get(k, default)
-        if not valid(value):
-            found.append(Problem("", f"{key}.{k}", what + (f", got {value!r}" if k in option else "")))
-    low, high = option.get("above", 0.0), option.get("below", 1.0)
-    if name == "pass_rate" and _number(low) and _number(high) and low >= high:
-        found.append(Problem("", key, f"above ({low}) must be smaller than below ({high})"))
-    return found
-
-
-def option_problems(cfg: dict) -> list[Problem]:
-    """Problems of ``data.pass_rate``, ``data.sampler`` and ``data.dynamic_sampling`` (no file named)."""
-    return [p for name in RULES for p in rule_problems(name, cfg.get(name))]
 
 
 def validate_data_config(cfg: Any, file: str = "", prefix: str = "data") -> list[Problem]:
@@ -182,12 +145,7 @@ def validate_data_config(cfg: Any, file: str = "", prefix: str = "data") -> list
 
 
 def _mixture_problems(cfg: dict, file: str, prefix: str) -> list[Problem]:
-    out = [
-        Problem(file, f"{prefix}.{key}", f"not a mixture option; mixture options: {', '.join(MIXTURE_KEYS)}")
-        for key in cfg
-        if key not in MIXTURE_KEYS
-    ]
-    out += validate_value(MixtureOptions, cfg, file, prefix, hints())[1]
+    out = validate_value(MixtureOptions, cfg, file, prefix, hints())[1]
     for i, entry in enumerate(cfg["mixture"]):
         where = f"{prefix}.mixture.{i}"
         coerced, found = validate_value(DataSection, entry, file, where, hints())
@@ -199,9 +157,9 @@ def _mixture_problems(cfg: dict, file: str, prefix: str) -> list[Problem]:
 
 def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list[Problem]:
     """Problems of a coerced ``data:`` mapping: builder, its options, prompt. ``part``: a mixture's part."""
-    out = [replace(p, file=file, key=prefix + p.key[4:]) for p in option_problems(cfg)]
     if cfg.get("mixture") is not None:
-        return out + _mixture_problems(cfg, file, prefix)
+        return _mixture_problems(cfg, file, prefix)
+    out = []
     for key in WHOLE_DATASET_KEYS if part else ():
         if key in cfg:
             where = "data.eval_size beside data.mixture (mixtures hold out rows that way)"
@@ -219,23 +177,15 @@ def data_problems(cfg: dict, file: str, prefix: str, part: bool = False) -> list
         why = "not an option of any builder"
         typos = [Problem(file, f"{prefix}.{k}", f"{why}{suggest(k, known)}") for k in cfg if k not in known]
         return exc.located(file, f"{prefix}.builder") + typos
-    options_model = builder_options_model(builder)
-    params = options_model.model_fields
-    allowed = [*COMMON_DATA_KEYS, *params, *(["weight"] if part else [])]
-    known = f"options: {', '.join(sorted(allowed))}"
-    out += [
-        Problem(file, f"{prefix}.{k}", f"unknown option for builder {builder.name!r}{suggest(k, allowed)}; {known}")
-        for k in cfg
-        if k not in allowed
-    ]
-    out += [
-        Problem(file, f"{prefix}.{key}", f"required by builder {builder.name!r}")
-        for key, info in params.items()
-        if info.is_required() and key not in cfg
-    ]
-    if not out:
-        options = {k: v for k, v in cfg.items() if k in params}
-        out += validate_value(options_model, options, file, prefix, hints())[1]
+    model, common = builder_options_model(builder), [*COMMON_DATA_KEYS, *(["weight"] if part else [])]
+
+    def unknown(key: str, names: list[str]) -> str:
+        known = sorted([*common, *names])
+        return f"unknown option for builder {builder.name!r}{suggest(key, known)}; options: {', '.join(known)}"
+
+    need = {f"{prefix}.{k}": f"required by builder {builder.name!r}" for k in model.model_fields}
+    options = {k: v for k, v in cfg.items() if k not in common}
+    out += validate_value(model, options, file, prefix, Hints(need, unknown={prefix: unknown}))[1]
     try:
         resolve_system_prompt(cfg.get("system_prompt"))
     except GrpoTrlError as exc:

@@ -4,17 +4,13 @@ GRPO nothing); ``unscored: keep|drop`` decides about prompts the file does not k
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.data.options import rule_problems
 from grpo_trl.errors import DataError
 from grpo_trl.io import read_json
-
-pass_rate_problems = functools.partial(rule_problems, "pass_rate")
 
 
 def prompt_hash(prompt: Any) -> str:

@@ -4,11 +4,10 @@ sets the number of calls is taken on gathered numbers, so all processes make the
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
-from grpo_trl.data.options import defaults, rule_problems
+from grpo_trl.data.options import DynamicSamplingOptions
 from grpo_trl.errors import GrpoTrlError, Problem
 
 STATE_FILE = "dynamic_sampling.json"
@@ -21,7 +20,6 @@ JOINED = ("prompt_ids", "prompt_mask", "completion_ids", "advantages")
 # data.dynamic_sampling with images: refused before training (multimodal batches cannot be joined)
 IMAGES = "cannot join generation batches of prompts with images (multimodal inputs)"
 IMAGES_FIX = "remove data.dynamic_sampling for this model, or use data.sampler"
-dynamic_sampling_problems = functools.partial(rule_problems, "dynamic_sampling")
 
 
 def whole_groups_problems(per_device_batch: int, steps_per_generation: int, num_generations: int) -> list[Problem]:
@@ -232,7 +230,7 @@ def install(trainer: Any, data_cfg: dict) -> Refill | None:
         raise GrpoTrlError(IMAGES, key="data.dynamic_sampling", fix=IMAGES_FIX)  # not at the first refill, mid-run
     probe = train_sampler(trainer)
     order = RefillOrder(len(dataset), seed=args.seed)
-    max_resample = int({**defaults("dynamic_sampling"), **option}["max_resample"])
+    max_resample = DynamicSamplingOptions(**option).max_resample
     refill = Refill(trainer, max_resample, order, probe if isinstance(probe, ZeroVarianceSampler) else None)
     wrap_generation(trainer, refill)
     trainer.add_callback(CheckpointState(STATE_FILE, order))

@@ -14,14 +14,13 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from grpo_trl.data.options import defaults, rule_problems
+from grpo_trl.data.options import SamplerOptions
 from grpo_trl.data.pass_rate import prompt_hash
 from grpo_trl.io import read_json, write
 from grpo_trl.trl_adapter import last_batch, train_sampler, use_train_sampler
 
 STATE_FILE = "zero_variance_sampler.json"
 STATE = ("epoch", "history", "epoch_start_history", "observed_groups", "zero_variance_groups")
-sampler_problems = functools.partial(rule_problems, "sampler")
 
 
 def systematic_counts(weights: list[float], total: int, u: float) -> list[int]:
@@ -167,7 +166,9 @@ def install(trainer: Any, data_cfg: dict) -> ZeroVarianceSampler | None:
         return None
     probe = train_sampler(trainer)  # TRL's own sampler, for its exact arguments
     args = (probe.data_source, probe.mini_repeat_count, probe.batch_size, probe.repeat_count)
-    sampler = ZeroVarianceSampler(*args, shuffle=probe.shuffle, seed=probe.seed, **{**defaults("sampler"), **option})
+    sampler = ZeroVarianceSampler(
+        *args, shuffle=probe.shuffle, seed=probe.seed, **SamplerOptions(**option).model_dump()
+    )
     use_train_sampler(trainer, sampler)
     trainer.add_callback(ZeroVarianceCallback(trainer, sampler))
     return sampler

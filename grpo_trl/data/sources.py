@@ -159,10 +159,11 @@ def _keep_mixed_columns(ds: Any, path: Path) -> Any:
     return ds
 
 
-def require_columns(ds: Any, columns: list[str], what: str) -> None:
-    missing = [c for c in columns if c not in ds.column_names]
-    if missing:
-        raise DataError(f"{what}: missing column(s) {', '.join(missing)}; the data has: {', '.join(ds.column_names)}")
+def require_columns(ds: Any, columns: list[str], what: str, key: str = "") -> None:
+    """One ``DataError`` (naming the option ``key`` that asked for them) when ``ds`` lacks some of ``columns``."""
+    names = column_names(ds)
+    if missing := [c for c in columns if c not in names]:
+        raise DataError(f"{what}: missing column(s) {', '.join(missing)}; the data has: {', '.join(names)}", key=key)
 
 
 def column_names(ds: Any) -> list[str]:

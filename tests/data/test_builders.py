@@ -143,7 +143,10 @@ def test_files_builder_relative_path(tmp_path):
             {"builder": "files", "path": "{file}", "question_column": "prompt_text"},
             "missing column\\(s\\) prompt_text; the data has: question, solution",
         ),
-        ({"builder": "files", "path": "{file}", "user_template": "{nope}"}, "names column\\(s\\) nope"),
+        (
+            {"builder": "files", "path": "{file}", "user_template": "{nope}"},
+            "^data.user_template: .*missing column\\(s\\) nope;",
+        ),
         ({"builder": "gsm8k", "path": "{file}"}, "missing column\\(s\\) answer"),
         ({"builder": "files", "path": "{file}", "max_prompt_tokens": 1}, "need the recipe's tokenizer"),
     ],

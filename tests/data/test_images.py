@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from grpo_trl.data import DataError, build_dataset
-from grpo_trl.data.images import images_of
-from grpo_trl.data.squares import squares
+from grpo_trl.data.images import images_of, squares
 
 FORMS = ("relative", "absolute", "bytes", "path_dict", "pil")
 
@@ -143,7 +142,7 @@ def test_a_missing_column_names_its_option(tmp_path, missing, key):
     path.write_text(json.dumps(row) + "\n")
     with pytest.raises(DataError) as err:
         build_dataset({"builder": "images", "path": str(path)})
-    assert err.value.problems[0].key == key and repr(missing) in err.value.problems[0].message
+    assert err.value.problems[0].key == key and f"missing column(s) {missing};" in err.value.problems[0].message
 
 
 def test_squares_are_seeded_split_apart_and_count_what_they_draw():

@@ -15,7 +15,7 @@ from transformers import TrainerCallback
 
 from grpo_trl.check import load_recipe
 from grpo_trl.data.options import validate_data_config
-from grpo_trl.data.refill import RefillOrder, choose_groups, dynamic_sampling_problems, merge_batches, zero_variance
+from grpo_trl.data.refill import RefillOrder, choose_groups, merge_batches, zero_variance
 from grpo_trl.train import run
 
 COUNTDOWN = {"builder": "countdown", "source": "generate", "size": 8, "system_prompt": "none"}
@@ -24,10 +24,10 @@ COUNTDOWN = {"builder": "countdown", "source": "generate", "size": 8, "system_pr
 @pytest.mark.parametrize(
     ("option", "key", "text"),
     [
-        ({"max_resample": 0}, "data.dynamic_sampling.max_resample", "must be an integer >= 1"),
-        ({"max_resample": 1.5}, "data.dynamic_sampling.max_resample", "got 1.5"),
-        ({"max_resample": True}, "data.dynamic_sampling.max_resample", "got True"),
-        ({"max_resamples": 2}, "data.dynamic_sampling.max_resamples", "unknown option; options: max_resample"),
+        ({"max_resample": 0}, "data.dynamic_sampling.max_resample", "must be >= 1, got 0"),
+        ({"max_resample": 1.5}, "data.dynamic_sampling.max_resample", "expected int, got float 1.5"),
+        ({"max_resample": True}, "data.dynamic_sampling.max_resample", "expected int, got bool True"),
+        ({"max_resamples": 2}, "data.dynamic_sampling.max_resamples", "keys: max_resample"),
         (3, "data.dynamic_sampling", "expected mapping"),  # the schema says it, as for data.sampler
     ],
 )
@@ -38,7 +38,7 @@ def test_bad_options_are_one_problem_naming_the_key(option, key, text):
 
 
 def test_good_options_and_the_mixture_rules():
-    assert dynamic_sampling_problems(None) == dynamic_sampling_problems({}) == []
+    assert validate_data_config({**COUNTDOWN, "dynamic_sampling": {}}) == []
     assert validate_data_config({**COUNTDOWN, "dynamic_sampling": {"max_resample": 4}}) == []
     part = {"builder": "countdown", "source": "generate", "size": 8}
     assert validate_data_config({"mixture": [part, part], "dynamic_sampling": {"max_resample": 1}}) == []
@@ -60,7 +60,7 @@ def test_check_prints_one_error_line_before_any_model_loads(tmp_path, capsys):
     out = capsys.readouterr()
     errors = [line for line in (out.out + out.err).splitlines() if line.startswith("error:")]
     assert code != 0 and len(errors) == 1, out.out + out.err
-    assert "data.dynamic_sampling.max_resample" in errors[0] and "integer >= 1" in errors[0]
+    assert "data.dynamic_sampling.max_resample" in errors[0] and "must be >= 1" in errors[0]
 
 
 def test_check_refuses_groups_that_would_span_two_processes(make_recipe):

@@ -14,7 +14,7 @@ from trl.trainer.utils import RepeatSampler
 
 from grpo_trl.check import load_recipe
 from grpo_trl.data import validate_data_config
-from grpo_trl.data.sampler import ZeroVarianceSampler, sampler_problems, systematic_counts
+from grpo_trl.data.sampler import ZeroVarianceSampler, systematic_counts
 from grpo_trl.train import run
 
 PROMPTS = Dataset.from_dict({"prompt": [f"p{i}" for i in range(8)]})
@@ -93,9 +93,8 @@ def test_state_round_trip_replays_the_interrupted_epoch():
     ],
 )
 def test_bad_options_are_reported(option, key):
-    assert [p.key for p in sampler_problems(option)] == [key]
     data = {"builder": "countdown", "source": "generate", "size": 8, "sampler": option}
-    assert key in [p.key for p in validate_data_config(data)]
+    assert [p.key for p in validate_data_config(data)] == [key]
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from grpo_trl.check import load_recipe
 from grpo_trl.cli import main
 from grpo_trl.data import DataError, build_dataset, validate_data_config
-from grpo_trl.data.pass_rate import pass_rate_problems, prompt_hash
+from grpo_trl.data.pass_rate import prompt_hash
 from grpo_trl.eval.backends import render
 from tests.fake_openai import FakeOpenAI
 
@@ -50,7 +50,7 @@ def test_prompt_hash_depends_on_content_only(a, b):
 def test_bad_band_options_are_reported_by_check(option, key):
     problems = validate_data_config({**DATA, "pass_rate": option})
     assert [p.key for p in problems] == [key]
-    assert pass_rate_problems({"file": "r.json", "above": None, "below": 0.5}) == []
+    assert validate_data_config({**DATA, "pass_rate": {"file": "r.json", "above": None, "below": 0.5}}) == []
 
 
 def _rates_file(tmp_path, prompts, rates):
