@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from grpo_trl.data import DataError, build_dataset, expected_size
 from grpo_trl.data.shape import dataset_columns
-from grpo_trl.eval.benchmark_table import BENCHMARKS
+from grpo_trl.eval.benchmarks import BENCHMARKS
 from tests.data.test_builders import write_jsonl
 
 ROWS = [
