@@ -66,6 +66,7 @@ def _main(job: dict) -> list[str]:
         os.chdir(run_dir)
         os.umask(0o077)
         return argv
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE: a run of the same uid cannot ptrace it nor take its fd 3
     _supervise(os, run, wake_r, mode != "none")
 
 
@@ -109,7 +110,7 @@ def _supervise(os, run: int, wake: int, linux: bool) -> None:
         select.select([], [], [], 0.002)
     if status is not None:
         with contextlib.suppress(OSError):
-            os.write(3, b"%d\n" % os.waitstatus_to_exitcode(status))
+            os.write(3, b"\n%d\n" % os.waitstatus_to_exitcode(status))  # on a line of its own
     os._exit(0)
 
 
