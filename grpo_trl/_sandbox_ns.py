@@ -130,6 +130,10 @@ def _serve(fd: int) -> dict:
     del sys.modules["gc"]  # as in a fresh interpreter (code_tests refuses a run that imports it)
     server = socket.socket(fileno=fd)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # launchers are reaped by the kernel
+    if sys.platform == "linux":  # and a namespace's init, orphaned by its launcher (else pid 1's, which may not reap)
+        import ctypes
+
+        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     while True:
         data, fds, _, _ = socket.recv_fds(server, 1 << 16, 4)
         if not data:

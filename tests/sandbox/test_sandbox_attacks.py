@@ -291,6 +291,29 @@ def test_a_status_forged_on_its_supervisors_control_socket_is_not_taken(any_mode
         assert r.stdout == "denied\n", r.stdout
 
 
+def test_every_process_of_a_run_stays_in_this_process_tree(any_mode):
+    """Each of a run's processes descends from this process (through the fork server), so each is reaped here: the
+    init of a run's PID namespace, orphaned when its launcher exits, was left to pid 1 (a container's pid 1, often
+    grpo-trl itself or a process that never reaps, kept one zombie per run)."""
+    import threading
+
+    marker = _marker()
+    code = NAME_ME.format(marker=marker) + "import time\ntime.sleep(1)"
+    runner = threading.Thread(target=run_python, args=(code,), kwargs={"limits": Limits(wall_seconds=5)})
+    runner.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not _marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (pid,) = _marked(marker)
+        chain = [pid]
+        while chain[-1] not in (os.getpid(), 1, 0):
+            chain.append(int(Path(f"/proc/{chain[-1]}/stat").read_bytes().rsplit(b")", 1)[1].split()[1]))
+    finally:
+        runner.join(10)
+    assert chain[-1] == os.getpid(), chain
+
+
 def test_printing_a_gigabyte_is_cut_at_the_output_bound():
     code = "import sys\nblock = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(block)"
     start = time.monotonic()
