@@ -138,10 +138,12 @@ def remove_strays(uid: int) -> None:
 
 
 def rmtree(path: Path) -> None:
-    def fix(func, p, _exc):  # a run may leave read-only or 000 directories
+    def fix(func, p, _exc):  # a run may leave read-only or 000 directories; never chmod through a link, nor above
         with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(p), 0o700)
-            os.chmod(p, 0o700)
+            if str(p) != str(path):
+                os.chmod(os.path.dirname(p), 0o700)
+            if not os.path.islink(p):
+                os.chmod(p, 0o700)
             func(p)
 
     shutil.rmtree(path, onerror=fix)

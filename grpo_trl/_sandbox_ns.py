@@ -66,6 +66,7 @@ def _main(job: dict) -> list[str]:
         os.chdir(run_dir)
         os.umask(0o077)
         return argv
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE: a run of the same uid cannot ptrace it nor take its fd 3
     _supervise(os, run, wake_r, mode != "none")
 
 
@@ -109,7 +110,7 @@ def _supervise(os, run: int, wake: int, linux: bool) -> None:
         select.select([], [], [], 0.002)
     if status is not None:
         with contextlib.suppress(OSError):
-            os.write(3, b"%d\n" % os.waitstatus_to_exitcode(status))
+            os.write(3, b"\n%d\n" % os.waitstatus_to_exitcode(status))  # on a line of its own
     os._exit(0)
 
 
@@ -129,6 +130,10 @@ def _serve(fd: int) -> dict:
     del sys.modules["gc"]  # as in a fresh interpreter (code_tests refuses a run that imports it)
     server = socket.socket(fileno=fd)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # launchers are reaped by the kernel
+    if sys.platform == "linux":  # and a namespace's init, orphaned by its launcher (else pid 1's, which may not reap)
+        import ctypes
+
+        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     while True:
         data, fds, _, _ = socket.recv_fds(server, 1 << 16, 4)
         if not data:

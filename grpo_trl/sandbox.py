@@ -201,8 +201,9 @@ def _collect(
                 buf = bufs[key.fd]
                 if not chunk:
                     sel.unregister(key.fd)
-                    if key.fd == control.fileno():  # its supervisor is gone: the status it sent, if any
-                        returncode = int(buf) if buf else -9
+                    if key.fd == control.fileno():  # its supervisor is gone: the status it sent last, if any
+                        said = buf.split()[-1:]  # a run holding fd 3 (pidfd_getfd) may have written before it
+                        returncode = int(said[0]) if said and said[0].lstrip(b"-").isdigit() else -9
                     continue
                 room = bound - len(buf)
                 buf += chunk[:room]

@@ -267,6 +267,53 @@ def test_killing_its_parent_or_everyone_fails():
     os.kill(os.getpid(), 0)  # still alive
 
 
+def test_a_status_forged_on_its_supervisors_control_socket_is_not_taken(any_mode):
+    """A run that takes its supervisor's fd 3 (pidfd_getfd: a run under your uid in "subreaper" mode, or root) and
+    writes a status on it: grpo-trl reads the supervisor's own status, written last (a forged one raised ValueError
+    from run_python)."""
+    code = textwrap.dedent(
+        """
+        import ctypes, os, sys
+        libc = ctypes.CDLL(None, use_errno=True)
+        try:
+            fd = libc.syscall(438, os.pidfd_open(os.getppid()), 3, 0)  # pidfd_getfd
+        except OSError:
+            fd = -1
+        if fd >= 0:
+            os.write(fd, b"0\\n0")
+        print("took" if fd >= 0 else "denied")
+        sys.exit(3)
+        """
+    )
+    r = run_python(code)
+    assert r.returncode == 3 and not r.timed_out, r
+    if any_mode in ("namespaces", "uid") or not ROOT:  # another uid, or a supervisor it may not ptrace (not dumpable)
+        assert r.stdout == "denied\n", r.stdout
+
+
+def test_every_process_of_a_run_stays_in_this_process_tree(any_mode):
+    """Each of a run's processes descends from this process (through the fork server), so each is reaped here: the
+    init of a run's PID namespace, orphaned when its launcher exits, was left to pid 1 (a container's pid 1, often
+    grpo-trl itself or a process that never reaps, kept one zombie per run)."""
+    import threading
+
+    marker = _marker()
+    code = NAME_ME.format(marker=marker) + "import time\ntime.sleep(1)"
+    runner = threading.Thread(target=run_python, args=(code,), kwargs={"limits": Limits(wall_seconds=5)})
+    runner.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not _marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (pid,) = _marked(marker)
+        chain = [pid]
+        while chain[-1] not in (os.getpid(), 1, 0):
+            chain.append(int(Path(f"/proc/{chain[-1]}/stat").read_bytes().rsplit(b")", 1)[1].split()[1]))
+    finally:
+        runner.join(10)
+    assert chain[-1] == os.getpid(), chain
+
+
 def test_printing_a_gigabyte_is_cut_at_the_output_bound():
     code = "import sys\nblock = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(block)"
     start = time.monotonic()
@@ -545,3 +592,21 @@ def test_the_interpreter_probe_runs_on_a_uid_slot_no_run_holds():
         uids.release(handle)
     assert probe.returncode == 0, err[-2000:]
     assert out.split()[0] == "True", out  # a killed probe made every later run fall back to the shared nobody uid
+
+
+def test_cleanup_never_changes_modes_through_a_link(tmp_path):
+    """What grpo-trl removes after a run (its directory; as root what its uid left in /tmp) may be swapped for a link
+    by a process of the run: removing it never chmods the link's target nor the folder holding it (it made them
+    0700: /tmp, or the sandbox's base folder)."""
+    from grpo_trl._sandbox_host import rmtree
+
+    target, parent = tmp_path / "target", tmp_path / "parent"
+    target.mkdir()
+    (target / "f").write_text("x")
+    parent.mkdir()
+    (parent / "link").symlink_to(target)
+    for path in (target, parent):
+        path.chmod(0o755)
+    rmtree(parent / "link")
+    assert [oct(p.stat().st_mode & 0o777) for p in (target, parent)] == ["0o755"] * 2
+    assert (target / "f").read_text() == "x"
