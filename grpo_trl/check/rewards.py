@@ -52,9 +52,10 @@ def typed_args_problems(name: str, args: dict, file: str, key: str) -> list[Prob
     import inspect
 
     from grpo_trl.fields import signature_model, validate_value
-    from grpo_trl.rewards.registry import _lookup, _target
+    from grpo_trl.rewards.registry import _lookup
 
-    target = _target(_lookup(name)[0])
+    obj = _lookup(name)[0]
+    target = obj.__init__ if inspect.isclass(obj) else obj  # a class's annotations are its constructor's
     try:
         kind = signature_model("RewardArgs", target, skip=set(inspect.signature(target).parameters) - set(args))
     except (TypeError, ValueError, NameError):  # annotations that cannot be read: the call itself decides
