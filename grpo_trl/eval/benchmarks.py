@@ -195,10 +195,11 @@ def _tokenizer(model: str, backend: str, endpoint: dict | None) -> Any:
 
     try:
         return load_processing_class({}, model, WHERE, vision=False)
-    except RecipeError:
+    except RecipeError as exc:
         if backend == "endpoint" and (endpoint or {}).get("api") == "chat":
             return None
-        raise
+        fix = "give a model folder or Hub id; with --backend endpoint, --api chat needs none"
+        raise RecipeError([Problem(WHERE, "--model", exc.problems[0].message, fix)]) from None  # the flag given
 
 
 def run_benchmark(name: str, model: str | None, *, data: str | None = None, output_dir: str | None = None,

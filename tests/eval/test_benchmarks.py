@@ -165,6 +165,16 @@ def test_bad_benchmark_arguments_are_one_error_line(capsys, tmp_path, argv, key)
     assert len(err) == 1 and key in err[0]
 
 
+def test_a_model_without_a_tokenizer_is_one_error_line_naming_the_flag(capsys, tmp_path):
+    """The error names --model (the flag given; there is no recipe model: section) and that an endpoint's chat API
+    needs no tokenizer."""
+    data = _write(tmp_path, "gsm8k", GSM8K)
+    argv = ["eval", "--benchmark", "gsm8k", "--model", str(tmp_path / "missing"), "--data", data]
+    assert main([*argv, "--output-dir", str(tmp_path / "out")]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(err) == 1 and ": --model: " in err[0] and "--api chat needs none" in err[0], err
+
+
 def test_a_local_file_in_another_format_names_the_missing_columns(capsys, tmp_path, tiny_model):
     data = _write(tmp_path, "math", MATH500)  # MATH-500 rows given as GSM8K
     assert main(["eval", "--benchmark", "gsm8k", "--model", tiny_model, "--data", data]) == 1
