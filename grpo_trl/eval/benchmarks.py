@@ -189,12 +189,12 @@ def summary_lines(report: dict) -> list[str]:
 
 
 def _tokenizer(model: str, backend: str, endpoint: dict | None) -> Any:
-    """The model's tokenizer, loaded as ``eval`` loads one (a LoRA run's folder holds its own); an endpoint's chat
-    API needs none."""
+    """The model's tokenizer (a vision-language model's processor), loaded as ``eval`` loads one (a LoRA run's
+    folder holds its own); an endpoint's chat API needs none."""
     from grpo_trl.models.load import load_processing_class
 
     try:
-        return load_processing_class({}, model, WHERE, vision=False)
+        return load_processing_class({}, model, WHERE)
     except RecipeError as exc:
         if backend == "endpoint" and (endpoint or {}).get("api") == "chat":
             return None
