@@ -55,7 +55,7 @@ def typed_args_problems(name: str, args: dict, file: str, key: str) -> list[Prob
     from grpo_trl.rewards.registry import _lookup
 
     obj = _lookup(name)[0]
-    target = obj.__init__ if inspect.isclass(obj) else obj  # what a recipe's args bind to
+    target = obj.__init__ if inspect.isclass(obj) else obj  # a class's annotations are its constructor's
     try:
         kind = signature_model("RewardArgs", target, skip=set(inspect.signature(target).parameters) - set(args))
     except (TypeError, ValueError, NameError):  # annotations that cannot be read: the call itself decides

@@ -189,16 +189,17 @@ def summary_lines(report: dict) -> list[str]:
 
 
 def _tokenizer(model: str, backend: str, endpoint: dict | None) -> Any:
-    """The model's tokenizer, loaded as ``eval`` loads one (a LoRA run's folder holds its own); an endpoint's chat
-    API needs none."""
+    """The model's tokenizer (a vision-language model's processor), loaded as ``eval`` loads one (a LoRA run's
+    folder holds its own); an endpoint's chat API needs none."""
     from grpo_trl.models.load import load_processing_class
 
     try:
-        return load_processing_class({}, model, WHERE, vision=False)
-    except RecipeError:
+        return load_processing_class({}, model, WHERE)
+    except RecipeError as exc:
         if backend == "endpoint" and (endpoint or {}).get("api") == "chat":
             return None
-        raise
+        fix = "give a model folder or Hub id; with --backend endpoint, --api chat needs none"
+        raise RecipeError([Problem(WHERE, "--model", exc.problems[0].message, fix)]) from None  # the flag given
 
 
 def run_benchmark(name: str, model: str | None, *, data: str | None = None, output_dir: str | None = None,

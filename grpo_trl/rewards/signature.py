@@ -19,6 +19,7 @@ class RewardPlan:
 
 
 _KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+_TRL_CALL = ("prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric")  # in order
 
 
 def trl_signature(obj: Any, is_factory: bool) -> inspect.Signature | None:
@@ -90,13 +91,13 @@ def check_call(
                 f"reward {name!r}: class {qualname} defines no __call__, so its instances cannot score", key="name"
             )
     try:  # TRL's keyword call, plus ``args`` and the columns the reward names
-        signature.bind(**dict.fromkeys([*_columns(signature), *(TRL_KWARGS - {"environments"})]) | args)
+        signature.bind(**dict.fromkeys([*_columns(signature), *_TRL_CALL]) | args)  # a set's order varied per run
     except TypeError as problem:
         builtin = RENAMES.get(name.rpartition(":")[2])  # TRL's get_cosine_scaled_reward -> cosine
         same = f"; grpo-trl's built-in {builtin!r} is this reward: name it, its arguments under args:"
         raise RewardError(
-            f"reward {name!r} cannot be called the way TRL calls rewards ({problem}): TRL passes prompts, "
-            "completions, completion_ids, trainer_state, log_extra, log_metric and every dataset column by keyword; "
+            f"reward {name!r} cannot be called the way TRL calls rewards ({problem}): TRL passes "
+            f"{', '.join(_TRL_CALL)} and every dataset column by keyword; "
             "give it a **kwargs parameter (a factory that returns the reward? register it with "
             f"@register_reward(factory=True)){same if builtin in reward_names else ''}",
             key="name",

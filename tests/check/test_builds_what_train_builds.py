@@ -194,6 +194,8 @@ CLASSES = [
     ("model.quantization={load_in_4bit: maybe}", "model.quantization.load_in_4bit", "boolean"),
     ("rewards.0.timeout=1e9", "rewards.0.timeout", "<="),
     ("rewards.0.args={per_tag: x}", "rewards.0.args.per_tag", "number"),
+    ("rewards.0={name: accuracy, args: {timeout: soon}}", "rewards.0.args.timeout", "number"),
+    ("rewards.2.args={max_completion_len: lots}", "rewards.2.args.max_completion_len", "int"),
     ("data.size=1000000000000", "data.size", "<="),
     ("trainer.vllm_server_port=99999", "trainer.vllm_server_port", "<="),
     ("generation.server_timeout=1e12", "generation.server_timeout", "<="),

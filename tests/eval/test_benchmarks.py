@@ -165,6 +165,28 @@ def test_bad_benchmark_arguments_are_one_error_line(capsys, tmp_path, argv, key)
     assert len(err) == 1 and key in err[0]
 
 
+def test_a_model_without_a_tokenizer_is_one_error_line_naming_the_flag(capsys, tmp_path):
+    """The error names --model (the flag given; there is no recipe model: section) and that an endpoint's chat API
+    needs no tokenizer."""
+    data = _write(tmp_path, "gsm8k", GSM8K)
+    argv = ["eval", "--benchmark", "gsm8k", "--model", str(tmp_path / "missing"), "--data", data]
+    assert main([*argv, "--output-dir", str(tmp_path / "out")]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(err) == 1 and ": --model: " in err[0] and "--api chat needs none" in err[0], err
+
+
+def test_a_vision_language_model_answers_a_text_benchmark(capsys, tmp_path):
+    """Its processor is loaded as ``eval`` loads it (vision detected from the config), not a bare tokenizer beside a
+    causal-LM class that cannot load it (an internal error, exit 70)."""
+    from grpo_trl.models.tiny_vlm import build_tiny_vlm_model
+
+    model = build_tiny_vlm_model(tmp_path / "vlm")
+    argv = ["--model", model, "--data", _write(tmp_path, "gsm8k", GSM8K), "--n", "1", "--max-new-tokens", "4"]
+    assert main(["eval", "--benchmark", "gsm8k", *argv, "--output-dir", str(tmp_path / "out")]) == 0
+    assert "gsm8k: pass@1 " in capsys.readouterr().out
+    assert json.loads((tmp_path / "out" / "benchmark-gsm8k.json").read_text())["prompts"] == 2
+
+
 def test_a_local_file_in_another_format_names_the_missing_columns(capsys, tmp_path, tiny_model):
     data = _write(tmp_path, "math", MATH500)  # MATH-500 rows given as GSM8K
     assert main(["eval", "--benchmark", "gsm8k", "--model", tiny_model, "--data", data]) == 1

@@ -169,3 +169,14 @@ def test_wrapper_passes_both_completion_formats():
     wrapped = SafeReward(get_reward("think_format"))
     text = "<think>\nx\n</think>\n<answer>\n1\n</answer>"
     assert wrapped([text, [{"role": "assistant", "content": text}]]) == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("name", ["os:getcwd", "os:getpid", "builtins:print"])
+def test_a_reward_trl_cannot_call_is_named_by_the_same_keyword_every_run(name):
+    """The keyword named is TRL's first one the call cannot take, in TRL's order (a set's order, varying with
+    PYTHONHASHSEED, named a different one each run)."""
+    with pytest.raises(RewardError) as info:
+        check_reward_args(name, {})
+    message = str(info.value)
+    assert "got an unexpected keyword argument 'prompts'" in message
+    assert "TRL passes prompts, completions, completion_ids, trainer_state, log_extra, log_metric and" in message
