@@ -214,3 +214,12 @@ def test_check_exits_when_a_plugin_registers_an_exit_handler_that_hangs(tmp_path
     """An atexit handler that never returns kept the process alive after the verdict; it gets the grace period."""
     done = _check_with_plugin(tmp_path, tiny_model, "import atexit, time\natexit.register(time.sleep, 10**6)\n")
     assert "exit handler (atexit) did not return" in done.stderr
+
+
+def test_call_sync_waits_for_any_awaitable_not_only_a_coroutine():
+    class Later:  # an awaitable that is not a coroutine (what a Future or a Task is to inspect)
+        def __await__(self):
+            yield from ()
+            return [0.5]
+
+    assert call_sync(lambda **kw: Later(), completions=["x"]) == [0.5]
