@@ -317,3 +317,19 @@ def test_a_trainer_state_with_odd_entries_still_gives_a_card_and_a_report(tmp_pa
     text = card_text(_recipe(tmp_path, {}, "r", "s" * 8), tmp_path)
     assert "Training reward mean, first vs last logged step: " in text, text
     assert main(["report", str(tmp_path)]) == 0, capsys.readouterr().err
+
+
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    name=st.sampled_from(["<script>x", "a|b", "x`y", "<img src=x onerror=alert(1)>"])
+    | st.text(
+        st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="/\\"), min_size=1, max_size=30
+    ).filter(lambda n: n.strip(" .") != "")
+)
+def test_the_cards_heading_is_the_run_folder_name_escaped(tmp_path_factory, name):
+    folder = tmp_path_factory.mktemp("run") / name
+    folder.mkdir()
+    heading = next(
+        line for line in card_text(_recipe(folder, {}, "r", "s" * 8), folder).splitlines() if line[:2] == "# "
+    )
+    assert "<" not in heading and "`" not in heading and "|" not in heading.replace("\\|", "")
