@@ -209,3 +209,33 @@ def test_a_bad_row_of_a_line_file_is_named_by_its_line(tmp_path, name):
     line = 3 if ".csv" in name else 2
     with needing(["solution"]), pytest.raises(DataError, match=f"line {line} of {name}"):
         build_dataset({"builder": "hub", "path": name, "bad_rows": "error"}, base_dir=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        "builder: hub\n  prompt_column: no",
+        "builder: images\n  image_column: false",
+        "builder: images\n  answer_column: off",
+    ],
+)
+def test_a_column_named_by_yaml_no_is_one_error_line_not_an_internal_error(tmp_path, capsys, option):
+    """YAML 1.1 reads an unquoted no/off/false as a bool: the missing column is named, exit 1 (was exit 70)."""
+    from grpo_trl.cli import main
+
+    (tmp_path / "q.jsonl").write_text(
+        '{"question": "1+1?", "solution": "2", "prompt": "hi", "answer": "2", "image": null}\n'
+    )
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"model: {{name: builtin:tiny}}\ndata:\n  {option}\n  path: {tmp_path / 'q.jsonl'}\n"
+        "rewards: [{name: accuracy}]\ntrainer: {output_dir: " + str(tmp_path / "out") + ", max_steps: 1}\n"
+    )
+    try:
+        rc = main(["check", str(recipe)])
+    except SystemExit as exc:
+        rc = exc.code
+    out = capsys.readouterr()
+    errors = [line for line in (out.out + out.err).splitlines() if line.startswith("error:")]
+    assert rc == 1, out
+    assert any("missing column(s) False" in line for line in errors), errors
