@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.data.filters import filter_by_tokens
-from grpo_trl.data.options import COMMON_DATA_KEYS, resolve_system_prompt, validate_data_config
+from grpo_trl.data.options import COMMON_DATA_KEYS, builder_options_model, resolve_system_prompt, validate_data_config
 from grpo_trl.data.pass_rate import keep_band
 from grpo_trl.data.registry import get_builder, to_conversation
 from grpo_trl.data.render import Rendering
@@ -68,6 +68,7 @@ def build_one(
     _checked(cfg)
     builder = get_builder(cfg["builder"])
     options = {k: v for k, v in cfg.items() if k not in COMMON_DATA_KEYS}
+    options |= builder_options_model(builder).model_validate(options).model_dump(exclude_unset=True)  # YAML's no
     params = inspect.signature(builder.func).parameters
     system = resolve_system_prompt(cfg.get("system_prompt", builder.system_prompt))
     stream = bool(cfg.get("streaming")) and split_key == "split"  # the eval split stays in memory (it is small)

@@ -43,6 +43,10 @@ def generate_problems(
     """``size`` solvable problems: ``nums``, ``target`` (a positive integer), ``reference_equation``."""
     if not 2 <= min_numbers <= max_numbers:
         raise DataError("data: countdown generator needs 2 <= min_numbers <= max_numbers")
+    if max_number < 1:
+        raise DataError(
+            f"countdown draws numbers from 1 to max_number (got {max_number}); set 1 or more", key="data.max_number"
+        )
     rng = random.Random(seed)
     rows: list[dict] = []
     while len(rows) < size:

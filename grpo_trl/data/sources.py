@@ -163,7 +163,9 @@ def require_columns(ds: Any, columns: list[str], what: str, key: str = "") -> No
     """One ``DataError`` (naming the option ``key`` that asked for them) when ``ds`` lacks some of ``columns``."""
     names = column_names(ds)
     if missing := [c for c in columns if c not in names]:
-        raise DataError(f"{what}: missing column(s) {', '.join(missing)}; the data has: {', '.join(names)}", key=key)
+        raise DataError(
+            f"{what}: missing column(s) {', '.join(map(str, missing))}; the data has: {', '.join(names)}", key=key
+        )
 
 
 def column_names(ds: Any) -> list[str]:

@@ -4,6 +4,9 @@ run on plain-string prompts."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -209,3 +212,69 @@ def test_a_bad_row_of_a_line_file_is_named_by_its_line(tmp_path, name):
     line = 3 if ".csv" in name else 2
     with needing(["solution"]), pytest.raises(DataError, match=f"line {line} of {name}"):
         build_dataset({"builder": "hub", "path": name, "bad_rows": "error"}, base_dir=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        "builder: hub\n  prompt_column: no",
+        "builder: images\n  image_column: false",
+        "builder: images\n  answer_column: off",
+    ],
+)
+def test_a_column_named_by_yaml_no_is_one_error_line_not_an_internal_error(tmp_path, capsys, option):
+    """YAML 1.1 reads an unquoted no/off/false as a bool: the column "no" is named missing, exit 1 (was exit 70)."""
+    from grpo_trl.cli import main
+
+    (tmp_path / "q.jsonl").write_text(
+        '{"question": "1+1?", "solution": "2", "prompt": "hi", "answer": "2", "image": null}\n'
+    )
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"model: {{name: builtin:tiny}}\ndata:\n  {option}\n  path: {tmp_path / 'q.jsonl'}\n"
+        "rewards: [{name: accuracy}]\ntrainer: {output_dir: " + str(tmp_path / "out") + ", max_steps: 1}\n"
+    )
+    try:
+        rc = main(["check", str(recipe)])
+    except SystemExit as exc:
+        rc = exc.code
+    out = capsys.readouterr()
+    errors = [line for line in (out.out + out.err).splitlines() if line.startswith("error:")]
+    assert rc == 1, out
+    assert any("missing column(s) no;" in line for line in errors), errors  # YAML 1.1 no: the word
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    option=st.sampled_from(
+        [
+            "builder: files\n  path: {v}",
+            "builder: files\n  path: {q}\n  question_column: {v}",
+            "builder: files\n  path: {q}\n  user_template: {v}",
+            "builder: math\n  path: {q}\n  problem_column: {v}",
+            "builder: math\n  path: {q}\n  solution_column_in: {v}",
+            "builder: countdown\n  source: generate\n  size: 4\n  max_number: {v}",
+        ]
+    ),
+    value=st.sampled_from(["no", "off", "false", "0", "-1"]),
+)
+def test_a_builder_option_yaml_reads_oddly_is_refused_in_one_line_never_an_internal_error(tmp_path, option, value):
+    """YAML's no/off/false for a text option (a bool) and a count below 1: exit 1 with a data.* line, never 70."""
+    from grpo_trl.cli import main
+
+    q = tmp_path / "q.jsonl"
+    q.write_text('{"question": "1+1?", "solution": "2", "problem": "p"}\n')
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        "model: {name: builtin:tiny}\ndata:\n  " + option.format(v=value, q=q) + "\n"
+        "rewards: [{name: think_format}]\ntrainer: {output_dir: " + str(tmp_path / "out") + ", max_steps: 1}\n"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(["check", str(recipe)])
+        except SystemExit as exc:
+            rc = exc.code
+    text = out.getvalue() + err.getvalue()
+    assert rc in (0, 1), text
+    assert rc == 0 or any(line.startswith("error:") and ": data" in line for line in text.splitlines()), text
