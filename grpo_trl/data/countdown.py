@@ -37,19 +37,29 @@ def _random_expression(nums: list[int], rng: random.Random) -> tuple[str, Fracti
     return (expr[1:-1] if expr.startswith("(") else expr), value
 
 
+MAX_NUMBERS = 32  # numbers per problem (the Countdown tasks have 3 to 6): each one is drawn and held in memory
+TRIES_PER_ROW = 1000
+
+
 def generate_problems(
     size: int, seed: int = 0, min_numbers: int = 3, max_numbers: int = 4, max_number: int = 99, max_target: int = 999
 ) -> list[dict]:
     """``size`` solvable problems: ``nums``, ``target`` (a positive integer), ``reference_equation``."""
-    if not 2 <= min_numbers <= max_numbers:
-        raise DataError("data: countdown generator needs 2 <= min_numbers <= max_numbers")
+    if not 2 <= min_numbers <= max_numbers <= MAX_NUMBERS:
+        raise DataError(
+            f"countdown generator needs 2 <= min_numbers <= max_numbers <= {MAX_NUMBERS} (got {min_numbers}, "
+            f"{max_numbers})",
+            key="data.max_numbers",
+        )
     if max_number < 1:
         raise DataError(
             f"countdown draws numbers from 1 to max_number (got {max_number}); set 1 or more", key="data.max_number"
         )
     rng = random.Random(seed)
     rows: list[dict] = []
-    while len(rows) < size:
+    for _ in range(TRIES_PER_ROW * size):  # a search that cannot succeed (targets out of reach) ends
+        if len(rows) == size:
+            return rows
         nums = [rng.randint(1, max_number) for _ in range(rng.randint(min_numbers, max_numbers))]
         made = _random_expression(nums, rng)
         if made is None:
@@ -58,7 +68,13 @@ def generate_problems(
         if value.denominator != 1 or not 1 <= value <= max_target:
             continue
         rows.append({"nums": nums, "target": int(value), "reference_equation": expr})
-    return rows
+    if len(rows) == size:
+        return rows
+    raise DataError(
+        f"countdown found {len(rows)} of {size} problems with a target from 1 to {max_target} in "
+        f"{TRIES_PER_ROW * size:,} draws of numbers from 1 to {max_number}; lower data.max_number",
+        key="data.max_number",
+    )
 
 
 def split_seed(split: str, seed: int) -> int:

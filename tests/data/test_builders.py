@@ -377,3 +377,29 @@ def test_check_and_train_agree_on_a_mixture_of_local_files(tmp_path_factory, par
         except DataError as exc:
             outcomes.append(str(exc).split(":")[0])
     assert outcomes[0] == outcomes[1], outcomes
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    counts=st.tuples(st.integers(-5, 10**24), st.integers(-5, 10**24)),
+    max_number=st.one_of(st.integers(1, 99), st.just(10**30)),
+)
+def test_countdown_generation_of_any_size_ends_in_rows_or_one_error(counts, max_number):
+    """Out-of-range counts (were: a list of 10**23 numbers, GBs before any check) or targets out of reach (was: an
+    endless redraw) are one ``DataError``; what is in range generates ``size`` problems."""
+    lo, hi = counts
+    try:
+        rows = generate_problems(20, 0, lo, hi, max_number)
+    except DataError as exc:
+        assert "data.max_number" in str(exc) or "min_numbers <= max_numbers <= 32" in str(exc)
+        assert max_number > 99 or not 2 <= lo <= hi <= 32
+    else:
+        assert len(rows) == 20 and 2 <= lo <= hi <= 32
+
+
+def test_countdown_generation_is_unchanged_by_the_bounds():
+    """The bounded loop draws exactly as before: the demo's problems stay the same."""
+    import hashlib
+
+    digest = hashlib.sha256(json.dumps(generate_problems(500, 0)).encode()).hexdigest()
+    assert digest == "d2c7e5c28f8a9dd559631cb2dfc845e7f2e0b4c559c7ae81eabd697fa648d367"
