@@ -17,6 +17,7 @@ from grpo_trl.importer import rules as tr
 from grpo_trl.importer import sections
 from grpo_trl.importer.rules import Imported, Translation, carry, installed_fields
 from grpo_trl.io import load_yaml, read_text
+from grpo_trl.recipe.load import YamlLoader
 from grpo_trl.tables import RENAMES, peer_config_problems, rename_hint
 
 __all__ = ["RENAMES", "Imported", "import_config", "import_text", "peer_config_problems", "rename_hint"]
@@ -85,14 +86,18 @@ def _header(source: str, imported: Imported) -> list[str]:
 
 def _import(read, source: str, **options) -> Imported:
     try:
-        data, loader = load_yaml(read(), source, _Loader)
+        data, loader = load_yaml(read(), source, YamlLoader)
     except OSError as exc:
         raise RecipeError([Problem(source, "-", f"cannot read the config: {exc.strerror or exc}")]) from exc
     except (GrpoTrlError, yaml.YAMLError) as exc:
         why = exc.problems[0].text if isinstance(exc, GrpoTrlError) else " ".join(str(exc).split())
         raise RecipeError([Problem(source, "-", f"not a readable YAML config: {why}")]) from None
     imported = translate(data, file=source, **options)
-    imported.warnings[:0] = [f"repeated key {d}" for d in loader.duplicates]
+    imported.warnings[:0] = [
+        f"repeated key {key} (lines {first} and {line}): the last value, {loader.construct_object(value, True)!r}, "
+        "is kept"
+        for key, first, line, value in loader.duplicates
+    ]
     text = "\n".join([f"# {_comment_text(h)}" if h else "#" for h in _header(source, imported)])
     imported.text = text + "\n" + "\n".join(_block(imported.recipe, (), imported.comments)) + "\n"
     imported.warnings += [f"{k}: not mapped: {why}" for k, why in imported.unmapped]
@@ -110,32 +115,6 @@ def import_config(path: str | Path, *, flavour: str | None = None, trl_version: 
     out = Path(out_dir) if out_dir is not None else Path(path).resolve().parent
     read = lambda: read_text(path, 2_000_000, "config file")  # noqa: E731 (a config, not a dataset)
     return _import(read, str(path), flavour=flavour, trl_version=trl_version, out_dir=out)
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that records keys repeated within one mapping (the last value wins, as in plain PyYAML)."""
-
-    def __init__(self, stream):
-        super().__init__(stream)
-        self.duplicates: list[str] = []
-
-    def construct_mapping(self, node, deep=False):
-        seen: dict = {}
-        for key_node, value_node in node.value:
-            try:
-                key = self.construct_object(key_node, deep=True)
-                hash(key)
-            except TypeError:
-                continue  # unhashable key: the base class reports it
-            if key in seen:
-                value = self.construct_object(value_node, deep=True)
-                lines = f"lines {seen[key] + 1} and {key_node.start_mark.line + 1}"
-                self.duplicates.append(f"{key} ({lines}): the last value, {value!r}, is kept")
-            seen[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep=deep)
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _Loader.construct_mapping)
 
 
 def _comment_text(text: Any) -> str:

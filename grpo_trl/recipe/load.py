@@ -23,10 +23,15 @@ def _error(file: str, key: str, message: str, fix: str = "") -> RecipeError:
     return RecipeError([Problem(file, short, message[:1000], fix)])
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """``SafeLoader`` that refuses duplicate keys (PyYAML keeps the last) and names the line of an unreadable value."""
+class YamlLoader(yaml.SafeLoader):
+    """``SafeLoader`` that records keys repeated in one mapping (PyYAML keeps the last: the recipe loader refuses
+    them, ``grpo-trl import`` warns) and names the line of an unreadable value."""
 
     file = "<recipe>"
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self.duplicates: list[tuple[str, int, int, yaml.Node]] = []  # key, first line, its repeat's line, value
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
@@ -38,8 +43,8 @@ class _BoundedLoader(yaml.SafeLoader):
             raise _error(self.file, "", why, "quote it to keep it as text") from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: dict[Any, yaml.Node] = {}
-        for key_node, _ in node.value:
+        seen: dict[Any, int] = {}
+        for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue
             key = self.construct_object(key_node, deep=deep)
@@ -48,22 +53,19 @@ class _BoundedLoader(yaml.SafeLoader):
             except TypeError:  # an unhashable key (a list as a key): PyYAML reports it below
                 break
             if first is not None:
-                raise _error(
-                    self.file,
-                    str(key)[:80],
-                    f"duplicate key in one mapping (line {key_node.start_mark.line + 1}; the first is on line "
-                    f"{first.start_mark.line + 1})",
-                    "keep one of them",
-                )
-            seen[key] = key_node
+                self.duplicates.append((str(key)[:80], first, key_node.start_mark.line + 1, value_node))
+            seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
 
 
 def parse_yaml(text: str, file: str) -> Any:
     """YAML text -> Python data, bounded in expansion and depth (``grpo_trl.io``), duplicate keys refused."""
-    loader = type("RecipeLoader", (_BoundedLoader,), {"file": file})
     try:
-        return load_yaml(text, file, loader)[0]
+        data, loader = load_yaml(text, file, type("RecipeLoader", (YamlLoader,), {"file": file}))
+        for key, first, line, _ in loader.duplicates[:1]:
+            why = f"duplicate key in one mapping (line {line}; the first is on line {first})"
+            raise _error(file, key, why, "keep one of them")
+        return data
     except yaml.YAMLError as exc:  # a control character (a NUL byte) fails before any line is read
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -7,6 +7,8 @@ import textwrap
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grpo_trl.check import load_recipe
 from grpo_trl.check.validate import validate
@@ -166,6 +168,35 @@ def test_repeated_keys_last_wins_with_a_warning(tmp_path):
     assert result.recipe["trainer"]["beta"] == 0.2
     assert any(w.startswith("repeated key beta (lines") for w in result.warnings)
     assert "Warnings:" in result.text
+
+
+@settings(max_examples=30)
+@given(keys=st.lists(st.sampled_from(["beta", "temperature", "seed", "num_generations"]), min_size=2, max_size=6))
+def test_repeated_keys_are_found_alike_by_import_and_by_the_recipe_loader(keys):
+    """One detector: ``grpo-trl import`` warns of each repeat (the last value kept); a recipe refuses the first."""
+    from grpo_trl.recipe.load import parse_yaml
+
+    head = "model_name_or_path: m\ndataset_name: d\nreward_funcs: [accuracy_reward]\n"
+    text = head + "".join(f"{k}: {i + 4}\n" for i, k in enumerate(keys))
+    lines = {}
+    repeats = []
+    for i, k in enumerate(keys, 4):
+        if k in lines:
+            repeats.append(f"repeated key {k} (lines {lines[k]} and {i}): the last value, {i}, is kept")
+        lines[k] = i
+    assert [w for w in import_text(text).warnings if w.startswith("repeated key")] == repeats
+    if repeats:
+        with pytest.raises(RecipeError, match=r"duplicate key in one mapping \(line (\d+); the first is on line"):
+            parse_yaml(text, "r.yaml")
+    else:
+        assert parse_yaml(text, "r.yaml") == yaml.safe_load(text)
+
+
+def test_a_value_yaml_cannot_read_is_one_error_in_import_too(capsys, tmp_path):
+    (tmp_path / "c.yaml").write_text("beta: " + "1" * 5000 + "\n")
+    assert cli_main(["import", str(tmp_path / "c.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a value cannot be read (line 1)" in err
 
 
 def test_both_liger_settings_keep_their_meanings(tmp_path):
