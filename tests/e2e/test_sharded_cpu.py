@@ -72,8 +72,15 @@ class Probe(TrainerCallback):
 deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
 
 if __name__ == "__main__":
+    from grpo_trl.rewards.stray_threads import exit_if_stray_threads
+
     recipe = load_recipe(sys.argv[1], [a for a in sys.argv[3:] if a != "--set"])
     run(recipe, resume="trainer.max_steps=4" in sys.argv, extra_callbacks=[Probe(sys.argv[2])])
+    # ends as `accelerate launch -m grpo_trl.train` does (exit handlers, then os._exit): left to interpreter
+    # finalization, a gloo worker thread still freeing ZeRO-3's last async all-gather takes the GIL while Python
+    # finalizes, and that thread's forced unwind aborts rank 1 (SIGABRT, "terminate called without an active
+    # exception"; gdb on a core, 1-2 runs in 10 under load)
+    exit_if_stray_threads(0, everything=True)
 '''
 
 
