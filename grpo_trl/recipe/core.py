@@ -104,9 +104,7 @@ class Recipe:
     def rewards(self) -> list[dict]:
         """The reward entries as mappings (a bare name ``- countdown`` is read as ``{name: countdown}``)."""
         value = self.data.get("rewards")
-        if not isinstance(value, list):
-            return []
-        return [{"name": s} if isinstance(s, str) else s for s in value if isinstance(s, (str, dict))]
+        return [s for s in schema.bare_names(value) if isinstance(s, dict)] if isinstance(value, list) else []
 
     @property
     def plugins(self) -> list[str]:
