@@ -3,7 +3,6 @@ user wrote is kept, so ``GRPOConfig`` gets exactly the user's fields), its acces
 
 from __future__ import annotations
 
-import copy
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,7 +177,7 @@ class Recipe:
         return LoraConfig(**{"task_type": "CAUSAL_LM", **lora})
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(copy.deepcopy(self.data), sort_keys=False)
+        return yaml.safe_dump(self.data, sort_keys=False)
 
 
 def open_recipe(path: str | Path, overrides: typing.Sequence[str] = ()) -> Recipe:
