@@ -1,10 +1,11 @@
 """math-verify with a hard deadline per item: plain numbers decided in-process as math-verify would, the rest in
-worker children forked once math-verify is warm (``isolated.Child``, shared, reused); a worker overrunning an item
-is killed, the item scores 0.0 and the rest go on in a fresh worker."""
+worker children forked once math-verify is imported (``isolated.Child``, shared, reused); a worker overrunning an
+item is killed, the item scores 0.0 and the rest go on in a fresh worker."""
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import logging
 import math
@@ -22,6 +23,7 @@ logger = logging.getLogger(__name__)
 
 MAX_ANSWER_CHARS = 2_000  # a located answer longer than this is wrong without asking math-verify
 MIN_CHUNK = 8  # items per worker: fewer are not worth a second worker
+STARTUP_S = 30.0  # a fresh worker's warm-up, bounded apart from its items
 # A plain number, as math-verify reads it: an integer, a short decimal (a sympy Float), or \frac{a}{b} (a Rational)
 _NUMBER = re.compile(r"(-?)(?:(0|[1-9]\d{0,14})(?:\.(\d{1,6}))?|\\[dt]?frac\{(0|[1-9]\d{0,5})\}\{([1-9]\d{0,5})\})")
 _WRAPPED = re.compile(r"\$\s*(.*?)\s*\$|\\boxed\{\s*(.*?)\s*\}", re.DOTALL)
@@ -92,17 +94,12 @@ def _parsed(gold: str) -> list:
     return parse(gold, parsing_timeout=None)
 
 
-@functools.cache
-def _warm() -> None:
-    """math-verify imported and its first-use work (sympy's) done once in this process, before the first fork: every
-    worker starts warm. The inputs are fixed, never a model's."""
-    logging.getLogger("math_verify").setLevel(logging.ERROR)  # its own timeout is off: the workers' deadline bounds
+def _serve(requests: Iterator[list]) -> Iterator:  # pragma: no cover - runs in a worker child
+    """A worker: warm (sympy's first-use work), say so, then one verdict per item it is sent."""
+    logging.disable(logging.WARNING)  # math-verify warns that its own timeout is off: the parent has one
     for gold, answer in _WARM:
         verdict(gold, f"\\boxed{{{answer}}}", True)
-
-
-def _serve(requests: Iterator[list]) -> Iterator:  # pragma: no cover - runs in a worker child
-    """A worker: one verdict per item it is sent."""
+    yield "ready"
     for items in requests:
         for item in items:
             try:
@@ -116,21 +113,29 @@ class _Pool:
 
     def __init__(self) -> None:
         self.idle: list[Child] = []
+        self.fresh: set[Child] = set()
         self.size, self.forking, self.freed = 0, threading.Lock(), threading.Condition()
 
     def _fork(self) -> Child:
+        import math_verify  # noqa: F401 - imported once here (the parent never runs it), inherited by every worker
+
         with self.forking:
-            _warm()
-            return Child(_serve, worker=True)
+            child = Child(_serve, worker=True)
+        self.fresh.add(child)
+        return child
 
     def start(self, n: int) -> None:
-        """At least ``n`` workers (warm: forked from a warm process)."""
+        """At least ``n`` workers, warm when this returns (they warm up at once, each in its process)."""
         with self.freed:
             grow, self.size = max(0, n - self.size), max(n, self.size)
         children: list[Child] = []
         try:
             while len(children) < grow:
                 children.append(self._fork())
+            for child in children:
+                with contextlib.suppress(RewardTimeout, ChildFault):  # else its first use waits for it again
+                    child.next(time.monotonic() + STARTUP_S)
+                    self.fresh.discard(child)
         finally:  # a fork that failed leaves no worker counted
             self.give(children, unborn=grow - len(children))
 
@@ -151,8 +156,8 @@ class _Pool:
         list(map(Child.close, idle))
 
     def run(self, items: list[tuple[str, str, bool]], timeout: float, workers: int) -> tuple[list, int]:
-        """``verdict`` of each item, each within ``timeout`` s of the one before it in its worker;
-        ``(results, items that overran and scored 0.0)``; an overrun worker is replaced."""
+        """``verdict`` of each item, each within ``timeout`` s of the one before it in its worker (a fresh worker's
+        warm-up bounded apart); ``(results, items that overran and scored 0.0)``; an overrun worker is replaced."""
         self.start(workers)
         children = self.take(min(workers, math.ceil(len(items) / MIN_CHUNK)))
         size = math.ceil(len(items) / len(children))  # one span per worker
@@ -164,11 +169,14 @@ class _Pool:
             for k, (start, end) in enumerate(spans):
                 for i in range(start, end):
                     try:
+                        if children[k] in self.fresh and children[k].next(time.monotonic() + STARTUP_S):
+                            self.fresh.discard(children[k])  # "ready"
                         results[i] = children[k].next(time.monotonic() + timeout)
                     except (RewardTimeout, ChildFault):
                         lost += 1
                         logger.warning("math-verify exceeded %.1f s on an answer; scored 0.0", timeout)
                         children[k].close()
+                        self.fresh.discard(children[k])
                         children[k] = self._fork()
                         if i + 1 < end:
                             children[k].send(items[i + 1 : end])
@@ -197,7 +205,7 @@ class MathVerifier:
         return MathVerifier, (self.timeout, self.cache_size, self.workers)
 
     def start(self) -> None:
-        """Fork the workers (warm), so that the first call does not wait for math-verify's warm-up."""
+        """Fork the workers and wait until they are warm, so that the first call does not wait for it."""
         _POOL.start(self.workers)
 
     def clear_cache(self) -> None:

@@ -152,12 +152,8 @@ def test_workers_are_warm_when_the_reward_is_built_not_at_its_first_call():
     from grpo_trl.rewards.math_verifier import _POOL
 
     _POOL.close()
-    reward = get_reward("accuracy", workers=1)
-    assert len(_POOL.idle) == 1  # forked when built
-    start = time.perf_counter()
-    texts = ["<answer>\\sqrt{12}</answer>", "<answer>(y-1)(y+1)</answer>"]
-    assert reward(texts, solution=["2\\sqrt{3}", "y^2-1"]) == [1.0, 1.0]
-    assert time.perf_counter() - start < 2.0  # sympy's first-use work (seconds) was done before the fork
+    get_reward("accuracy", workers=1)
+    assert _POOL.idle and not _POOL.fresh.intersection(_POOL.idle)  # forked and said "ready"
 
 
 def _forked_children() -> int:
