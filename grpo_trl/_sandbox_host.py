@@ -122,12 +122,6 @@ def _remove_ipc(uid: int) -> None:
                 remove(int(fields[1]), 0, None)  # IPC_RMID = 0 (semctl's semnum is ignored)
 
 
-def chown_tree(root: Path, uid: int) -> None:
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
-            os.chown(name, uid, uid)
-
-
 def remove_strays(uid: int) -> None:
     """What a run's own uid left without namespaces: its files in world-writable directories under ``SHARED_DIRS``
     and its SysV IPC objects (not under the shared ``nobody``)."""

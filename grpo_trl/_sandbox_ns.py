@@ -22,6 +22,11 @@ def _main(job: dict) -> list[str]:
     def mount(src: bytes | None, target: bytes, fstype: bytes | None, flags: int, data: bytes | None = None) -> None:
         check(libc.mount(src, target, fstype, ctypes.c_ulong(flags), data), f"mount {target.decode()}")
 
+    def chown_tree(top: str) -> None:  # the run's inputs, written by grpo-trl, to the run's own uid
+        for path, dirs, files in os.walk(top):
+            for name in [path, *(os.path.join(path, n) for n in dirs + files)]:
+                os.chown(name, uid, uid)
+
     mode, uid, run_dir, argv = job["mode"], job["uid"], job["dir"], ["-c", *map(str, job["limits"])]
     if mode != "none":  # "none": not Linux
         check(libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
@@ -33,9 +38,7 @@ def _main(job: dict) -> list[str]:
         mount(b"tmpfs", job["mnt"].encode(), b"tmpfs", 0x2 | 0x4, size)  # MS_NOSUID | MS_NODEV
         os.chdir(job["mnt"])  # binds below come from here by relative path, which later mounts cannot hide
         shutil.copytree(run_dir, "work")  # the run's inputs (main.py, files=), written by grpo-trl
-        for top, dirs, files in os.walk("work"):
-            for name in [top, *(os.path.join(top, n) for n in dirs + files)]:
-                os.chown(name, uid, uid)
+        chown_tree("work")
         shared = {os.path.realpath(p) for p in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock") if os.path.isdir(p)}
         for i, path in enumerate(sorted(shared)):
             os.mkdir(f"shared{i}")
@@ -49,6 +52,8 @@ def _main(job: dict) -> list[str]:
         mount(b"proc", b"/proc", b"proc", 0x2 | 0x4 | 0x8)  # MS_NOSUID | MS_NODEV | MS_NOEXEC
     elif mode != "none":  # every process the run starts stays this one's descendant
         check(libc.prctl(36, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
+        if mode == "uid":
+            chown_tree(run_dir)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False), os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)

@@ -152,8 +152,6 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
         job = {"mode": mode, "uid": uid, "dir": str(root), "limits": bounds}
         if mode == "namespaces":  # the launcher (root) copies the inputs into the run's tmpfs
             job.update(mnt=str(base_dir() / "mnt"), disk=limits.disk_mb << 20, inodes=MAX_INODES)
-        elif mode == "uid":
-            host.chown_tree(root, uid)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
@@ -222,10 +220,6 @@ def _collect(
 
 
 def run_many(jobs: list[dict], *, max_workers: int) -> list[Result]:
-    """``run_python(**job)`` for each job, at most ``max_workers`` at once; results in job order."""
-    if max_workers < 1:
-        raise ValueError(f"max_workers must be >= 1, got {max_workers}")
-    if not jobs:
-        return []
-    with ThreadPoolExecutor(max_workers=min(max_workers, len(jobs)), thread_name_prefix="sandbox") as pool:
+    """``run_python(**job)`` for each job, at most ``max_workers`` (>= 1) at once; results in job order."""
+    with ThreadPoolExecutor(max_workers, thread_name_prefix="sandbox") as pool:
         return list(pool.map(lambda job: run_python(**job), jobs))

@@ -103,11 +103,9 @@ class CodeTests:
         keys = [
             k for k in ("tests", "verification_info", "test_list", "test_setup_code", "test_imports") if k in columns
         ]
-        jobs, owners = [], []  # owners[j] = (row, kind, payload)
-        all_tests = []
-        for i, text in enumerate(text_of(completions)):
-            tests = parse_tests({k: columns[k][i] for k in keys})
-            all_tests.append(tests)
+        rows = [parse_tests({k: columns[k][i] for k in keys}) for i in range(len(completions))]
+        jobs, owners = [], []  # owners[j]: (row, (token, number of asserts) or the expected stdout)
+        for i, (tests, text) in enumerate(zip(rows, text_of(completions))):
             code = extract_code(text) if tests else None
             if code is None:
                 continue
@@ -116,22 +114,19 @@ class CodeTests:
                 token = secrets.token_hex(16)
                 files = {"solution.py": solution}
                 jobs.append({"code": _HARNESS + _START % (tests["asserts"],), "stdin": token, "files": files})
-                owners.append((i, "asserts", (token, len(tests["asserts"]))))
+                owners.append((i, (token, len(tests["asserts"]))))
             for stdin, expected in tests["io"]:
                 jobs.append({"code": solution, "stdin": stdin})
-                owners.append((i, "io", expected))
-        passed = [0] * len(all_tests)
+                owners.append((i, expected))
+        passed = [0] * len(rows)
         results = run_many([{**job, "limits": self.limits} for job in jobs], max_workers=self.max_workers)
-        for (i, kind, payload), result in zip(owners, results):
-            if kind == "asserts":
-                passed[i] += _passed_asserts(result.stdout, *payload)
-            elif result.ok and not result.truncated and _lines(result.stdout) == _lines(payload):
-                passed[i] += 1
-        out: list[float | None] = []
-        for tests, n_passed in zip(all_tests, passed):
-            fraction = n_passed / (len(tests["asserts"]) + len(tests["io"])) if tests else None
-            out.append(float(fraction == 1.0) if self.binary and fraction is not None else fraction)
-        return out
+        for (i, want), result in zip(owners, results):
+            if isinstance(want, tuple):
+                passed[i] += _passed_asserts(result.stdout, *want)
+            else:
+                passed[i] += result.ok and not result.truncated and _lines(result.stdout) == _lines(want)
+        fractions = [n / (len(t["asserts"]) + len(t["io"])) if t else None for t, n in zip(rows, passed)]
+        return [float(f == 1.0) if self.binary and f is not None else f for f in fractions]
 
 
 @register_reward("code_format")

@@ -18,17 +18,15 @@ _INTEGER = re.compile(r"[0-9]+")
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
 
-def _walk(node: ast.AST, used: list[int]) -> Fraction:
+def _walk(node: ast.AST) -> Fraction:
     if isinstance(node, ast.Expression):
-        return _walk(node.body, used)
+        return _walk(node.body)
     if isinstance(node, ast.Constant) and type(node.value) is int and 0 <= node.value <= MAX_OPERAND:
-        used.append(node.value)
         return Fraction(node.value)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        left, right = _walk(node.left, used), _walk(node.right, used)
-        return _BINOPS[type(node.op)](left, right)  # Fraction: exact; ZeroDivisionError handled by the caller
+        return _BINOPS[type(node.op)](_walk(node.left), _walk(node.right))  # exact; ZeroDivisionError: the caller's
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        value = _walk(node.operand, used)
+        value = _walk(node.operand)
         return -value if isinstance(node.op, ast.USub) else value
     raise ValueError(f"not allowed in a Countdown equation: {type(node).__name__}")
 
@@ -39,11 +37,10 @@ def evaluate_equation(equation: str) -> tuple[Fraction, list[int]] | None:
     if len(equation) > MAX_EQUATION_CHARS or not _ALLOWED.match(equation):
         return None
     try:
-        tree = ast.parse(equation.strip(), mode="eval")
-        used: list[int] = []
-        return _walk(tree, used), used
+        value = _walk(ast.parse(equation.strip(), mode="eval"))
     except (SyntaxError, ValueError, ZeroDivisionError, RecursionError, MemoryError, TypeError):
         return None
+    return value, [int(d) for d in _INTEGER.findall(equation)]  # each digit run is an int literal once it parsed
 
 
 def _as_numbers(value: Any) -> list[int] | None:
@@ -57,25 +54,14 @@ def _as_numbers(value: Any) -> list[int] | None:
 
 def score_equation(equation: str | None, nums: Any, target: Any, tolerance: float = 1e-5) -> float:
     """1.0 if ``equation`` (text after ``=`` ignored) uses exactly ``nums`` once each and equals ``target``."""
-    if equation is None:
-        return 0.0
-    equation = equation.split("=", 1)[0]
-    expected = _as_numbers(nums)
-    if expected is None or len(equation) > MAX_EQUATION_CHARS:
-        return 0.0
-    if sorted(int(d) for d in _INTEGER.findall(equation)) != expected:  # cheap rejection before parsing
-        return 0.0
+    equation = (equation or "").split("=", 1)[0]
+    if len(equation) > MAX_EQUATION_CHARS or sorted(int(d) for d in _INTEGER.findall(equation)) != _as_numbers(nums):
+        return 0.0  # cheap rejection before parsing
     result = evaluate_equation(equation)
-    if result is None:
-        return 0.0
-    value, used = result
     try:
-        goal = float(target)
+        return 1.0 if result is not None and abs(float(result[0]) - float(target)) < tolerance else 0.0
     except (TypeError, ValueError):
         return 0.0
-    if sorted(used) != expected:
-        return 0.0
-    return 1.0 if abs(float(value) - goal) < tolerance else 0.0
 
 
 @register_reward("countdown", passes_at=1.0)

@@ -9,10 +9,13 @@ from typing import Any
 
 from grpo_trl.rewards.registry import register_reward, text_of
 
-_OPEN, _SEP, _CLOSE = "<think>\n", "\n</think>\n<answer>\n", "\n</answer>"
 _STEPS = r"(Step \d+:|^\d+\.|\n-|\n\*|First,|Second,|Next,|Finally,)"
-_WHITESPACE = re.compile(r"\s*")
 _STEP_MARKERS = {True: re.compile(_STEPS, re.MULTILINE), False: re.compile(_STEPS)}
+# (opening, what separates the think and answer bodies, closing) with and without the newlines (ms-swift's layout)
+_LAYOUTS = {
+    True: ("<think>\n", re.compile(r"\n</think>\n<answer>\n"), "\n</answer>"),
+    False: ("<think>", re.compile(r"</think>\s*<answer>"), "</answer>"),
+}
 
 
 @register_reward("think_format")
@@ -26,47 +29,26 @@ def think_format(
     """1.0 for exactly ``<think>\\n...\\n</think>\\n<answer>\\n...\\n</answer>``, else 0.0; ``prefilled_think``,
     ``trailing_lines`` (open-r1's ``format``) and ``newlines=False`` (ms-swift's ``format``): docs/rewards.md."""
     out = []
-    layout = _think_layout if newlines else _inline_layout
-    opening = "<think>\n" if newlines else "<think>"
+    opening = _LAYOUTS[bool(newlines)][0]
     for text in text_of(completions):
         if prefilled_think and not text.startswith("<think>"):
             text = opening + (text.lstrip("\n") if newlines else text)
-        out.append(1.0 if layout(text, trailing_lines) else 0.0)
+        out.append(1.0 if _layout(text, bool(newlines), trailing_lines) else 0.0)
     return out
 
 
-def _think_layout(text: str, trailing_lines: bool = False) -> bool:
-    """``<think>\\n T \\n</think>\\n<answer>\\n A \\n</answer>``, no second ``<think>`` (as TRL), in linear time."""
-    if not text.startswith(_OPEN) or text.find("<think>", 1) >= 0:
+def _layout(text: str, newlines: bool, trailing_lines: bool) -> bool:
+    """The opening, the earliest separator after it (with newlines: no second ``<think>``, as TRL), then the closing
+    ending the text (``trailing_lines``: or a line) after the separator, as the reference regexes read: linear time."""
+    opening, separator, closing = _LAYOUTS[newlines]
+    if not text.startswith(opening) or (newlines and text.find("<think>", 1) >= 0):
         return False
-    sep = text.find(_SEP, len(_OPEN))  # the think and answer bodies may be empty, not shared with the tags
-    if sep < 0:
+    found = separator.search(text, len(opening))  # the bodies may be empty, not shared with the tags
+    if found is None:
         return False
-    start = sep + len(_SEP)
-    if not trailing_lines:
-        return text.endswith(_CLOSE) and start + len(_CLOSE) <= len(text)
-    end = text.find(_CLOSE + "\n", start)  # the first </answer> that ends a line, else one that ends the text
-    return end >= 0 or (text.endswith(_CLOSE) and start + len(_CLOSE) <= len(text))
-
-
-def _inline_layout(text: str, trailing_lines: bool = False) -> bool:
-    """ms-swift's ``^<think>.*?</think>\\s*<answer>.*?</answer>$`` (DOTALL) in linear time: the earliest ``</think>``
-    followed by ``<answer>`` gives the earliest answer body; then a closing ``</answer>`` after it decides."""
-    if not text.startswith("<think>"):
-        return False
-    body = -1
-    close = text.find("</think>", len("<think>"))
-    while close >= 0:
-        after = _WHITESPACE.match(text, close + len("</think>")).end()  # the same \s as the reference regex
-        if text.startswith("<answer>", after):
-            body = after + len("<answer>")
-            break
-        close = text.find("</think>", after)
-    if body < 0:
-        return False
-    if text.endswith("</answer>") and len(text) - len("</answer>") >= body:
+    if text.endswith(closing) and len(text) - len(closing) >= found.end():
         return True
-    return trailing_lines and text.find("</answer>\n", body) >= 0
+    return trailing_lines and text.find(closing + "\n", found.end()) >= 0
 
 
 @register_reward("tag_count")

@@ -150,22 +150,18 @@ class Judge:
     def score_of(self, answer: str) -> float | None:
         """The judge's ``answer`` as a reward in [0, 1], or None when it holds no readable score in range."""
         answer = answer[-MAX_ANSWER_CHARS:]
-        if self.field is not None:
-            start, end = answer.find("{"), answer.rfind("}")
-            try:
+        try:
+            if self.field is not None:
+                start, end = answer.find("{"), answer.rfind("}")
                 value: Any = json.loads(answer[start : end + 1]) if 0 <= start < end else None
                 for part in self.field.split("."):
                     value = value.get(part) if isinstance(value, dict) else None
-                value = float(value)
-            except (ValueError, TypeError, RecursionError):  # RecursionError: JSON nested past the limit
-                return None
-        else:
-            found = self.regex.findall(answer)  # the last match: its first group, else the whole match
-            last = found[-1] if found else None
-            try:
-                value = float(last[0] if isinstance(last, tuple) else last)
-            except (ValueError, TypeError, IndexError):
-                return None
+            else:
+                found = self.regex.findall(answer) or [None]  # the last match: its first group, else the whole match
+                value = found[-1][0] if isinstance(found[-1], tuple) else found[-1]
+            value = float(value)
+        except (ValueError, TypeError, IndexError, ArithmeticError, RecursionError):  # JSON nested past the limit
+            return None
         if not self.low <= value <= self.high:
             return None
         return (value - self.low) / (self.high - self.low)

@@ -101,12 +101,7 @@ def parse_number(text: str | None) -> float | None:
     if text is None:
         return None
     num = last_number(text)
-    if num is None or len(num) > MAX_NUMBER_CHARS:
-        return None
-    try:
-        return float(num.replace(",", ""))
-    except ValueError:  # pragma: no cover - the regex only admits parseable numbers
-        return None
+    return None if num is None or len(num) > MAX_NUMBER_CHARS else float(num.replace(",", ""))  # _NUMBER: parseable
 
 
 def math_form(text: str) -> str:
