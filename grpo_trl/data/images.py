@@ -21,12 +21,12 @@ PARTS = ("image", "text")
 
 def _decodes_not(ds: Any, column: str) -> Any:
     """``column`` as undecoded ``{"bytes", "path"}`` mappings, so each image is opened once, by ``load_image``."""
-    from datasets import Image, List, Sequence
+    from datasets import Image, List
 
     feature = ds.features[column]
     if isinstance(feature, Image):
         return ds.cast_column(column, Image(decode=False))
-    if isinstance(feature, (List, Sequence)) and isinstance(feature.feature, Image):
+    if isinstance(feature, List) and isinstance(feature.feature, Image):  # Sequence(...) is a List too
         return ds.cast_column(column, List(Image(decode=False)))
     return ds
 

@@ -24,10 +24,8 @@ def expected_rows(cfg: dict, base_dir: str | Path | None = None) -> int | None:
         return cfg.get("size")
     builder = get_builder(cfg["builder"])
     defaults = builder_params(builder)
-    if cfg.get("source") == "generate":
-        size = cfg.get("size")
-    elif "size" in defaults and not {"source", "path"} & set(defaults):  # no source: its rows are made, `size` many
-        size = cfg.get("size", defaults["size"])
+    if cfg.get("source") == "generate" or ("size" in defaults and not {"source", "path"} & set(defaults)):
+        size = cfg.get("size", defaults.get("size"))  # rows made, not read: `size` many
     elif cfg.get("path") and (builder.known_sizes or builder.local_copy):
         size = len(load_file(cfg["path"], Path(base_dir) if base_dir else None))
     elif any(k in cfg and cfg[k] != defaults.get(k) for k in ("source", "config")):
