@@ -83,12 +83,11 @@ def split_seed(split: str, seed: int) -> int:
     return seed if split == "train" else int.from_bytes(hashlib.sha256(f"{split}:{seed}".encode()).digest()[:8], "big")
 
 
-@register_builder(
-    "countdown",
-    system_prompt="countdown",
-    known_sizes={"train": 490364},
-    columns=lambda o, b: ("nums", "target", *(["reference_equation"] if o.get("source") == "generate" else [])),
-)
+def _columns(options: dict, base_dir: Path | None) -> set[str]:
+    return {"nums", "target"} | ({"reference_equation"} if options.get("source") == "generate" else set())
+
+
+@register_builder("countdown", system_prompt="countdown", known_sizes={"train": 490364}, columns=_columns)
 def countdown(
     split: str = "train",
     *,
