@@ -1,6 +1,5 @@
-"""``build_dataset``: a ``data:`` section built by its builder into a ``DataResult``, with what every builder shares:
-the system prompt, the ``prompt`` column, bad rows, shuffle/limit, token-length and pass-rate filters, a held-out
-split, streaming and weighted mixtures. The section is checked first (``validate_data_config``)."""
+"""``build_dataset``: a checked ``data:`` section built by its builder, then what every builder shares (system
+prompt, ``prompt`` column, bad rows, shuffle, filters, limit, held-out split, streaming, weighted mixtures)."""
 
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ from grpo_trl.data.sources import column_names, first_row
 from grpo_trl.errors import DataError, Problem
 
 STREAM_REFUSES = ("mixture", "eval_size", "pass_rate", "sampler", "dynamic_sampling")  # they need every row at once
-SHUFFLE_BUFFER = 1000  # a streamed dataset shuffles within a buffer of this many rows (datasets' default)
 
 
 @dataclass
@@ -85,7 +83,7 @@ def build_one(
         ds, how=cfg.get("bad_rows", "drop"), where=str(cfg.get("path") or cfg.get("source") or "")
     )
     if cfg.get("shuffle"):
-        ds = ds.shuffle(seed=cfg.get("seed", 42), **({"buffer_size": SHUFFLE_BUFFER} if stream else {}))
+        ds = ds.shuffle(seed=cfg.get("seed", 42))  # a stream: within datasets' buffer of 1,000 rows
     if "user" in columns:  # a builder that makes the prompt itself has none
         ds = ds.map(lambda row: {"prompt": to_conversation(row["user"], system)}, remove_columns=["user"])
     pass_rate = cfg.get("pass_rate")  # the band sits between the token filters and limit
@@ -131,8 +129,7 @@ def _mixture(cfg: dict, tokenizer: Any, base: Path | None, rendering: Rendering 
 
 
 def join_parts(pieces: list, numbers: list[int] | None = None) -> Any:
-    """A mixture's parts (``numbers``: their places in it) as one dataset; ``DataError`` naming a column two parts
-    type differently."""
+    """A mixture's parts (``numbers``: their places in it) as one dataset, or a ``DataError`` naming the column."""
     from datasets import concatenate_datasets
 
     try:
@@ -163,8 +160,7 @@ def _unjoinable(pieces: list, numbers: list[int]) -> DataError:
 def build_dataset(
     cfg: dict, tokenizer: Any = None, base_dir: str | Path | None = None, rendering: Rendering | None = None
 ) -> DataResult:
-    """Build the recipe's ``data:`` section into a ``DataResult`` (train, optional eval, counts). ``rendering``: how
-    the trainer renders prompts, so that ``max_prompt_tokens`` counts what the model is fed, tool schemas included."""
+    """The recipe's ``data:`` section as a ``DataResult``; ``rendering``: how the trainer renders prompts (tools)."""
     base = Path(base_dir) if base_dir else None
     cfg = dict(cfg)
     if "mixture" in cfg:

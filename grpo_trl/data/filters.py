@@ -1,7 +1,6 @@
 """Token-length filters (``data.max_prompt_tokens`` / ``max_solution_tokens``) and ``limit``: the rows a row-at-a-time
 filter keeps (prompts rendered as ``GRPOTrainer`` renders them), but batched, short texts never tokenized, in parallel,
-lazily up to ``limit``, the kept indices cached by content in ``$GRPO_TRL_CACHE/token-filter`` (once per node); a
-stream is counted batch by batch as training reads it."""
+lazily up to ``limit``, cached by content in ``$GRPO_TRL_CACHE/token-filter``; a stream is counted as it is read."""
 
 from __future__ import annotations
 
@@ -39,7 +38,7 @@ def num_proc_for(rows: int) -> int | None:
 
 def _token_counter(tokenizer: Any, max_p: int | None, max_s: int | None, sol_col: str, rendering: Rendering):
     """A batched ``map`` function giving ``_ok_p`` / ``_ok_s`` (prompt / solution within bounds), counted as TRL
-    tokenizes: a chat rendered, a string prompt with special tokens, a solution without, images by the processor."""
+    tokenizes them."""
     processor = tokenizer if is_processor(tokenizer) else None
     tokenizer = text_tokenizer(tokenizer)
     longest = max((len(t) for t in tokenizer.get_vocab()), default=1) or 1  # chars one token can stand for

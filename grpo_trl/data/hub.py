@@ -30,7 +30,7 @@ def _is_messages(value: Any) -> bool:
 
 def to_prompt(value: Any, prompt_format: str, system: str | None) -> str | list[dict]:
     """One row's ``prompt``: ``standard`` keeps text, ``conversational`` makes it a user turn, ``auto`` keeps what
-    the data has unless a system prompt needs a conversation (``ValueError``: neither text nor messages)."""
+    the data has unless a system prompt needs a conversation."""
     if isinstance(value, str):
         if prompt_format == "standard" or (prompt_format == "auto" and not system):
             return value
@@ -47,11 +47,10 @@ def to_prompt(value: Any, prompt_format: str, system: str | None) -> str | list[
     return messages
 
 
-def _hub_columns(options: dict, base_dir: Path | None) -> set[str]:  # unread: the solution column is assumed
-    return set(options.get("columns") or ()) | {"solution"}
-
-
-@register_builder("hub", system_prompt=None, columns=_hub_columns, local_copy=True)
+# unread, the columns are what the options name, and the solution column is assumed
+@register_builder(
+    "hub", system_prompt=None, columns=lambda o, b: {*(o.get("columns") or ()), "solution"}, local_copy=True
+)
 def hub(
     split: str = "train",
     *,
@@ -187,8 +186,7 @@ def environment(split: str = "train", *, size: int = 64, environments: list[str]
 
 @register_builder("verifiers", system_prompt="none", columns=(verifiers_env.COLUMN,))
 def verifiers(split: str = "train", *, taskset: str, args: dict | None = None, size: int | None = None):
-    """A verifiers taskset (module or Environments Hub package id; ``args``: its TasksetConfig fields): each row a
-    task's prompt and ``vf_task``, its index, which the taskset's rewards read."""
+    """A verifiers taskset (``args``: its TasksetConfig fields): each row a task's prompt and ``vf_task``."""
     from datasets import Dataset
 
     return Dataset.from_dict(verifiers_env.rows(taskset, args, size))

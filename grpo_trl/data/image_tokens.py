@@ -1,5 +1,5 @@
-"""Prompts with images counted as ``GRPOTrainer`` counts them: ``trl.data_utils.prepare_multimodal_messages``, then
-``processor.apply_chat_template(tokenize=True)``, which expands each image to its tokens (exact, in small batches)."""
+"""Prompts with images counted as ``GRPOTrainer`` counts them: ``prepare_multimodal_messages``, then the processor's
+``apply_chat_template(tokenize=True)``, which expands each image to its tokens."""
 
 from __future__ import annotations
 

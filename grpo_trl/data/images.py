@@ -1,7 +1,5 @@
-"""``builder: images``: image + question + answer rows for vision-language models, from a local file or a Hub
-dataset: ``user`` (or TRL's multi-image ``prompt`` of text and image parts), ``images`` (TRL's column, a list per
-row) and ``solution``. Every image is opened when the data is built (``check`` too, for a local file), so a missing or
-unreadable image is one ``error:`` line naming its row, not a crash mid-run. ``builder: squares``: a generated task."""
+"""``builder: images`` (image + question + answer rows, local or Hub, in TRL's ``images`` column) and ``squares``
+(a generated task). Every image is opened when the data is built, a bad one is one ``error:`` line naming its row."""
 
 from __future__ import annotations
 
@@ -18,16 +16,17 @@ from grpo_trl.io import read_bytes as read_file
 MAX_IMAGE_BYTES = 256 * 2**20  # one image file; a larger one (or a device) is refused unread
 IMAGES = "images"  # TRL's column of a row's images (a list)
 KEY = "data.image_column"
+PARTS = ("image", "text")
 
 
 def _decodes_not(ds: Any, column: str) -> Any:
     """``column`` as undecoded ``{"bytes", "path"}`` mappings, so each image is opened once, by ``load_image``."""
-    from datasets import Image, List, Sequence
+    from datasets import Image, List
 
     feature = ds.features[column]
     if isinstance(feature, Image):
         return ds.cast_column(column, Image(decode=False))
-    if isinstance(feature, (List, Sequence)) and isinstance(feature.feature, Image):
+    if isinstance(feature, List) and isinstance(feature.feature, Image):  # Sequence(...) is a List too
         return ds.cast_column(column, List(Image(decode=False)))
     return ds
 
@@ -105,8 +104,7 @@ def _parts(content: Any, images: int | None) -> list[dict]:
 
 
 def interleave(question: Any, images: int, system: str | None = None) -> list[dict]:
-    """TRL's multi-image prompt from a question (parts or messages), images kept where they are; a string user turn
-    gets them first, as TRL does. ``ValueError`` when the image parts and images differ."""
+    """TRL's multi-image prompt from a question (parts or messages); a string user turn gets the images first."""
     if isinstance(question, list) and question and all(isinstance(m, dict) and "role" in m for m in question):
         messages, placed = [], False
         for m in question:
@@ -121,9 +119,6 @@ def interleave(question: Any, images: int, system: str | None = None) -> list[di
     if slots != images:
         raise ValueError(f"has {slots} image part(s) for the row's {images} image(s)")
     return messages
-
-
-PARTS = ("image", "text")
 
 
 @register_builder("images", system_prompt=None, columns=(IMAGES, "solution"), local_copy=True)
@@ -203,8 +198,7 @@ def draw(rng: random.Random, image_size: int, max_squares: int) -> tuple[bytes, 
 
 @register_builder("squares", system_prompt=None, columns=("images", "solution", "colour"))
 def squares(split: str = "train", *, size: int = 1000, seed: int = 0, image_size: int = 64, max_squares: int = 4):
-    """Generated pictures of coloured squares (offline, seeded; another ``split`` gets other pictures): ``user`` asks
-    for one colour's count, ``images``, ``solution`` (the count, for the ``gsm8k`` reward).
+    """Generated pictures of coloured squares (seeded per split): ``user`` asks one colour's count (``solution``).
 
     >>> ds = squares(size=2, seed=0)
     >>> ds[0]["user"].startswith("How many"), ds[0]["solution"].isdigit(), len(ds[0]["images"])

@@ -1,6 +1,5 @@
-"""The ``data:`` section as pydantic models (the common options, a mixture's, ``pass_rate`` / ``sampler`` /
-``dynamic_sampling``, each builder's typed from its keyword-only parameters) and the checks a schema cannot say,
-which ``check`` runs on the recipe and ``build_dataset`` on what it builds: the same refusals, the same messages."""
+"""The ``data:`` section as pydantic models (each builder's typed from its keyword-only parameters) and the checks a
+schema cannot say; ``check`` and ``build_dataset`` both run them: the same refusals, the same messages."""
 
 from __future__ import annotations
 
@@ -37,8 +36,8 @@ SYSTEM_PROMPTS: dict[str, str | None] = {
 
 
 def resolve_system_prompt(value: str | None) -> str | None:
-    """A shipped prompt by name, or ``value`` itself when it is literal text (it holds a space or newline); a
-    single word that is not a shipped name is an error (a typo would otherwise become the prompt)."""
+    """A shipped prompt by name, or ``value`` itself when it is literal text (it holds a space); a single word that
+    is not a shipped name is an error (a typo would otherwise become the prompt)."""
     if value is None or value in SYSTEM_PROMPTS:
         return SYSTEM_PROMPTS.get(value)
     if any(ch.isspace() for ch in value.strip()):

@@ -1,6 +1,5 @@
-"""``data.pass_rate``: keep the prompts whose pass rate, measured by ``grpo-trl filter`` and stored by
-:func:`prompt_hash`, lies strictly between ``above`` and ``below`` (a prompt that always or never passes teaches
-GRPO nothing); ``unscored: keep|drop`` decides about prompts the file does not know. Drops are counted by reason."""
+"""``data.pass_rate``: keep the prompts whose pass rate (from ``grpo-trl filter``, by :func:`prompt_hash`) lies
+strictly between ``above`` and ``below``: a prompt that always or never passes teaches GRPO nothing."""
 
 from __future__ import annotations
 
@@ -39,8 +38,7 @@ def load_rates(path: Path) -> dict[str, dict]:
 
 
 def keep_band(ds: Any, option: dict, base_dir: Path | None, dropped: dict[str, int]) -> Any:
-    """Rows of ``ds`` whose pass rate lies strictly between ``above`` and ``below`` (``option`` checked by
-    ``build_one``); drops counted in ``dropped``."""
+    """Rows of ``ds`` inside the band; drops counted by reason in ``dropped``."""
     path = Path(option["file"])
     rates = load_rates(path if path.is_absolute() or base_dir is None else Path(base_dir) / path)
     low, high = option.get("above", 0.0), option.get("below", 1.0)

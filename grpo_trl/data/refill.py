@@ -129,8 +129,7 @@ def merge_batches(batches: list[dict], rows: list[list[int]], pad_token_id: int)
 
 
 class Refill:
-    """``wrapper(generate, inputs)`` for ``trl_adapter.wrap_generation``: one generation batch, its zero-variance
-    groups replaced by fresh ones while the budget lasts."""
+    """``wrapper(generate, inputs)`` for ``trl_adapter.wrap_generation``: zero-variance groups refilled."""
 
     def __init__(self, trainer: Any, max_resample: int, order: RefillOrder, sampler: Any = None):
         self.trainer, self.max_resample, self.order = trainer, max_resample, order
@@ -207,8 +206,7 @@ class Refill:
 
 
 def install(trainer: Any, data_cfg: dict) -> Refill | None:
-    """With ``data.dynamic_sampling`` set: refill ``trainer``'s generation batches; else nothing. Install after
-    ``data.sampler`` (its cooldown steers the fresh prompts)."""
+    """With ``data.dynamic_sampling`` set: refill ``trainer``'s generation batches (install after ``data.sampler``)."""
     from grpo_trl.data.image_tokens import IMAGE_COLUMNS
     from grpo_trl.data.sampler import CheckpointState, ZeroVarianceSampler
     from grpo_trl.trl_adapter import train_sampler, wrap_generation

@@ -1,5 +1,5 @@
-"""The registry of dataset builders: ``@register_builder``, lookup, and what a builder declares about itself (a
-builder returns a ``datasets.Dataset`` with a ``user`` or ``prompt`` column and the columns rewards read)."""
+"""The registry of dataset builders: ``@register_builder`` and what a builder declares about itself (it returns a
+``datasets.Dataset`` with a ``user`` or ``prompt`` column and the columns rewards read)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """How ``GRPOTrainer`` renders a recipe's prompts: the ``apply_chat_template`` keyword arguments it passes (tools,
-its training template, ``chat_template_kwargs``; with environments, each row's environment's tool methods too), so
-the token-length filter and ``grpo-trl data`` count the prompt the model is fed. ``reset()`` text is not rendered."""
+its training template, ``chat_template_kwargs``, each environment's tool methods), so the token-length filter counts
+the prompt the model is fed."""
 
 from __future__ import annotations
 
@@ -48,8 +48,7 @@ class Rendering:
         chat_template_kwargs: dict | None,
         environment: Callable | dict[str, Callable] | None = None,
     ) -> Rendering:
-        """As ``GRPOTrainer(processing_class=tokenizer, tools=tools, environment_factory=environment)`` with
-        ``GRPOConfig(chat_template_kwargs=...)`` renders prompts."""
+        """As ``GRPOTrainer(tools=..., environment_factory=...)`` with ``chat_template_kwargs`` renders prompts."""
         tools = list(tools or [])
         base = dict(chat_template_kwargs or {})
         if environment is None:

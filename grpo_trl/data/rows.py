@@ -1,6 +1,5 @@
 """Rows without a value where the prompt or a reward needs one (a missing key, null, "" or []): dropped with a count
-and the first offending line, or refused (``data.bad_rows: error``). One function, ``drop_bad_rows``, for ``train``,
-``grpo-trl data`` and ``check`` (which say what the rewards read: ``needing``); lazily when streaming."""
+and the first offending line, or refused (``data.bad_rows: error``); one function for train, data and check."""
 
 from __future__ import annotations
 
@@ -59,8 +58,7 @@ def _place(index: int, where: str) -> str:
 def drop_bad_rows(
     ds: Any, needed: Iterable[str] | None = None, how: str = "drop", where: str = ""
 ) -> tuple[Any, dict]:
-    """``ds`` without the rows lacking a value in the prompt column or a ``needed`` column (default: ``needing``'s),
-    and ``{reason: count}``; ``how="error"`` raises ``DataError``. A stream is filtered lazily (nothing counted)."""
+    """``ds`` without the rows lacking a value in the prompt or a ``needed`` column, and ``{reason: count}``."""
     told = needed if needed is not None else _NEEDED.get()
     columns = [c for c in (*PROMPT_COLUMNS, *(told or ())) if c in (ds.column_names or ())]
     columns = list(dict.fromkeys(c for c in columns if c != "prompt" or "user" not in columns))

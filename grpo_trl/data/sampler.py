@@ -109,16 +109,15 @@ class ZeroVarianceSampler:
         return {name: getattr(self, name) for name in STATE}
 
     def load_state(self, state: dict, replay: bool = True) -> None:
-        """Continue from a checkpoint. ``replay``: it fell inside an epoch, which the trainer restarts and
-        fast-forwards, so the next epoch drawn is that one again, in the same order."""
+        """Continue from a checkpoint; ``replay``: it fell inside an epoch, so that epoch is drawn again."""
         for name in STATE:
             setattr(self, name, type(getattr(self, name))(state.get(name, 0)))
         self._replay = replay and self.epoch > 0
 
 
 class CheckpointState(TrainerCallback):
-    """Saves ``obj.state()`` as ``name`` in every checkpoint (process 0, whole or not at all) and restores it on
-    resume; written before the trainer's ``trainer_state.json``, which makes a checkpoint complete for --resume."""
+    """Saves ``obj.state()`` as ``name`` in every checkpoint (process 0, before ``trainer_state.json``) and restores
+    it on resume."""
 
     def __init__(self, name: str, obj: Any):
         self.name, self.obj = name, obj

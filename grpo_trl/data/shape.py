@@ -19,16 +19,13 @@ UNFILTERED = {"limit": None, "max_prompt_tokens": None, "max_solution_tokens": N
 
 
 def expected_rows(cfg: dict, base_dir: str | Path | None = None) -> int | None:
-    """Rows the section loads before hold-out and filters (``None``: unknown until built): ``known_sizes`` of the
-    default source, a local ``path`` counted, another ``source`` or ``config`` unknown."""
+    """Rows the section loads before hold-out and filters (``None``: unknown until built, e.g. another source)."""
     if "mixture" in cfg:
         return cfg.get("size")
     builder = get_builder(cfg["builder"])
     defaults = builder_params(builder)
-    if cfg.get("source") == "generate":
-        size = cfg.get("size")
-    elif "size" in defaults and not {"source", "path"} & set(defaults):  # no source: its rows are made, `size` many
-        size = cfg.get("size", defaults["size"])
+    if cfg.get("source") == "generate" or ("size" in defaults and not {"source", "path"} & set(defaults)):
+        size = cfg.get("size", defaults.get("size"))  # rows made, not read: `size` many
     elif cfg.get("path") and (builder.known_sizes or builder.local_copy):
         size = len(load_file(cfg["path"], Path(base_dir) if base_dir else None))
     elif any(k in cfg and cfg[k] != defaults.get(k) for k in ("source", "config")):
@@ -46,15 +43,12 @@ def expected_size(cfg: dict, base_dir: str | Path | None = None) -> tuple[int | 
     size = expected_rows(cfg, base_dir)
     if size is not None and cfg.get("eval_size") and not cfg.get("eval_split"):
         size = max(0, size - cfg["eval_size"])
-    if "mixture" in cfg:
-        return size, size is not None
     exact = not (cfg.get("max_prompt_tokens") or cfg.get("max_solution_tokens") or cfg.get("pass_rate"))
     return size, exact and size is not None
 
 
 def dataset_columns(cfg: dict, base_dir: str | Path | None = None) -> set[str] | None:
-    """The columns the section gives rewards, unbuilt (local files are read; ``DataError`` when one is missing or
-    lacks a named column); ``None`` when only a plugin's own code could say (it is never called here)."""
+    """The columns the section gives rewards, unbuilt (local files are read); ``None`` when only a plugin could say."""
     base, out = Path(base_dir) if base_dir else None, set()
     built = {}  # the local parts' first rows: train joins a mixture's parts, so they must join here too
     for number, part in enumerate(mixture_parts(cfg) if "mixture" in cfg else [cfg], 1):
@@ -79,8 +73,7 @@ def _first_row(cfg: dict, base: Path | None) -> Any:
 
 
 def check_rows(cfg: dict, base_dir: str | Path | None, needed: list[str]) -> None:
-    """``check``: each local file built and scanned as ``train`` will (no plugin's builder run): bad rows are a
-    warning, or with ``data.bad_rows: error`` a ``DataError``."""
+    """``check``: each local file built and scanned as ``train`` will (no plugin's builder run) for bad rows."""
     for part in mixture_parts(cfg) if cfg.get("mixture") else [cfg]:
         if part.get("path") and not from_plugin(get_builder(part.get("builder"))):
             with needing(needed):

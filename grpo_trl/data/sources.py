@@ -136,7 +136,7 @@ def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:
 
 
 def _keep_mixed_columns(ds: Any, path: Path) -> Any:
-    """A JSON column mixing types (``"007"`` and ``7``) as text as written (``datasets`` would make ``"007"`` 7)."""
+    """A JSON column mixing types (``"007"`` and ``7``) as the text written (``datasets`` makes ``"007"`` 7)."""
     from datasets import Json
 
     mixed = [name for name, feature in ds.features.items() if isinstance(feature, Json)]

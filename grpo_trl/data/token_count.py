@@ -1,5 +1,5 @@
-"""Token counts without the cost of ``tokenizer(...)``, for the token-length filters: ``token_lengths`` (one Rust
-call, each distinct text once) and ``byte_bound_mode`` (when a short text needs no tokenizer at all)."""
+"""Token counts without the cost of ``tokenizer(...)``, for the token-length filters: one Rust call per batch, and a
+byte bound that lets a short text skip the tokenizer."""
 
 from __future__ import annotations
 
@@ -49,8 +49,7 @@ def _forwards_to_backend(tokenizer: Any) -> bool:
 
 
 def token_lengths(tokenizer: Any, texts: list[str], special: bool = False) -> list[int]:
-    """``len(tokenizer(text, add_special_tokens=special)["input_ids"])`` for each text, each distinct text once, by
-    the Rust tokenizer directly when transformers would only forward the call."""
+    """``len(tokenizer(text, add_special_tokens=special)["input_ids"])`` for each text, each distinct text once."""
     if not texts:
         return []
     unique = list(dict.fromkeys(texts))

@@ -110,6 +110,7 @@ def test_environment_builder_gives_trls_placeholder_rows():
     ds = build_dataset(cfg).train
     assert ds.column_names == ["prompt"] and ds["prompt"] == [[{"role": "user", "content": ""}]] * 5
     assert expected_size(cfg) == (5, True) and expected_size({"builder": "environment"}) == (64, True)
+    assert expected_size({"builder": "countdown", "source": "generate"}) == (1000, True)  # generated: its default size
 
 
 def test_files_builder_csv_template_and_columns(tmp_path):
