@@ -18,26 +18,22 @@ if TYPE_CHECKING:
     from grpo_trl.recipe.core import Recipe
 
 
-def make_plan(recipe: Recipe, world_size: int | None = None) -> SimpleNamespace:
+def make_plan(recipe: Recipe, world_size: int | None = None, cfg: Any = None) -> SimpleNamespace:
     """What a valid recipe does on ``world_size`` processes (default: its ``launch``): the fields of TRL's
-    ``GRPOConfig`` (``config``, which derives them), dataset rows, optimizer steps and their cadence."""
+    ``GRPOConfig`` (``config``, which derives them; ``cfg`` when built already), dataset rows, optimizer steps."""
     from grpo_trl.data.shape import expected_size
 
-    ws = world_size or recipe.world_size
-    cfg = recipe.to_grpo_config(world_size=ws, planning=True)
-    rows, exact = expected_size(recipe.dataset, recipe.base_dir)
+    cfg = cfg or recipe.to_grpo_config(world_size=world_size or recipe.world_size, planning=True)
+    ws, (rows, exact) = cfg.world_size, expected_size(recipe.dataset, recipe.base_dir)
     micro = cfg.steps_per_generation * cfg.num_iterations  # TRL's _prepare_inputs generates every this many
+    total = cfg.max_steps if cfg.max_steps > 0 else None if rows is None else total_steps(cfg, rows, ws)
     return SimpleNamespace(
         **{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)},
         config=cfg,
         world_size=ws,
         dataset_rows=rows,
         dataset_rows_exact=exact,
-        total_optimizer_steps=cfg.max_steps
-        if cfg.max_steps > 0
-        else None
-        if rows is None
-        else total_steps(cfg, rows, ws),
+        total_optimizer_steps=total,
         prompts_per_generation=cfg.generation_batch_size // cfg.num_generations,
         micro_steps_per_generation=micro,
         optimizer_steps_per_generation=micro / cfg.gradient_accumulation_steps,

@@ -21,10 +21,9 @@ INTEGRATION_MODULES = {"azure_ml": "azureml", "flyte": "flytekit", "kubeflow": "
 IMAGE_PROBE = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in the image?"}]}]
 
 
-def readiness_problems(recipe: Recipe, world_size: int, model_ok: bool = True) -> list[Problem]:
-    """``model_ok``: the model section is sound, so its chat template is tried on the first prompt too."""
-    cfg = recipe.to_grpo_config(world_size=world_size, planning=True)
-    found = [*integration_problems(recipe, cfg), *eval_problems(recipe, cfg), *step_problems(recipe, world_size)]
+def readiness_problems(recipe: Recipe, cfg: Any, model_ok: bool = True) -> list[Problem]:
+    """``cfg``: the recipe's planned ``GRPOConfig``; ``model_ok``: its chat template is tried on the first prompt."""
+    found = [*integration_problems(recipe, cfg), *eval_problems(recipe, cfg), *step_problems(recipe, cfg)]
     if model_ok:  # data with images: a vision-language model whose template renders them
         found += [*template_problems(recipe), *vision_problems(recipe)]
     return found
@@ -62,7 +61,7 @@ def eval_problems(recipe: Recipe, cfg: Any) -> list[Problem]:
     return [Problem(recipe.file, "trainer.eval_strategy", f"{strategy!r} evaluates, but data has no eval split", fix)]
 
 
-def step_problems(recipe: Recipe, world_size: int) -> list[Problem]:
+def step_problems(recipe: Recipe, cfg: Any) -> list[Problem]:
     from grpo_trl.data.shape import expected_rows
 
     data = recipe.dataset
@@ -71,7 +70,7 @@ def step_problems(recipe: Recipe, world_size: int) -> list[Problem]:
     if held and rows is not None and held >= rows:  # rows bound what the filters leave: this fails whatever they do
         fix = "hold out fewer rows, or name a split with data.eval_split"
         return [Problem(recipe.file, "data.eval_size", f"holds out {held} rows of a dataset of at most {rows}", fix)]
-    plan = make_plan(recipe, world_size=world_size)
+    plan = make_plan(recipe, cfg=cfg)
     if plan.total_optimizer_steps != 0:
         return []
     why = (

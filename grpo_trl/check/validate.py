@@ -71,18 +71,19 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
         from grpo_trl.recipe.async_grpo import async_problems
 
         problems += async_problems(recipe, ws)
-    trl_ok = not blocked(problems, *trl, "async_grpo")
-    if trl_ok and recipe.dataset.get("dynamic_sampling") is not None and not blocked(problems, "data"):
+    if blocked(problems, *trl, "async_grpo"):
+        return problems
+    cfg = recipe.to_grpo_config(world_size=ws, planning=True)  # what TRL derives, built once for the checks below
+    if recipe.dataset.get("dynamic_sampling") is not None and not blocked(problems, "data"):
         from grpo_trl.data.refill import whole_groups_problems  # each process's slice holds whole groups
 
-        cfg = recipe.to_grpo_config(world_size=ws, planning=True)
         groups = whole_groups_problems(cfg.per_device_train_batch_size, cfg.steps_per_generation, cfg.num_generations)
         problems += located(groups, file)
-    if trl_ok and not blocked(problems, "plugins", "data", "heldout"):
+    if not blocked(problems, "plugins", "data", "heldout"):
         from grpo_trl.check.ready import readiness_problems
 
         model_ok = not blocked(problems, "model", "tools", "environment", "rollout_func")
-        problems += readiness_problems(recipe, ws, model_ok)
+        problems += readiness_problems(recipe, cfg, model_ok)
     return problems
 
 
@@ -92,7 +93,7 @@ def blocked(problems: list[Problem], *sections: str) -> bool:
 
 
 def plugin_problems(recipe: Recipe) -> list[Problem]:
-    from grpo_trl.registry import add_import_path, load_plugin
+    from grpo_trl.registry import add_import_path, load_plugin, plugin_unregistered
 
     add_import_path(recipe.base_dir)  # `module:function` rewards next to the recipe import
     out = []
@@ -102,22 +103,16 @@ def plugin_problems(recipe: Recipe) -> list[Problem]:
         except GrpoTrlError as exc:
             out += exc.located(recipe.file, f"plugins.{i}")
             continue
-        warn_unregistered(recipe, i, plugin)
+        # a plugin that registered nothing: a warning naming its functions and both fixes
+        named = {str(s.get("name", "")).rpartition(":")[2] for s in recipe.rewards if isinstance(s, dict)}
+        if funcs := [f for f in plugin_unregistered(recipe.base_dir / plugin) if f not in named]:
+            _log.warning(
+                "%s: plugins.%d: %s registers no reward but defines %s: decorate a reward with @register_reward "
+                "(from grpo_trl import register_reward), or name it in rewards: as '%s:%s' (the recipe's folder is on "
+                "the import path)",
+                *(recipe.file, i, plugin, ", ".join(funcs), Path(str(plugin)).stem, funcs[0]),
+            )
     return out
-
-
-def warn_unregistered(recipe: Recipe, i: int, plugin: str) -> None:
-    """A plugin that registered nothing: a warning naming its functions and both fixes."""
-    from grpo_trl.registry import plugin_unregistered
-
-    named = {str(s.get("name", "")).rpartition(":")[2] for s in recipe.rewards if isinstance(s, dict)}
-    if funcs := [f for f in plugin_unregistered(recipe.base_dir / plugin) if f not in named]:
-        _log.warning(
-            "%s: plugins.%d: %s registers no reward but defines %s: decorate a reward with @register_reward (from "
-            "grpo_trl import register_reward), or name it in rewards: as '%s:%s' (the recipe's folder is on the import"
-            " path)",
-            *(recipe.file, i, plugin, ", ".join(funcs), Path(str(plugin)).stem, funcs[0]),
-        )
 
 
 def generation_problems(recipe: Recipe) -> list[Problem]:
@@ -144,9 +139,7 @@ def generation_problems(recipe: Recipe) -> list[Problem]:
             file,
             strategy,
         )
-    if (
-        trainer.get("top_k") == -1 and not recipe.uses_vllm
-    ):  # vLLM reads -1 as "no top-k", as open-r1/verl configs write it
+    if trainer.get("top_k") == -1 and not recipe.uses_vllm:  # vLLM reads -1 as "no top-k", as open-r1/verl do
         why = "-1 disables top-k only in vLLM; transformers' generate() refuses it at the first step"
         out.append(Problem(file, "trainer.top_k", why, "use 0 (no top-k, TRL's default)"))
     return out
