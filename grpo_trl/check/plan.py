@@ -1,6 +1,5 @@
-"""What ``grpo-trl check`` prints for a valid recipe: the plan (batch arithmetic, optimizer steps) read from TRL's own
-``GRPOConfig`` (tests compare it with what the trainer does), tools, environments, and ``warning:`` lines for what this
-machine lacks (a GPU, the Hub or its cache, vLLM or its server): the recipe may be meant for another machine."""
+"""What ``grpo-trl check`` prints for a valid recipe: the plan read from TRL's own ``GRPOConfig``, tools,
+environments, and ``warning:`` lines for what this machine lacks (a GPU, the Hub or its cache, vLLM or its server)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What TRL, transformers or accelerate would only reject mid-run: ``report_to`` integrations and kernels import, the
-data yields an optimizer step, evaluation has an eval split, the chat template renders the first prompt (and images as
-the processor's image token); templates are read offline (built-in, local folder, HF cache), else checked at train."""
+"""What TRL or transformers would only reject mid-run: ``report_to`` integrations and kernels, a data set too small for
+a step, evaluation without an eval split, a chat template that fails on the first prompt (or drops the image token)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Validate a coerced recipe: every problem in one pass, each naming its key and fix, by the constructors train uses
-(plugins, registries, TRL's ``GRPOConfig.__post_init__``); a section that failed coercion is skipped (reported once).
-"""
+"""Every problem of a coerced recipe in one pass, each naming its key and fix, found by the constructors train uses
+(plugins, registries, TRL's ``GRPOConfig``); a section that failed coercion is skipped (reported once)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""``grpo-trl import``: a flat ``trl grpo --config`` YAML or an open-r1 GRPO recipe -> a grpo-trl recipe, written with
-a comment on each translated line. The peer's YAML is read permissively (a repeated key keeps its last value, as
-PyYAML and TRL do, and is reported) but bounded (``grpo_trl.io``). Model keys: ``rules``; data and rewards:
-``sections``; TRL's changed defaults and the trainer fields: here."""
+"""``grpo-trl import``: a ``trl grpo --config`` YAML or an open-r1 recipe -> a grpo-trl recipe with a comment on each
+translated line; a repeated key keeps its last value (as PyYAML and TRL do) and is reported. Model keys: ``rules``;
+data and rewards: ``sections``; TRL's changed defaults and the trainer fields: here."""
 
 from __future__ import annotations
 
@@ -130,8 +129,7 @@ def flow(value: Any) -> str:
 
 
 def _block(node: dict | list, path: tuple, comments: dict[tuple, str]) -> list[str]:
-    """YAML block lines: the recipe's sections and a section's mappings and lists of mappings nest, the rest is one
-    line each, with the comment naming its source."""
+    """YAML lines: sections, their mappings and lists of mappings nest; the rest is one line each, with its comment."""
     lines, pad = [], "  " * len(path)
     for key, value in node.items() if isinstance(node, dict) else enumerate(node):
         note = f"  # {_comment_text(comments[(*path, key)])}" if comments.get((*path, key)) else ""
@@ -144,8 +142,7 @@ def _block(node: dict | list, path: tuple, comments: dict[tuple, str]) -> list[s
 
 
 def old_defaults(t: Translation) -> None:
-    """TRL defaults changed since the config's TRL: the old value is written, so the run stays the same; then
-    ``max_prompt_length``."""
+    """TRL defaults changed since the config's TRL: the old value is written (the run stays the same)."""
     base, trainer = t.out.baseline, t.out.recipe.get("trainer", {})
     for name in T.DEFAULT_HISTORY:
         old, now = T.old_default(name, base), t.grpo.get(name)
