@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from grpo_trl.check.extras import recipe_problems
+from grpo_trl.check.memory import accelerate_config
 from grpo_trl.check.model import first_line, model_problems
+from grpo_trl.check.ready import readiness_problems
 from grpo_trl.check.rewards import columns_check, reward_problems
+from grpo_trl.data.build import streaming_problems
 from grpo_trl.data.options import data_problems
+from grpo_trl.data.refill import whole_groups_problems
 from grpo_trl.errors import GrpoTrlError, Problem, config_secrets, located, suggest
+from grpo_trl.monitor.heldout import heldout_problems
+from grpo_trl.recipe.async_grpo import async_problems
+from grpo_trl.recipe.core import Recipe
 from grpo_trl.recipe.trl_schema import BACKENDS, GENERATION_FIELDS
+from grpo_trl.registry import add_import_path, load_plugin, plugin_unregistered
 from grpo_trl.run.directory import output_dir_problems
-
-if TYPE_CHECKING:
-    from grpo_trl.recipe.core import Recipe
+from grpo_trl.tables import peer_config_problems
 
 _log = logging.getLogger("grpo_trl.recipe")
 
@@ -23,8 +29,6 @@ _log = logging.getLogger("grpo_trl.recipe")
 def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     """Every problem of ``recipe`` (coercion's first), without loading a model or building a dataset."""
     problems = list(recipe.problems)
-    from grpo_trl.tables import peer_config_problems
-
     if peer_config_problems(recipe.data, recipe.file):
         return problems  # a TRL/open-r1 config: the one line pointing at `grpo-trl import` says it all
     bad = {p.key.split(".")[0] for p in problems}
@@ -34,8 +38,6 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     if "model" not in bad:
         problems += model_problems(recipe)
     if "data" not in bad:
-        from grpo_trl.data.build import streaming_problems
-
         problems += data_problems(recipe.dataset, file, "data") + streaming_problems(
             recipe.dataset, recipe.trainer, file
         )
@@ -44,16 +46,10 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     if not bad & {"generation", "trainer"}:
         problems += generation_problems(recipe)
     if not bad & {"plugins", "model", "rewards", "tools", "environment", "rollout_func"}:
-        from grpo_trl.check.extras import recipe_problems  # tools, environment, quantization, trl: templates
-
         problems += recipe_problems(recipe)
     if "heldout" in recipe.data and not bad & {"heldout", "data"}:  # held-out evaluation during training
-        from grpo_trl.monitor.heldout import heldout_problems
-
         problems += heldout_problems(recipe.section("heldout"), recipe.dataset, file)
     if "launch" not in bad:
-        from grpo_trl.check.memory import accelerate_config
-
         if why := accelerate_config(recipe)[1]:
             problems.append(Problem(file, "launch.accelerate_config", why, "name an accelerate config file"))
     if "trainer" not in bad and "output_dir" in recipe.trainer:  # where checkpoints may go: grpo_trl.run.directory
@@ -67,20 +63,14 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     ws = world_size or recipe.world_size
     problems += trl_problems(recipe, ws)
     if not blocked(problems, *trl) and "async_grpo" in recipe.data:  # AsyncGRPOTrainer's own config and limits
-        from grpo_trl.recipe.async_grpo import async_problems
-
         problems += async_problems(recipe, ws)
     if blocked(problems, *trl, "async_grpo"):
         return problems
     cfg = recipe.to_grpo_config(world_size=ws, planning=True)  # what TRL derives, built once for the checks below
-    if recipe.dataset.get("dynamic_sampling") is not None and not blocked(problems, "data"):
-        from grpo_trl.data.refill import whole_groups_problems  # each process's slice holds whole groups
-
+    if recipe.dataset.get("dynamic_sampling") is not None and not blocked(problems, "data"):  # whole groups each
         groups = whole_groups_problems(cfg.per_device_train_batch_size, cfg.steps_per_generation, cfg.num_generations)
         problems += located(groups, file)
     if not blocked(problems, "plugins", "data", "heldout"):
-        from grpo_trl.check.ready import readiness_problems
-
         model_ok = not blocked(problems, "model", "tools", "environment", "rollout_func")
         problems += readiness_problems(recipe, cfg, model_ok)
     return problems
@@ -92,8 +82,6 @@ def blocked(problems: list[Problem], *sections: str) -> bool:
 
 
 def plugin_problems(recipe: Recipe) -> list[Problem]:
-    from grpo_trl.registry import add_import_path, load_plugin, plugin_unregistered
-
     add_import_path(recipe.base_dir)  # `module:function` rewards next to the recipe import
     out = []
     for i, plugin in enumerate(recipe.plugins):

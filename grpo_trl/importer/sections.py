@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl import tables as T
+from grpo_trl.data.options import SYSTEM_PROMPTS
 from grpo_trl.data.sources import JSON_SUFFIXES
 from grpo_trl.importer.rules import Translation, carry
+from grpo_trl.rewards.registry import list_rewards
 
 
 def _part(t: Translation, name: str, split: Any, column: str) -> dict:
@@ -90,8 +92,6 @@ def mixture(t: Translation, column: str) -> None:
 
 
 def prompt_format(t: Translation) -> None:
-    from grpo_trl.data.options import SYSTEM_PROMPTS
-
     system, data = t.take("system_prompt"), t.out.recipe.get("data", {})
     if t.out.flavour == "open-r1":
         for part in data["mixture"] if "mixture" in data else [data]:
@@ -109,8 +109,6 @@ def prompt_format(t: Translation) -> None:
 
 def rewards(t: Translation) -> None:
     """``rewards:``: each peer reward as its grpo-trl equivalent, with its weight and args."""
-    from grpo_trl.rewards.registry import list_rewards
-
     known = {info.name: info for info in list_rewards()}
     model = t.take("reward_model_name_or_path")  # TRL's `trl grpo` script
     model = t.local(model) if model is not None and t.check("reward_model_name_or_path", model, "model") else None
