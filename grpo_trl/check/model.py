@@ -9,13 +9,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.check.plan import hub_model
 from grpo_trl.errors import GrpoTrlError, Problem, located
 from grpo_trl.models.builtin import BUILTIN_TINY
-from grpo_trl.models.chat_templates import resolve_template
-from grpo_trl.models.init_kwargs import init_kwargs_problems
-from grpo_trl.models.quantization import quantization_problems
-from grpo_trl.models.shape import fresh_meta_model, model_config
 from grpo_trl.recipe.core import Recipe
 
 logger = logging.getLogger("grpo_trl.check")
@@ -35,6 +30,8 @@ def model_problems(recipe: Recipe) -> list[Problem]:
         return [Problem(file, "model.name", "is empty", fix)]
     if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().exists():
         return [Problem(file, "model.name", f"{name!r} is a path that does not exist", fix)]  # never a Hub id
+    from grpo_trl.check.plan import hub_model
+
     if hub_model(name, recipe.base_dir):
         from huggingface_hub.utils import HFValidationError, validate_repo_id
 
@@ -44,15 +41,21 @@ def model_problems(recipe: Recipe) -> list[Problem]:
             return [Problem(file, "model.name", f"{name!r} is neither a folder nor a Hub id: {first_line(exc)}", fix)]
     template = model.get("chat_template")
     if template is not None and "{" not in template:  # a file, or trl:<name> (a template TRL ships)
+        from grpo_trl.models.chat_templates import resolve_template
+
         try:
             resolve_template(template, recipe.base_dir)
         except (OSError, ValueError) as exc:
             fix = "give trl:<name>, a path to a .jinja file (relative to the recipe) or the template text"
             out.append(Problem(file, "model.chat_template", first_line(exc), fix))
     if model.get("init_kwargs"):  # from_pretrained keywords: known to transformers, not owned by another field
+        from grpo_trl.models.init_kwargs import init_kwargs_problems
+
         out += init_kwargs_problems(model, file)
     if model.get("tiny") and name != BUILTIN_TINY:
         out.append(Problem(file, "model.tiny", f"only used with name: {BUILTIN_TINY}", "remove it"))
+    from grpo_trl.models.quantization import quantization_problems
+
     meta, found = meta_model(recipe)
     quant = located(quantization_problems(model.get("quantization"), has_lora=model.get("lora") is not None), file)
     return out + found + lora_problems(recipe, meta) + quant + merged_generation_problems(recipe)
@@ -60,6 +63,8 @@ def model_problems(recipe: Recipe) -> list[Problem]:
 
 def meta_model(recipe: Recipe) -> tuple[Any, list[Problem]]:
     """``(model on the meta device or None when its config is not here offline, problems)``."""
+    from grpo_trl.models.shape import fresh_meta_model, model_config
+
     model = recipe.model
     try:
         config = model_config(model["name"], model.get("tiny"), recipe.base_dir, revision=model.get("revision"))

@@ -6,13 +6,11 @@ from __future__ import annotations
 import typing
 from dataclasses import replace
 
-from grpo_trl.check.extras import check_environment_column, nothing_scores
 from grpo_trl.data.rows import reward_columns
 from grpo_trl.data.shape import check_rows, dataset_columns
 from grpo_trl.environments.registry import owns_reward
 from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, RewardError, located
 from grpo_trl.fields import signature_model, validate_value
-from grpo_trl.models.reward_models import is_model_entry, model_entry_problems, model_label, resolve_model
 from grpo_trl.recipe.core import Recipe
 from grpo_trl.recipe.schema import REWARDS_HINT
 from grpo_trl.recipe.trl_schema import trainer_model
@@ -29,10 +27,11 @@ from grpo_trl.rewards.registry import (
     reward_metadata,
 )
 from grpo_trl.rewards.signature import column_conflicts, unaccepted_columns
-from grpo_trl.rollout import rollout_fields
 
 
 def reward_problems(recipe: Recipe) -> list[Problem]:
+    from grpo_trl.models.reward_models import is_model_entry, model_entry_problems, model_label
+
     file, out = recipe.file, []
     if not recipe.rewards:
         return no_reward_problems(recipe)
@@ -77,6 +76,8 @@ def typed_args_problems(name: str, args: dict, file: str, key: str) -> list[Prob
 
 def no_reward_problems(recipe: Recipe) -> list[Problem]:
     """Without reward functions, an environment must score the rollouts (``get_reward()``, which TRL adds)."""
+    from grpo_trl.check.extras import nothing_scores
+
     if (env := recipe.data.get("environment")) is None:
         return [Problem(recipe.file, "rewards", f"missing: {REWARDS_HINT}")]
     try:
@@ -107,6 +108,8 @@ def planned_rewards(recipe: Recipe) -> list:
 def columns_check(recipe: Recipe) -> list[Problem]:
     """Local data files exist and have their columns; every reward's columns are in the dataset; with several
     environments, an ``environment`` column names one per row (as ``train`` requires)."""
+    from grpo_trl.check.extras import check_environment_column
+
     try:
         columns = dataset_columns(recipe.dataset, recipe.base_dir)
         rewards = planned_rewards(recipe)
@@ -127,6 +130,8 @@ def columns_check(recipe: Recipe) -> list[Problem]:
 
 def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]) -> list[Problem]:
     """One problem per reward that reads a column (``solution``, ``nums``...) that ``columns`` lack."""
+    from grpo_trl.rollout import rollout_fields
+
     fields, complete = rollout_fields(recipe.data.get("rollout_func"))  # TRL forwards them to rewards, as columns
     columns = (set(columns) | fields) - {"prompt"}
     source = recipe.dataset.get("builder") or "mixture"
@@ -155,6 +160,8 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
 
 def build_rewards(recipe: Recipe, output_dir: str | None = None) -> tuple[list, list[float]]:
     """The rewards (bound to their args, in ``SafeReward``; a reward model as the id TRL loads), and weights."""
+    from grpo_trl.models.reward_models import is_model_entry, resolve_model
+
     load_plugins(recipe.base_dir, recipe.plugins)
     funcs = []
     for i, spec in enumerate(recipe.rewards):

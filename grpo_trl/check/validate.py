@@ -6,14 +6,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from grpo_trl.check.extras import recipe_problems
-from grpo_trl.check.memory import accelerate_config
 from grpo_trl.check.model import first_line, model_problems
-from grpo_trl.check.ready import readiness_problems
 from grpo_trl.check.rewards import columns_check, reward_problems
 from grpo_trl.data.build import streaming_problems
 from grpo_trl.data.options import data_problems
-from grpo_trl.data.refill import whole_groups_problems
 from grpo_trl.errors import GrpoTrlError, Problem, config_secrets, located, suggest
 from grpo_trl.monitor.heldout import heldout_problems
 from grpo_trl.recipe.async_grpo import async_problems
@@ -46,10 +42,14 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     if not bad & {"generation", "trainer"}:
         problems += generation_problems(recipe)
     if not bad & {"plugins", "model", "rewards", "tools", "environment", "rollout_func"}:
+        from grpo_trl.check.extras import recipe_problems  # tools, environment, quantization, trl: templates
+
         problems += recipe_problems(recipe)
     if "heldout" in recipe.data and not bad & {"heldout", "data"}:  # held-out evaluation during training
         problems += heldout_problems(recipe.section("heldout"), recipe.dataset, file)
     if "launch" not in bad:
+        from grpo_trl.check.memory import accelerate_config
+
         if why := accelerate_config(recipe)[1]:
             problems.append(Problem(file, "launch.accelerate_config", why, "name an accelerate config file"))
     if "trainer" not in bad and "output_dir" in recipe.trainer:  # where checkpoints may go: grpo_trl.run.directory
@@ -67,10 +67,14 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     if blocked(problems, *trl, "async_grpo"):
         return problems
     cfg = recipe.to_grpo_config(world_size=ws, planning=True)  # what TRL derives, built once for the checks below
-    if recipe.dataset.get("dynamic_sampling") is not None and not blocked(problems, "data"):  # whole groups each
+    if recipe.dataset.get("dynamic_sampling") is not None and not blocked(problems, "data"):
+        from grpo_trl.data.refill import whole_groups_problems  # each process's slice holds whole groups
+
         groups = whole_groups_problems(cfg.per_device_train_batch_size, cfg.steps_per_generation, cfg.num_generations)
         problems += located(groups, file)
     if not blocked(problems, "plugins", "data", "heldout"):
+        from grpo_trl.check.ready import readiness_problems
+
         model_ok = not blocked(problems, "model", "tools", "environment", "rollout_func")
         problems += readiness_problems(recipe, cfg, model_ok)
     return problems
