@@ -12,14 +12,12 @@ import yaml
 
 from grpo_trl import tables as T
 from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
-from grpo_trl.importer import rules as tr
 from grpo_trl.importer import sections
-from grpo_trl.importer.rules import Imported, Translation, carry, installed_fields
+from grpo_trl.importer.rules import KEYS, Imported, Translation, carry, installed_fields, model
 from grpo_trl.io import load_yaml, read_text
 from grpo_trl.recipe.load import YamlLoader
-from grpo_trl.tables import RENAMES, peer_config_problems, rename_hint
 
-__all__ = ["RENAMES", "Imported", "import_config", "import_text", "peer_config_problems", "rename_hint"]
+__all__ = ["Imported", "import_config", "import_text"]
 
 
 def detect_flavour(data: dict) -> str:
@@ -27,7 +25,7 @@ def detect_flavour(data: dict) -> str:
     from trl import GRPOConfig
 
     trl_fields = installed_fields(GRPOConfig)  # num_completions_to_print: a TRL field too, in some versions
-    only = {*tr.KEYS["open_r1_only"], *T.REWARD_SETTINGS, *T.CODE_PROVIDER_KEYS}
+    only = {*KEYS["open_r1_only"], *T.REWARD_SETTINGS, *T.CODE_PROVIDER_KEYS}
     if any(k in only and k not in trl_fields for k in data):
         return "open-r1"
     funcs = data.get("reward_funcs")
@@ -52,8 +50,8 @@ def translate(data: Any, *, file: str = "<config>", flavour: str | None = None, 
         T._vkey(baseline)
     except ValueError:
         raise RecipeError([Problem(file, "--trl-version", f"{baseline!r} is not a version like 0.18")]) from None
-    t = tr.Translation(data, file, flavour, baseline, out_dir)
-    for step in (tr.model, sections.dataset, sections.rewards, old_defaults, rest):
+    t = Translation(data, file, flavour, baseline, out_dir)
+    for step in (model, sections.dataset, sections.rewards, old_defaults, rest):
         step(t)
     named = {k.split(".")[0] for k, _ in t.out.unmapped}  # a null is named by its warning (``trainer.rest``)
     named |= {line.split(":")[0] for line in t.out.changed_defaults + t.out.warnings}
@@ -156,13 +154,10 @@ def old_defaults(t: Translation) -> None:
         ):  # vllm_mode without vLLM, the KL estimator without a KL term: nothing changes
             t.out.changed_defaults.append(what + " - the old value is written")
             t.put(("trainer", name), old, f"TRL {base} default (today {now!r}), kept: the run stays the same")
-    old_max = T.old_default("max_prompt_length", base, T.MAX_PROMPT_LENGTH_HISTORY)
-    if "max_prompt_length" in t.grpo:
+    if "max_prompt_length" in t.grpo:  # then: removed from TRL, the old default or the config's value
         return
-    if "max_prompt_length" in t.data:
-        value, source = t.take("max_prompt_length"), "max_prompt_length"
-    else:
-        value, source = old_max, f"TRL {base} default max_prompt_length"
+    source = "max_prompt_length" if "max_prompt_length" in t.data else f"TRL {base} default max_prompt_length"
+    value = t.take("max_prompt_length", T.old_default("max_prompt_length", base, T.MAX_PROMPT_LENGTH_HISTORY))
     if value is None or not t.check("max_prompt_length", value, "positive_int"):
         return
     if "mixture" in t.out.recipe.get("data", {}):
