@@ -4,12 +4,18 @@ the chat template with TRL's own template checks): at check without a model, and
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from grpo_trl.environments import is_multi
+from grpo_trl.environments.registry import environment_problems, owns_reward
 from grpo_trl.errors import Problem, RecipeError, located
-
-if TYPE_CHECKING:
-    from grpo_trl.recipe.core import Recipe
+from grpo_trl.models.chat_templates import template_problems
+from grpo_trl.models.load import apply_chat_template
+from grpo_trl.models.tiny import builtin_tokenizer
+from grpo_trl.recipe.core import Recipe
+from grpo_trl.recipe.schema import REWARDS_HINT
+from grpo_trl.rollout import rollout_problems
+from grpo_trl.tools import tool_problems
 
 logger = logging.getLogger("grpo_trl")
 
@@ -22,8 +28,6 @@ def fail(recipe: Recipe, problems: list[Problem]) -> None:
 
 def nothing_scores(recipe: Recipe) -> Problem:
     """No reward functions, and no environment scores the rollouts: what check and train both say."""
-    from grpo_trl.recipe.schema import REWARDS_HINT
-
     why = "missing: no reward functions, and no environment in environment: defines get_reward(), so nothing would"
     fix = f"list rewards ({REWARDS_HINT}), or give the environment a get_reward() method"
     return Problem(recipe.file, "rewards", f"{why} score the rollouts", fix)
@@ -31,10 +35,6 @@ def nothing_scores(recipe: Recipe) -> Problem:
 
 def recipe_problems(recipe: Recipe) -> list[Problem]:
     """Problems in the sections this module wires (tools, environment, chat template), no model load."""
-    from grpo_trl.environments.registry import environment_problems, owns_reward
-    from grpo_trl.rollout import rollout_problems
-    from grpo_trl.tools import tool_problems
-
     env = recipe.data.get("environment")
     env_problems = environment_problems(env)
     found = [
@@ -49,25 +49,15 @@ def recipe_problems(recipe: Recipe) -> list[Problem]:
         elif not env_problems and owns_reward(env) is False:
             none = "no environment in environment: defines one (every row would score None)"
             found.append(Problem("", "rewards", f"{why}, and {none}: add get_reward() or score with reward functions"))
-    if not found and (recipe.data.get("tools") or env is not None):
-        found += [Problem("", "model.chat_template", m) for m in _template_problems_offline(recipe)]
+    if not found and (recipe.data.get("tools") or env is not None):  # a tokenizer here without a download
+        from transformers import AutoTokenizer
+
+        name = str(recipe.model.get("name"))
+        tokenizer = builtin_tokenizer(name) if name.startswith("builtin:") else offline(AutoTokenizer, recipe)
+        if tokenizer is not None:
+            apply_chat_template(tokenizer, recipe.model, recipe.base_dir)
+            found += _template_problems(tokenizer)
     return located(found, recipe.file)
-
-
-def _template_problems_offline(recipe: Recipe) -> list[str]:
-    """Template checks when the tokenizer is at hand without a download (local, cached or built-in); else at train."""
-    from transformers import AutoTokenizer
-
-    from grpo_trl.models.chat_templates import template_problems
-    from grpo_trl.models.load import apply_chat_template
-    from grpo_trl.models.tiny import builtin_tokenizer
-
-    name = str(recipe.model.get("name"))
-    tokenizer = builtin_tokenizer(name) if name.startswith("builtin:") else offline(AutoTokenizer, recipe)
-    if tokenizer is None:
-        return []
-    apply_chat_template(tokenizer, recipe.model, recipe.base_dir)
-    return template_problems(tokenizer)
 
 
 def offline(loader: Any, recipe: Recipe) -> Any:
@@ -81,17 +71,17 @@ def offline(loader: Any, recipe: Recipe) -> Any:
         return None
 
 
-def check_template(recipe: Recipe, tokenizer: Any) -> None:
-    """``RecipeError`` when the tokenizer's chat template would break tool calling (TRL's own checks)."""
-    from grpo_trl.models.chat_templates import template_problems
+def _template_problems(tokenizer: Any) -> list[Problem]:
+    """Where the tokenizer's chat template would break tool calling (TRL's own checks)."""
+    return [Problem("", "model.chat_template", m) for m in template_problems(tokenizer)]
 
-    fail(recipe, [Problem("", "model.chat_template", m) for m in template_problems(tokenizer)])
+
+def check_template(recipe: Recipe, tokenizer: Any) -> None:
+    fail(recipe, _template_problems(tokenizer))
 
 
 def check_environment_column(recipe: Recipe, columns: list[str], rows: Any = None) -> None:
     """With named environments, every row must name one of them in its ``environment`` column."""
-    from grpo_trl.environments import is_multi
-
     if not is_multi(section := recipe.data.get("environment")):
         return
     names = ", ".join(sorted(section))
@@ -99,11 +89,9 @@ def check_environment_column(recipe: Recipe, columns: list[str], rows: Any = Non
         why = f"several environments ({names}) need an 'environment' column naming one per row; use a builder that "
         fix = f"sets it (data: {{builder: environment, environments: [{names}]}}: TRL's routing-only rows)"
         fail(recipe, [Problem("", "environment", f"{why}{fix} or a single environment: {{factory: ...}}")])
-    found = {str(v) for v in rows["environment"]} - set(section) if rows is not None else ()
-    why = f"rows name environment(s) {', '.join(map(repr, sorted(found)))} that environment: does not define"
-    fail(
-        recipe, [Problem("", "environment", f"{why} (it defines: {names}); add them or fix the data")] if found else []
-    )
+    if rows is not None and (found := {str(v) for v in rows["environment"]} - set(section)):
+        why = f"rows name environment(s) {', '.join(map(repr, sorted(found)))} that environment: does not define"
+        fail(recipe, [Problem("", "environment", f"{why} (it defines: {names}); add them or fix the data")])
 
 
 def check_env_scores(recipe: Recipe, env: Any) -> None:

@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grpo_trl.check.model import first_line
+from grpo_trl.errors import GrpoTrlError
+from grpo_trl.io import load_yaml, read_bytes
 from grpo_trl.models.shape import Shape, load_shape
 
 GIB = 2**30
@@ -177,9 +180,6 @@ def accelerate_config(recipe: Any) -> tuple[dict | None, str | None]:
     """``(config, problem)`` for ``launch.accelerate_config``: the mapping, or why the file it names is not one."""
     import yaml
 
-    from grpo_trl.errors import GrpoTrlError
-    from grpo_trl.io import load_yaml, read_bytes
-
     if (path := _accelerate_file(recipe)) is None:
         return None, None
     try:  # the one bounded reader: the name may be a device, the YAML may expand its aliases without end
@@ -196,8 +196,6 @@ def check_lines(recipe: Any, config: Any, world_size: int, gpu_memory: float | N
     """What ``grpo-trl check`` prints: the plan for ``config`` (a ``trl.GRPOConfig``), and a ``warning:`` line when
     it exceeds the GPU (``gpu_memory`` bytes, else the detected GPU)."""
     import torch
-
-    from grpo_trl.check.model import first_line
 
     lines, model, accel = [], recipe.model, accelerate_config(recipe)[0] or {}
     if (name := recipe.launch.get("accelerate_config")) and _accelerate_file(recipe) is None:

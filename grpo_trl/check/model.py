@@ -7,12 +7,11 @@ import logging
 import re
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from grpo_trl.errors import GrpoTrlError, Problem, located
-
-if TYPE_CHECKING:
-    from grpo_trl.recipe.core import Recipe
+from grpo_trl.models.builtin import BUILTIN_TINY
+from grpo_trl.recipe.core import Recipe
 
 logger = logging.getLogger("grpo_trl.check")
 
@@ -24,8 +23,6 @@ def first_line(exc: BaseException) -> str:
 
 def model_problems(recipe: Recipe) -> list[Problem]:
     """Every problem of ``model:``, found by constructing it (config, meta model, LoRA, quantization config)."""
-    from grpo_trl.models.builtin import BUILTIN_TINY
-
     model, file, out = recipe.model, recipe.file, []
     name = str(model.get("name", ""))
     fix = "a Hugging Face id (org/name), a local model folder, or builtin:tiny"

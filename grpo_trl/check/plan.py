@@ -1,6 +1,5 @@
-"""What ``grpo-trl check`` prints for a valid recipe: the plan (batch arithmetic, optimizer steps) read from TRL's own
-``GRPOConfig`` (tests compare it with what the trainer does), tools, environments, and ``warning:`` lines for what this
-machine lacks (a GPU, the Hub or its cache, vLLM or its server): the recipe may be meant for another machine."""
+"""What ``grpo-trl check`` prints for a valid recipe: the plan read from TRL's own ``GRPOConfig``, tools,
+environments, and ``warning:`` lines for what this machine lacks (a GPU, the Hub or its cache, vLLM or its server)."""
 
 from __future__ import annotations
 
@@ -10,34 +9,33 @@ import math
 import os
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from grpo_trl.data.registry import builder_params, from_plugin, get_builder
+from grpo_trl.data.shape import expected_size
+from grpo_trl.environments import is_multi
+from grpo_trl.generation import check_server, health_url, vllm_installed
+from grpo_trl.models.reward_models import is_model_entry, model_label
 from grpo_trl.recipe.async_grpo import plan_lines as async_plan_lines
+from grpo_trl.recipe.core import Recipe
+from grpo_trl.run.names import STATE
+from grpo_trl.tools.registry import tool_specs
 
-if TYPE_CHECKING:
-    from grpo_trl.recipe.core import Recipe
 
-
-def make_plan(recipe: Recipe, world_size: int | None = None) -> SimpleNamespace:
+def make_plan(recipe: Recipe, world_size: int | None = None, cfg: Any = None) -> SimpleNamespace:
     """What a valid recipe does on ``world_size`` processes (default: its ``launch``): the fields of TRL's
-    ``GRPOConfig`` (``config``, which derives them), dataset rows, optimizer steps and their cadence."""
-    from grpo_trl.data.shape import expected_size
-
-    ws = world_size or recipe.world_size
-    cfg = recipe.to_grpo_config(world_size=ws, planning=True)
-    rows, exact = expected_size(recipe.dataset, recipe.base_dir)
+    ``GRPOConfig`` (``config``, which derives them; ``cfg`` when built already), dataset rows, optimizer steps."""
+    cfg = cfg or recipe.to_grpo_config(world_size=world_size or recipe.world_size, planning=True)
+    ws, (rows, exact) = cfg.world_size, expected_size(recipe.dataset, recipe.base_dir)
     micro = cfg.steps_per_generation * cfg.num_iterations  # TRL's _prepare_inputs generates every this many
+    total = cfg.max_steps if cfg.max_steps > 0 else None if rows is None else total_steps(cfg, rows, ws)
     return SimpleNamespace(
         **{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)},
         config=cfg,
         world_size=ws,
         dataset_rows=rows,
         dataset_rows_exact=exact,
-        total_optimizer_steps=cfg.max_steps
-        if cfg.max_steps > 0
-        else None
-        if rows is None
-        else total_steps(cfg, rows, ws),
+        total_optimizer_steps=total,
         prompts_per_generation=cfg.generation_batch_size // cfg.num_generations,
         micro_steps_per_generation=micro,
         optimizer_steps_per_generation=micro / cfg.gradient_accumulation_steps,
@@ -71,8 +69,6 @@ def format_plan(recipe: Recipe, plan: SimpleNamespace, world_size_given: bool) -
     else:
         rows_s = f"{rows}{'' if plan.dataset_rows_exact else f' at most ({why})'}"
     total = plan.total_optimizer_steps
-    from grpo_trl.models.reward_models import is_model_entry, model_label
-
     labels = [model_label(s) if is_model_entry(s) else s.get("alias") or s["name"] for s in recipe.rewards]
     rewards = ", ".join(f"{label} x{spec.get('weight', 1.0)}" for label, spec in zip(labels, recipe.rewards))
     if not rewards:  # an environment scores the rollouts (checked): TRL adds its get_reward(), named after the class
@@ -127,8 +123,6 @@ def heldout_lines(recipe: Recipe, plan: SimpleNamespace) -> list[str]:
 
 def hub_dataset(cfg: dict) -> str | None:
     """The Hub dataset the ``data:`` section downloads (``None``: generated or local; a mixture: its first part)."""
-    from grpo_trl.data.registry import builder_params, from_plugin, get_builder
-
     if cfg.get("mixture"):
         return next(filter(None, (hub_dataset(part) for part in cfg["mixture"])), None)
     builder = get_builder(cfg["builder"])
@@ -150,9 +144,6 @@ def describe_extras(recipe: Recipe, config: Any = None) -> list[str]:
     import torch
     from huggingface_hub import constants
     from huggingface_hub.file_download import repo_folder_name
-
-    from grpo_trl.environments import is_multi
-    from grpo_trl.tools.registry import tool_specs
 
     lines, out, env, quant = [], [], recipe.data.get("environment"), recipe.model.get("quantization")
     config = config or recipe.to_grpo_config(planning=True)
@@ -205,8 +196,6 @@ def describe_extras(recipe: Recipe, config: Any = None) -> list[str]:
 
 
 def _vllm_warnings(recipe: Recipe, config: Any, gpu: bool) -> list[str]:
-    from grpo_trl.generation import check_server, health_url, vllm_installed
-
     if recipe.vllm_mode == "colocate":
         if not vllm_installed():
             return ["generation.backend: vllm is not installed here: pip install 'grpo-trl[vllm]' (GPU machines)"]
@@ -221,8 +210,6 @@ def _vllm_warnings(recipe: Recipe, config: Any, gpu: bool) -> list[str]:
 
 def _existing_run(recipe: Recipe, config: Any) -> list[str]:
     from transformers.trainer_utils import get_last_checkpoint
-
-    from grpo_trl.run.names import STATE
 
     folder = (Path.cwd() / os.path.expanduser(str(config.output_dir))).resolve()
     if not folder.is_dir():

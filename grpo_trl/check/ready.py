@@ -1,30 +1,37 @@
-"""What TRL, transformers or accelerate would only reject mid-run: ``report_to`` integrations and kernels import, the
-data yields an optimizer step, evaluation has an eval split, the chat template renders the first prompt (and images as
-the processor's image token); templates are read offline (built-in, local folder, HF cache), else checked at train."""
+"""What TRL or transformers would only reject mid-run: ``report_to`` integrations and kernels, a data set too small for
+a step, evaluation without an eval split, a chat template that fails on the first prompt (or drops the image token)."""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from grpo_trl.check.extras import offline
 from grpo_trl.check.plan import make_plan
+from grpo_trl.data.build import build_one, mixture_parts
+from grpo_trl.data.image_tokens import IMAGE_COLUMNS
+from grpo_trl.data.refill import IMAGES, IMAGES_FIX
+from grpo_trl.data.registry import builder_params, from_plugin, get_builder
+from grpo_trl.data.shape import dataset_columns, expected_rows
+from grpo_trl.data.sources import first_row
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
 from grpo_trl.io import read_json_head, read_text
+from grpo_trl.models.chat_templates import resolve_template
+from grpo_trl.models.load import is_vision_model
+from grpo_trl.models.tiny import CHAT_TEMPLATE
+from grpo_trl.models.tiny_vlm import IMAGE_TOKEN, VLM_CHAT_TEMPLATE
 from grpo_trl.recipe import schema
-
-if TYPE_CHECKING:
-    from grpo_trl.recipe.core import Recipe
+from grpo_trl.recipe.core import Recipe
 
 # report_to name -> the module it needs (the name itself when not listed)
 INTEGRATION_MODULES = {"azure_ml": "azureml", "flyte": "flytekit", "kubeflow": "kfp"}
 IMAGE_PROBE = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in the image?"}]}]
 
 
-def readiness_problems(recipe: Recipe, world_size: int, model_ok: bool = True) -> list[Problem]:
-    """``model_ok``: the model section is sound, so its chat template is tried on the first prompt too."""
-    cfg = recipe.to_grpo_config(world_size=world_size, planning=True)
-    found = [*integration_problems(recipe, cfg), *eval_problems(recipe, cfg), *step_problems(recipe, world_size)]
+def readiness_problems(recipe: Recipe, cfg: Any, model_ok: bool = True) -> list[Problem]:
+    """``cfg``: the recipe's planned ``GRPOConfig``; ``model_ok``: its chat template is tried on the first prompt."""
+    found = [*integration_problems(recipe, cfg), *eval_problems(recipe, cfg), *step_problems(recipe, cfg)]
     if model_ok:  # data with images: a vision-language model whose template renders them
         found += [*template_problems(recipe), *vision_problems(recipe)]
     return found
@@ -62,16 +69,14 @@ def eval_problems(recipe: Recipe, cfg: Any) -> list[Problem]:
     return [Problem(recipe.file, "trainer.eval_strategy", f"{strategy!r} evaluates, but data has no eval split", fix)]
 
 
-def step_problems(recipe: Recipe, world_size: int) -> list[Problem]:
-    from grpo_trl.data.shape import expected_rows
-
+def step_problems(recipe: Recipe, cfg: Any) -> list[Problem]:
     data = recipe.dataset
     held = data.get("eval_size") if not data.get("eval_split") else None
     rows = expected_rows(data, recipe.base_dir) if held else None
     if held and rows is not None and held >= rows:  # rows bound what the filters leave: this fails whatever they do
         fix = "hold out fewer rows, or name a split with data.eval_split"
         return [Problem(recipe.file, "data.eval_size", f"holds out {held} rows of a dataset of at most {rows}", fix)]
-    plan = make_plan(recipe, world_size=world_size)
+    plan = make_plan(recipe, cfg=cfg)
     if plan.total_optimizer_steps != 0:
         return []
     why = (
@@ -85,16 +90,12 @@ def chat_template(recipe: Recipe) -> tuple[str, str] | None:
     """``(template text, key it comes from)`` when it can be read without a download, else None."""
     model = recipe.model
     if model.get("chat_template"):
-        from grpo_trl.models.chat_templates import resolve_template
-
         try:  # trl:<name>, a file or the text, resolved as training resolves it
             return resolve_template(model["chat_template"], recipe.base_dir), "model.chat_template"
         except ValueError:  # an unknown trl: name, reported by the model checks
             return None
     name = model.get("name", "")
     if name == schema.BUILTIN_TINY:
-        from grpo_trl.models.tiny import CHAT_TEMPLATE
-
         return CHAT_TEMPLATE, "model.name"
     folder = Path(name).expanduser()  # a Hub id: the template arrives with the download
     if (folder / "chat_template.jinja").is_file():
@@ -106,9 +107,6 @@ def chat_template(recipe: Recipe) -> tuple[str, str] | None:
 
 def first_prompt(recipe: Recipe) -> list[dict] | None:
     """The first prompt of the data as the trainer will see it, when it can be built offline (else None)."""
-    from grpo_trl.data.build import build_one, mixture_parts
-    from grpo_trl.data.registry import builder_params, from_plugin, get_builder
-
     cfg = mixture_parts(recipe.dataset)[0] if recipe.dataset.get("mixture") else recipe.dataset
     builder = get_builder(cfg["builder"])
     loads = "source" in builder_params(builder) and not cfg.get("path") and cfg.get("source") != "generate"
@@ -126,8 +124,6 @@ def first_prompt(recipe: Recipe) -> list[dict] | None:
     finally:
         if shown:
             enable_progress_bar()
-    from grpo_trl.data.sources import first_row
-
     return (first_row(ds) or {}).get("prompt")  # a streamed dataset (data.streaming) is read up to its first row
 
 
@@ -163,10 +159,6 @@ def template_problems(recipe: Recipe) -> list[Problem]:
 
 def vision_problems(recipe: Recipe) -> list[Problem]:
     """Data with an ``images``/``image`` column needs a vision-language model that renders image entries."""
-    from grpo_trl.data.image_tokens import IMAGE_COLUMNS
-    from grpo_trl.data.shape import dataset_columns
-    from grpo_trl.models.load import is_vision_model
-
     try:
         columns = dataset_columns(recipe.dataset, recipe.base_dir)
     except (GrpoTrlError, KeyError):  # reported by the data and column checks
@@ -174,8 +166,6 @@ def vision_problems(recipe: Recipe) -> list[Problem]:
     if columns is None or not set(IMAGE_COLUMNS) & set(columns):
         return []
     if recipe.dataset.get("dynamic_sampling") is not None:
-        from grpo_trl.data.refill import IMAGES, IMAGES_FIX
-
         return [Problem(recipe.file, "data.dynamic_sampling", IMAGES, IMAGES_FIX)]  # refused at train start too
     name = str(recipe.model.get("name"))
     revision = {"revision": recipe.model["revision"]} if recipe.model.get("revision") else {}
@@ -184,13 +174,9 @@ def vision_problems(recipe: Recipe) -> list[Problem]:
         fix = "use a vision-language model (e.g. Qwen/Qwen2.5-VL-3B-Instruct, or builtin:tiny-vlm offline)"
         return [Problem(recipe.file, "model.name", why, fix)]
     if name.startswith("builtin:"):
-        from grpo_trl.models.tiny_vlm import IMAGE_TOKEN, VLM_CHAT_TEMPLATE
-
         template, token = VLM_CHAT_TEMPLATE, IMAGE_TOKEN
     else:
         from transformers import AutoProcessor
-
-        from grpo_trl.check.extras import offline
 
         if (processor := offline(AutoProcessor, recipe)) is None:
             return []

@@ -5,18 +5,32 @@ from __future__ import annotations
 
 import typing
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from grpo_trl.data.rows import reward_columns
+from grpo_trl.data.shape import check_rows, dataset_columns
+from grpo_trl.environments.registry import owns_reward
 from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, RewardError, located
+from grpo_trl.fields import signature_model, validate_value
+from grpo_trl.recipe.core import Recipe
+from grpo_trl.recipe.schema import REWARDS_HINT
 from grpo_trl.recipe.trl_schema import trainer_model
-
-if TYPE_CHECKING:
-    from grpo_trl.recipe.core import Recipe
+from grpo_trl.registry import load_plugins
+from grpo_trl.rewards.call import NOT_PASSED
+from grpo_trl.rewards.registry import (
+    SafeReward,
+    _lookup,
+    check_reward_args,
+    get_reward,
+    plan_reward,
+    required_columns,
+    reward_label,
+    reward_metadata,
+)
+from grpo_trl.rewards.signature import column_conflicts, unaccepted_columns
 
 
 def reward_problems(recipe: Recipe) -> list[Problem]:
     from grpo_trl.models.reward_models import is_model_entry, model_entry_problems, model_label
-    from grpo_trl.rewards.registry import check_reward_args, reward_label
 
     file, out = recipe.file, []
     if not recipe.rewards:
@@ -51,9 +65,6 @@ def typed_args_problems(name: str, args: dict, file: str, key: str) -> list[Prob
     """The reward's ``args`` validated against its own signature's annotations (and the ranges every field has)."""
     import inspect
 
-    from grpo_trl.fields import signature_model, validate_value
-    from grpo_trl.rewards.registry import _lookup
-
     obj = _lookup(name)[0]
     target = obj.__init__ if inspect.isclass(obj) else obj  # a class's annotations are its constructor's
     try:
@@ -66,8 +77,6 @@ def typed_args_problems(name: str, args: dict, file: str, key: str) -> list[Prob
 def no_reward_problems(recipe: Recipe) -> list[Problem]:
     """Without reward functions, an environment must score the rollouts (``get_reward()``, which TRL adds)."""
     from grpo_trl.check.extras import nothing_scores
-    from grpo_trl.environments.registry import owns_reward
-    from grpo_trl.recipe.schema import REWARDS_HINT
 
     if (env := recipe.data.get("environment")) is None:
         return [Problem(recipe.file, "rewards", f"missing: {REWARDS_HINT}")]
@@ -79,8 +88,6 @@ def no_reward_problems(recipe: Recipe) -> list[Problem]:
 
 def reward_args(recipe: Recipe, spec: dict) -> dict:
     """The reward's args, with the trainer values it declares (``uses_trainer``) filled in when not given."""
-    from grpo_trl.rewards.registry import reward_metadata
-
     args = dict(spec.get("args") or {})
     try:
         meta = reward_metadata(spec["name"])
@@ -94,8 +101,6 @@ def reward_args(recipe: Recipe, spec: dict) -> dict:
 
 def planned_rewards(recipe: Recipe) -> list:
     """The recipe's named rewards as ``check`` knows them (``plan_reward``: no factory called)."""
-    from grpo_trl.rewards.registry import plan_reward
-
     named = [s for s in recipe.rewards if "name" in s]
     return [plan_reward(s["name"], alias=s.get("alias"), **reward_args(recipe, s)) for s in named]
 
@@ -104,8 +109,6 @@ def columns_check(recipe: Recipe) -> list[Problem]:
     """Local data files exist and have their columns; every reward's columns are in the dataset; with several
     environments, an ``environment`` column names one per row (as ``train`` requires)."""
     from grpo_trl.check.extras import check_environment_column
-    from grpo_trl.data.rows import reward_columns
-    from grpo_trl.data.shape import check_rows, dataset_columns
 
     try:
         columns = dataset_columns(recipe.dataset, recipe.base_dir)
@@ -127,9 +130,6 @@ def columns_check(recipe: Recipe) -> list[Problem]:
 
 def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]) -> list[Problem]:
     """One problem per reward that reads a column (``solution``, ``nums``...) that ``columns`` lack."""
-    from grpo_trl.rewards.call import NOT_PASSED
-    from grpo_trl.rewards.registry import required_columns
-    from grpo_trl.rewards.signature import column_conflicts, unaccepted_columns
     from grpo_trl.rollout import rollout_fields
 
     fields, complete = rollout_fields(recipe.data.get("rollout_func"))  # TRL forwards them to rewards, as columns
@@ -161,8 +161,6 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
 def build_rewards(recipe: Recipe, output_dir: str | None = None) -> tuple[list, list[float]]:
     """The rewards (bound to their args, in ``SafeReward``; a reward model as the id TRL loads), and weights."""
     from grpo_trl.models.reward_models import is_model_entry, resolve_model
-    from grpo_trl.registry import load_plugins
-    from grpo_trl.rewards.registry import SafeReward, get_reward
 
     load_plugins(recipe.base_dir, recipe.plugins)
     funcs = []

@@ -1,22 +1,23 @@
-"""Validate a coerced recipe: every problem in one pass, each naming its key and fix, by the constructors train uses
-(plugins, registries, TRL's ``GRPOConfig.__post_init__``); a section that failed coercion is skipped (reported once).
-"""
+"""Every problem of a coerced recipe in one pass, each naming its key and fix, found by the constructors train uses
+(plugins, registries, TRL's ``GRPOConfig``); a section that failed coercion is skipped (reported once)."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from grpo_trl.check.model import first_line, model_problems
 from grpo_trl.check.rewards import columns_check, reward_problems
+from grpo_trl.data.build import streaming_problems
 from grpo_trl.data.options import data_problems
 from grpo_trl.errors import GrpoTrlError, Problem, config_secrets, located, suggest
+from grpo_trl.monitor.heldout import heldout_problems
+from grpo_trl.recipe.async_grpo import async_problems
+from grpo_trl.recipe.core import Recipe
 from grpo_trl.recipe.trl_schema import BACKENDS, GENERATION_FIELDS
+from grpo_trl.registry import add_import_path, load_plugin, plugin_unregistered
 from grpo_trl.run.directory import output_dir_problems
-
-if TYPE_CHECKING:
-    from grpo_trl.recipe.core import Recipe
+from grpo_trl.tables import peer_config_problems
 
 _log = logging.getLogger("grpo_trl.recipe")
 
@@ -24,8 +25,6 @@ _log = logging.getLogger("grpo_trl.recipe")
 def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     """Every problem of ``recipe`` (coercion's first), without loading a model or building a dataset."""
     problems = list(recipe.problems)
-    from grpo_trl.tables import peer_config_problems
-
     if peer_config_problems(recipe.data, recipe.file):
         return problems  # a TRL/open-r1 config: the one line pointing at `grpo-trl import` says it all
     bad = {p.key.split(".")[0] for p in problems}
@@ -35,8 +34,6 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     if "model" not in bad:
         problems += model_problems(recipe)
     if "data" not in bad:
-        from grpo_trl.data.build import streaming_problems
-
         problems += data_problems(recipe.dataset, file, "data") + streaming_problems(
             recipe.dataset, recipe.trainer, file
         )
@@ -49,8 +46,6 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
 
         problems += recipe_problems(recipe)
     if "heldout" in recipe.data and not bad & {"heldout", "data"}:  # held-out evaluation during training
-        from grpo_trl.monitor.heldout import heldout_problems
-
         problems += heldout_problems(recipe.section("heldout"), recipe.dataset, file)
     if "launch" not in bad:
         from grpo_trl.check.memory import accelerate_config
@@ -68,21 +63,20 @@ def validate(recipe: Recipe, world_size: int | None = None) -> list[Problem]:
     ws = world_size or recipe.world_size
     problems += trl_problems(recipe, ws)
     if not blocked(problems, *trl) and "async_grpo" in recipe.data:  # AsyncGRPOTrainer's own config and limits
-        from grpo_trl.recipe.async_grpo import async_problems
-
         problems += async_problems(recipe, ws)
-    trl_ok = not blocked(problems, *trl, "async_grpo")
-    if trl_ok and recipe.dataset.get("dynamic_sampling") is not None and not blocked(problems, "data"):
+    if blocked(problems, *trl, "async_grpo"):
+        return problems
+    cfg = recipe.to_grpo_config(world_size=ws, planning=True)  # what TRL derives, built once for the checks below
+    if recipe.dataset.get("dynamic_sampling") is not None and not blocked(problems, "data"):
         from grpo_trl.data.refill import whole_groups_problems  # each process's slice holds whole groups
 
-        cfg = recipe.to_grpo_config(world_size=ws, planning=True)
         groups = whole_groups_problems(cfg.per_device_train_batch_size, cfg.steps_per_generation, cfg.num_generations)
         problems += located(groups, file)
-    if trl_ok and not blocked(problems, "plugins", "data", "heldout"):
+    if not blocked(problems, "plugins", "data", "heldout"):
         from grpo_trl.check.ready import readiness_problems
 
         model_ok = not blocked(problems, "model", "tools", "environment", "rollout_func")
-        problems += readiness_problems(recipe, ws, model_ok)
+        problems += readiness_problems(recipe, cfg, model_ok)
     return problems
 
 
@@ -92,8 +86,6 @@ def blocked(problems: list[Problem], *sections: str) -> bool:
 
 
 def plugin_problems(recipe: Recipe) -> list[Problem]:
-    from grpo_trl.registry import add_import_path, load_plugin
-
     add_import_path(recipe.base_dir)  # `module:function` rewards next to the recipe import
     out = []
     for i, plugin in enumerate(recipe.plugins):
@@ -102,22 +94,16 @@ def plugin_problems(recipe: Recipe) -> list[Problem]:
         except GrpoTrlError as exc:
             out += exc.located(recipe.file, f"plugins.{i}")
             continue
-        warn_unregistered(recipe, i, plugin)
+        # a plugin that registered nothing: a warning naming its functions and both fixes
+        named = {str(s.get("name", "")).rpartition(":")[2] for s in recipe.rewards if isinstance(s, dict)}
+        if funcs := [f for f in plugin_unregistered(recipe.base_dir / plugin) if f not in named]:
+            _log.warning(
+                "%s: plugins.%d: %s registers no reward but defines %s: decorate a reward with @register_reward "
+                "(from grpo_trl import register_reward), or name it in rewards: as '%s:%s' (the recipe's folder is on "
+                "the import path)",
+                *(recipe.file, i, plugin, ", ".join(funcs), Path(str(plugin)).stem, funcs[0]),
+            )
     return out
-
-
-def warn_unregistered(recipe: Recipe, i: int, plugin: str) -> None:
-    """A plugin that registered nothing: a warning naming its functions and both fixes."""
-    from grpo_trl.registry import plugin_unregistered
-
-    named = {str(s.get("name", "")).rpartition(":")[2] for s in recipe.rewards if isinstance(s, dict)}
-    if funcs := [f for f in plugin_unregistered(recipe.base_dir / plugin) if f not in named]:
-        _log.warning(
-            "%s: plugins.%d: %s registers no reward but defines %s: decorate a reward with @register_reward (from "
-            "grpo_trl import register_reward), or name it in rewards: as '%s:%s' (the recipe's folder is on the import"
-            " path)",
-            *(recipe.file, i, plugin, ", ".join(funcs), Path(str(plugin)).stem, funcs[0]),
-        )
 
 
 def generation_problems(recipe: Recipe) -> list[Problem]:
@@ -144,9 +130,7 @@ def generation_problems(recipe: Recipe) -> list[Problem]:
             file,
             strategy,
         )
-    if (
-        trainer.get("top_k") == -1 and not recipe.uses_vllm
-    ):  # vLLM reads -1 as "no top-k", as open-r1/verl configs write it
+    if trainer.get("top_k") == -1 and not recipe.uses_vllm:  # vLLM reads -1 as "no top-k", as open-r1/verl do
         why = "-1 disables top-k only in vLLM; transformers' generate() refuses it at the first step"
         out.append(Problem(file, "trainer.top_k", why, "use 0 (no top-k, TRL's default)"))
     return out

@@ -1,7 +1,6 @@
-"""``grpo-trl import``: a flat ``trl grpo --config`` YAML or an open-r1 GRPO recipe -> a grpo-trl recipe, written with
-a comment on each translated line. The peer's YAML is read permissively (a repeated key keeps its last value, as
-PyYAML and TRL do, and is reported) but bounded (``grpo_trl.io``). Model keys: ``rules``; data and rewards:
-``sections``; TRL's changed defaults and the trainer fields: here."""
+"""``grpo-trl import``: a ``trl grpo --config`` YAML or an open-r1 recipe -> a grpo-trl recipe with a comment on each
+translated line; a repeated key keeps its last value (as PyYAML and TRL do) and is reported. Model keys: ``rules``;
+data and rewards: ``sections``; TRL's changed defaults and the trainer fields: here."""
 
 from __future__ import annotations
 
@@ -13,14 +12,12 @@ import yaml
 
 from grpo_trl import tables as T
 from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
-from grpo_trl.importer import rules as tr
 from grpo_trl.importer import sections
-from grpo_trl.importer.rules import Imported, Translation, carry, installed_fields
+from grpo_trl.importer.rules import KEYS, Imported, Translation, carry, installed_fields, model
 from grpo_trl.io import load_yaml, read_text
 from grpo_trl.recipe.load import YamlLoader
-from grpo_trl.tables import RENAMES, peer_config_problems, rename_hint
 
-__all__ = ["RENAMES", "Imported", "import_config", "import_text", "peer_config_problems", "rename_hint"]
+__all__ = ["Imported", "import_config", "import_text"]
 
 
 def detect_flavour(data: dict) -> str:
@@ -28,7 +25,7 @@ def detect_flavour(data: dict) -> str:
     from trl import GRPOConfig
 
     trl_fields = installed_fields(GRPOConfig)  # num_completions_to_print: a TRL field too, in some versions
-    only = {*tr.KEYS["open_r1_only"], *T.REWARD_SETTINGS, *T.CODE_PROVIDER_KEYS}
+    only = {*KEYS["open_r1_only"], *T.REWARD_SETTINGS, *T.CODE_PROVIDER_KEYS}
     if any(k in only and k not in trl_fields for k in data):
         return "open-r1"
     funcs = data.get("reward_funcs")
@@ -53,8 +50,8 @@ def translate(data: Any, *, file: str = "<config>", flavour: str | None = None, 
         T._vkey(baseline)
     except ValueError:
         raise RecipeError([Problem(file, "--trl-version", f"{baseline!r} is not a version like 0.18")]) from None
-    t = tr.Translation(data, file, flavour, baseline, out_dir)
-    for step in (tr.model, sections.dataset, sections.rewards, old_defaults, rest):
+    t = Translation(data, file, flavour, baseline, out_dir)
+    for step in (model, sections.dataset, sections.rewards, old_defaults, rest):
         step(t)
     named = {k.split(".")[0] for k, _ in t.out.unmapped}  # a null is named by its warning (``trainer.rest``)
     named |= {line.split(":")[0] for line in t.out.changed_defaults + t.out.warnings}
@@ -130,8 +127,7 @@ def flow(value: Any) -> str:
 
 
 def _block(node: dict | list, path: tuple, comments: dict[tuple, str]) -> list[str]:
-    """YAML block lines: the recipe's sections and a section's mappings and lists of mappings nest, the rest is one
-    line each, with the comment naming its source."""
+    """YAML lines: sections, their mappings and lists of mappings nest; the rest is one line each, with its comment."""
     lines, pad = [], "  " * len(path)
     for key, value in node.items() if isinstance(node, dict) else enumerate(node):
         note = f"  # {_comment_text(comments[(*path, key)])}" if comments.get((*path, key)) else ""
@@ -144,8 +140,7 @@ def _block(node: dict | list, path: tuple, comments: dict[tuple, str]) -> list[s
 
 
 def old_defaults(t: Translation) -> None:
-    """TRL defaults changed since the config's TRL: the old value is written, so the run stays the same; then
-    ``max_prompt_length``."""
+    """TRL defaults changed since the config's TRL: the old value is written (the run stays the same)."""
     base, trainer = t.out.baseline, t.out.recipe.get("trainer", {})
     for name in T.DEFAULT_HISTORY:
         old, now = T.old_default(name, base), t.grpo.get(name)
@@ -159,13 +154,10 @@ def old_defaults(t: Translation) -> None:
         ):  # vllm_mode without vLLM, the KL estimator without a KL term: nothing changes
             t.out.changed_defaults.append(what + " - the old value is written")
             t.put(("trainer", name), old, f"TRL {base} default (today {now!r}), kept: the run stays the same")
-    old_max = T.old_default("max_prompt_length", base, T.MAX_PROMPT_LENGTH_HISTORY)
-    if "max_prompt_length" in t.grpo:
+    if "max_prompt_length" in t.grpo:  # then: removed from TRL, the old default or the config's value
         return
-    if "max_prompt_length" in t.data:
-        value, source = t.take("max_prompt_length"), "max_prompt_length"
-    else:
-        value, source = old_max, f"TRL {base} default max_prompt_length"
+    source = "max_prompt_length" if "max_prompt_length" in t.data else f"TRL {base} default max_prompt_length"
+    value = t.take("max_prompt_length", T.old_default("max_prompt_length", base, T.MAX_PROMPT_LENGTH_HISTORY))
     if value is None or not t.check("max_prompt_length", value, "positive_int"):
         return
     if "mixture" in t.out.recipe.get("data", {}):

@@ -1,6 +1,5 @@
-"""How a peer config's keys reach a recipe: one translation's state (``Translation``), the interpreter of ``keys.yaml``
-(one-to-one rules ``carry``: peer key -> recipe key, value checked by a named transform), and the model keys (dtype,
-``model_init_kwargs``, LoRA and quantization as ``trl.ModelConfig`` builds them)."""
+"""How a peer config's keys reach a recipe: a translation's state (``Translation``), ``carry`` (the one-to-one rules
+of ``keys.yaml``) and the model keys (dtype, ``model_init_kwargs``, LoRA, quantization as ``trl.ModelConfig``)."""
 
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ RULES: dict[str, dict] = KEYS["carry"]
 
 @dataclass
 class Imported:
-    """The translated recipe with a comment per translated value, what could not be translated (``warnings`` ends
-    with the ``unmapped`` keys, one line each), and ``text``: the recipe as commented YAML."""
+    """The recipe, a comment per value, what was not translated (ending ``warnings`` too), ``text``: as YAML."""
 
     recipe: dict
     comments: dict[tuple, str] = field(default_factory=dict)

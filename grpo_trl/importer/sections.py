@@ -6,23 +6,30 @@ from __future__ import annotations
 import difflib
 import numbers
 from pathlib import Path
+from typing import Any
 
 from grpo_trl import tables as T
+from grpo_trl.data.options import SYSTEM_PROMPTS
 from grpo_trl.data.sources import JSON_SUFFIXES
 from grpo_trl.importer.rules import Translation, carry
+from grpo_trl.rewards.registry import list_rewards
 
 
-def _source(t: Translation, name: str) -> dict:
-    """``path:`` for a local data file (relative to where the recipe is written), else ``name:``."""
+def _part(t: Translation, name: str, split: Any, column: str) -> dict:
+    """One dataset as the hub builder reads it: ``path:`` for a local data file (relative to where the recipe is
+    written), else ``name:``; the split and prompt column where they are not the builder's defaults."""
     p = Path(name).expanduser()
-    if p.suffix.lower() in (*JSON_SUFFIXES, ".parquet", ".csv") and p.is_file():
-        return {"path": t.local(str(p))}
-    return {"name": name}
+    local = p.suffix.lower() in (*JSON_SUFFIXES, ".parquet", ".csv") and p.is_file()
+    part = {"builder": "hub", **({"path": t.local(str(p))} if local else {"name": name})}
+    if split != "train":
+        part["split"] = split
+    if column != "prompt" or t.out.flavour == "open-r1":
+        part["prompt_column"] = column
+    return part
 
 
 def dataset(t: Translation) -> None:
     """``data:``: one dataset or a mixture, read by the hub builder."""
-    open_r1 = t.out.flavour == "open-r1"
     column = t.string("dataset_prompt_column", "prompt")
     split, test_split = t.string("dataset_train_split", "train"), t.string("dataset_test_split", "test")
     if t.data.get("datasets") == []:  # TRL's DatasetMixtureConfig default, written out: no mixture
@@ -40,14 +47,10 @@ def dataset(t: Translation) -> None:
     name = t.string("dataset_name")
     if name is None:
         return
-    t.put(("data", "builder"), "hub", "dataset_name")
-    for k, v in _source(t, name).items():
-        t.put(("data", k), v, "dataset_name")
+    notes = {"split": "dataset_train_split", "prompt_column": "dataset_prompt_column"}
+    for k, v in _part(t, name, split, column).items():
+        t.put(("data", k), v, notes.get(k, "dataset_name"))
     carry(t, "data")
-    if split != "train":
-        t.put(("data", "split"), split, "dataset_train_split")
-    if column != "prompt" or open_r1:
-        t.put(("data", "prompt_column"), column, "dataset_prompt_column")
     if t.data.get("eval_strategy", t.data.get("evaluation_strategy", "no")) not in ("no", None, False):
         t.put(("data", "eval_split"), test_split, "dataset_test_split (eval_strategy is on)")
     prompt_format(t)
@@ -66,15 +69,11 @@ def mixture(t: Translation, column: str) -> None:
         if not isinstance(name, str) or not name:
             t.problem(f"{key}.{i}", "names no dataset (id or path)")
             continue
-        part = {"builder": "hub", **_source(t, name)}
+        part = _part(t, name, entry.get("split", "train"), column)
         if entry.get("config", entry.get("name")):
             part["config"] = entry.get("config", entry.get("name"))
-        if entry.get("split", "train") != "train":
-            part["split"] = entry["split"]
         if entry.get("columns"):
             part["columns"] = [c for c in entry["columns"] if c not in (column, "solution")]
-        if column != "prompt" or t.out.flavour == "open-r1":
-            part["prompt_column"] = column
         weight = entry.get("weight", 1.0)
         part["weight"] = weight if isinstance(weight, numbers.Real) and weight > 0 else 1.0
         parts.append(part)
@@ -93,8 +92,6 @@ def mixture(t: Translation, column: str) -> None:
 
 
 def prompt_format(t: Translation) -> None:
-    from grpo_trl.data.options import SYSTEM_PROMPTS
-
     system, data = t.take("system_prompt"), t.out.recipe.get("data", {})
     if t.out.flavour == "open-r1":
         for part in data["mixture"] if "mixture" in data else [data]:
@@ -112,8 +109,6 @@ def prompt_format(t: Translation) -> None:
 
 def rewards(t: Translation) -> None:
     """``rewards:``: each peer reward as its grpo-trl equivalent, with its weight and args."""
-    from grpo_trl.rewards.registry import list_rewards
-
     known = {info.name: info for info in list_rewards()}
     model = t.take("reward_model_name_or_path")  # TRL's `trl grpo` script
     model = t.local(model) if model is not None and t.check("reward_model_name_or_path", model, "model") else None
