@@ -77,37 +77,25 @@ def decode_groups(tokenizer: Any, groups: list[list[list[int]]]) -> Generations:
     )
 
 
-def generate_transformers(model_path: str, tokenizer: Any, prompts: list, s: Sampling, **options: Any) -> Generations:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
-
-    from grpo_trl.data.image_tokens import is_processor
-    from grpo_trl.run.export import is_adapter, load_adapter_model
-
-    torch.manual_seed(s.seed)  # a LoRA run (or checkpoint): its base with the adapter, through peft
-    auto = AutoModelForImageTextToText if is_processor(tokenizer) else AutoModelForCausalLM
-    model = load_adapter_model(model_path) if is_adapter(model_path) else auto.from_pretrained(model_path)
-    model.to("cuda" if torch.cuda.is_available() else "cpu").eval()
-    return generate_with_model(model, tokenizer, prompts, s, template=options.get("template"))
-
-
-def generate_with_model(
-    model: Any,
-    tokenizer: Any,
-    prompts: list,
-    s: Sampling,
-    *,
-    template: dict | None = None,
-    progress: bool = True,
+def generate_transformers(
+    model: Any, tokenizer: Any, prompts: list, s: Sampling, *, template: dict | None = None, progress: bool = True,
     **sample: Any,
-) -> Generations:
-    """transformers ``generate`` on a loaded model (``eval.during`` passes the live one and the trainer's sampling
-    knobs as ``sample``); ``tokenizer`` may be a VLM's processor. A bar on a terminal only, unless TQDM_DISABLE."""
+) -> Generations:  # fmt: skip
+    """transformers ``generate`` on ``model``: a path (a LoRA run's base with its adapter, through peft), or the live
+    model with the trainer's sampling knobs as ``sample`` (``eval.during``); ``tokenizer`` may be a VLM's processor.
+    A bar on a terminal only, unless TQDM_DISABLE."""
     import torch
     from tqdm.auto import tqdm
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     from grpo_trl.data.image_tokens import is_processor, text_tokenizer
+    from grpo_trl.run.export import is_adapter, load_adapter_model
 
+    if isinstance(model, str):
+        torch.manual_seed(s.seed)
+        auto = AutoModelForImageTextToText if is_processor(tokenizer) else AutoModelForCausalLM
+        model = load_adapter_model(model) if is_adapter(model) else auto.from_pretrained(model)
+        model.to("cuda" if torch.cuda.is_available() else "cpu").eval()
     processor = tokenizer if is_processor(tokenizer) else None  # a VLM: prompts hold image entries
     tokenizer = text_tokenizer(tokenizer)
     tokenizer.padding_side = "left"

@@ -137,7 +137,7 @@ def prepare(
         then()
     preflight(backend, endpoint)
     model_path, tokenizer, defaults, template = resolve()
-    options = {"endpoint": endpoint, "template": template or {}}  # prompts rendered as the trainer renders them
+    options = {"template": template or {}, **({"endpoint": endpoint} if endpoint else {})}  # rendered as in training
     sampling = defaults.updated(
         **{k: args.get(k) for k in ("n", "temperature", "max_new_tokens", "seed", "batch_size")}
     )
