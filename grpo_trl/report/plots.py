@@ -64,8 +64,6 @@ def smooth(values: list[float], window: int) -> list[float]:
     """Centred mean over ``window`` values (fewer at the ends): a curve not shifted right as a trailing mean is."""
     import pandas  # datasets' own dependency
 
-    if window <= 1:  # nothing to average: the values as logged
-        return list(values)
     return pandas.Series(values).rolling(window, min_periods=1, center=True).mean().tolist()
 
 
