@@ -60,7 +60,8 @@ class Endpoint:
     def __repr__(self) -> str:  # never shows the key
         return f"Endpoint({self.base_url!r}, {self.model!r}, max_concurrency={self.max_concurrency})"
 
-    async def _call(self, kind: str, **params: Any) -> list[Choice]:
+    async def choices(self, kind: str, **params: Any) -> list[Choice]:
+        """The choices of a ``chat`` (``messages=``) or ``completions`` (``prompt=``) call; ``params`` as they are."""
         if (loop := asyncio.get_running_loop()) is not self._loop:
             self._client = _client(self.base_url, self._key, self.timeout, self.retries)
             self._semaphore, self._loop = asyncio.Semaphore(self.max_concurrency), loop
@@ -81,19 +82,11 @@ class Endpoint:
             raise EndpointError(f"{self.base_url} sent choices without text")
         return out
 
-    async def chat_choices(self, messages: list[dict[str, Any]], **params: Any) -> list[Choice]:
-        """The choices for a chat ``messages`` list; ``params`` go to the API as they are."""
-        return await self._call("chat", messages=messages, **params)
-
-    async def complete_choices(self, prompt: str, **params: Any) -> list[Choice]:
-        """The choices for a raw ``prompt`` string (the completions API)."""
-        return await self._call("completions", prompt=prompt, **params)
-
     async def chat(self, messages: list[dict[str, Any]], **params: Any) -> list[str]:
-        return [c.text for c in await self.chat_choices(messages, **params)]
+        return [c.text for c in await self.choices("chat", messages=messages, **params)]
 
     async def complete(self, prompt: str, **params: Any) -> list[str]:
-        return [c.text for c in await self.complete_choices(prompt, **params)]
+        return [c.text for c in await self.choices("completions", prompt=prompt, **params)]
 
     def run(self, calls: Iterable[Awaitable[Any]]) -> list[Any]:
         """Run ``calls`` concurrently from synchronous code, in order; a failed call's slot holds its

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,19 +21,12 @@ PLUGIN_MODULE_PREFIX = "grpo_trl_plugin_"  # the module name of each file under 
 _FILES: dict[str, ModuleType] = {}  # plugin files already executed, by resolved path
 
 
-def file_module(path: str | Path) -> ModuleType | None:
-    """The module already executed from the file at ``path`` (a plugin, or a module imported by name), if any."""
-    key = str(Path(path).resolve())
-    if key in _FILES:
-        return _FILES[key]
-    for module in list(sys.modules.values()):
+def file_module(path: Path) -> ModuleType | None:
+    """The module already executed from the file at resolved ``path`` (a plugin, or a module imported by name)."""
+    for module in [_FILES.get(str(path)), *list(sys.modules.values())]:
         file = getattr(module, "__file__", None)
-        if isinstance(file, str) and file.endswith(".py") and Path(file).name == Path(key).name:
-            try:
-                if str(Path(file).resolve()) == key:
-                    return module
-            except (OSError, RuntimeError, ValueError):
-                continue
+        if isinstance(file, str) and Path(file).name == path.name and os.path.realpath(file) == str(path):
+            return module
     return None
 
 

@@ -1,10 +1,5 @@
 """The one module that touches TRL internals (private ``GRPOTrainer`` attributes, names ``trl`` does not export,
-transformers' checkpoint rules); ``check_internals`` lists what the installed TRL lacks of them.
-
-    >>> from trl import GRPOTrainer
-    >>> check_internals(GRPOTrainer)
-    []
-"""
+transformers' checkpoint rules); ``check_internals`` lists what the installed TRL lacks of them."""
 
 from __future__ import annotations
 
@@ -44,11 +39,7 @@ LATER_NAMES = {"trl.scripts.vllm_serve:build_command"} | {k for k in MODULE_NAME
 
 
 def checkpoint_step(name: str) -> int | None:
-    """The step of a folder name the trainer resumes from (transformers' own pattern), else None.
-
-    >>> checkpoint_step("checkpoint-12"), checkpoint_step("checkpoint-1-best"), checkpoint_step("checkpoint-500.bak")
-    (12, None, None)
-    """
+    """The step of a folder name the trainer resumes from (transformers' own pattern), else None."""
     from transformers.trainer_utils import _re_checkpoint
 
     match = _re_checkpoint.search(name)
@@ -73,7 +64,7 @@ def _trl_name(key: str) -> Any:
 
 
 def pad(tensors: list, padding_value: int = 0, padding_side: str = "right") -> Any:
-    """TRL's own ``pad`` (``trl.trainer.utils``): the padding its trainer gives a generation batch."""
+    """TRL's own ``pad``: the padding its trainer gives a generation batch."""
     return _trl_name("trl.trainer.utils:pad")(tensors, padding_value=padding_value, padding_side=padding_side)
 
 

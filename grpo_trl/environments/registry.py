@@ -50,25 +50,14 @@ def _key(name: Any) -> str:
     return "environment" if name is None else f"environment.{name}"
 
 
-def _args_problem(obj: Callable) -> str | None:
-    """Why the constructor would refuse ``args:`` (its signature, read without calling it), or None."""
-    target, args = (obj.func, obj.keywords) if isinstance(obj, functools.partial) else (obj, {})
-    try:
-        inspect.signature(target).bind(**args)
-    except TypeError as exc:
-        return f"the constructor refuses them: {exc}"
-    except ValueError:  # no signature to read: checked when built
-        pass
-    return None
-
-
-def _factory(spec: dict) -> Callable:
+def _factory(spec: dict) -> tuple[Callable, dict]:
+    """The class or factory an entry names and its ``args``."""
     obj = lookup_environment(spec["factory"])
     if not isinstance(args := spec.get("args") or {}, dict):
         raise EnvError("args must be a mapping of constructor arguments")
     if not callable(obj):
         raise EnvError(f"{spec['factory']!r} is not a class or a factory function")
-    return functools.partial(obj, **args) if args else obj
+    return obj, args
 
 
 def environment_problems(section: Any) -> list[Problem]:
@@ -90,22 +79,25 @@ def environment_problems(section: Any) -> list[Problem]:
                 why = f"unknown key{suggest(k, ENV_KEYS)}; environment keys: factory, args"
                 problems.append(Problem("", f"{key}.{k}", why))
         try:
-            if why := _args_problem(obj := _factory(spec)):
-                problems.append(Problem("", f"{key}.args", why))
-            elif (cls := environment_class(obj)) is not None:
+            obj, args = _factory(spec)
+            if (cls := environment_class(obj)) is not None:
                 check_class(cls)
+            inspect.signature(obj).bind(**args)  # what the constructor would refuse, read without calling it
         except EnvError as exc:
             problems.append(Problem("", f"{key}.factory", str(exc)))
+        except TypeError as exc:
+            problems.append(Problem("", f"{key}.args", f"the constructor refuses them: {exc}"))
+        except ValueError:  # no signature to read: checked when built
+            pass
     return problems
 
 
 def environment_class(factory: Any) -> type | None:
     """The class ``factory`` builds, known without calling it (the class, or a factory's return annotation)."""
-    target = factory.func if isinstance(factory, functools.partial) else factory
-    if isinstance(target, type):
-        return target
+    if isinstance(factory, type):
+        return factory
     try:
-        hint = typing.get_type_hints(target).get("return")
+        hint = typing.get_type_hints(factory).get("return")
     except Exception:  # noqa: BLE001 - an annotation that does not resolve: checked when built
         return None
     return hint if isinstance(hint, type) else None
@@ -147,7 +139,7 @@ def _static(cls: type, name: str) -> bool:
 
 def owns_reward(section: Any) -> bool | None:
     """Whether an environment of a valid section defines ``get_reward()`` (None: only building one would tell)."""
-    classes = [environment_class(_factory(spec)) for spec in _entries(section).values()]
+    classes = [environment_class(_factory(spec)[0]) for spec in _entries(section).values()]
     if any(c is not None and callable(getattr(c, "get_reward", None)) for c in classes):
         return True
     return None if any(c is None for c in classes) else False
@@ -183,7 +175,10 @@ class EnvironmentFactory:
 def build_environment_factory(section: Any, *, hide_reward: bool = False) -> Callable | dict[str, Callable]:
     """``environment_factory`` for ``GRPOTrainer``: one ``EnvironmentFactory``, or a dict of named ones.
     ``hide_reward``: the ``environment`` reward scores them, so TRL must not add ``get_reward`` a second time."""
-    built = {n: EnvironmentFactory(_factory(spec), _key(n), hide_reward) for n, spec in _entries(section).items()}
+    built = {}
+    for n, spec in _entries(section).items():
+        obj, args = _factory(spec)
+        built[n] = EnvironmentFactory(functools.partial(obj, **args) if args else obj, _key(n), hide_reward)
     return built[None] if None in built else built
 
 

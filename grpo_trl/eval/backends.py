@@ -175,9 +175,9 @@ def generate_endpoint(model_path: str, tokenizer: Any, prompts: list, s: Samplin
     calls = []
     for i, prompt in enumerate(prompts):
         if chat_api and not is_standard(prompt):
-            ask = partial(ep.chat_choices, prompt, **chat_params)
+            ask = partial(ep.choices, "chat", messages=prompt, **chat_params)
         else:
-            ask = partial(ep.complete_choices, render(tokenizer, prompt, template), **params)
+            ask = partial(ep.choices, "completions", prompt=render(tokenizer, prompt, template), **params)
         calls += [ask(seed=s.seed + i * s.n + j) for j in range(s.n)]
     texts, lengths, errors = [], [], []
     for k, result in enumerate(ep.run(calls)):

@@ -13,16 +13,13 @@ CHOICES = {"bnb_4bit_quant_type": ("nf4", "fp4"), "bnb_4bit_compute_dtype": ("bf
 
 
 def quantization_problems(section: Any, *, has_lora: bool) -> list[Problem]:
-    """Problems of ``model.quantization``: what ``BitsAndBytesConfig`` refuses (no GPU needed), and what bitsandbytes
-    would refuse only when the model loads."""
+    """Problems of a ``model.quantization`` mapping: what ``BitsAndBytesConfig`` refuses (no GPU needed), and what
+    bitsandbytes would refuse only when the model loads."""
     from transformers import BitsAndBytesConfig
 
     if section is None:
         return []
-    key = "model.quantization"
-    if not isinstance(section, dict):
-        why = "must be a mapping of transformers.BitsAndBytesConfig fields, e.g. {load_in_4bit: true}"
-        return [Problem("", key, why)]
+    key = "model.quantization"  # a mapping: the recipe schema says so
     fields = [p for p in inspect.signature(BitsAndBytesConfig.__init__).parameters if p not in ("self", "kwargs")]
     unknown = [k for k in section if k not in fields]  # BitsAndBytesConfig keeps unknown keywords silently
     problems = [Problem("", f"{key}.{k}", f"not a BitsAndBytesConfig field{suggest(k, fields)}") for k in unknown]

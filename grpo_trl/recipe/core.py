@@ -3,7 +3,6 @@ user wrote is kept, so ``GRPOConfig`` gets exactly the user's fields), its acces
 
 from __future__ import annotations
 
-import copy
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,9 +103,7 @@ class Recipe:
     def rewards(self) -> list[dict]:
         """The reward entries as mappings (a bare name ``- countdown`` is read as ``{name: countdown}``)."""
         value = self.data.get("rewards")
-        if not isinstance(value, list):
-            return []
-        return [{"name": s} if isinstance(s, str) else s for s in value if isinstance(s, (str, dict))]
+        return [s for s in schema.bare_names(value) if isinstance(s, dict)] if isinstance(value, list) else []
 
     @property
     def plugins(self) -> list[str]:
@@ -180,7 +177,7 @@ class Recipe:
         return LoraConfig(**{"task_type": "CAUSAL_LM", **lora})
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(copy.deepcopy(self.data), sort_keys=False)
+        return yaml.safe_dump(self.data, sort_keys=False)
 
 
 def open_recipe(path: str | Path, overrides: typing.Sequence[str] = ()) -> Recipe:

@@ -18,9 +18,12 @@ MAX_BYTES = 1_000_000  # a recipe is a few KB; anything over 1 MB is not one
 MAX_EXTENDS = 16  # length of an extends chain
 
 
+def _shown(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else f"{text[: limit * 3 // 4]}... ({len(text)} characters)"
+
+
 def _error(file: str, key: str, message: str, fix: str = "") -> RecipeError:
-    short = key if len(key) <= 120 else f"{key[:100]}... ({len(key)} characters)"
-    return RecipeError([Problem(file, short, message[:1000], fix)])
+    return RecipeError([Problem(file, _shown(key, 120), message[:1000], fix)])
 
 
 class YamlLoader(yaml.SafeLoader):
@@ -146,10 +149,6 @@ def _override_value(raw: str, key: str) -> Any:
     except RecipeError as exc:
         raise _error("--set", key, f"value is not valid YAML: {exc.problems[0].message}") from None
     return raw if isinstance(value, (dict, list)) and raw.lstrip()[:1] not in ("{", "[") else value
-
-
-def _shown(text: str) -> str:
-    return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
 
 
 def _index(part: str, length: int) -> bool:

@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ConfigDict, Field, create_model
 
 from grpo_trl.data.options import DATA_REQUIRED, DataSection, builder_options_model
-from grpo_trl.errors import GrpoTrlError
 from grpo_trl.fields import MAX_SECONDS, Section, YamlFloat, dataclass_model, signature_model
 from grpo_trl.io import read_json_head, write
 from grpo_trl.models.builtin import BUILTIN_TINY  # noqa: F401 (re-exported: the one name of the built-in model)
@@ -87,7 +86,7 @@ class ToolSpec(Section):
     timeout: YamlFloat | None = Field(None, gt=0, le=MAX_SECONDS, description="seconds one call may take (default 15)")
 
 
-def _bare_names(value: Any) -> Any:
+def bare_names(value: Any) -> Any:
     """``- countdown`` in a reward list means ``{name: countdown}``."""
     return [{"name": v} if isinstance(v, str) else v for v in value] if isinstance(value, list) else value
 
@@ -95,7 +94,7 @@ def _bare_names(value: Any) -> Any:
 def named_list(spec: type[Section]) -> Any:
     """A list of ``spec`` whose items may also be a bare name (``- countdown``), in the JSON Schema too."""
     name = Annotated[str, Field(min_length=1)]
-    return Annotated[list[spec], BeforeValidator(_bare_names, json_schema_input_type=list[name | spec])]
+    return Annotated[list[spec], BeforeValidator(bare_names, json_schema_input_type=list[name | spec])]
 
 
 class LoggingSection(Section):
@@ -216,10 +215,8 @@ def recipe_json_schema() -> dict:
 def write_schema(path: str | None) -> str:
     """Write the schema to ``path`` (the writer replaces only a schema this command wrote); returns the text."""
     text = json.dumps(recipe_json_schema(), indent=1, sort_keys=True) + "\n"
-    if path:
-        if Path(path).is_dir():
-            raise GrpoTrlError(f"cannot write {path!r} (a folder)", key="--output", fix="name a file")
-        write(path, text, flag="--output", mine=_is_our_schema, parents=False)  # the one writer
+    if path:  # the one writer: refuses a folder, a link, a user's file
+        write(path, text, flag="--output", mine=_is_our_schema, parents=False)
     return text
 
 

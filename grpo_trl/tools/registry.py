@@ -145,31 +145,18 @@ def tool_specs(value: Any) -> list[dict]:
 
 
 def tool_problems(tools: Any) -> list[Problem]:
-    """Everything wrong with a ``tools:`` section, without loading a model."""
-    if tools is None:
-        return []
-    if not isinstance(tools, list):
-        return [Problem("", "tools", "must be a list of tool names, e.g. tools: [calculator]")]
+    """What is wrong with a ``tools:`` section the recipe schema accepted (``ToolSpec``): a tool that cannot be found
+    or read by the model, or two tools of one name; no model is loaded."""
     problems, seen = [], {}
     for i, spec in enumerate(tool_specs(tools)):
-        key = f"tools.{i}"
-        if not isinstance(spec, dict) or "name" not in spec:
-            problems.append(Problem("", key, "must be a tool name or a mapping {name, timeout}"))
-            continue
-        if extra := [k for k in spec if k not in ("name", "timeout")]:
-            problems.append(Problem("", f"{key}.{extra[0]}", "unknown key; tool keys: name, timeout"))
-        timeout = spec.get("timeout")
-        number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
-        if timeout is not None and not (number and 0 < timeout < float("inf")):  # NaN and infinity too
-            problems.append(Problem("", f"{key}.timeout", f"must be a positive number of seconds, got {timeout!r}"))
         try:
             tool_schema(func := lookup_tool(spec["name"]))
         except ToolError as exc:
-            problems.append(Problem("", f"{key}.name", str(exc)))
+            problems.append(Problem("", f"tools.{i}.name", str(exc)))
             continue
         if func.__name__ in seen:
             message = f"the model would see two tools named {func.__name__!r} (also tools.{seen[func.__name__]})"
-            problems.append(Problem("", key, message))
+            problems.append(Problem("", f"tools.{i}", message))
         seen[func.__name__] = i
     return problems
 

@@ -72,7 +72,6 @@ def test_quantization_maps_to_bitsandbytes_config():
         ({**QLORA, "bnb_4bit_quant_type": "nf5"}, True, "model.quantization.bnb_4bit_quant_type", "nf4"),
         ({**QLORA, "bnb_4bit_compute_dtype": "bf16"}, True, "model.quantization.bnb_4bit_compute_dtype", "bfloat16"),
         ({**QLORA, "load_in_4bits": True}, True, "model.quantization.load_in_4bits", "did you mean 'load_in_4bit'"),
-        ("nf4", True, "model.quantization", "must be a mapping"),
     ],
 )
 def test_quantization_errors(section, lora, key, fix):
@@ -84,6 +83,8 @@ def test_quantization_in_a_recipe(tmp_path):
     model = {"name": "x", "quantization": QLORA, "lora": {"r": 8}}
     assert errors_for(tmp_path, {"model": model}) == []
     assert any("needs LoRA" in e for e in errors_for(tmp_path, {"model": {"name": "x", "quantization": QLORA}}))
+    mapping = errors_for(tmp_path, {"model": {"name": "x", "quantization": "nf4"}})  # the schema: one line
+    assert any("model.quantization: expected mapping" in e for e in mapping), mapping
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks what a machine without CUDA is told")

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpo_trl.check import load_recipe
-from grpo_trl.tools import ToolError, get_tool, lookup_tool, register_tool, tool_problems, tool_schema
+from grpo_trl.recipe import RecipeError
+from grpo_trl.tools import ToolError, get_tool, lookup_tool, register_tool, tool_schema
 from grpo_trl.tools.calculator import calculator
 from grpo_trl.tools.registry import bounded
 from tests.recipe.test_recipe import BASE, write
@@ -132,22 +133,24 @@ def test_bounded_tool_times_out_raises_and_cuts(tmp_path):
 @pytest.mark.parametrize(
     ("tools", "key", "fix"),
     [
-        ("calculator", "tools", "must be a list"),
-        ([3], "tools.0", "must be a tool name"),
+        ("calculator", "tools", "expected list"),
+        ([3], "tools.0", "expected mapping"),
         (["calculater"], "tools.0.name", "did you mean 'calculator'"),
         ([{"name": "calculator", "timeout": 0}], "tools.0.timeout", "positive number"),
-        ([{"name": "calculator", "timeout": float("nan")}], "tools.0.timeout", "positive number"),
-        ([{"name": "calculator", "timeout": float("inf")}], "tools.0.timeout", "positive number"),
-        ([{"name": "calculator", "timeout": True}], "tools.0.timeout", "positive number"),
-        ([{"name": "calculator", "timeout": "5"}], "tools.0.timeout", "positive number"),
-        ([{"name": "calculator", "timeot": 3}], "tools.0.timeot", "tool keys"),
+        ([{"name": "calculator", "timeout": float("nan")}], "tools.0.timeout", "finite number"),
+        ([{"name": "calculator", "timeout": float("inf")}], "tools.0.timeout", "finite number"),
+        ([{"name": "calculator", "timeout": True}], "tools.0.timeout", "must be a number"),
+        ([{"name": "calculator", "timeout": "soon"}], "tools.0.timeout", "must be a number"),
+        ([{"name": "calculator", "timeot": 3}], "tools.0.timeot", "keys: name, timeout"),
         ([f"{PLUGIN}:no_doc"], "tools.0.name", "docstring"),
         (["calculator", "calculator"], "tools.1", "two tools named 'calculator'"),
     ],
 )
-def test_tools_section_errors(tools, key, fix):
-    problems = tool_problems(tools)
-    assert any(p.key == key and fix in p.message for p in problems), problems
+def test_tools_section_errors(tmp_path, tools, key, fix):
+    # the recipe schema (ToolSpec) refuses bad shapes; tool_problems then finds and reads each tool
+    with pytest.raises(RecipeError) as caught:
+        load_recipe(write(tmp_path, {**BASE, "tools": tools}))
+    assert any(p.key == key and fix in p.message for p in caught.value.problems), caught.value.problems
 
 
 def test_recipe_with_plugin_tool_validates(tmp_path):
