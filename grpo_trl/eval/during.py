@@ -16,7 +16,7 @@ from transformers import Trainer, TrainerCallback
 
 from grpo_trl import trl_adapter
 from grpo_trl.data.image_tokens import is_processor, text_tokenizer
-from grpo_trl.eval.backends import Generations, Sampling, decode_groups, generate_with_model, prompt_ids
+from grpo_trl.eval.backends import Generations, Sampling, decode_groups, generate_transformers, prompt_ids
 from grpo_trl.monitor.heldout import GREEDY_KEY, PREFIX, TIME_KEY, ks
 
 logger = logging.getLogger("grpo_trl")
@@ -60,7 +60,7 @@ class HeldoutEval(TrainerCallback):
             torch.manual_seed(sampling.seed)
             tokenizer = self.trainer.processing_class
             if self.vllm is None:
-                return generate_with_model(
+                return generate_transformers(
                     model, tokenizer, prompts, sampling, template=self.template, progress=False, **self.sample_kwargs
                 )
             trl_adapter.sync_vllm(self.trainer)  # the run's vLLM, holding this step's weights

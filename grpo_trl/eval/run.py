@@ -127,7 +127,7 @@ class Setup:
 
 def prepare(
     where: str, model: str | None, resolve: Callable[[], tuple], then: Callable[[], Any] | None = None,
-    *, backend: str = "transformers", endpoint: dict | None = None, vllm_options: dict | None = None, **args: Any,
+    *, backend: str = "transformers", endpoint: dict | None = None, **args: Any,
 ) -> Setup:  # fmt: skip
     """Check the arguments (``error:`` lines naming ``where``), run ``then`` (more checks), probe the backend,
     ``resolve`` the model path, tokenizer, default ``Sampling`` and chat_template_kwargs."""
@@ -137,8 +137,7 @@ def prepare(
         then()
     preflight(backend, endpoint)
     model_path, tokenizer, defaults, template = resolve()
-    options = {"endpoint": endpoint} if backend == "endpoint" else {"vllm_options": vllm_options}
-    options["template"] = template or {}  # prompts rendered as the trainer renders them
+    options = {"template": template or {}, **({"endpoint": endpoint} if endpoint else {})}  # rendered as in training
     sampling = defaults.updated(
         **{k: args.get(k) for k in ("n", "temperature", "max_new_tokens", "seed", "batch_size")}
     )

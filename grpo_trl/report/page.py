@@ -27,27 +27,25 @@ from grpo_trl.run.resume import checkpoints
 NONE_PREFIX = "reward_none_frac/"  # per logged step, the share of rows a reward scored None
 
 
-def _rewards(history: list[dict], key: str = "reward") -> list[float]:
-    return [h[key] for h in history if "loss" in h and isinstance(h.get(key), int | float) and math.isfinite(h[key])]
-
-
-def trend_window(history: list[dict], window: int = 20, key: str = "reward") -> int:
-    """How many logged steps each end of ``reward_trend`` averages: ``window``, at most half the entries."""
-    return min(window, max(1, len(_rewards(history, key)) // 2))
+def _trend(history: list[dict], window: int = 20, key: str = "reward") -> tuple[int, float, float] | None:
+    """``(w, first, last)``: the mean of ``key`` over the first and last ``w`` training log entries (with a
+    ``loss``), ``w`` being ``window`` and at most half the entries; None without one."""
+    values = [h[key] for h in history if "loss" in h and isinstance(h.get(key), int | float) and math.isfinite(h[key])]
+    w = min(window, max(1, len(values) // 2))
+    return (w, sum(values[:w]) / w, sum(values[-w:]) / w) if values else None
 
 
 def reward_trend(history: list[dict], window: int = 20, key: str = "reward") -> tuple[float, float] | None:
-    """Mean of ``key`` over the first and last ``trend_window`` training log entries (with a ``loss``), or None."""
-    values, w = _rewards(history, key), trend_window(history, window, key)
-    return (sum(values[:w]) / w, sum(values[-w:]) / w) if values else None
+    """Mean of ``key`` over the first and last ``window`` (at most half) training log entries, or None."""
+    return (trend := _trend(history, window, key)) and trend[1:]
 
 
 def trend_text(history: list[dict], arrow: str = "->") -> str | None:
     """``reward mean, first vs last N logged steps: A -> B``, the words the summary, card and report share."""
-    if (trend := reward_trend(history)) is None:
+    if (trend := _trend(history)) is None:
         return None
-    steps = "logged step" if (n := trend_window(history)) == 1 else f"{n} logged steps"
-    return f"reward mean, first vs last {steps}: {trend[0]:.3f} {arrow} {trend[1]:.3f}"
+    steps = "logged step" if trend[0] == 1 else f"{trend[0]} logged steps"
+    return f"reward mean, first vs last {steps}: {trend[1]:.3f} {arrow} {trend[2]:.3f}"
 
 
 def none_shares(history: list[dict]) -> dict[str, float]:
@@ -138,12 +136,12 @@ def _write_report(output_dir: Path, runs: list) -> str:
     diverged = [a["step"] for a in alerts if a.get("kind") == DIVERGING]
     drawn = plot_heldout([(n, h, held) for n, h, _, held in runs], out, diverged)
     drawn.update(plot_history([(n, h, e) for n, h, e, _ in runs], out, zero))
-    trend = reward_trend(history)  # the same numbers as the end-of-run summary of `grpo-trl train`
+    trend = _trend(history)  # the same numbers as the end-of-run summary of `grpo-trl train`
     first, last = (history[0], history[-1]) if history else ({}, {})
     summary = {
         "steps_logged": len(history), "first_step": first.get("step"), "last_step": last.get("step"),
         "reward_first": first.get("reward"), "reward_last": last.get("reward"),
-        "reward_trend": list(trend) if trend else None, "reward_trend_window": trend_window(history),
+        "reward_trend": list(trend[1:]) if trend else None, "reward_trend_window": trend[0] if trend else 1,
         "plots": drawn, "alerts": alerts, "reward_none_share": none_shares(history), "always_zero": sorted(zero),
         "overlaid": [n for n, *_ in runs[1:]],
     }  # fmt: skip

@@ -64,8 +64,6 @@ def smooth(values: list[float], window: int) -> list[float]:
     """Centred mean over ``window`` values (fewer at the ends): a curve not shifted right as a trailing mean is."""
     import pandas  # datasets' own dependency
 
-    if window <= 1:  # nothing to average: the values as logged
-        return list(values)
     return pandas.Series(values).rolling(window, min_periods=1, center=True).mean().tolist()
 
 
@@ -76,19 +74,16 @@ def _points(history: list[dict], key: str) -> list[tuple[int, float]]:
 
 
 def _line(ax, runs: list, key: str, colour: str) -> None:
-    """``key`` of every run: smoothed from 12 points on (about a 15th of them), the raw values faint."""
+    """``key`` of every run: from 12 points on, centred means over about a 15th of them, the raw values faint."""
     for r, (name, history) in enumerate(runs):
-        if not (points := _points(history, key)):
-            continue
-        xs, ys = zip(*points)
-        style = {"color": "black" if key == REWARD else colour, "linestyle": RUN_STYLES[r % len(RUN_STYLES)]}
-        style["zorder"] = 5 if key == REWARD else 2
-        if (window := 1 if len(ys) < 12 else max(2, len(ys) // 15)) > 1:
-            ax.plot(xs, ys, linewidth=0.8, alpha=0.22, **style)
-            ys = smooth(list(ys), window)
-        label = f"{name}: {key}" if len(runs) > 1 else key
-        width, marker = 2.0 if key == REWARD else 1.3, "o" if len(xs) < 12 else None
-        ax.plot(xs, ys, label=label, linewidth=width, marker=marker, markersize=3, **style)
+        if points := _points(history, key):
+            xs, ys = zip(*points)
+            style = {"color": "black" if key == REWARD else colour, "linestyle": RUN_STYLES[r % len(RUN_STYLES)]}
+            style.update(zorder=5 if key == REWARD else 2, marker="o" if len(xs) < 12 else None, markersize=3)
+            if len(ys) >= 12:
+                ax.plot(xs, ys, linewidth=0.8, alpha=0.22, **style)
+                ys = smooth(list(ys), max(2, len(ys) // 15))
+            ax.plot(xs, ys, label=f"{name}: {key}" if len(runs) > 1 else key, **style)
 
 
 def _figure(title: str, path: Path, draw) -> None:
@@ -102,12 +97,11 @@ def _figure(title: str, path: Path, draw) -> None:
 
     from grpo_trl.io import write
 
-    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=100)
+    fig, ax = plt.subplots(figsize=(7, 3.6))
     draw(ax)
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("step")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
-    ax.grid(alpha=0.3)
     fig.tight_layout()
     buf = BytesIO()
     fig.savefig(buf, format="png")
@@ -176,18 +170,17 @@ def plot_history(runs: list[tuple[str, list[dict], list[dict]]], out: Path, zero
     """Every numeric metric of ``(name, history, eval_history)`` runs drawn somewhere; ``{file: [series]}``. The
     eval metrics: rewards in ``eval.png``, loss and reward std in ``eval_details.png``, the rest as in training
     (trust-region clip ratios are 0 in evaluation: no policy update)."""
-    train = [(n, h) for n, h, _ in runs]
-    evals = [(n, e) for n, _, e in runs]
+    train, evals = [(n, h) for n, h, _ in runs], [(n, e) for n, _, e in runs]
     number = lambda v: isinstance(v, int | float) and not isinstance(v, bool)  # noqa: E731
-    keys = sorted({k for _, h in train for e in h for k, v in e.items() if number(v)})
-    drawn = {f: s for f, series in _panels(keys) if series and (s := _draw(series, train, out / f, zero))}
-    eval_keys = sorted({k for _, h in evals for e in h for k, v in e.items() if isinstance(v, int | float)} - {"step"})
-    rest = [k for k in eval_keys if not k.startswith("clip_ratio/") and not k.endswith(NOT_PLOTTED_SUFFIXES)]
+    keys = lambda rs: sorted({k for _, h in rs for e in h for k, v in e.items() if number(v)} - {"step"})  # noqa: E731
+    rest = [k for k in keys(evals) if not k.startswith("clip_ratio/") and not k.endswith(NOT_PLOTTED_SUFFIXES)]
     main = [k for k in rest if re.fullmatch(PLOTS["rewards.png"][1], k)]
     details = [k for k in ("loss", "reward_std") if k in rest]
-    panels = [("eval.png", main), ("eval_details.png", details)]
-    panels += _panels([k for k in rest if k not in main and k not in details], "eval_")
-    for filename, series in panels:
-        if series and (s := _draw(series, evals, out / filename, zero)):
-            drawn[filename] = ["eval_" + k for k in s]
+    eval_panels = [("eval.png", main), ("eval_details.png", details)]
+    eval_panels += _panels([k for k in rest if k not in main and k not in details], "eval_")
+    drawn = {}
+    for panels, rs, prefix in ((_panels(keys(train)), train, ""), (eval_panels, evals, "eval_")):
+        for filename, series in panels:
+            if series and (s := _draw(series, rs, out / filename, zero)):
+                drawn[filename] = [prefix + k for k in s]
     return drawn
