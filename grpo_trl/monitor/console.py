@@ -1,5 +1,5 @@
 """What a run shows as it trains: one readable console line per logging step instead of TRL's whole metrics dict
-(which still goes to ``trainer_state.json`` and ``report_to``), completion samples and generation time.
+(which still goes to ``trainer_state.json`` and ``report_to``) and completion samples.
 
     >>> format_line({"reward": 0.5, "reward_std": 0.25, "rewards/acc/mean": 0.5, "kl": 0.001}, 3, 10, 2.0)
     'step 3/10 | reward 0.500 ±0.250 (acc 0.500) | kl 0.0010 | 2.00 s/step | ETA 14s'
@@ -119,24 +119,14 @@ class ConsoleLine(TrainerCallback):
             self._write(format_heldout_line(logs, state.global_step))
 
 
-class _BarOnly(ProgressCallback):
-    """transformers' progress bar without the dict it writes under it at every log."""
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        return
-
-
-def install_console(trainer: Any) -> ConsoleLine:
-    """Swap the dict printing of ``trainer`` for ``ConsoleLine``; returns the callback added."""
-    for cb in list(trainer.callback_handler.callbacks):
-        if type(cb) is PrinterCallback:
-            trainer.remove_callback(cb)
-        elif type(cb) is ProgressCallback:
-            trainer.remove_callback(cb)
-            trainer.add_callback(_BarOnly())
-    line = ConsoleLine()
-    trainer.add_callback(line)
-    return line
+def install_console(trainer: Any) -> None:
+    """Swap the metrics dict ``trainer`` prints at each log (``PrinterCallback``, or under the progress bar) for
+    ``ConsoleLine``."""
+    trainer.remove_callback(PrinterCallback)
+    for cb in trainer.callback_handler.callbacks:
+        if type(cb) is ProgressCallback:
+            cb.on_log = lambda *args, **kwargs: None  # the bar stays, the dict under it goes
+    trainer.add_callback(ConsoleLine())
 
 
 def _text(messages: Any) -> str:
@@ -192,11 +182,3 @@ class CompletionSamples(TrainerCallback):
                 row["turns"] = tool_turns
             lines.append(json.dumps(row))
         append_lines(Path(args.output_dir) / "completions.jsonl", lines)  # the one writer: no link, redacted
-
-
-class GenerationTimer(TrainerCallback):
-    """Times TRL's generation (``trainer._generate``) and reports it as the metric ``timing/generation_s``."""
-
-    def __init__(self, trainer: Any):
-        self.trainer = trainer
-        trl_adapter.time_generation(trainer, "timing/generation_s")  # another TRL version: no timing, no crash

@@ -137,12 +137,6 @@ def newest_complete(folder: str | Path, world_size: int = 1) -> tuple[Path | Non
     return None, skipped
 
 
-def saved_step(path: Path) -> tuple[int, int] | None:
-    """``(global_step, max_steps)`` from a ``trainer_state.json``, or ``None`` when it is absent or unreadable."""
-    state, _ = read_state(path)
-    return (state["global_step"], state.get("max_steps") or 0) if state else None
-
-
 def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(data, dict) and data:
         return {k: v for key, value in data.items() for k, v in _flatten(value, f"{prefix}{key}.").items()}

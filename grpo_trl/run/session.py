@@ -11,12 +11,12 @@ from typing import Any
 import yaml
 
 from grpo_trl.errors import GrpoTrlError, config_secrets, redact
-from grpo_trl.io import read_json, write
+from grpo_trl.io import write
 from grpo_trl.models.builtin import folder_name
 from grpo_trl.recipe import Problem, Recipe, RecipeError
 from grpo_trl.run import writes
 from grpo_trl.run.directory import STATE, Manifest, RunLock, describe, predictable
-from grpo_trl.run.resume import compare_recipe, continue_callbacks, newest_complete, saved_step
+from grpo_trl.run.resume import compare_recipe, continue_callbacks, newest_complete, read_state
 from grpo_trl.trl_adapter import checkpoint_step, save_model_only
 
 logger = logging.getLogger("grpo_trl")
@@ -95,13 +95,10 @@ class RunSession:
 
     def _failure(self, exc: BaseException, ended: bool = False) -> RecipeError | None:
         """The error line of a write into the folder that failed (a full disk, a read-only file), else None."""
-        if writes.disk_full(self.folder, exc) and ended:
-            return self._error("ran out of disk space while the run ended; free space")
         if writes.disk_full(self.folder, exc):
-            return self._error(
-                "ran out of disk space while the run was writing to it; free space, then --resume continues from the "
-                "last complete checkpoint"
-            )
+            when = "ended" if ended else "was writing to it"
+            then = "" if ended else ", then --resume continues from the last complete checkpoint"
+            return self._error(f"ran out of disk space while the run {when}; free space{then}")
         if isinstance(exc, GrpoTrlError) or not (ended or writes.inside(self.folder, exc)):
             return None
         what = f"writing {where}" if (where := getattr(exc, "filename", None)) else "writing"
@@ -164,25 +161,25 @@ class RunSession:
         for path, why in skipped if self.main else ():
             logger.warning("skipping %s: %s", path.name, why)
         # finished: the final save is whole (its trainer_state.json is moved into place last, see save_final); a
-        # checkpoint at max_steps without it is resumed (no step to train) so the final save is made again
-        final = saved_step(self.folder / "trainer_state.json")
-        at = saved_step(ckpt / "trainer_state.json") if ckpt else None
-        target = self.config.max_steps if self.config.max_steps > 0 else (final or at or (0, 0))[1]
-        if final and target and final[0] >= target and (at is None or at[0] <= final[0]):
-            self.finished = read_json(self.folder / "trainer_state.json")
+        # checkpoint at max_steps without it: the final save is made again from that checkpoint
+        final = read_state(self.folder / "trainer_state.json")[0] or {}
+        at = (read_state(ckpt / "trainer_state.json")[0] if ckpt else None) or {}
+        target = self.config.max_steps if self.config.max_steps > 0 else (final or at).get("max_steps") or 0
+        if final and target and final["global_step"] >= target and at.get("global_step", 0) <= final["global_step"]:
+            self.finished = final
             if self.main:
                 logger.warning(
                     "%s finished at step %d (trainer.max_steps: %d): nothing trained, nothing deleted; raise "
-                    "trainer.max_steps to continue", self.folder, final[0], target,
+                    "trainer.max_steps to continue", self.folder, final["global_step"], target,
                 )  # fmt: skip
             return
-        if at and target and at[0] >= target:  # killed in (or before) the final save: make it now, train nothing
-            self.finished = read_json(ckpt / "trainer_state.json")
+        if at and target and at["global_step"] >= target:  # killed in (or before) the final save: make it now
+            self.finished = at
             if self.main:
                 self._place(writes.stage(self.folder, ckpt))
                 logger.warning(
                     "%s: the final save of step %d was not whole (killed while saving): made it again from %s; "
-                    "nothing trained", self.folder, at[0], ckpt.name,
+                    "nothing trained", self.folder, at["global_step"], ckpt.name,
                 )  # fmt: skip
             return
         if ckpt is None:
