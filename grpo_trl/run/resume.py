@@ -212,8 +212,7 @@ def compare_recipe(recipe: Any, folder: Path, m: Any, ckpt: Path, world_size: in
     if diffs:
         listed = "; ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in diffs)
         logger.warning("the recipe differs from the saved recipe.yaml (resuming anyway): %s", listed)
-        step = int(ckpt.name.split("-")[-1])
-        keep = folder / f"recipe.step-{step}.yaml"
+        keep = folder / f"recipe.step-{checkpoint_step(ckpt.name)}.yaml"
         if not keep.exists():
             m.record(keep.name)
             m.save()
