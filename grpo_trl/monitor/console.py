@@ -57,12 +57,6 @@ def _parts(logs: dict) -> list[str]:
     return parts + [f"{label} {v}" for key, label, fmt in METRICS if (v := _num(logs.get(key), fmt)) is not None]
 
 
-def format_eval_line(logs: dict, step: int) -> str:
-    """The line for one evaluation, with the training line's metrics (``eval at step 4 | reward 0.500 ...``)."""
-    parts = _parts({k[len("eval_") :]: v for k, v in logs.items() if k.startswith("eval_")})
-    return f"eval at step {step} | " + (" | ".join(parts) or "done")
-
-
 def format_heldout_line(logs: dict, step: int) -> str:
     """The line for one held-out evaluation (``heldout:``): pass@k sampled, greedy, its prompts and wall time.
 
@@ -91,7 +85,8 @@ def format_line(logs: dict, step: int, total: int | None, sec_per_step: float | 
 
 
 class ConsoleLine(TrainerCallback):
-    """Print ``format_line`` for each training log entry (main process only); eval entries get a short line too."""
+    """Print ``format_line`` for each training log entry (main process only); an evaluation gets the same metrics on
+    its own line (``eval at step 4 | reward 0.500 ...``), a held-out one ``format_heldout_line``."""
 
     def __init__(self, stream: Any = None):
         self.stream = stream
@@ -113,8 +108,8 @@ class ConsoleLine(TrainerCallback):
             if self._start is not None and state.global_step > self._start[1]:
                 rate = (time.perf_counter() - self._start[0]) / (state.global_step - self._start[1])
             self._write(format_line(logs, state.global_step, state.max_steps or None, rate))
-        elif any(k.startswith("eval_") for k in logs):
-            self._write(format_eval_line(logs, state.global_step))
+        elif evaluated := {k[len("eval_") :]: v for k, v in logs.items() if k.startswith("eval_")}:
+            self._write(f"eval at step {state.global_step} | " + (" | ".join(_parts(evaluated)) or "done"))
         elif is_heldout(logs):
             self._write(format_heldout_line(logs, state.global_step))
 
