@@ -200,9 +200,8 @@ def compare_recipe(recipe: Any, folder: Path, m: Any, ckpt: Path, world_size: in
         for prefix, why in BLOCKING.items()
         if key == prefix or key.startswith(prefix + ".")
     ]
-    last = next((r.get("batch") for r in reversed(m.runs) if r.get("batch")), None) or {}
-    if last.get("world_size") not in (None, world_size):
-        problems.append(Problem(recipe.file, "launch", f"{last['world_size']} -> {world_size} processes: batch"))
+    if (saved_by := len(list(ckpt.glob("rng_state*.pth")))) and saved_by != world_size:  # one file per process
+        problems.append(Problem(recipe.file, "launch", f"{saved_by} -> {world_size} processes: batch"))
     if problems:
         fix = (
             f"; resuming would be meaningless: restore the saved value, or train into a new output_dir with "

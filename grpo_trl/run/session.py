@@ -21,7 +21,6 @@ from grpo_trl.trl_adapter import checkpoint_step, save_model_only
 
 logger = logging.getLogger("grpo_trl")
 STATE_FILES = ("lock", "lock.json", "manifest.json")
-BATCH_FIELDS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "world_size")
 
 
 IN_PLACE = ("README.md", "completions.jsonl", "alerts.jsonl")  # written in place: TRL's card, the logs appended to
@@ -52,7 +51,7 @@ class RunSession:
         self.finished: dict | None = None  # the saved trainer state of a run already at max_steps
         self.manifest: Manifest | None = None
         self._lock: RunLock | None = None
-        self._run: dict | None = None
+        self._started = False  # this process records the run (rank 0, not finished)
 
     def _error(self, message: str) -> RecipeError:
         return RecipeError([Problem(self.recipe.file, "trainer.output_dir", f"{str(self.folder)!r} {message}")])
@@ -80,8 +79,8 @@ class RunSession:
 
     def __exit__(self, exc_type: Any = None, exc: BaseException | None = None, tb: Any = None) -> None:
         try:
-            if self._run is not None and self.manifest is not None:
-                self.manifest.end_run(self._run)
+            if self._started:  # adopt what the trainer wrote unannounced, forget what never came
+                self.manifest.sync(live=True)
         except (OSError, GrpoTrlError) as err:  # the directory became unwritable (full disk, read-only)
             if exc is None and (error := self._failure(err, ended=True)):
                 raise error from err
@@ -107,8 +106,6 @@ class RunSession:
     def _prepare(self) -> None:
         m = self.manifest = Manifest.load(self.folder)
         if self.main:
-            if m.recover():
-                logger.info("%s: an earlier run was interrupted; its recorded entries stay its own", self.folder)
             logs = ("recipe.yaml", "completions.jsonl", "alerts.jsonl")
             folders = [n for n in logs if n in m.entries and (self.folder / n).is_dir()]
             if folders and not self.overwrite:  # grpo-trl's own, replaced by a folder: the first write would fail
@@ -121,10 +118,7 @@ class RunSession:
             writes.prepare_fresh(self.folder, m, self.config, self.overwrite, self._error)
         if self.finished is not None or not self.main:
             return
-        cfg = self.config
-        batch = {k: getattr(cfg, k) for k in BATCH_FIELDS}
-        resumed = self.resume_from.name if self.resume_from else None
-        self._run = m.start_run(resumed_from=resumed, model=self.recipe.model.get("name"), batch=batch)
+        self._started = True
         m.record("recipe.yaml", "completions.jsonl", "alerts.jsonl")  # recorded before they are written
         if str(self.recipe.model.get("name")).startswith("builtin:"):  # built into the output_dir by resolve_model
             m.record(folder_name(str(self.recipe.model.get("name"))))
@@ -223,7 +217,7 @@ class RunSession:
 
     def attach(self, trainer: Any) -> None:
         """Record checkpoints as they are saved; on resume, continue the logs and alerts from the checkpoint."""
-        if self.main and self._run is not None:
+        if self._started:
             trainer.add_callback(writes.ManifestCallback(self.manifest))
         if self.resume_from is not None:
             continue_callbacks(trainer, self.folder, self.resume_from, write=self.main)

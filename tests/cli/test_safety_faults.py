@@ -168,8 +168,7 @@ def test_malformed_manifest_trusts_nothing_and_deletes_nothing(tmp_path, content
     (tmp_path / ".grpo-trl" / "manifest.json").write_text(content)
     (tmp_path / "config.json").write_text("{}")
     (tmp_path / "notes.txt").write_text("mine")
-    m = Manifest.load(tmp_path)  # each was a TypeError/AttributeError (exit 70) in load, recover or sync
-    m.recover()
+    m = Manifest.load(tmp_path)  # each was a TypeError/AttributeError (exit 70) in load or sync
     m.sync()
     assert m.foreign() == ["config.json", "notes.txt"]
     assert m.remove_own() == [] and (tmp_path / "notes.txt").read_text() == "mine"
