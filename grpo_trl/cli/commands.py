@@ -122,7 +122,7 @@ def _generation(args: argparse.Namespace) -> dict:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from grpo_trl.cli.threads import cpu_threads, wait_policy
+    from grpo_trl.cli.threads import set_cpu_threads, wait_policy
 
     own = args.recipe and not (args.benchmark or args.data) and args.backend == "transformers"
     busy = wait_policy() if own else 0.0  # before torch loads (the imports below load it)
@@ -140,7 +140,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("\n".join(summary_lines(report)))
         return 0
     recipe = load_recipe(args.recipe, args.overrides)
-    if args.backend == "transformers" and (tuner := cpu_threads(recipe, gpu_allowed=True, busy=busy)):
+    if args.backend == "transformers" and (tuner := set_cpu_threads(recipe.model, gpu_allowed=True, busy=busy)):
         print(tuner.line)
     start = time.perf_counter()
     report = evaluate(recipe, output_dir=args.output_dir, **options)

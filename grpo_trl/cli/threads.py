@@ -103,12 +103,14 @@ def wait_policy() -> float:
     return busy
 
 
-def set_cpu_threads(model: dict, on_gpu: bool, busy: float = 0.0) -> ThreadTuner | None:
-    """On CPU, with no thread setting in the environment: set torch's threads and return the ``ThreadTuner`` for
-    training, its ``line`` saying what was chosen (``busy``: what ``wait_policy`` measured)."""
+def set_cpu_threads(model: dict, gpu_allowed: bool, busy: float = 0.0) -> ThreadTuner | None:
+    """On CPU (no CUDA, or not ``gpu_allowed``) with no thread setting in the environment: set torch's threads and
+    return the ``ThreadTuner`` for training, its ``line`` saying what was chosen (``busy``: ``wait_policy``'s)."""
+    import torch
+
     from grpo_trl.models.shape import load_shape
 
-    if on_gpu or any(os.environ.get(name) for name in USER_SETTINGS):
+    if (gpu_allowed and torch.cuda.is_available()) or any(os.environ.get(name) for name in USER_SETTINGS):
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     cores = max(1, cores // max(1, int(os.environ.get("LOCAL_WORLD_SIZE") or 1)))  # processes on this machine share
@@ -119,8 +121,6 @@ def set_cpu_threads(model: dict, on_gpu: bool, busy: float = 0.0) -> ThreadTuner
     builtin = params is None and str(model.get("name", "")).startswith("builtin:")  # every built-in model is tiny
     threads = choose_threads(cores, SMALL_MODEL - 1 if builtin else params)
     os.environ["OMP_NUM_THREADS"] = str(threads)  # the processes it starts (reward pools, sandboxes) alike
-    import torch
-
     torch.set_num_threads(threads)
     size = f"{params / 1e6:.1f}M-parameter model, " if params else "a built-in tiny model, " if builtin else ""
     wait = ", passive OpenMP wait" if _PASSIVE_SET else ""
@@ -130,10 +130,3 @@ def set_cpu_threads(model: dict, on_gpu: bool, busy: float = 0.0) -> ThreadTuner
         "with other work); set OMP_NUM_THREADS to choose"
     )
     return tuner
-
-
-def cpu_threads(recipe: Any, *, gpu_allowed: bool, busy: float = 0.0) -> ThreadTuner | None:
-    """``set_cpu_threads`` for a recipe: on GPU when CUDA is there and ``gpu_allowed`` (train: not ``use_cpu``)."""
-    import torch
-
-    return set_cpu_threads(recipe.model, on_gpu=gpu_allowed and torch.cuda.is_available(), busy=busy)

@@ -30,7 +30,7 @@ def print_summary(result: Any) -> None:
 def run_cli(args: argparse.Namespace) -> int:
     """``grpo-trl train``; Ctrl-C names the last checkpoint and the command that resumes."""
     logging.getLogger("grpo_trl").setLevel(logging.INFO)  # our progress notes (dataset size, resuming from...)
-    from grpo_trl.cli.threads import cpu_threads, wait_policy
+    from grpo_trl.cli.threads import set_cpu_threads, wait_policy
 
     busy = wait_policy()  # before torch loads (the imports below load it)
     from grpo_trl.check import load_recipe
@@ -42,7 +42,7 @@ def run_cli(args: argparse.Namespace) -> int:
     recipe = None
     try:
         recipe = load_recipe(args.recipe, args.overrides)
-        tuner = cpu_threads(recipe, gpu_allowed=not recipe.trainer.get("use_cpu"), busy=busy)
+        tuner = set_cpu_threads(recipe.model, gpu_allowed=not recipe.trainer.get("use_cpu"), busy=busy)
         if tuner and is_main_process():
             print(tuner.line)
         tuners = [tuner] if tuner else None  # times thread counts during training, keeps the fastest

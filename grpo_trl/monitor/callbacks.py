@@ -12,8 +12,9 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from grpo_trl import trl_adapter
 from grpo_trl.io import append_lines
-from grpo_trl.monitor.console import CompletionSamples, GenerationTimer, install_console
+from grpo_trl.monitor.console import CompletionSamples, install_console
 from grpo_trl.monitor.heldout import KIND as DIVERGING
 from grpo_trl.monitor.heldout import Divergence, finite, is_heldout
 
@@ -183,8 +184,8 @@ def install_monitors(
             tools=getattr(trainer, "tools", None),
         )
     every, samples = logging_section["completions_every"], logging_section["completions_samples"]
-    callbacks = [CompletionSamples(trainer, every=every, samples=samples), GenerationTimer(trainer), alerts]
-    for cb in [*callbacks, *(extra or [])]:
+    trl_adapter.time_generation(trainer, "timing/generation_s")  # another TRL version: no timing, no crash
+    for cb in [CompletionSamples(trainer, every=every, samples=samples), alerts, *(extra or [])]:
         if cb is not None:
             trainer.add_callback(cb)
     if console:

@@ -1,5 +1,5 @@
 """What a run shows as it trains: one readable console line per logging step instead of TRL's whole metrics dict
-(which still goes to ``trainer_state.json`` and ``report_to``), completion samples and generation time.
+(which still goes to ``trainer_state.json`` and ``report_to``) and completion samples.
 
     >>> format_line({"reward": 0.5, "reward_std": 0.25, "rewards/acc/mean": 0.5, "kl": 0.001}, 3, 10, 2.0)
     'step 3/10 | reward 0.500 ±0.250 (acc 0.500) | kl 0.0010 | 2.00 s/step | ETA 14s'
@@ -57,12 +57,6 @@ def _parts(logs: dict) -> list[str]:
     return parts + [f"{label} {v}" for key, label, fmt in METRICS if (v := _num(logs.get(key), fmt)) is not None]
 
 
-def format_eval_line(logs: dict, step: int) -> str:
-    """The line for one evaluation, with the training line's metrics (``eval at step 4 | reward 0.500 ...``)."""
-    parts = _parts({k[len("eval_") :]: v for k, v in logs.items() if k.startswith("eval_")})
-    return f"eval at step {step} | " + (" | ".join(parts) or "done")
-
-
 def format_heldout_line(logs: dict, step: int) -> str:
     """The line for one held-out evaluation (``heldout:``): pass@k sampled, greedy, its prompts and wall time.
 
@@ -91,7 +85,8 @@ def format_line(logs: dict, step: int, total: int | None, sec_per_step: float | 
 
 
 class ConsoleLine(TrainerCallback):
-    """Print ``format_line`` for each training log entry (main process only); eval entries get a short line too."""
+    """Print ``format_line`` for each training log entry (main process only); an evaluation gets the same metrics on
+    its own line (``eval at step 4 | reward 0.500 ...``), a held-out one ``format_heldout_line``."""
 
     def __init__(self, stream: Any = None):
         self.stream = stream
@@ -113,30 +108,20 @@ class ConsoleLine(TrainerCallback):
             if self._start is not None and state.global_step > self._start[1]:
                 rate = (time.perf_counter() - self._start[0]) / (state.global_step - self._start[1])
             self._write(format_line(logs, state.global_step, state.max_steps or None, rate))
-        elif any(k.startswith("eval_") for k in logs):
-            self._write(format_eval_line(logs, state.global_step))
+        elif evaluated := {k[len("eval_") :]: v for k, v in logs.items() if k.startswith("eval_")}:
+            self._write(f"eval at step {state.global_step} | " + (" | ".join(_parts(evaluated)) or "done"))
         elif is_heldout(logs):
             self._write(format_heldout_line(logs, state.global_step))
 
 
-class _BarOnly(ProgressCallback):
-    """transformers' progress bar without the dict it writes under it at every log."""
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        return
-
-
-def install_console(trainer: Any) -> ConsoleLine:
-    """Swap the dict printing of ``trainer`` for ``ConsoleLine``; returns the callback added."""
-    for cb in list(trainer.callback_handler.callbacks):
-        if type(cb) is PrinterCallback:
-            trainer.remove_callback(cb)
-        elif type(cb) is ProgressCallback:
-            trainer.remove_callback(cb)
-            trainer.add_callback(_BarOnly())
-    line = ConsoleLine()
-    trainer.add_callback(line)
-    return line
+def install_console(trainer: Any) -> None:
+    """Swap the metrics dict ``trainer`` prints at each log (``PrinterCallback``, or under the progress bar) for
+    ``ConsoleLine``."""
+    trainer.remove_callback(PrinterCallback)
+    for cb in trainer.callback_handler.callbacks:
+        if type(cb) is ProgressCallback:
+            cb.on_log = lambda *args, **kwargs: None  # the bar stays, the dict under it goes
+    trainer.add_callback(ConsoleLine())
 
 
 def _text(messages: Any) -> str:
@@ -192,11 +177,3 @@ class CompletionSamples(TrainerCallback):
                 row["turns"] = tool_turns
             lines.append(json.dumps(row))
         append_lines(Path(args.output_dir) / "completions.jsonl", lines)  # the one writer: no link, redacted
-
-
-class GenerationTimer(TrainerCallback):
-    """Times TRL's generation (``trainer._generate``) and reports it as the metric ``timing/generation_s``."""
-
-    def __init__(self, trainer: Any):
-        self.trainer = trainer
-        trl_adapter.time_generation(trainer, "timing/generation_s")  # another TRL version: no timing, no crash

@@ -21,11 +21,6 @@ from grpo_trl.trl_adapter import checkpoint_step
 logger = logging.getLogger("grpo_trl")
 
 
-def this_process() -> dict:
-    """Who is writing: pid, host and start time (``lock.json`` and each run record of the manifest)."""
-    return {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-
-
 class RunLock:
     """The OS lock, held by the main process; a dead run's ``lock.json`` is taken over with a warning."""
 
@@ -59,7 +54,8 @@ class RunLock:
                 "taking over the lock of PID %s on %s (started %s): that run is gone (its OS lock was free)",
                 stale.get("pid"), stale.get("host"), stale.get("started"),
             )  # fmt: skip
-        write_json(self.info, this_process(), mine=True)
+        started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        write_json(self.info, {"pid": os.getpid(), "host": socket.gethostname(), "started": started}, mine=True)
         return None
 
     def release(self) -> None:
@@ -75,16 +71,14 @@ class _Shape(BaseModel, strict=True):
     """What ``Manifest.save`` writes; anything else (a hand edit, another tool's file) is trusted not at all."""
 
     entries: dict[str, dict] | None = None
-    runs: list[dict] | None = None
 
 
 @dataclass
 class Manifest:
-    """``<output_dir>/.grpo-trl/manifest.json``: the entries grpo-trl wrote and the runs that wrote them."""
+    """``<output_dir>/.grpo-trl/manifest.json``: the entries grpo-trl (or the trainer in its run) wrote."""
 
     folder: Path
     entries: dict[str, dict] = field(default_factory=dict)
-    runs: list[dict] = field(default_factory=list)
     exists: bool = False
 
     @property
@@ -102,11 +96,11 @@ class Manifest:
             logger.warning("%s is not a grpo-trl manifest (%s): treating every entry as not written by grpo-trl",
                            empty.path, str(exc).splitlines()[0])  # fmt: skip
             return empty
-        return cls(empty.folder, dict(data.get("entries") or {}), list(data.get("runs") or []), True)
+        return cls(empty.folder, dict(data.get("entries") or {}), True)
 
     def save(self) -> None:
         (self.folder / STATE).mkdir(parents=True, exist_ok=True)
-        write_json(self.path, {"version": 2, "entries": self.entries, "runs": self.runs}, mine=True)
+        write_json(self.path, {"version": 3, "entries": self.entries}, mine=True)
         self.exists = True
 
     def present(self) -> list[str]:
@@ -135,15 +129,6 @@ class Manifest:
             self.record(*sorted(n for n in names - keep if predictable(n)))
         self.save()
 
-    def recover(self) -> list[dict]:
-        """Close (and return) the runs that never recorded their end (killed): only what they recorded is theirs."""
-        killed = [r for r in self.runs if not r.get("ended")]
-        for run in killed:
-            run["ended"], run["killed"] = time.time(), True
-        if killed:
-            self.sync()
-        return killed
-
     def remove_own(self, aside: Path | None = None) -> list[str]:
         """``--overwrite``: move the entries grpo-trl wrote (a link as a link) into ``aside``; returns their names."""
         moved = [name for name in self.present() if name in self.entries]
@@ -151,19 +136,9 @@ class Manifest:
         for name in moved:
             aside.mkdir(parents=True, exist_ok=True)
             os.replace(self.folder / name, aside / name)
-        self.entries, self.runs = {}, []
+        self.entries = {}
         self.save()
         return moved
-
-    def start_run(self, **info) -> dict:
-        """Record a run starting now."""
-        self.runs.append(run := {**this_process(), **info, "ended": None})
-        self.save()
-        return run
-
-    def end_run(self, run: dict) -> None:
-        run["ended"] = time.time()
-        self.sync(live=True)
 
 
 def aside_folder(folder: Path) -> Path:

@@ -137,12 +137,6 @@ def newest_complete(folder: str | Path, world_size: int = 1) -> tuple[Path | Non
     return None, skipped
 
 
-def saved_step(path: Path) -> tuple[int, int] | None:
-    """``(global_step, max_steps)`` from a ``trainer_state.json``, or ``None`` when it is absent or unreadable."""
-    state, _ = read_state(path)
-    return (state["global_step"], state.get("max_steps") or 0) if state else None
-
-
 def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(data, dict) and data:
         return {k: v for key, value in data.items() for k, v in _flatten(value, f"{prefix}{key}.").items()}
@@ -206,9 +200,8 @@ def compare_recipe(recipe: Any, folder: Path, m: Any, ckpt: Path, world_size: in
         for prefix, why in BLOCKING.items()
         if key == prefix or key.startswith(prefix + ".")
     ]
-    last = next((r.get("batch") for r in reversed(m.runs) if r.get("batch")), None) or {}
-    if last.get("world_size") not in (None, world_size):
-        problems.append(Problem(recipe.file, "launch", f"{last['world_size']} -> {world_size} processes: batch"))
+    if (saved_by := len(list(ckpt.glob("rng_state*.pth")))) and saved_by != world_size:  # one file per process
+        problems.append(Problem(recipe.file, "launch", f"{saved_by} -> {world_size} processes: batch"))
     if problems:
         fix = (
             f"; resuming would be meaningless: restore the saved value, or train into a new output_dir with "
@@ -218,8 +211,7 @@ def compare_recipe(recipe: Any, folder: Path, m: Any, ckpt: Path, world_size: in
     if diffs:
         listed = "; ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in diffs)
         logger.warning("the recipe differs from the saved recipe.yaml (resuming anyway): %s", listed)
-        step = int(ckpt.name.split("-")[-1])
-        keep = folder / f"recipe.step-{step}.yaml"
+        keep = folder / f"recipe.step-{checkpoint_step(ckpt.name)}.yaml"
         if not keep.exists():
             m.record(keep.name)
             m.save()

@@ -11,17 +11,16 @@ from typing import Any
 import yaml
 
 from grpo_trl.errors import GrpoTrlError, config_secrets, redact
-from grpo_trl.io import read_json, write
+from grpo_trl.io import write
 from grpo_trl.models.builtin import folder_name
 from grpo_trl.recipe import Problem, Recipe, RecipeError
 from grpo_trl.run import writes
 from grpo_trl.run.directory import STATE, Manifest, RunLock, describe, predictable
-from grpo_trl.run.resume import compare_recipe, continue_callbacks, newest_complete, saved_step
+from grpo_trl.run.resume import compare_recipe, continue_callbacks, newest_complete, read_state
 from grpo_trl.trl_adapter import checkpoint_step, save_model_only
 
 logger = logging.getLogger("grpo_trl")
 STATE_FILES = ("lock", "lock.json", "manifest.json")
-BATCH_FIELDS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "world_size")
 
 
 IN_PLACE = ("README.md", "completions.jsonl", "alerts.jsonl")  # written in place: TRL's card, the logs appended to
@@ -52,7 +51,7 @@ class RunSession:
         self.finished: dict | None = None  # the saved trainer state of a run already at max_steps
         self.manifest: Manifest | None = None
         self._lock: RunLock | None = None
-        self._run: dict | None = None
+        self._started = False  # this process records the run (rank 0, not finished)
 
     def _error(self, message: str) -> RecipeError:
         return RecipeError([Problem(self.recipe.file, "trainer.output_dir", f"{str(self.folder)!r} {message}")])
@@ -80,8 +79,8 @@ class RunSession:
 
     def __exit__(self, exc_type: Any = None, exc: BaseException | None = None, tb: Any = None) -> None:
         try:
-            if self._run is not None and self.manifest is not None:
-                self.manifest.end_run(self._run)
+            if self._started:  # adopt what the trainer wrote unannounced, forget what never came
+                self.manifest.sync(live=True)
         except (OSError, GrpoTrlError) as err:  # the directory became unwritable (full disk, read-only)
             if exc is None and (error := self._failure(err, ended=True)):
                 raise error from err
@@ -95,13 +94,10 @@ class RunSession:
 
     def _failure(self, exc: BaseException, ended: bool = False) -> RecipeError | None:
         """The error line of a write into the folder that failed (a full disk, a read-only file), else None."""
-        if writes.disk_full(self.folder, exc) and ended:
-            return self._error("ran out of disk space while the run ended; free space")
         if writes.disk_full(self.folder, exc):
-            return self._error(
-                "ran out of disk space while the run was writing to it; free space, then --resume continues from the "
-                "last complete checkpoint"
-            )
+            when = "ended" if ended else "was writing to it"
+            then = "" if ended else ", then --resume continues from the last complete checkpoint"
+            return self._error(f"ran out of disk space while the run {when}; free space{then}")
         if isinstance(exc, GrpoTrlError) or not (ended or writes.inside(self.folder, exc)):
             return None
         what = f"writing {where}" if (where := getattr(exc, "filename", None)) else "writing"
@@ -110,8 +106,6 @@ class RunSession:
     def _prepare(self) -> None:
         m = self.manifest = Manifest.load(self.folder)
         if self.main:
-            if m.recover():
-                logger.info("%s: an earlier run was interrupted; its recorded entries stay its own", self.folder)
             logs = ("recipe.yaml", "completions.jsonl", "alerts.jsonl")
             folders = [n for n in logs if n in m.entries and (self.folder / n).is_dir()]
             if folders and not self.overwrite:  # grpo-trl's own, replaced by a folder: the first write would fail
@@ -124,10 +118,7 @@ class RunSession:
             writes.prepare_fresh(self.folder, m, self.config, self.overwrite, self._error)
         if self.finished is not None or not self.main:
             return
-        cfg = self.config
-        batch = {k: getattr(cfg, k) for k in BATCH_FIELDS}
-        resumed = self.resume_from.name if self.resume_from else None
-        self._run = m.start_run(resumed_from=resumed, model=self.recipe.model.get("name"), batch=batch)
+        self._started = True
         m.record("recipe.yaml", "completions.jsonl", "alerts.jsonl")  # recorded before they are written
         if str(self.recipe.model.get("name")).startswith("builtin:"):  # built into the output_dir by resolve_model
             m.record(folder_name(str(self.recipe.model.get("name"))))
@@ -164,25 +155,25 @@ class RunSession:
         for path, why in skipped if self.main else ():
             logger.warning("skipping %s: %s", path.name, why)
         # finished: the final save is whole (its trainer_state.json is moved into place last, see save_final); a
-        # checkpoint at max_steps without it is resumed (no step to train) so the final save is made again
-        final = saved_step(self.folder / "trainer_state.json")
-        at = saved_step(ckpt / "trainer_state.json") if ckpt else None
-        target = self.config.max_steps if self.config.max_steps > 0 else (final or at or (0, 0))[1]
-        if final and target and final[0] >= target and (at is None or at[0] <= final[0]):
-            self.finished = read_json(self.folder / "trainer_state.json")
+        # checkpoint at max_steps without it: the final save is made again from that checkpoint
+        final = read_state(self.folder / "trainer_state.json")[0] or {}
+        at = (read_state(ckpt / "trainer_state.json")[0] if ckpt else None) or {}
+        target = self.config.max_steps if self.config.max_steps > 0 else (final or at).get("max_steps") or 0
+        if final and target and final["global_step"] >= target and at.get("global_step", 0) <= final["global_step"]:
+            self.finished = final
             if self.main:
                 logger.warning(
                     "%s finished at step %d (trainer.max_steps: %d): nothing trained, nothing deleted; raise "
-                    "trainer.max_steps to continue", self.folder, final[0], target,
+                    "trainer.max_steps to continue", self.folder, final["global_step"], target,
                 )  # fmt: skip
             return
-        if at and target and at[0] >= target:  # killed in (or before) the final save: make it now, train nothing
-            self.finished = read_json(ckpt / "trainer_state.json")
+        if at and target and at["global_step"] >= target:  # killed in (or before) the final save: make it now
+            self.finished = at
             if self.main:
                 self._place(writes.stage(self.folder, ckpt))
                 logger.warning(
                     "%s: the final save of step %d was not whole (killed while saving): made it again from %s; "
-                    "nothing trained", self.folder, at[0], ckpt.name,
+                    "nothing trained", self.folder, at["global_step"], ckpt.name,
                 )  # fmt: skip
             return
         if ckpt is None:
@@ -226,7 +217,7 @@ class RunSession:
 
     def attach(self, trainer: Any) -> None:
         """Record checkpoints as they are saved; on resume, continue the logs and alerts from the checkpoint."""
-        if self.main and self._run is not None:
+        if self._started:
             trainer.add_callback(writes.ManifestCallback(self.manifest))
         if self.resume_from is not None:
             continue_callbacks(trainer, self.folder, self.resume_from, write=self.main)

@@ -19,7 +19,7 @@ from grpo_trl.cli import main as cli_main
 from grpo_trl.io import read_jsonl
 from grpo_trl.recipe import RecipeError
 from grpo_trl.run.directory import Manifest, RunLock
-from grpo_trl.run.resume import checkpoint_problem, keep_until, saved_step
+from grpo_trl.run.resume import checkpoint_problem, keep_until, read_state
 from tests.check.test_bad_recipes import GOOD, _check_good_with
 
 pytestmark = pytest.mark.fault  # a fault probe: `make faults` selects it
@@ -168,8 +168,7 @@ def test_malformed_manifest_trusts_nothing_and_deletes_nothing(tmp_path, content
     (tmp_path / ".grpo-trl" / "manifest.json").write_text(content)
     (tmp_path / "config.json").write_text("{}")
     (tmp_path / "notes.txt").write_text("mine")
-    m = Manifest.load(tmp_path)  # each was a TypeError/AttributeError (exit 70) in load, recover or sync
-    m.recover()
+    m = Manifest.load(tmp_path)  # each was a TypeError/AttributeError (exit 70) in load or sync
     m.sync()
     assert m.foreign() == ["config.json", "notes.txt"]
     assert m.remove_own() == [] and (tmp_path / "notes.txt").read_text() == "mine"
@@ -204,7 +203,7 @@ def test_trainer_state_with_an_infinite_step_is_a_broken_checkpoint(tmp_path, st
     ckpt.mkdir()
     (ckpt / "trainer_state.json").write_text(f'{{"global_step": {step}, "max_steps": 4}}')
     assert "trainer_state.json is unreadable" in checkpoint_problem(ckpt)  # was OverflowError (exit 70)
-    assert saved_step(ckpt / "trainer_state.json") is None
+    assert read_state(ckpt / "trainer_state.json")[0] is None
 
 
 def test_log_with_a_bad_byte_costs_its_line_not_the_resume(tmp_path):

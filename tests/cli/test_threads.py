@@ -94,7 +94,7 @@ def test_cpu_threads_are_chosen_and_said_once_only_when_the_user_set_none(monkey
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(7)
-        tuner = set_cpu_threads({"name": "builtin:tiny"}, on_gpu=False)
+        tuner = set_cpu_threads({"name": "builtin:tiny"}, gpu_allowed=False)
         if user_setting:
             assert tuner is None and torch.get_num_threads() == 7  # the user's choice stands
         else:
@@ -102,7 +102,8 @@ def test_cpu_threads_are_chosen_and_said_once_only_when_the_user_set_none(monkey
             assert torch.get_num_threads() == expected == tuner.best and os.environ["OMP_NUM_THREADS"] == str(expected)
             assert tuner.line.startswith(f"grpo-trl: CPU: {expected} torch thread") and "OMP_NUM_THREADS" in tuner.line
             assert "\n" not in tuner.line and "passive" not in tuner.line  # torch was loaded: too late for the policy
-        assert set_cpu_threads({"name": "builtin:tiny"}, on_gpu=True) is None  # GPU runs: torch's default
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        assert set_cpu_threads({"name": "builtin:tiny"}, gpu_allowed=True) is None  # GPU runs: torch's default
     finally:
         torch.set_num_threads(before)
 
@@ -114,7 +115,7 @@ def test_a_busy_machine_gets_passive_wait_before_torch_loads(busy):
     code = (
         "import os, sys, grpo_trl.cli.threads as t\n"
         f"t.busy_cores = lambda: {busy}\n"
-        "tuner = t.set_cpu_threads({'name': 'builtin:tiny'}, on_gpu=False, busy=t.wait_policy())\n"
+        "tuner = t.set_cpu_threads({'name': 'builtin:tiny'}, gpu_allowed=False, busy=t.wait_policy())\n"
         "print(os.environ.get('OMP_WAIT_POLICY'), 'passive' in tuner.line, 'torch' in sys.modules)\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")}

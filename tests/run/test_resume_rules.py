@@ -168,3 +168,28 @@ def test_recipe_changes_on_resume_are_listed_and_the_earlier_recipe_kept(run_cop
     assert (out / "recipe.step-4.yaml").read_text() == saved
     assert yaml.safe_load((out / "recipe.yaml").read_text())["trainer"]["learning_rate"] == 5e-4
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 5
+
+
+@pytest.mark.parametrize(("saved_by", "now"), [(1, 1), (2, 2), (3, 2)])
+def test_a_checkpoint_saved_by_another_number_of_processes_is_refused(run_copy, saved_by, now):
+    """Another world size changes the batch arithmetic: refused even where the checkpoint holds every RNG state the
+    new launch needs (3 -> 2 processes)."""
+    from grpo_trl.check import load_recipe
+    from grpo_trl.recipe import RecipeError
+    from grpo_trl.run.directory import Manifest
+    from grpo_trl.run.resume import compare_recipe
+
+    path, out = run_copy()
+    ckpt = out / "checkpoint-4"
+    if saved_by > 1:  # as transformers saves it under N processes: one RNG state file each
+        rng = (ckpt / "rng_state.pth").read_bytes()
+        (ckpt / "rng_state.pth").unlink()
+        for i in range(saved_by):
+            (ckpt / f"rng_state_{i}.pth").write_bytes(rng)
+    assert checkpoint_problem(ckpt, world_size=now) is None
+    recipe = load_recipe(path)
+    if saved_by == now:
+        compare_recipe(recipe, out, Manifest.load(out), ckpt, now)
+    else:
+        with pytest.raises(RecipeError, match=f"launch: {saved_by} -> {now} processes: batch"):
+            compare_recipe(recipe, out, Manifest.load(out), ckpt, now)

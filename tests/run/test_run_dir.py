@@ -179,7 +179,6 @@ def test_a_killed_runs_files_are_its_own_only_where_recorded(tmp_path):
     old = tmp_path / "checkpoint-9"  # a user's copy, made before the run
     old.mkdir()
     m = Manifest.load(tmp_path)
-    m.start_run()
     m.record("checkpoint-2", "completions.jsonl", "README.md")  # recorded before written; then the run is killed
     m.save()
     for name in ("checkpoint-2", "runs"):
@@ -187,11 +186,9 @@ def test_a_killed_runs_files_are_its_own_only_where_recorded(tmp_path):
     for name in ("model.safetensors", "config.json", "completions.jsonl", "README.md", "notes.txt", "ckpt-7"):
         (tmp_path / name).write_text(f"{name} x")
     again = Manifest.load(tmp_path)
-    assert [r.get("killed") for r in again.recover()] == [True]
     assert sorted(again.entries) == ["README.md", "checkpoint-2", "completions.jsonl"]
     foreign = ["checkpoint-9", "ckpt-7", "config.json", "model.safetensors", "notes.txt", "runs"]
     assert again.foreign() == foreign  # written unannounced: not adopted after the kill
-    assert Manifest.load(tmp_path).recover() == []  # closed once
     assert again.remove_own() == ["README.md", "checkpoint-2", "completions.jsonl"]
     aside = tmp_path / ".grpo-trl" / "previous"
     assert (aside / "README.md").read_text() == "README.md x" and (aside / "checkpoint-2").is_dir()
@@ -214,17 +211,15 @@ def test_a_live_run_adopts_what_the_trainer_wrote_unannounced(tmp_path):
 
     (tmp_path / "notes.txt").write_text("mine")
     m = Manifest.load(tmp_path)
-    run = m.start_run()
     m.record("alerts.jsonl")  # recorded before it is written (at the first alert)
     (tmp_path / "completions").mkdir()  # TRL's parquet logs, made in GRPOTrainer's __init__: no callback before it
     ManifestCallback(m).on_train_begin(None, TrainerState(), TrainerControl())
     assert sorted(Manifest.load(tmp_path).entries) == ["alerts.jsonl", "completions"]  # before any kill can land
     (tmp_path / "runs").mkdir()  # tensorboard's, made while the run holds the lock
     (tmp_path / "my_eval.txt").write_text("mine too")
-    m.end_run(run)
+    m.sync(live=True)  # what the run's end does (RunSession.__exit__)
     assert sorted(m.entries) == ["completions", "runs"]  # alerts.jsonl never came: forgotten
     assert Manifest.load(tmp_path).foreign() == ["my_eval.txt", "notes.txt"]
-    assert Manifest.load(tmp_path).runs[0]["ended"]
 
 
 def _git_project(tmp_path: Path) -> Path:

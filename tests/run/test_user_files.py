@@ -125,14 +125,12 @@ def test_a_recorded_name_the_user_made_after_the_kill_is_theirs(tmp_path):
     """Entries a run records before writing them (logs, checkpoints, README.md): one the user made after the run
     died is adopted as the run's, so --overwrite moves it aside with the run; it is never overwritten or deleted."""
     m = Manifest.load(tmp_path)
-    m.start_run()
     m.record("completions.jsonl", "checkpoint-2", "README.md")
     m.save()
     (tmp_path / "checkpoint-2").mkdir()  # the run wrote this one, then died
     for name in ("completions.jsonl", "README.md"):  # made by the user after the kill
         (tmp_path / name).write_text(f"mine: {name}")
     again = Manifest.load(tmp_path)
-    again.recover()
     assert again.foreign() == []
     assert again.remove_own() == ["README.md", "checkpoint-2", "completions.jsonl"]
     for name in ("completions.jsonl", "README.md"):
@@ -141,15 +139,14 @@ def test_a_recorded_name_the_user_made_after_the_kill_is_theirs(tmp_path):
 
 
 def test_a_killed_run_from_an_older_grpo_trl_drops_none_of_the_earlier_entries(tmp_path):
-    """An open run from an older grpo-trl (no start time): the entries it recorded stay its own."""
+    """A manifest from an older grpo-trl (version 2, with run records; one never ended): its entries stay its own."""
     (tmp_path / "checkpoint-2").mkdir()
     (tmp_path / "completions.jsonl").write_text("{}\n")
-    m = Manifest.load(tmp_path)
-    m.record("checkpoint-2", "completions.jsonl")
-    m.runs.append({"pid": 1, "ended": None})
-    m.save()
+    entries = {"checkpoint-2": {"kind": "checkpoint"}, "completions.jsonl": {"kind": "log"}}
+    (tmp_path / ".grpo-trl").mkdir()
+    older = {"version": 2, "entries": entries, "runs": [{"pid": 1, "ended": None}]}
+    (tmp_path / ".grpo-trl" / "manifest.json").write_text(json.dumps(older))
     again = Manifest.load(tmp_path)
-    again.recover()
     assert again.foreign() == [] and sorted(again.entries) == ["checkpoint-2", "completions.jsonl"]
 
 
