@@ -13,7 +13,7 @@ from typing import Any
 
 from grpo_trl.errors import RewardError
 from grpo_trl.rewards import isolated
-from grpo_trl.rewards.inputs import NOT_PASSED, TRL_KWARGS, NamedReward, _keywords, is_async_reward, private  # noqa: F401
+from grpo_trl.rewards.inputs import NOT_PASSED, NamedReward, _keywords, is_async_reward, private, target  # noqa: F401
 from grpo_trl.rewards.isolated import RewardTimeout
 from grpo_trl.rewards.results import LengthError, collecting_faults, describe, scores
 from grpo_trl.rewards.stray_threads import Place, note_threads, snapshot
@@ -49,7 +49,7 @@ class SafeReward:
         self.first_cause: str | None = None  # the first fault
         self._none_cause: str | None = None  # the reward's own None, when no fault came first
         self._warned: set[str] = set()
-        func = reward.func if isinstance(reward, NamedReward) else reward
+        func = target(reward)
         module = getattr(func, "__module__", None) if inspect.isroutine(func) else type(func).__module__
         self.read_only = str(module).startswith("grpo_trl.rewards.")  # built-ins never edit their inputs (tested)
 
@@ -59,10 +59,16 @@ class SafeReward:
         return self.first_cause or self._none_cause
 
     async def _invoke(self, kwargs: dict, first: bool) -> Any:
-        """The batch (``first``: copied unless built-in) or one row (already its own copy)."""
-        if self.timeout is not None:  # a child process: its memory is its own copy
-            return isolated.call(self.reward, kwargs, self.timeout)
-        return self.reward(**(private(kwargs) if first and not self.read_only else kwargs))
+        """The batch (``first``: copied, but for a sync built-in or child) or one row (already its own copy)."""
+        wait = isinstance(self, AsyncSafeReward)  # runs beside other rewards: its own copy, a child waited in a thread
+        child = self.timeout is not None  # a child process: its memory is its own copy
+        if first and (wait or not (self.read_only or child)):
+            kwargs = private(kwargs)
+        if child:
+            call = functools.partial(isolated.call, self.reward, kwargs, self.timeout)
+            return await asyncio.to_thread(call) if wait else call()
+        result = self.reward(**kwargs)
+        return await result if wait and inspect.isawaitable(result) else result
 
     def _rows(self, kwargs: dict, n: int):
         for i in range(n):
@@ -139,13 +145,6 @@ class SafeReward:
 class AsyncSafeReward(SafeReward):
     """``SafeReward`` of an ``async`` reward; ``async`` itself, so TRL awaits it with the other async rewards."""
 
-    async def _invoke(self, kwargs: dict, first: bool) -> Any:
-        kwargs = private(kwargs) if first else kwargs  # runs beside others: its own copy
-        if self.timeout is not None:  # a child process waited for in a thread: this loop goes on
-            return await asyncio.to_thread(isolated.call, self.reward, kwargs, self.timeout)
-        result = self.reward(**kwargs)
-        return await result if inspect.isawaitable(result) else result
-
     async def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
         return await self._score(_keywords(args, kwargs))
 
@@ -175,9 +174,7 @@ def _reraise_own(exc: BaseException) -> None:
 
 def _defined_at(reward: Callable) -> str:
     """`` (defined at file:line)`` of the function a reward runs, or ``""``."""
-    func = reward.func if isinstance(reward, NamedReward) else reward
-    while isinstance(func, functools.partial):
-        func = func.func
+    func = target(reward)
     func = func if inspect.isroutine(func) else getattr(type(func), "__call__", func)  # noqa: B004
     code = getattr(inspect.unwrap(func), "__code__", None)
     return f" (defined at {code.co_filename}:{code.co_firstlineno})" if code else ""

@@ -10,18 +10,23 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-# The keywords TRL passes itself (``environments`` only when the trainer has environments)
-TRL_KWARGS = frozenset(
-    {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
-)
+# The keywords TRL passes itself, in order (``environments`` only when the trainer has environments)
+TRL_CALL = ("prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric")
+TRL_KWARGS = frozenset({*TRL_CALL, "environments"})
 # Dataset columns TRL never passes to rewards (the generated ones come as prompts / completions / completion_ids)
 NOT_PASSED = frozenset({"prompt", "completion", "completion_ids"})
 
 
+def target(reward: Callable) -> Callable:
+    """What a reward runs: through ``NamedReward`` and ``functools.partial``, a function or a callable instance."""
+    while isinstance(reward, (NamedReward, functools.partial)):
+        reward = reward.func
+    return reward
+
+
 def is_async_reward(func: Callable) -> bool:
     """Whether calling ``func`` returns a coroutine, decided as TRL's ``is_async_callable`` decides it."""
-    while isinstance(func, functools.partial):
-        func = func.func
+    func = target(func)
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None))  # noqa: B004
 
 
@@ -66,7 +71,7 @@ class AsyncNamedReward(NamedReward):
 
 
 # What TRL passes that is not data: shared on purpose (state, callbacks, live environment instances).
-NOT_DATA = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
+NOT_DATA = TRL_KWARGS - {"prompts", "completions", "completion_ids"}
 _ATOMS = frozenset({str, int, float, bool, type(None), bytes, complex})
 
 

@@ -90,15 +90,19 @@ def _fd_identity(fd: int) -> tuple[int, int, int] | None:
     return fd, st.st_dev, st.st_ino
 
 
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the directory was removed under the run
+        return None
+
+
 class Place:
     """The cwd, ``sys.stdout`` / ``sys.stderr`` (and fds 1, 2), the recursion limit and ``builtins`` before a reward
     call, put back after it (a reward must not move the run's saves, silence its summary or break grpo-trl's code)."""
 
     def __init__(self) -> None:
-        try:
-            self.cwd: str | None = os.getcwd()
-        except OSError:  # the directory was removed under the run: nothing to go back to
-            self.cwd = None
+        self.cwd = _cwd()
         self.streams = (sys.stdout, sys.stderr)
         self.recursion = sys.getrecursionlimit()
         self.builtins = dict(vars(builtins))
@@ -109,16 +113,23 @@ class Place:
                     _FD_COPIES[ident] = os.dup(ident[0])
 
     def restore(self, warn: Callable[[str], None]) -> None:
-        self._restore_process(warn)
-        if self.cwd is not None:
-            try:
-                moved = os.getcwd() != self.cwd
-            except OSError:
-                moved = True
-            if moved:
+        if sys.getrecursionlimit() != self.recursion:
+            sys.setrecursionlimit(self.recursion)
+            warn(f"changed the recursion limit (sys.setrecursionlimit); put back to {self.recursion}")
+        live = vars(builtins)
+        changed = [k for k, v in self.builtins.items() if k not in live or live[k] is not v]
+        if changed:
+            live.update({k: self.builtins[k] for k in changed})
+            warn(f"replaced or removed builtins ({', '.join(sorted(changed)[:5])}); put back")
+        for before in self.fds:
+            if before is not None and _fd_identity(before[0]) != before and before in _FD_COPIES:
                 with contextlib.suppress(OSError):
-                    os.chdir(self.cwd)
-                    warn(f"changed the working directory (os.chdir); put back to {self.cwd}")
+                    os.dup2(_FD_COPIES[before], before[0])
+                    warn(f"closed or redirected file descriptor {before[0]}; put back")
+        if self.cwd is not None and _cwd() != self.cwd:
+            with contextlib.suppress(OSError):
+                os.chdir(self.cwd)
+                warn(f"changed the working directory (os.chdir); put back to {self.cwd}")
         for name, before, fd in (("stdout", self.streams[0], 1), ("stderr", self.streams[1], 2)):
             now = getattr(sys, name)
             if now is before and not getattr(now, "closed", False):
@@ -129,21 +140,3 @@ class Place:
                 encoding = getattr(before, "encoding", None) or "utf-8"
                 setattr(sys, name, open(fd, "w", encoding=encoding, errors="replace", closefd=False, buffering=1))  # noqa: SIM115
             warn(f"closed or replaced sys.{name}; put back")
-
-    def _restore_process(self, warn: Callable[[str], None]) -> None:
-        if sys.getrecursionlimit() != self.recursion:
-            sys.setrecursionlimit(self.recursion)
-            warn(f"changed the recursion limit (sys.setrecursionlimit); put back to {self.recursion}")
-        now = vars(builtins)
-        changed = [k for k, v in self.builtins.items() if now.get(k, _MISSING) is not v]
-        if changed:
-            now.update({k: self.builtins[k] for k in changed})
-            warn(f"replaced or removed builtins ({', '.join(sorted(changed)[:5])}); put back")
-        for before in self.fds:
-            if before is not None and _fd_identity(before[0]) != before and before in _FD_COPIES:
-                with contextlib.suppress(OSError):
-                    os.dup2(_FD_COPIES[before], before[0])
-                    warn(f"closed or redirected file descriptor {before[0]}; put back")
-
-
-_MISSING = object()
