@@ -16,7 +16,7 @@ from grpo_trl.rewards import isolated
 from grpo_trl.rewards.inputs import NOT_PASSED, NamedReward, _keywords, is_async_reward, private, target  # noqa: F401
 from grpo_trl.rewards.isolated import RewardTimeout
 from grpo_trl.rewards.results import LengthError, collecting_faults, describe, scores
-from grpo_trl.rewards.stray_threads import Place, note_threads, snapshot
+from grpo_trl.rewards.stray_threads import Place
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class SafeReward:
 
     async def _score(self, kwargs: dict) -> list[float | None]:
         """The whole logic, for both flavours: a sync reward's coroutine never suspends (``_drive``)."""
-        n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
+        n, start = _batch_size(kwargs), time.perf_counter()
         place, timed_out = Place(), False  # each call puts it back (``_one``)
         try:
             out, bad, cause = await self._one(kwargs, n, place, first=True)
@@ -103,7 +103,7 @@ class SafeReward:
                     out[i], bad = value[0], bad - 1 + row_bad
                 except BaseException as row_exc:  # noqa: BLE001 - this row is the faulty one
                     _reraise_own(row_exc)
-        note_threads(before, self.__name__)
+        place.note_threads(self.__name__)
         return self._account(out, bad, cause, n, kwargs.get("log_metric"), start, timed_out)
 
     def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:

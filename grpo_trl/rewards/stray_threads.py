@@ -1,6 +1,6 @@
 """What a reward leaves behind in the trainer's process, put right: cwd, streams, builtins (``Place``, around each
-call); non-daemon threads and processes (``note_threads``), named at the end of the CLI, which exits without them.
-"""
+call); the non-daemon threads and processes it started (``Place.note_threads``) are named at the end of the CLI,
+which exits without them."""
 
 from __future__ import annotations
 
@@ -19,21 +19,9 @@ _LEFT: dict[object, str] = {}  # non-daemon threads and multiprocessing children
 GRACE = 2.0  # seconds the end of the CLI waits for what is left running before it exits without it
 
 
-def snapshot() -> tuple[set, set]:
-    """The threads and ``multiprocessing`` children alive now (before a reward call)."""
-    return set(threading.enumerate()), _children()
-
-
 def _children() -> set:
     mp = sys.modules.get("multiprocessing")  # not imported: no children
     return set(mp.active_children()) if mp is not None else set()
-
-
-def note_threads(before: tuple[set, set], name: str) -> None:
-    """Remember the non-daemon threads and processes started since ``before`` (``snapshot()``) as reward ``name``'s."""
-    threads, children = before
-    _LEFT.update((t, name) for t in threading.enumerate() if t not in threads and not t.daemon and t.is_alive())
-    _LEFT.update((child, name) for child in _children() - children if not child.daemon)
 
 
 def exit_if_stray_threads(code: int, grace: float = GRACE, everything: bool = False) -> None:
@@ -98,8 +86,8 @@ def _cwd() -> str | None:
 
 
 class Place:
-    """The cwd, ``sys.stdout`` / ``sys.stderr`` (and fds 1, 2), the recursion limit and ``builtins`` before a reward
-    call, put back after it (a reward must not move the run's saves, silence its summary or break grpo-trl's code)."""
+    """The cwd, ``sys.stdout`` / ``sys.stderr`` (and fds 1, 2), the recursion limit, ``builtins`` and threads before a
+    reward call: put back (a reward must not move the run's saves, silence its summary or break grpo-trl's code)."""
 
     def __init__(self) -> None:
         self.cwd = _cwd()
@@ -107,10 +95,17 @@ class Place:
         self.recursion = sys.getrecursionlimit()
         self.builtins = dict(vars(builtins))
         self.fds = [_fd_identity(1), _fd_identity(2)]
+        self.threads, self.children = set(threading.enumerate()), _children()
         for ident in self.fds:
             if ident is not None and ident not in _FD_COPIES:
                 with contextlib.suppress(OSError):
                     _FD_COPIES[ident] = os.dup(ident[0])
+
+    def note_threads(self, name: str) -> None:
+        """Remember the non-daemon threads and processes started since as reward ``name``'s (named at the end)."""
+        threads = threading.enumerate()
+        _LEFT.update((t, name) for t in threads if t not in self.threads and not t.daemon and t.is_alive())
+        _LEFT.update((child, name) for child in _children() - self.children if not child.daemon)
 
     def restore(self, warn: Callable[[str], None]) -> None:
         if sys.getrecursionlimit() != self.recursion:
