@@ -104,19 +104,6 @@ class SafeReward:
                 except BaseException as row_exc:  # noqa: BLE001 - this row is the faulty one
                     _reraise_own(row_exc)
         place.note_threads(self.__name__)
-        return self._account(out, bad, cause, n, kwargs.get("log_metric"), start, timed_out)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
-        return _drive(self._score(_keywords(args, kwargs)))
-
-    def _warn(self, message: str) -> None:
-        if message not in self._warned and len(self._warned) < 20:  # each distinct problem once, not every step
-            self._warned.add(message)
-            logger.warning("reward %r %s", self.__name__, message)
-
-    def _account(
-        self, out: list, bad: int, cause: str | None, n: int, log_metric: Any, start: float, timed_out: bool
-    ) -> list:
         none = sum(v is None for v in out)
         if self.stop_if_broken and not self.rows and n and bad == n and not timed_out:
             raise broken(self.__name__, self.reward, cause, n)
@@ -128,11 +115,19 @@ class SafeReward:
         self.faults += bad
         self.rows += n
         self.none_rows += none
-        if callable(log_metric):
+        if callable(log_metric := kwargs.get("log_metric")):
             log_metric(f"reward_faults/{self.__name__}", float(bad))
             log_metric(f"reward_none_frac/{self.__name__}", none / n if n else 0.0)
             log_metric(f"timing/reward_s/{self.__name__}", time.perf_counter() - start)
         return out
+
+    def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
+        return _drive(self._score(_keywords(args, kwargs)))
+
+    def _warn(self, message: str) -> None:
+        if message not in self._warned and len(self._warned) < 20:  # each distinct problem once, not every step
+            self._warned.add(message)
+            logger.warning("reward %r %s", self.__name__, message)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.reward!r}, timeout={self.timeout})"

@@ -4,6 +4,7 @@ which exits without them."""
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import contextlib
 import logging
@@ -26,7 +27,8 @@ def _children() -> set:
 
 def exit_if_stray_threads(code: int, grace: float = GRACE, everything: bool = False) -> None:
     """End of the CLI: non-daemon threads and processes rewards left (``everything``: any) get ``grace`` seconds,
-    then are named in a warning, the processes terminated, and the program exits with ``code`` without them."""
+    then are named in a warning, the processes terminated, and the program exits with ``code`` without them (the
+    ``atexit`` handlers run, bounded by ``grace`` too)."""
     left = dict(_LEFT)
     if everything:
         for what in [*threading.enumerate(), *_children()]:
@@ -48,13 +50,6 @@ def exit_if_stray_threads(code: int, grace: float = GRACE, everything: bool = Fa
         for stop in (what.terminate, what.kill) if process else ():
             stop()
             what.join(1.0)
-    _exit(code, grace)
-
-
-def _exit(code: int, grace: float) -> None:
-    """Run the ``atexit`` handlers for at most ``grace`` seconds, flush, and exit with ``code``."""
-    import atexit
-
     runner = threading.Thread(target=getattr(atexit, "_run_exitfuncs", lambda: None), name="atexit", daemon=True)
     runner.start()
     runner.join(grace)
