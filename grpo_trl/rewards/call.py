@@ -33,12 +33,9 @@ class SafeReward:
     batch is retried row by row); ``timeout``: in a child killed at the deadline; cwd, streams and builtins are put
     back; inputs are private copies; ``stop_if_broken``: a fault on all of the first batch raises. docs/rewards.md."""
 
-    def __new__(cls, reward: Callable | None = None, *args: Any, **kwargs: Any):
-        if cls is SafeReward and reward is not None and is_async_reward(reward):
-            cls = AsyncSafeReward
-        return super().__new__(cls)
-
     def __init__(self, reward: Callable, timeout: float | None = None, stop_if_broken: bool = False):
+        if type(self) is SafeReward and is_async_reward(reward):
+            self.__class__ = AsyncSafeReward  # async itself: TRL awaits it with the other async rewards
         self.reward = reward
         self.timeout = timeout
         self.stop_if_broken = stop_if_broken

@@ -43,14 +43,11 @@ class NamedReward:
     """A reward with its recipe ``args`` bound (as keywords) and a stable ``__name__`` (TRL logs
     ``rewards/<name>/mean``); ``options``: what a recipe can set, with values (for hints)."""
 
-    def __new__(cls, name: str | None = None, func: Callable | None = None, *args: Any, **kwargs: Any):
-        if cls is NamedReward and func is not None and is_async_reward(func):
-            cls = AsyncNamedReward
-        return super().__new__(cls)
-
     def __init__(
         self, name: str, func: Callable, args: dict[str, Any] | None = None, options: dict[str, Any] | None = None
     ):
+        if type(self) is NamedReward and is_async_reward(func):
+            self.__class__ = AsyncNamedReward  # awaitable: TRL awaits it with the other async rewards
         self.__name__ = name
         self.func = func
         self.args = dict(args or {})
