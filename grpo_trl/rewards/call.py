@@ -164,21 +164,16 @@ def _reraise_own(exc: BaseException) -> None:
             raise exc
 
 
-def _defined_at(reward: Callable) -> str:
-    """`` (defined at file:line)`` of the function a reward runs, or ``""``."""
+def broken(name: str, reward: Callable, cause: str | None, n: int) -> RewardError:
+    """The error that stops a run whose reward failed on every row of its first batch (naming where it is defined)."""
+    cause = cause or "failed"
     func = target(reward)
     func = func if inspect.isroutine(func) else getattr(type(func), "__call__", func)  # noqa: B004
     code = getattr(inspect.unwrap(func), "__code__", None)
-    return f" (defined at {code.co_filename}:{code.co_firstlineno})" if code else ""
-
-
-def broken(name: str, reward: Callable, cause: str | None, n: int) -> RewardError:
-    """The error that stops a run whose reward failed on every row of its first batch."""
-    cause = cause or "failed"
-    where = "" if " at " in cause else _defined_at(reward)  # an exception names its own file:line
+    where = f" (defined at {code.co_filename}:{code.co_firstlineno})" if code and " at " not in cause else ""
     return RewardError(
         f"reward {name!r} failed on all {n} rows of the first batch, so training would learn nothing from it: "
-        f"{cause}{where}",
+        f"{cause}{where}",  # an exception's cause names its own file:line
         key="rewards",
         fix="fix the reward and run again; a reward failing on some rows only costs those rows",
     )
