@@ -72,11 +72,6 @@ NOT_DATA = TRL_KWARGS - {"prompts", "completions", "completion_ids"}
 _ATOMS = frozenset({str, int, float, bool, type(None), bytes, complex})
 
 
-def _flat(x: Any) -> bool:
-    """A list whose first and last items are atoms: it holds only atoms (as every list TRL and ``datasets`` build)."""
-    return not x or (type(x[0]) in _ATOMS and type(x[-1]) in _ATOMS)
-
-
 def fresh(value: Any) -> Any:
     """A copy of ``value``: lists, dicts and tuples new, strings and numbers shared, other objects deep-copied.
 
@@ -87,8 +82,9 @@ def fresh(value: Any) -> Any:
     t = type(value)
     if t in _ATOMS:
         return value
-    if t is list:
-        return value.copy() if _flat(value) else [x if type(x) in _ATOMS else fresh(x) for x in value]
+    if t is list:  # first and last items atoms: only atoms, as in every list TRL and ``datasets`` build
+        flat = not value or (type(value[0]) in _ATOMS and type(value[-1]) in _ATOMS)
+        return value.copy() if flat else [x if type(x) in _ATOMS else fresh(x) for x in value]
     if t is dict:
         return {k: x if type(x) in _ATOMS else fresh(x) for k, x in value.items()}
     if t is tuple:

@@ -151,27 +151,23 @@ def reward_label(name: str, alias: str | None = None) -> str:
 
 
 def get_reward(name: str, alias: str | None = None, **args: Any) -> NamedReward:
-    """The reward ``name`` (registered or ``module.path:function``) with ``args`` bound, named ``reward_label``."""
+    """The reward ``name`` (registered or ``module.path:function``) with ``args`` bound, named ``reward_label``; a
+    factory is called with them (its failure, even ``exit()``, is a ``RewardError``)."""
     check_reward_args(name, args)
     obj, is_factory = _lookup(name)
     label = reward_label(name, alias)
     options = {**arguments(obj, is_factory), **args}  # what a recipe can set, for hints
-    if is_factory:
-        return NamedReward(label, _make(name, obj, args), options=options)
-    return NamedReward(label, obj, args, options=options)
-
-
-def _make(name: str, factory: Callable, args: dict[str, Any]) -> Callable:
-    """What the factory of reward ``name`` returns for ``args``; its failure (even ``exit()``) is a ``RewardError``."""
+    if not is_factory:
+        return NamedReward(label, obj, args, options=options)
     try:
-        made = factory(**args)
+        made = obj(**args)
     except (KeyboardInterrupt, RewardError):
         raise
     except BaseException as exc:  # noqa: BLE001 - the user's factory raises, or calls exit()
         raise RewardError(f"reward {name!r}: creating it failed: {import_failure(exc)}", key="args") from exc
     if not callable(made):
         raise RewardError(f"reward {name!r}: its factory returned {type(made).__name__}, not a callable", key="name")
-    return made
+    return NamedReward(label, made, options=options)
 
 
 def text_of(completions: list) -> list[str]:
