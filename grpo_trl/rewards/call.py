@@ -194,8 +194,4 @@ def guarded(reward: Any) -> Any:
 def call_sync(reward: Callable, *args: Any, **kwargs: Any) -> Any:
     """Call a reward from synchronous code (eval, tests), running it to completion when it is ``async``."""
     result = reward(*args, **kwargs)
-    return asyncio.run(_await(result)) if inspect.isawaitable(result) else result
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
+    return isolated.run_awaitable(result) if inspect.isawaitable(result) else result

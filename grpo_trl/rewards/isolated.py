@@ -139,7 +139,7 @@ def _outcome(func: Callable, kwargs: dict) -> Any:  # pragma: no cover - runs in
         with collecting_faults() as reported:
             value = func(**kwargs)
             if inspect.isawaitable(value):
-                value = _run_coroutine(value)
+                value = run_awaitable(value)
         with contextlib.suppress(Exception):
             pickle.dumps(value)
             return "ok", value, list(reported), calls
@@ -148,8 +148,8 @@ def _outcome(func: Callable, kwargs: dict) -> Any:  # pragma: no cover - runs in
         return "error", describe(exc)
 
 
-def _run_coroutine(awaitable: Any) -> Any:
-    """Run ``awaitable`` on a fresh loop in a fresh thread (a forked thread may still think TRL's loop runs)."""
+def run_awaitable(awaitable: Any) -> Any:
+    """Run ``awaitable`` on a fresh loop in a fresh thread (this one may run a loop, or think so after a fork)."""
 
     async def wrapped() -> Any:
         return await awaitable
