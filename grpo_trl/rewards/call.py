@@ -67,10 +67,6 @@ class SafeReward:
         result = self.reward(**kwargs)
         return await result if wait and inspect.isawaitable(result) else result
 
-    def _rows(self, kwargs: dict, n: int):
-        for i in range(n):
-            yield private({k: v[i : i + 1] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()})
-
     async def _one(self, kwargs: dict, n: int, place: Place, first: bool) -> tuple[list, int, str | None]:
         """Scores of one call (the batch, or a row): ``(values, rows turned None, cause)``; raises what it raised."""
         with collecting_faults() as reported:
@@ -94,9 +90,10 @@ class SafeReward:
         except BaseException as exc:  # noqa: BLE001 - a reward must never end a run
             _reraise_own(exc)
             cause, out, bad = describe(exc), [None] * n, n
-            for i, row in enumerate(self._rows(kwargs, n) if n > 1 else ()):  # only the failing rows become None
+            for i in range(n if n > 1 else 0):  # only the failing rows become None
+                row = {k: v[i : i + 1] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()}
                 try:
-                    value, row_bad, _ = await self._one(row, 1, place, first=False)
+                    value, row_bad, _ = await self._one(private(row), 1, place, first=False)
                     out[i], bad = value[0], bad - 1 + row_bad
                 except BaseException as row_exc:  # noqa: BLE001 - this row is the faulty one
                     _reraise_own(row_exc)

@@ -158,20 +158,6 @@ def run_awaitable(awaitable: Any) -> Any:
     return in_thread(lambda: context.run(asyncio.run, wrapped()), None, RuntimeError("no bound"), "reward-async")
 
 
-def _replay(outcome: Any, kwargs: dict) -> Any:
-    """In the trainer: the child's faults reported, its ``log_metric`` / ``log_extra`` calls made; the value."""
-    if outcome[0] != "ok":
-        raise ChildFault(outcome[1])
-    _, value, reported, calls = outcome
-    for why in reported:
-        report_fault(why)
-    for key, args, kw in calls:
-        if callable(kwargs.get(key)):
-            with contextlib.suppress(Exception):  # a bad metric call costs that metric, as it would in-process
-                kwargs[key](*args, **kw)
-    return value
-
-
 def call(func: Callable, kwargs: dict, timeout: float) -> Any:
     """``func(**kwargs)`` (run to completion when ``async``) bounded by ``timeout`` seconds of wall time, in a forked
     child. Blocking: an event loop runs it in a thread."""
@@ -182,4 +168,13 @@ def call(func: Callable, kwargs: dict, timeout: float) -> Any:
         raise RewardTimeout(f"did not return within {timeout} s (timeout)") from None
     finally:
         child.close()
-    return _replay(outcome, kwargs)
+    if outcome[0] != "ok":
+        raise ChildFault(outcome[1])
+    _, value, reported, calls = outcome
+    for why in reported:  # the child's faults reported, its log_metric / log_extra calls made, here
+        report_fault(why)
+    for key, args, kw in calls:
+        if callable(kwargs.get(key)):
+            with contextlib.suppress(Exception):  # a bad metric call costs that metric, as it would in-process
+                kwargs[key](*args, **kw)
+    return value
