@@ -13,10 +13,10 @@ from typing import Any
 
 from grpo_trl.errors import RewardError
 from grpo_trl.rewards import isolated
-from grpo_trl.rewards.inputs import NOT_PASSED, TRL_KWARGS, NamedReward, _keywords, is_async_reward, private  # noqa: F401
+from grpo_trl.rewards.inputs import NOT_PASSED, NamedReward, _keywords, is_async_reward, private, target  # noqa: F401
 from grpo_trl.rewards.isolated import RewardTimeout
 from grpo_trl.rewards.results import LengthError, collecting_faults, describe, scores
-from grpo_trl.rewards.stray_threads import Place, note_threads, snapshot
+from grpo_trl.rewards.stray_threads import Place
 
 logger = logging.getLogger(__name__)
 
@@ -33,12 +33,9 @@ class SafeReward:
     batch is retried row by row); ``timeout``: in a child killed at the deadline; cwd, streams and builtins are put
     back; inputs are private copies; ``stop_if_broken``: a fault on all of the first batch raises. docs/rewards.md."""
 
-    def __new__(cls, reward: Callable | None = None, *args: Any, **kwargs: Any):
-        if cls is SafeReward and reward is not None and is_async_reward(reward):
-            cls = AsyncSafeReward
-        return super().__new__(cls)
-
     def __init__(self, reward: Callable, timeout: float | None = None, stop_if_broken: bool = False):
+        if type(self) is SafeReward and is_async_reward(reward):
+            self.__class__ = AsyncSafeReward  # async itself: TRL awaits it with the other async rewards
         self.reward = reward
         self.timeout = timeout
         self.stop_if_broken = stop_if_broken
@@ -49,7 +46,7 @@ class SafeReward:
         self.first_cause: str | None = None  # the first fault
         self._none_cause: str | None = None  # the reward's own None, when no fault came first
         self._warned: set[str] = set()
-        func = reward.func if isinstance(reward, NamedReward) else reward
+        func = target(reward)
         module = getattr(func, "__module__", None) if inspect.isroutine(func) else type(func).__module__
         self.read_only = str(module).startswith("grpo_trl.rewards.")  # built-ins never edit their inputs (tested)
 
@@ -59,14 +56,16 @@ class SafeReward:
         return self.first_cause or self._none_cause
 
     async def _invoke(self, kwargs: dict, first: bool) -> Any:
-        """The batch (``first``: copied unless built-in) or one row (already its own copy)."""
-        if self.timeout is not None:  # a child process: its memory is its own copy
-            return isolated.call(self.reward, kwargs, self.timeout)
-        return self.reward(**(private(kwargs) if first and not self.read_only else kwargs))
-
-    def _rows(self, kwargs: dict, n: int):
-        for i in range(n):
-            yield private({k: v[i : i + 1] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()})
+        """The batch (``first``: copied, but for a sync built-in or child) or one row (already its own copy)."""
+        wait = isinstance(self, AsyncSafeReward)  # runs beside other rewards: its own copy, a child waited in a thread
+        child = self.timeout is not None  # a child process: its memory is its own copy
+        if first and (wait or not (self.read_only or child)):
+            kwargs = private(kwargs)
+        if child:
+            call = functools.partial(isolated.call, self.reward, kwargs, self.timeout)
+            return await asyncio.to_thread(call) if wait else call()
+        result = self.reward(**kwargs)
+        return await result if wait and inspect.isawaitable(result) else result
 
     async def _one(self, kwargs: dict, n: int, place: Place, first: bool) -> tuple[list, int, str | None]:
         """Scores of one call (the batch, or a row): ``(values, rows turned None, cause)``; raises what it raised."""
@@ -81,7 +80,7 @@ class SafeReward:
 
     async def _score(self, kwargs: dict) -> list[float | None]:
         """The whole logic, for both flavours: a sync reward's coroutine never suspends (``_drive``)."""
-        n, start, before = _batch_size(kwargs), time.perf_counter(), snapshot()
+        n, start = _batch_size(kwargs), time.perf_counter()
         place, timed_out = Place(), False  # each call puts it back (``_one``)
         try:
             out, bad, cause = await self._one(kwargs, n, place, first=True)
@@ -91,26 +90,14 @@ class SafeReward:
         except BaseException as exc:  # noqa: BLE001 - a reward must never end a run
             _reraise_own(exc)
             cause, out, bad = describe(exc), [None] * n, n
-            for i, row in enumerate(self._rows(kwargs, n) if n > 1 else ()):  # only the failing rows become None
+            for i in range(n if n > 1 else 0):  # only the failing rows become None
+                row = {k: v[i : i + 1] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()}
                 try:
-                    value, row_bad, _ = await self._one(row, 1, place, first=False)
+                    value, row_bad, _ = await self._one(private(row), 1, place, first=False)
                     out[i], bad = value[0], bad - 1 + row_bad
                 except BaseException as row_exc:  # noqa: BLE001 - this row is the faulty one
                     _reraise_own(row_exc)
-        note_threads(before, self.__name__)
-        return self._account(out, bad, cause, n, kwargs.get("log_metric"), start, timed_out)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
-        return _drive(self._score(_keywords(args, kwargs)))
-
-    def _warn(self, message: str) -> None:
-        if message not in self._warned and len(self._warned) < 20:  # each distinct problem once, not every step
-            self._warned.add(message)
-            logger.warning("reward %r %s", self.__name__, message)
-
-    def _account(
-        self, out: list, bad: int, cause: str | None, n: int, log_metric: Any, start: float, timed_out: bool
-    ) -> list:
+        place.note_threads(self.__name__)
         none = sum(v is None for v in out)
         if self.stop_if_broken and not self.rows and n and bad == n and not timed_out:
             raise broken(self.__name__, self.reward, cause, n)
@@ -122,11 +109,19 @@ class SafeReward:
         self.faults += bad
         self.rows += n
         self.none_rows += none
-        if callable(log_metric):
+        if callable(log_metric := kwargs.get("log_metric")):
             log_metric(f"reward_faults/{self.__name__}", float(bad))
             log_metric(f"reward_none_frac/{self.__name__}", none / n if n else 0.0)
             log_metric(f"timing/reward_s/{self.__name__}", time.perf_counter() - start)
         return out
+
+    def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
+        return _drive(self._score(_keywords(args, kwargs)))
+
+    def _warn(self, message: str) -> None:
+        if message not in self._warned and len(self._warned) < 20:  # each distinct problem once, not every step
+            self._warned.add(message)
+            logger.warning("reward %r %s", self.__name__, message)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.reward!r}, timeout={self.timeout})"
@@ -138,13 +133,6 @@ class SafeReward:
 
 class AsyncSafeReward(SafeReward):
     """``SafeReward`` of an ``async`` reward; ``async`` itself, so TRL awaits it with the other async rewards."""
-
-    async def _invoke(self, kwargs: dict, first: bool) -> Any:
-        kwargs = private(kwargs) if first else kwargs  # runs beside others: its own copy
-        if self.timeout is not None:  # a child process waited for in a thread: this loop goes on
-            return await asyncio.to_thread(isolated.call, self.reward, kwargs, self.timeout)
-        result = self.reward(**kwargs)
-        return await result if inspect.isawaitable(result) else result
 
     async def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
         return await self._score(_keywords(args, kwargs))
@@ -173,23 +161,16 @@ def _reraise_own(exc: BaseException) -> None:
             raise exc
 
 
-def _defined_at(reward: Callable) -> str:
-    """`` (defined at file:line)`` of the function a reward runs, or ``""``."""
-    func = reward.func if isinstance(reward, NamedReward) else reward
-    while isinstance(func, functools.partial):
-        func = func.func
+def broken(name: str, reward: Callable, cause: str | None, n: int) -> RewardError:
+    """The error that stops a run whose reward failed on every row of its first batch (naming where it is defined)."""
+    cause = cause or "failed"
+    func = target(reward)
     func = func if inspect.isroutine(func) else getattr(type(func), "__call__", func)  # noqa: B004
     code = getattr(inspect.unwrap(func), "__code__", None)
-    return f" (defined at {code.co_filename}:{code.co_firstlineno})" if code else ""
-
-
-def broken(name: str, reward: Callable, cause: str | None, n: int) -> RewardError:
-    """The error that stops a run whose reward failed on every row of its first batch."""
-    cause = cause or "failed"
-    where = "" if " at " in cause else _defined_at(reward)  # an exception names its own file:line
+    where = f" (defined at {code.co_filename}:{code.co_firstlineno})" if code and " at " not in cause else ""
     return RewardError(
         f"reward {name!r} failed on all {n} rows of the first batch, so training would learn nothing from it: "
-        f"{cause}{where}",
+        f"{cause}{where}",  # an exception's cause names its own file:line
         key="rewards",
         fix="fix the reward and run again; a reward failing on some rows only costs those rows",
     )
@@ -210,8 +191,4 @@ def guarded(reward: Any) -> Any:
 def call_sync(reward: Callable, *args: Any, **kwargs: Any) -> Any:
     """Call a reward from synchronous code (eval, tests), running it to completion when it is ``async``."""
     result = reward(*args, **kwargs)
-    return asyncio.run(_await(result)) if inspect.isawaitable(result) else result
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
+    return isolated.run_awaitable(result) if inspect.isawaitable(result) else result

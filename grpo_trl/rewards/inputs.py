@@ -10,18 +10,23 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-# The keywords TRL passes itself (``environments`` only when the trainer has environments)
-TRL_KWARGS = frozenset(
-    {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
-)
+# The keywords TRL passes itself, in order (``environments`` only when the trainer has environments)
+TRL_CALL = ("prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric")
+TRL_KWARGS = frozenset({*TRL_CALL, "environments"})
 # Dataset columns TRL never passes to rewards (the generated ones come as prompts / completions / completion_ids)
 NOT_PASSED = frozenset({"prompt", "completion", "completion_ids"})
 
 
+def target(reward: Callable) -> Callable:
+    """What a reward runs: through ``NamedReward`` and ``functools.partial``, a function or a callable instance."""
+    while isinstance(reward, (NamedReward, functools.partial)):
+        reward = reward.func
+    return reward
+
+
 def is_async_reward(func: Callable) -> bool:
     """Whether calling ``func`` returns a coroutine, decided as TRL's ``is_async_callable`` decides it."""
-    while isinstance(func, functools.partial):
-        func = func.func
+    func = target(func)
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None))  # noqa: B004
 
 
@@ -38,14 +43,11 @@ class NamedReward:
     """A reward with its recipe ``args`` bound (as keywords) and a stable ``__name__`` (TRL logs
     ``rewards/<name>/mean``); ``options``: what a recipe can set, with values (for hints)."""
 
-    def __new__(cls, name: str | None = None, func: Callable | None = None, *args: Any, **kwargs: Any):
-        if cls is NamedReward and func is not None and is_async_reward(func):
-            cls = AsyncNamedReward
-        return super().__new__(cls)
-
     def __init__(
         self, name: str, func: Callable, args: dict[str, Any] | None = None, options: dict[str, Any] | None = None
     ):
+        if type(self) is NamedReward and is_async_reward(func):
+            self.__class__ = AsyncNamedReward  # awaitable: TRL awaits it with the other async rewards
         self.__name__ = name
         self.func = func
         self.args = dict(args or {})
@@ -66,13 +68,8 @@ class AsyncNamedReward(NamedReward):
 
 
 # What TRL passes that is not data: shared on purpose (state, callbacks, live environment instances).
-NOT_DATA = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
+NOT_DATA = TRL_KWARGS - {"prompts", "completions", "completion_ids"}
 _ATOMS = frozenset({str, int, float, bool, type(None), bytes, complex})
-
-
-def _flat(x: Any) -> bool:
-    """A list whose first and last items are atoms: it holds only atoms (as every list TRL and ``datasets`` build)."""
-    return not x or (type(x[0]) in _ATOMS and type(x[-1]) in _ATOMS)
 
 
 def fresh(value: Any) -> Any:
@@ -85,8 +82,9 @@ def fresh(value: Any) -> Any:
     t = type(value)
     if t in _ATOMS:
         return value
-    if t is list:
-        return value.copy() if _flat(value) else [x if type(x) in _ATOMS else fresh(x) for x in value]
+    if t is list:  # first and last items atoms: only atoms, as in every list TRL and ``datasets`` build
+        flat = not value or (type(value[0]) in _ATOMS and type(value[-1]) in _ATOMS)
+        return value.copy() if flat else [x if type(x) in _ATOMS else fresh(x) for x in value]
     if t is dict:
         return {k: x if type(x) in _ATOMS else fresh(x) for k, x in value.items()}
     if t is tuple:

@@ -139,7 +139,7 @@ def _outcome(func: Callable, kwargs: dict) -> Any:  # pragma: no cover - runs in
         with collecting_faults() as reported:
             value = func(**kwargs)
             if inspect.isawaitable(value):
-                value = _run_coroutine(value)
+                value = run_awaitable(value)
         with contextlib.suppress(Exception):
             pickle.dumps(value)
             return "ok", value, list(reported), calls
@@ -148,28 +148,14 @@ def _outcome(func: Callable, kwargs: dict) -> Any:  # pragma: no cover - runs in
         return "error", describe(exc)
 
 
-def _run_coroutine(awaitable: Any) -> Any:
-    """Run ``awaitable`` on a fresh loop in a fresh thread (a forked thread may still think TRL's loop runs)."""
+def run_awaitable(awaitable: Any) -> Any:
+    """Run ``awaitable`` on a fresh loop in a fresh thread (this one may run a loop, or think so after a fork)."""
 
     async def wrapped() -> Any:
         return await awaitable
 
     context = contextvars.copy_context()  # faults the reward reports reach the collector
     return in_thread(lambda: context.run(asyncio.run, wrapped()), None, RuntimeError("no bound"), "reward-async")
-
-
-def _replay(outcome: Any, kwargs: dict) -> Any:
-    """In the trainer: the child's faults reported, its ``log_metric`` / ``log_extra`` calls made; the value."""
-    if outcome[0] != "ok":
-        raise ChildFault(outcome[1])
-    _, value, reported, calls = outcome
-    for why in reported:
-        report_fault(why)
-    for key, args, kw in calls:
-        if callable(kwargs.get(key)):
-            with contextlib.suppress(Exception):  # a bad metric call costs that metric, as it would in-process
-                kwargs[key](*args, **kw)
-    return value
 
 
 def call(func: Callable, kwargs: dict, timeout: float) -> Any:
@@ -182,4 +168,13 @@ def call(func: Callable, kwargs: dict, timeout: float) -> Any:
         raise RewardTimeout(f"did not return within {timeout} s (timeout)") from None
     finally:
         child.close()
-    return _replay(outcome, kwargs)
+    if outcome[0] != "ok":
+        raise ChildFault(outcome[1])
+    _, value, reported, calls = outcome
+    for why in reported:  # the child's faults reported, its log_metric / log_extra calls made, here
+        report_fault(why)
+    for key, args, kw in calls:
+        if callable(kwargs.get(key)):
+            with contextlib.suppress(Exception):  # a bad metric call costs that metric, as it would in-process
+                kwargs[key](*args, **kw)
+    return value

@@ -5,21 +5,15 @@
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from grpo_trl.errors import RewardError, suggest
-from grpo_trl.registry import Registry, add_import_path, import_failure, load_plugin, plugin_unregistered  # noqa: F401 - re-exported
-from grpo_trl.rewards.call import TRL_KWARGS, NamedReward, SafeReward  # noqa: F401 - how rewards are called
-from grpo_trl.rewards.results import LengthError  # noqa: F401 - re-exported
-from grpo_trl.rewards.signature import RewardPlan, check_call, required_columns, trl_signature  # noqa: F401
+from grpo_trl.registry import Registry, import_failure, load_plugin  # noqa: F401 - load_plugin re-exported
+from grpo_trl.rewards.call import NamedReward, SafeReward  # noqa: F401 - how rewards are called
+from grpo_trl.rewards.signature import RewardPlan, arguments, check_call, required_columns, trl_signature  # noqa: F401
 from grpo_trl.rewards.text import completion_text
-
-logger = logging.getLogger(__name__)
-
-RewardFunc = Callable[..., list]
 
 
 @dataclass(frozen=True)
@@ -97,23 +91,13 @@ def reward_metadata(name: str) -> dict[str, Any]:
     return {k: meta[k] for k in ("uses_trainer", "passes_at") if k in meta}
 
 
-def _params(obj: Callable, is_factory: bool) -> dict[str, Any]:
-    """Argument -> default; a plain reward's parameters without one are dataset columns, not arguments."""
-    return {
-        k: p.default
-        for k, p in inspect.signature(obj).parameters.items()
-        if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and k not in TRL_KWARGS
-        and (is_factory or p.default is not p.empty)
-    }  # fmt: skip
-
-
 def list_rewards() -> list[RewardInfo]:
     """All registered rewards, sorted by name, with one-line descriptions and their arguments."""
     out = []
     for entry in REWARDS:
         doc = inspect.getdoc(entry.obj) or ""
         factory = entry.meta["factory"]
-        out.append(RewardInfo(entry.name, doc.split("\n")[0], _params(entry.obj, factory), factory, entry.source))
+        out.append(RewardInfo(entry.name, doc.split("\n")[0], arguments(entry.obj, factory), factory, entry.source))
     return out
 
 
@@ -142,31 +126,7 @@ def check_reward_args(name: str, args: dict[str, Any]) -> None:
             "a factory, called with 'args' when training starts",
             key="name",
         )
-    try:
-        sig = inspect.signature(obj)
-    except Exception as exc:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
-        raise RewardError(
-            f"reward {name!r}: the parameters of {qualname} cannot be read ({exc}), so nothing says it takes "
-            "completions; wrap it in a Python function `def my_reward(completions, **kwargs)`",
-            key="name",
-        ) from exc
-    accepts_any = is_factory and any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-    params = _params(obj, is_factory)
-    for key in args:
-        if key in TRL_KWARGS:
-            raise RewardError(
-                f"reward {name!r}: argument {key!r} is passed by TRL itself; remove it from args", key="args"
-            )
-        if key not in params and not accepts_any:
-            known = ", ".join(params) or "none"
-            raise RewardError(
-                f"reward {name!r} has no argument {key!r}{suggest(key, list(params))}; it takes: {known}", key="args"
-            )
-    if is_factory:
-        missing = [k for k, v in params.items() if v is inspect.Parameter.empty and k not in args]
-        if missing:
-            raise RewardError(f"reward {name!r} needs argument(s) {', '.join(missing)} under its 'args:'", key="args")
-    check_call(name, obj, sig, is_factory, args, REWARDS.names())
+    check_call(name, obj, is_factory, args, REWARDS.names())
     if is_factory and callable(getattr(obj, "check_args", None)):
         obj.check_args(args)  # a built-in's own dry-run check (judge probes its endpoint); raises RewardError
 
@@ -191,27 +151,23 @@ def reward_label(name: str, alias: str | None = None) -> str:
 
 
 def get_reward(name: str, alias: str | None = None, **args: Any) -> NamedReward:
-    """The reward ``name`` (registered or ``module.path:function``) with ``args`` bound, named ``reward_label``."""
+    """The reward ``name`` (registered or ``module.path:function``) with ``args`` bound, named ``reward_label``; a
+    factory is called with them (its failure, even ``exit()``, is a ``RewardError``)."""
     check_reward_args(name, args)
     obj, is_factory = _lookup(name)
     label = reward_label(name, alias)
-    options = {**_params(obj, is_factory), **args}  # what a recipe can set, for hints
-    if is_factory:
-        return NamedReward(label, _make(name, obj, args), options=options)
-    return NamedReward(label, obj, args, options=options)
-
-
-def _make(name: str, factory: Callable, args: dict[str, Any]) -> Callable:
-    """What the factory of reward ``name`` returns for ``args``; its failure (even ``exit()``) is a ``RewardError``."""
+    options = {**arguments(obj, is_factory), **args}  # what a recipe can set, for hints
+    if not is_factory:
+        return NamedReward(label, obj, args, options=options)
     try:
-        made = factory(**args)
+        made = obj(**args)
     except (KeyboardInterrupt, RewardError):
         raise
     except BaseException as exc:  # noqa: BLE001 - the user's factory raises, or calls exit()
         raise RewardError(f"reward {name!r}: creating it failed: {import_failure(exc)}", key="args") from exc
     if not callable(made):
         raise RewardError(f"reward {name!r}: its factory returned {type(made).__name__}, not a callable", key="name")
-    return made
+    return NamedReward(label, made, options=options)
 
 
 def text_of(completions: list) -> list[str]:

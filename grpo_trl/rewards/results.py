@@ -75,18 +75,9 @@ def scores(raw: Any, n: int) -> tuple[list[float | None], int, str | None]:
     values = _as_list(raw, n)
     if len(values) != n:
         raise LengthError(f"returned {len(values)} values for {n} completions")
-    out: list[float | None] = []
-    bad, cause = 0, None
-    for v in values:
-        if v is None:
-            out.append(None)
-            continue
-        f, why = _number(v)
-        out.append(f)
-        if why:
-            bad += 1
-            cause = cause or why
-    return out, bad, cause
+    checked = [(None, None) if v is None else _number(v) for v in values]  # None itself: "not applicable", no fault
+    whys = [why for _, why in checked if why]
+    return [f for f, _ in checked], len(whys), next(iter(whys), None)
 
 
 def describe(exc: BaseException) -> str:

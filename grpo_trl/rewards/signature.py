@@ -7,8 +7,9 @@ import inspect
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from grpo_trl.errors import RENAMES, Problem, RewardError
-from grpo_trl.rewards.call import NOT_PASSED, TRL_KWARGS, NamedReward, SafeReward
+from grpo_trl.errors import RENAMES, Problem, RewardError, suggest
+from grpo_trl.rewards.call import SafeReward
+from grpo_trl.rewards.inputs import NOT_PASSED, TRL_CALL, TRL_KWARGS, NamedReward
 
 
 class RewardPlan:
@@ -19,7 +20,6 @@ class RewardPlan:
 
 
 _KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-_TRL_CALL = ("prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric")  # in order
 
 
 def trl_signature(obj: Any, is_factory: bool) -> inspect.Signature | None:
@@ -65,20 +65,50 @@ def unaccepted_columns(reward: Any, columns: Iterable[str]) -> list[str]:
 
 def product_signature(cls: type) -> inspect.Signature | None:
     """The signature of ``cls``'s instances' ``__call__`` (without ``self``); None when it defines none."""
-    for klass in cls.__mro__:
-        if klass is not object and "__call__" in vars(klass):
-            sig = inspect.signature(vars(klass)["__call__"])
-            return sig.replace(parameters=list(sig.parameters.values())[1:])
-    return None
+    if "__call__" not in dir(cls):  # dir() leaves out the metaclass's: type.__call__ makes instances
+        return None
+    sig = inspect.signature(inspect.getattr_static(cls, "__call__"))
+    return sig.replace(parameters=list(sig.parameters.values())[1:])
 
 
-def check_call(
-    name: str, obj: Callable, signature: inspect.Signature, is_factory: bool, args: dict, reward_names: Collection[str]
-) -> None:
-    """Raise ``RewardError`` when TRL could not call what ``name`` resolves to (``signature``: of ``obj``; nothing
-    is called): ``args`` that do not bind to a factory, a call that cannot take TRL's keywords."""
+def arguments(obj: Callable, is_factory: bool) -> dict[str, Any]:
+    """Argument -> default; a plain reward's parameters without one are dataset columns, not arguments."""
+    return {
+        k: p.default
+        for k, p in inspect.signature(obj).parameters.items()
+        if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and k not in TRL_KWARGS
+        and (is_factory or p.default is not p.empty)
+    }  # fmt: skip
+
+
+def check_call(name: str, obj: Callable, is_factory: bool, args: dict, reward_names: Collection[str]) -> None:
+    """Raise ``RewardError`` when TRL could not call what ``name`` resolves to with ``args`` (nothing is called):
+    unreadable parameters, unknown, missing or TRL's own arguments, args not binding, TRL's keywords not binding."""
     qualname = getattr(obj, "__qualname__", type(obj).__name__)
-    if is_factory:  # unknown or missing names: the registry named them before (did you mean)
+    try:
+        signature = inspect.signature(obj)
+    except Exception as exc:  # noqa: BLE001 - TypeError/ValueError, or a __signature__ that raises
+        raise RewardError(
+            f"reward {name!r}: the parameters of {qualname} cannot be read ({exc}), so nothing says it takes "
+            "completions; wrap it in a Python function `def my_reward(completions, **kwargs)`",
+            key="name",
+        ) from exc
+    accepts_any = is_factory and any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    params = arguments(obj, is_factory)
+    for key in args:
+        if key in TRL_KWARGS:
+            raise RewardError(
+                f"reward {name!r}: argument {key!r} is passed by TRL itself; remove it from args", key="args"
+            )
+        if key not in params and not accepts_any:
+            known = ", ".join(params) or "none"
+            raise RewardError(
+                f"reward {name!r} has no argument {key!r}{suggest(key, list(params))}; it takes: {known}", key="args"
+            )
+    if is_factory:
+        missing = [k for k, v in params.items() if v is inspect.Parameter.empty and k not in args]
+        if missing:
+            raise RewardError(f"reward {name!r} needs argument(s) {', '.join(missing)} under its 'args:'", key="args")
         try:
             signature.bind(**args)
         except TypeError as exc:
@@ -91,13 +121,13 @@ def check_call(
                 f"reward {name!r}: class {qualname} defines no __call__, so its instances cannot score", key="name"
             )
     try:  # TRL's keyword call, plus ``args`` and the columns the reward names
-        signature.bind(**dict.fromkeys([*_columns(signature), *_TRL_CALL]) | args)  # a set's order varied per run
+        signature.bind(**dict.fromkeys([*_columns(signature), *TRL_CALL]) | args)  # a set's order varied per run
     except TypeError as problem:
         builtin = RENAMES.get(name.rpartition(":")[2])  # TRL's get_cosine_scaled_reward -> cosine
         same = f"; grpo-trl's built-in {builtin!r} is this reward: name it, its arguments under args:"
         raise RewardError(
             f"reward {name!r} cannot be called the way TRL calls rewards ({problem}): TRL passes "
-            f"{', '.join(_TRL_CALL)} and every dataset column by keyword; "
+            f"{', '.join(TRL_CALL)} and every dataset column by keyword; "
             "give it a **kwargs parameter (a factory that returns the reward? register it with "
             f"@register_reward(factory=True)){same if builtin in reward_names else ''}",
             key="name",

@@ -1,9 +1,10 @@
 """What a reward leaves behind in the trainer's process, put right: cwd, streams, builtins (``Place``, around each
-call); non-daemon threads and processes (``note_threads``), named at the end of the CLI, which exits without them.
-"""
+call); the non-daemon threads and processes it started (``Place.note_threads``) are named at the end of the CLI,
+which exits without them."""
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import contextlib
 import logging
@@ -19,26 +20,15 @@ _LEFT: dict[object, str] = {}  # non-daemon threads and multiprocessing children
 GRACE = 2.0  # seconds the end of the CLI waits for what is left running before it exits without it
 
 
-def snapshot() -> tuple[set, set]:
-    """The threads and ``multiprocessing`` children alive now (before a reward call)."""
-    return set(threading.enumerate()), _children()
-
-
 def _children() -> set:
     mp = sys.modules.get("multiprocessing")  # not imported: no children
     return set(mp.active_children()) if mp is not None else set()
 
 
-def note_threads(before: tuple[set, set], name: str) -> None:
-    """Remember the non-daemon threads and processes started since ``before`` (``snapshot()``) as reward ``name``'s."""
-    threads, children = before
-    _LEFT.update((t, name) for t in threading.enumerate() if t not in threads and not t.daemon and t.is_alive())
-    _LEFT.update((child, name) for child in _children() - children if not child.daemon)
-
-
 def exit_if_stray_threads(code: int, grace: float = GRACE, everything: bool = False) -> None:
     """End of the CLI: non-daemon threads and processes rewards left (``everything``: any) get ``grace`` seconds,
-    then are named in a warning, the processes terminated, and the program exits with ``code`` without them."""
+    then are named in a warning, the processes terminated, and the program exits with ``code`` without them (the
+    ``atexit`` handlers run, bounded by ``grace`` too)."""
     left = dict(_LEFT)
     if everything:
         for what in [*threading.enumerate(), *_children()]:
@@ -60,13 +50,6 @@ def exit_if_stray_threads(code: int, grace: float = GRACE, everything: bool = Fa
         for stop in (what.terminate, what.kill) if process else ():
             stop()
             what.join(1.0)
-    _exit(code, grace)
-
-
-def _exit(code: int, grace: float) -> None:
-    """Run the ``atexit`` handlers for at most ``grace`` seconds, flush, and exit with ``code``."""
-    import atexit
-
     runner = threading.Thread(target=getattr(atexit, "_run_exitfuncs", lambda: None), name="atexit", daemon=True)
     runner.start()
     runner.join(grace)
@@ -90,35 +73,53 @@ def _fd_identity(fd: int) -> tuple[int, int, int] | None:
     return fd, st.st_dev, st.st_ino
 
 
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the directory was removed under the run
+        return None
+
+
 class Place:
-    """The cwd, ``sys.stdout`` / ``sys.stderr`` (and fds 1, 2), the recursion limit and ``builtins`` before a reward
-    call, put back after it (a reward must not move the run's saves, silence its summary or break grpo-trl's code)."""
+    """The cwd, ``sys.stdout`` / ``sys.stderr`` (and fds 1, 2), the recursion limit, ``builtins`` and threads before a
+    reward call: put back (a reward must not move the run's saves, silence its summary or break grpo-trl's code)."""
 
     def __init__(self) -> None:
-        try:
-            self.cwd: str | None = os.getcwd()
-        except OSError:  # the directory was removed under the run: nothing to go back to
-            self.cwd = None
+        self.cwd = _cwd()
         self.streams = (sys.stdout, sys.stderr)
         self.recursion = sys.getrecursionlimit()
         self.builtins = dict(vars(builtins))
         self.fds = [_fd_identity(1), _fd_identity(2)]
+        self.threads, self.children = set(threading.enumerate()), _children()
         for ident in self.fds:
             if ident is not None and ident not in _FD_COPIES:
                 with contextlib.suppress(OSError):
                     _FD_COPIES[ident] = os.dup(ident[0])
 
+    def note_threads(self, name: str) -> None:
+        """Remember the non-daemon threads and processes started since as reward ``name``'s (named at the end)."""
+        threads = threading.enumerate()
+        _LEFT.update((t, name) for t in threads if t not in self.threads and not t.daemon and t.is_alive())
+        _LEFT.update((child, name) for child in _children() - self.children if not child.daemon)
+
     def restore(self, warn: Callable[[str], None]) -> None:
-        self._restore_process(warn)
-        if self.cwd is not None:
-            try:
-                moved = os.getcwd() != self.cwd
-            except OSError:
-                moved = True
-            if moved:
+        if sys.getrecursionlimit() != self.recursion:
+            sys.setrecursionlimit(self.recursion)
+            warn(f"changed the recursion limit (sys.setrecursionlimit); put back to {self.recursion}")
+        live = vars(builtins)
+        changed = [k for k, v in self.builtins.items() if k not in live or live[k] is not v]
+        if changed:
+            live.update({k: self.builtins[k] for k in changed})
+            warn(f"replaced or removed builtins ({', '.join(sorted(changed)[:5])}); put back")
+        for before in self.fds:
+            if before is not None and _fd_identity(before[0]) != before and before in _FD_COPIES:
                 with contextlib.suppress(OSError):
-                    os.chdir(self.cwd)
-                    warn(f"changed the working directory (os.chdir); put back to {self.cwd}")
+                    os.dup2(_FD_COPIES[before], before[0])
+                    warn(f"closed or redirected file descriptor {before[0]}; put back")
+        if self.cwd is not None and _cwd() != self.cwd:
+            with contextlib.suppress(OSError):
+                os.chdir(self.cwd)
+                warn(f"changed the working directory (os.chdir); put back to {self.cwd}")
         for name, before, fd in (("stdout", self.streams[0], 1), ("stderr", self.streams[1], 2)):
             now = getattr(sys, name)
             if now is before and not getattr(now, "closed", False):
@@ -129,21 +130,3 @@ class Place:
                 encoding = getattr(before, "encoding", None) or "utf-8"
                 setattr(sys, name, open(fd, "w", encoding=encoding, errors="replace", closefd=False, buffering=1))  # noqa: SIM115
             warn(f"closed or replaced sys.{name}; put back")
-
-    def _restore_process(self, warn: Callable[[str], None]) -> None:
-        if sys.getrecursionlimit() != self.recursion:
-            sys.setrecursionlimit(self.recursion)
-            warn(f"changed the recursion limit (sys.setrecursionlimit); put back to {self.recursion}")
-        now = vars(builtins)
-        changed = [k for k, v in self.builtins.items() if now.get(k, _MISSING) is not v]
-        if changed:
-            now.update({k: self.builtins[k] for k in changed})
-            warn(f"replaced or removed builtins ({', '.join(sorted(changed)[:5])}); put back")
-        for before in self.fds:
-            if before is not None and _fd_identity(before[0]) != before and before in _FD_COPIES:
-                with contextlib.suppress(OSError):
-                    os.dup2(_FD_COPIES[before], before[0])
-                    warn(f"closed or redirected file descriptor {before[0]}; put back")
-
-
-_MISSING = object()
