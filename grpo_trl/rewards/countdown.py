@@ -60,7 +60,7 @@ def score_equation(equation: str | None, nums: Any, target: Any, tolerance: floa
     result = evaluate_equation(equation)
     try:
         return 1.0 if result is not None and abs(float(result[0]) - float(target)) < tolerance else 0.0
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int target past float's range
         return 0.0
 
 

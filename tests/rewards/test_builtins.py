@@ -36,6 +36,7 @@ STEP_2000 = """<think>
         ("<answer>1 + 2</answer> then <answer>2 + 2</answer>", [2, 2], 4, 1.0),  # the last answer counts
         ("<answer>-3 + 10</answer>", [3, 10], 7, 1.0),
         ("<answer>١ + ٢</answer>", [1, 2], 3, 0.0),  # unicode digits are not Countdown numbers
+        pytest.param("<answer>1 + 2</answer>", [1, 2], 10**400, 0.0, id="target-past-float"),  # was OverflowError
     ],
 )
 def test_countdown(completion, nums, target, expected):
