@@ -97,7 +97,7 @@ def name_bounds(name: str, hint: Any = None) -> dict[str, Any]:
         return {"ge": 1, "le": 65535}
     if "timeout" in name:
         return {"gt": 0, "le": MAX_SECONDS}
-    if name in ("size", "limit", "n") or name.endswith("_size"):  # sizes are positive
+    if name in ("size", "limit", "n", "max_workers") or name.endswith("_size"):  # sizes and pools are positive
         return {"gt": 0, "le": MAX_COUNT}
     if name.endswith(("_rows", "_samples", "_steps", "_length")):
         return {"le": MAX_COUNT}

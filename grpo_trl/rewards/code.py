@@ -93,8 +93,8 @@ class CodeTests:
     def __init__(
         self, binary: bool = False, timeout: float = 10.0, memory_mb: int = 512, max_workers: int | None = None
     ):
-        if timeout <= 0 or memory_mb < 64:
-            raise ValueError("code_tests needs timeout > 0 and memory_mb >= 64")
+        if timeout <= 0 or memory_mb < 64 or (max_workers is not None and max_workers < 1):
+            raise ValueError("code_tests needs timeout > 0, memory_mb >= 64 and max_workers >= 1 (or unset)")
         self.binary = binary
         self.limits = Limits(cpu_seconds=timeout, wall_seconds=timeout, memory_mb=memory_mb)
         self.max_workers = max_workers or 2 * len(os.sched_getaffinity(0))

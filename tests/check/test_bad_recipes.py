@@ -186,6 +186,7 @@ HOSTILE_SETS = [
     (["rewards.0={name: null}"], "rewards.0.name", "expected str"),
     (['rewards.0={name: ":"}'], "rewards.0.name", "neither a registered name nor module.path:function"),
     (["rewards.0={name: 'os:getcwd', args: {x: 1}}"], "rewards.0.args", "no argument 'x'"),
+    (["rewards.0={name: code_tests, args: {max_workers: 0}}"], "rewards.0.args.max_workers", "positive integer"),
     (["launch.num_processes=eight"], "launch.num_processes", "expected int"),
     (["launch.num_processes=0"], "launch.num_processes", "must be >= 1"),
     (["trainer.num_generations=0"], "trainer.num_generations", "GRPO compares at least 2"),

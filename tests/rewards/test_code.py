@@ -98,9 +98,11 @@ def test_code_format():
     assert reward(texts) == [1.0, 0.5, 0.0, 0.5, 0.5]
 
 
-def test_bad_arguments():
-    with pytest.raises(ValueError, match="timeout"):
-        get_reward("code_tests", timeout=0)
+@pytest.mark.parametrize("bad", [{"timeout": 0}, {"timeout": -1.0}, {"memory_mb": 63}, {"max_workers": 0},
+                                 {"max_workers": -1}])  # fmt: skip
+def test_bad_arguments_are_refused_when_the_reward_is_built(bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        get_reward("code_tests", **bad)
 
 
 @settings(max_examples=200, deadline=None)
