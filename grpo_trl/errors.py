@@ -70,8 +70,10 @@ class GrpoTrlError(ValueError):
 
 
 def located(problems: Iterable[Problem], file: str, key: str = "") -> list[Problem]:
-    """``problems`` with ``file`` (and ``key``) filled in where the finder did not know them."""
-    return [replace(p, file=p.file or file, key=p.key or key) for p in problems]
+    """``problems`` with ``file`` (and ``key``, unless the message opens with it: ``data.eval_size: ...``) filled in
+    where the finder did not know them."""
+    named = re.compile(rf"{re.escape(key)}(\.[\w.-]+)?: ")
+    return [replace(p, file=p.file or file, key=p.key or ("" if named.match(p.message) else key)) for p in problems]
 
 
 class RecipeError(GrpoTrlError):

@@ -122,12 +122,14 @@ def files(
         try:
             fields = [f for _, f, _, _ in Formatter().parse(user_template) if f is not None]
         except ValueError as exc:
-            raise DataError(f"data.user_template is not a valid template ({exc}); write {{column}} fields") from None
+            why = f"not a valid template ({exc}); write {{column}} fields"
+            raise DataError(why, key="data.user_template") from None
         positional = [f for f in fields if not f or f.isdigit()]
         if positional:
             raise DataError(
-                f"data.user_template has a positional field {{{positional[0]}}}; name the column instead, e.g. "
-                f"{{{question_column}}} (columns: {', '.join(ds.column_names)})"
+                f"has a positional field {{{positional[0]}}}; name the column instead, e.g. {{{question_column}}} "
+                f"(columns: {', '.join(ds.column_names)})",
+                key="data.user_template",
             )
         fields = [f.split(".")[0].split("[")[0] for f in fields]
         require_columns(ds, fields, f"data file {path!r} (its columns in user_template)", "data.user_template")

@@ -29,11 +29,12 @@ def load_rates(path: Path) -> dict[str, dict]:
         if not isinstance(rates, dict) or not all(isinstance(v["p"], int | float) for v in rates.values()):
             raise ValueError("rates must map prompt hashes to {p, passed, n}")  # not an assert: python -O drops those
     except FileNotFoundError:
-        raise DataError(f"data.pass_rate.file: {path} does not exist (write it with `grpo-trl filter`)") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise DataError(
-            f"data.pass_rate.file: {path} is not a pass-rate file from `grpo-trl filter` ({exc})"
+            f"{path} does not exist", key="data.pass_rate.file", fix="write it with `grpo-trl filter`"
         ) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        why = f"{path} is not a pass-rate file from `grpo-trl filter` ({exc})"
+        raise DataError(why, key="data.pass_rate.file") from None
     return rates
 
 

@@ -237,7 +237,11 @@ def _check_good_with(tmp_path, capsys, sets: list[str]) -> list[str]:
     for s in sets:
         argv += ["--set", s]
     assert cli_main(argv) == 1
-    return capsys.readouterr().err.splitlines()
+    lines = capsys.readouterr().err.splitlines()
+    for line in lines:  # the key is said once: never "data: data.eval_size: ..."
+        parts = line.split(": ")
+        assert not any(b.startswith((a + ".", a + ":")) for a, b in zip(parts[1:], parts[2:])), line
+    return lines
 
 
 @pytest.mark.parametrize(("sets", "named", "words"), HOSTILE_SETS, ids=[" ".join(c[0]) for c in HOSTILE_SETS])
@@ -293,9 +297,10 @@ READY = [
     (["model.chat_template=bad.jinja", "model.name=builtin:tiny"], "model.chat_template", "does not render"),
     (
         ["data={builder: files, path: problems.jsonl, user_template: 'Q: {}'}", "rewards=[think_format]"],
-        "data",
+        "data.user_template",
         "positional field",
     ),
+    (["data.pass_rate={file: no-rates.json}", "model.name=builtin:tiny"], "data.pass_rate.file", "does not exist"),
 ]
 
 

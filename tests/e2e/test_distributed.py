@@ -29,8 +29,9 @@ def rank_recorder(completions, log_dir: str = "", **kwargs):
     rank = dist.get_rank() if dist.is_initialized() else -1
     world = dist.get_world_size() if dist.is_initialized() else 1
     backend = dist.get_backend() if dist.is_initialized() else "none"
-    with open(os.path.join(log_dir, f"rank{rank}.jsonl"), "a") as fh:
-        fh.write(json.dumps({"rank": rank, "world": world, "backend": backend, "n": len(completions)}) + "\\n")
+    if log_dir:  # called without it (a probe of the reward), it records nothing: never into the working directory
+        with open(os.path.join(log_dir, f"rank{rank}.jsonl"), "a") as fh:
+            fh.write(json.dumps({"rank": rank, "world": world, "backend": backend, "n": len(completions)}) + "\\n")
     return [float(len(c[0]["content"]) % 3) for c in completions]
 '''
 
