@@ -124,15 +124,13 @@ def test_plan_says_how_often_trl_generates(make_recipe, trainer, micro, optimize
     assert GENERATIONS == at
 
 
-def test_resume_continues_from_the_checkpoint(tmp_path, make_recipe):
-    path = make_recipe(trainer={"max_steps": 3, "save_strategy": "steps", "save_steps": 3})
-    assert train_main([str(path)]) == 0
-    out = tmp_path / "out"
-    assert _history(out)[-1]["step"] == 3
+def test_resume_continues_from_the_checkpoint(run_copy):
+    path, out = run_copy()  # a copy of the shared finished run: steps 1-4, checkpoints 2 and 4
+    assert _history(out)[-1]["step"] == 4
     assert train_main([str(path)]) == 1  # refuses to silently restart over checkpoints
     assert train_main([str(path), "--resume", "--set", "trainer.max_steps=6"]) == 0
     steps = [h["step"] for h in _history(out)]
-    assert steps == [1, 2, 3, 4, 5, 6]  # steps 4-6 follow the restored 1-3; nothing restarted from 0
+    assert steps == [1, 2, 3, 4, 5, 6]  # steps 5-6 follow the restored 1-4; nothing restarted from 0
     state = json.loads((out / "trainer_state.json").read_text())
     assert state["global_step"] == 6
 
@@ -204,14 +202,13 @@ def test_eval_numbers_match_the_completions_file(tmp_path, make_recipe):
     assert report["format_failure_rate"] == pytest.approx(sum("</answer>" not in r["completion"] for r in rows) / 24)
 
 
-def test_report_writes_plots_and_html(tmp_path, make_recipe):
+def test_report_writes_plots_and_html(run_copy):
     import matplotlib.image
 
     from grpo_trl.report.page import write_report
 
-    path = make_recipe(trainer={"max_steps": 5}, extra={"logging": {"completions_every": 1}})
-    run(load_recipe(path))
-    html_path = Path(write_report(tmp_path / "out"))
+    _, out = run_copy()  # a copy of the shared finished run: 4 steps, completions logged at each
+    html_path = Path(write_report(out))
     summary = json.loads((html_path.parent / "report.json").read_text())
     assert "rewards/xml_format/mean" in summary["plots"]["rewards.png"] and "reward" in summary["plots"]["rewards.png"]
     assert {"completions/mean_length", "completions/max_length"} <= set(summary["plots"]["lengths.png"])
@@ -222,16 +219,12 @@ def test_report_writes_plots_and_html(tmp_path, make_recipe):
         assert image.shape[0] > 100 and image.shape[1] > 100
     page = html_path.read_text()
     assert page.count("data:image/png;base64,") == len(summary["plots"])
-    assert "Sample completions" in page and "<td>5</td>" in page
+    assert "Sample completions" in page and "<td>4</td>" in page
 
 
-def test_overwrite_starts_clean(tmp_path, make_recipe):
-    path = make_recipe(
-        trainer={"max_steps": 4, "save_strategy": "steps", "save_steps": 2},
-        extra={"logging": {"completions_every": 1}},
-    )
-    assert train_main([str(path)]) == 0
-    out = tmp_path / "out"
+def test_overwrite_starts_clean(run_copy):
+    path, out = run_copy()  # a copy of the shared finished run: checkpoints 2 and 4, completions of steps 1-4
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
     assert train_main([str(path), "--overwrite", "--set", "trainer.max_steps=2"]) == 0
     assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-2"]  # the old checkpoint-4 is gone
     assert {json.loads(x)["step"] for x in (out / "completions.jsonl").read_text().splitlines()} == {1, 2}
