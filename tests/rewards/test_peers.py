@@ -131,7 +131,9 @@ def test_math_golds_are_read_as_latex(gold, right, wrong):
     acc = Accuracy(require_answer_tag=False, timeout=60)
     assert acc([f"So the answer is ${right}$.", f"So the answer is ${wrong}$."], solution=[gold] * 2) == [1.0, 0.0]
     # the same answers inside <answer> tags, bare
-    assert Accuracy(timeout=60)([f"<answer>{right[7:-1]}</answer>", f"<answer>{wrong[7:-1]}</answer>"], solution=[gold] * 2) == [
+    assert Accuracy(timeout=60)(
+        [f"<answer>{right[7:-1]}</answer>", f"<answer>{wrong[7:-1]}</answer>"], solution=[gold] * 2
+    ) == [
         1.0,
         0.0,
     ]
