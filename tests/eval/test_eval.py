@@ -234,3 +234,42 @@ def test_the_summary_is_a_few_aligned_lines():
         "  time         1.5 s",
         "  results      out/eval.json, out/eval_completions.jsonl",
     ]
+
+
+def test_vllm_backend_ends_one_engine_before_it_starts_the_next(monkeypatch):
+    """``evaluate`` called again in one process (another model, another seed) gets its own vLLM engine, built after
+    the last one is gone: each engine takes ``gpu_memory_utilization`` of the GPU, so two at once do not fit. vLLM
+    is not installed here: a stand-in module records how many engines are alive when each is built."""
+    import sys
+    import types
+
+    import trl.data_utils  # noqa: F401 - TRL looks for vLLM when first imported: before the stand-in
+
+    from grpo_trl.eval.backends import Sampling, generate
+    from grpo_trl.models.tiny import builtin_tokenizer
+
+    built = []
+
+    class Engine:
+        alive = 0
+
+        def __init__(self, model, tokenizer, seed, **options):
+            built.append((model, seed, Engine.alive))
+            Engine.alive += 1
+
+        def __del__(self):
+            Engine.alive -= 1
+
+        def generate(self, prompts, params):
+            one = types.SimpleNamespace(token_ids=[5, 6])
+            return [types.SimpleNamespace(outputs=[one] * params.n) for _ in prompts]
+
+    fake = types.ModuleType("vllm")
+    fake.LLM, fake.SamplingParams = Engine, lambda **kw: types.SimpleNamespace(**kw)
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    tokenizer = builtin_tokenizer("builtin:tiny")
+    for model, seed in [("fake-a", 0), ("fake-a", 0), ("fake-a", 1), ("fake-b", 1), ("fake-b", 1)]:
+        out = generate("vllm", model, tokenizer, ["1 + 1 ="], Sampling(n=2, seed=seed))
+        assert len(out.texts[0]) == 2
+    assert built == [("fake-a", 0, 0), ("fake-a", 1, 0), ("fake-b", 1, 0)]  # reused when the same; never two

@@ -358,3 +358,25 @@ def test_the_report_never_writes_through_a_symlink_onto_a_users_file(tmp_path, c
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(err) == 1 and "symbolic link" in err[0], err
     assert (mine / name).read_text() == "the user's own" and sorted(p.name for p in mine.iterdir()) == [name]
+
+
+def test_a_panel_has_a_grid_and_the_total_reward_is_its_thickest_line(tmp_path):
+    """Each figure is read against a light grid; the weighted total (black) is drawn thicker than the rewards it
+    sums, raw (few points) or smoothed (many), so it stands out where the lines cross."""
+    from grpo_trl.report.plots import REWARD, _figure, _line
+
+    axes = []
+    for steps in (5, 40):
+        history = [{"step": s, REWARD: s / 10, "rewards/acc/mean": s / 20} for s in range(1, steps + 1)]
+
+        def draw(ax, history=history):
+            axes.append(ax)
+            for i, key in enumerate(["rewards/acc/mean", REWARD]):
+                _line(ax, [("run", history)], key, f"C{i}")
+
+        _figure("rewards", tmp_path / f"rewards-{steps}.png", draw)
+        ax = axes[-1]
+        assert (tmp_path / f"rewards-{steps}.png").read_bytes().startswith(b"\x89PNG")
+        assert any(line.get_visible() for line in ax.get_xgridlines() + ax.get_ygridlines())
+        labelled = {line.get_label(): line.get_linewidth() for line in ax.get_lines() if line.get_label()[0] != "_"}
+        assert labelled[REWARD] > labelled["rewards/acc/mean"]
