@@ -64,7 +64,7 @@ ABBREVIATIONS = "".join(rf"(?<!\b{a})" for a in ("App", "Eq", "Fig", "Sec", "vs"
 def first_sentence(text: str) -> str:
     """A reward description's first sentence, RST markup removed, never cut mid-sentence."""
     text = " ".join(text.split())
-    match = re.search(rf"{ABBREVIATIONS}(?<!\.)[.!?](?=\s+[A-Z(`]|$)", text)  # a code name may start one
+    match = re.search(rf"({ABBREVIATIONS}(?<!\.)\.|[!?])(?=\s+[A-Z(`]|$)", text)  # a code name may start one
     return (text[: match.end()] if match else text).replace("`", "") or "(no description)"
 
 
