@@ -15,6 +15,7 @@ import pickle
 import select
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import Connection
@@ -149,13 +150,27 @@ def _outcome(func: Callable, kwargs: dict) -> Any:  # pragma: no cover - runs in
 
 
 def run_awaitable(awaitable: Any) -> Any:
-    """Run ``awaitable`` on a fresh loop in a fresh thread (this one may run a loop, or think so after a fork)."""
+    """Run ``awaitable`` on a fresh loop in a fresh thread (this one may run a loop, or think so after a fork); Ctrl-C
+    cancels it, as ``asyncio.run`` would (its cleanup runs, for up to 2 s), instead of leaving it running."""
+    task: list[asyncio.Task] = []
+    done = threading.Event()
 
     async def wrapped() -> Any:
-        return await awaitable
+        task.append(asyncio.current_task())
+        try:
+            return await awaitable
+        finally:
+            done.set()
 
     context = contextvars.copy_context()  # faults the reward reports reach the collector
-    return in_thread(lambda: context.run(asyncio.run, wrapped()), None, RuntimeError("no bound"), "reward-async")
+    try:
+        return in_thread(lambda: context.run(asyncio.run, wrapped()), None, RuntimeError("no bound"), "reward-async")
+    except KeyboardInterrupt:
+        for t in task:
+            with contextlib.suppress(RuntimeError):  # it ended meanwhile: its loop is closed
+                t.get_loop().call_soon_threadsafe(t.cancel)
+            done.wait(2.0)
+        raise
 
 
 def call(func: Callable, kwargs: dict, timeout: float) -> Any:

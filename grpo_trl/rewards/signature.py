@@ -65,9 +65,10 @@ def unaccepted_columns(reward: Any, columns: Iterable[str]) -> list[str]:
 
 def product_signature(cls: type) -> inspect.Signature | None:
     """The signature of ``cls``'s instances' ``__call__`` (without ``self``); None when it defines none."""
-    if "__call__" not in dir(cls):  # dir() leaves out the metaclass's: type.__call__ makes instances
+    call = inspect.getattr_static(cls, "__call__", None) if "__call__" in dir(cls) else None  # not the metaclass's
+    if not callable(call):  # none, or ``__call__ = None``: instances cannot be called
         return None
-    sig = inspect.signature(inspect.getattr_static(cls, "__call__"))
+    sig = inspect.signature(call)
     return sig.replace(parameters=list(sig.parameters.values())[1:])
 
 

@@ -59,6 +59,17 @@ def test_decorator_plain_function_and_factory():
         unregister_reward("t_factory")
 
 
+@pytest.mark.parametrize("call", [None, 5], ids=["None", "int"])
+def test_a_factory_class_whose_call_is_not_callable_is_refused_by_check(call):
+    """``__call__ = None`` made check end in an internal error (exit 70) reading its signature."""
+    register_reward("t_uncallable", factory=True)(type("Uncallable", (), {"__call__": call}))
+    try:
+        with pytest.raises(RewardError, match="defines no __call__, so its instances cannot score"):
+            check_reward_args("t_uncallable", {})
+    finally:
+        unregister_reward("t_uncallable")
+
+
 def test_duplicate_name_is_an_error():
     with pytest.raises(RewardError, match="already registered"):
 

@@ -223,3 +223,47 @@ def test_call_sync_waits_for_any_awaitable_not_only_a_coroutine():
             return [0.5]
 
     assert call_sync(lambda **kw: Later(), completions=["x"]) == [0.5]
+
+
+CTRL_C_WHILE_SCORING = """
+import asyncio, os, signal, threading, time
+from grpo_trl.rewards.call import call_sync
+started, ended = threading.Event(), []
+async def slow(completions, **kw):
+    started.set()
+    try:
+        await asyncio.sleep(10)
+    except asyncio.CancelledError:
+        ended.append("cancelled")
+        raise
+    ended.append("finished")
+    return [1.0]
+threading.Thread(target=lambda: started.wait(10) and os.kill(os.getpid(), signal.SIGINT), daemon=True).start()
+t = time.monotonic()
+try:
+    call_sync(slow, completions=["x"])
+except KeyboardInterrupt:
+    print("interrupted", ended, time.monotonic() - t < 5)
+"""
+
+
+def test_ctrl_c_while_call_sync_waits_cancels_the_async_reward():
+    """Ctrl-C during eval's scoring cancels an async reward (its cleanup runs), not leaving it running in a thread."""
+    done = subprocess.run([sys.executable, "-c", CTRL_C_WHILE_SCORING], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "interrupted ['cancelled'] True", done.stdout + done.stderr
+
+
+def test_a_row_whose_inputs_cannot_be_copied_costs_that_row_only():
+    """The per-row retry copies each row inside its guard: an uncopyable value ended the run (before 8820920)."""
+
+    class NoCopy:
+        def __deepcopy__(self, memo):
+            raise TypeError("cannot copy")
+
+    def reward(completions, obj, **kwargs):
+        return [1.0] * len(completions)
+
+    objs = [object(), NoCopy(), object()]
+    wrapped = SafeReward(reward)
+    assert call_sync(wrapped, completions=["a", "b", "c"], obj=objs) == [1.0, None, 1.0]
+    assert wrapped.faults == 1 and "cannot copy" in wrapped.cause
