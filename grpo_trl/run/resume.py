@@ -112,6 +112,8 @@ def checkpoint_problem(ckpt: str | Path, world_size: int = 1) -> str | None:
     needed += ["rng_state.pth"] if world_size <= 1 else [f"rng_state_{i}.pth" for i in range(world_size)]
     for name in needed:
         if not (ckpt / name).is_file():
+            if name.startswith("rng") and (saved_by := len(list(ckpt.glob("rng_state*.pth")))):
+                return f"saved by {saved_by} process(es), this launch has {world_size} (no {name}): launch {saved_by}"
             what = "RNG" if name.startswith("rng") else name.split(".")[0]
             return f"no {what} state ({name}; saved with save_only_model, or killed while saving)"
         if problem := _whole_zip(ckpt / name):

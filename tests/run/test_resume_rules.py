@@ -60,8 +60,12 @@ def test_each_damage_of_the_newest_checkpoint_is_skipped_with_its_reason(kind, t
     assert [p.name for p, _ in skipped] == ["checkpoint-4"] and words in skipped[0][1], skipped
 
 
-def test_rng_state_of_every_process_is_required(trained_run):
-    assert "rng_state_0.pth" in checkpoint_problem(trained_run / "checkpoint-4", world_size=2)
+@pytest.mark.parametrize("now", [2, 3, 8])
+def test_rng_state_of_every_process_is_required(trained_run, now):
+    """A single-process checkpoint under N processes: skipped with the process counts, not "save_only_model"."""
+    why = checkpoint_problem(trained_run / "checkpoint-4", world_size=now)
+    assert f"saved by 1 process(es), this launch has {now} (no rng_state_0.pth)" in why, why
+    assert "save_only_model" not in why
 
 
 def _killed_after_checkpoint_4(out: Path) -> None:
