@@ -98,6 +98,11 @@ def read_state(path: Path) -> tuple[dict | None, str | None]:
     return state, None
 
 
+def saved_by(ckpt: Path) -> int:
+    """How many processes saved ``ckpt``: transformers writes one RNG state file per process (0: none written)."""
+    return len(list(ckpt.glob("rng_state*.pth")))
+
+
 def checkpoint_problem(ckpt: str | Path, world_size: int = 1) -> str | None:
     """Why ``ckpt`` cannot be resumed from, or ``None`` when it is complete."""
     ckpt = Path(ckpt)
@@ -112,8 +117,8 @@ def checkpoint_problem(ckpt: str | Path, world_size: int = 1) -> str | None:
     needed += ["rng_state.pth"] if world_size <= 1 else [f"rng_state_{i}.pth" for i in range(world_size)]
     for name in needed:
         if not (ckpt / name).is_file():
-            if name.startswith("rng") and (saved_by := len(list(ckpt.glob("rng_state*.pth")))):
-                return f"saved by {saved_by} process(es), this launch has {world_size} (no {name}): launch {saved_by}"
+            if name.startswith("rng") and (n := saved_by(ckpt)):
+                return f"saved by {n} process(es), this launch has {world_size} (no {name}): launch {n}"
             what = "RNG" if name.startswith("rng") else name.split(".")[0]
             return f"no {what} state ({name}; saved with save_only_model, or killed while saving)"
         if problem := _whole_zip(ckpt / name):
@@ -202,8 +207,8 @@ def compare_recipe(recipe: Any, folder: Path, m: Any, ckpt: Path, world_size: in
         for prefix, why in BLOCKING.items()
         if key == prefix or key.startswith(prefix + ".")
     ]
-    if (saved_by := len(list(ckpt.glob("rng_state*.pth")))) and saved_by != world_size:  # one file per process
-        problems.append(Problem(recipe.file, "launch", f"{saved_by} -> {world_size} processes: batch"))
+    if (n := saved_by(ckpt)) and n != world_size:
+        problems.append(Problem(recipe.file, "launch", f"{n} -> {world_size} processes: batch"))
     if problems:
         fix = (
             f"; resuming would be meaningless: restore the saved value, or train into a new output_dir with "
