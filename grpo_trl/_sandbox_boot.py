@@ -23,6 +23,9 @@ def _limit(argv: list[str]) -> None:
         (resource.RLIMIT_NPROC, (mine - 1 + nproc,) * 2),
         (resource.RLIMIT_CORE, (0, 0)),
         (resource.RLIMIT_NOFILE, (nofile, nofile)),
+        # no POSIX message queue (Linux): one outlives its processes, and without an IPC namespace of the run's own
+        # nothing lists it to remove it ("uid": left behind, under its uid, for every later run on that slot)
+        (getattr(resource, "RLIMIT_MSGQUEUE", resource.RLIMIT_CORE), (0, 0)),
     ):
         resource.setrlimit(res, value)
     try:
