@@ -43,18 +43,21 @@ def _limit(argv: list[str]) -> None:
 def _no_keyrings(ctypes, os, prctl) -> None:
     """Leave grpo-trl's session keyring for a new empty one (else the run possesses its keys), then a seccomp filter
     refuses add_key, request_key and keyctl (EPERM), and every syscall of another ABI: no run reads grpo-trl's keys
-    or leaves one for the next run under the same uid. Where seccomp is refused, a per-run uid's user keyrings are
-    emptied instead."""
-    arch, first = {"x86_64": (0xC000003E, 248), "aarch64": (0xC00000B7, 217)}.get(os.uname().machine, (0, 0))
+    or leaves one for the next run under the same uid; and memfd_create and shmget, memory outside RLIMIT_AS. Where
+    seccomp is refused, a per-run uid's user keyrings are emptied instead."""
+    arch, refused = {  # add_key, request_key, keyctl, memfd_create, shmget
+        "x86_64": (0xC000003E, (248, 249, 250, 319, 29)),
+        "aarch64": (0xC00000B7, (217, 218, 219, 279, 194)),
+    }.get(os.uname().machine, (0, ()))
     if not arch:
         return
     syscall = ctypes.CDLL(None).syscall
-    syscall(first + 2, 1, None)  # KEYCTL_JOIN_SESSION_KEYRING, anonymous
+    syscall(refused[2], 1, None)  # KEYCTL_JOIN_SESSION_KEYRING, anonymous
     deny, allow = 0x00050001, 0x7FFF0000  # SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_ALLOW
     rules = [  # (code, jump if true, jump if false, k): classic BPF over struct seccomp_data
         (0x20, 0, 0, 4), (0x15, 1, 0, arch), (0x06, 0, 0, deny),  # ld arch; another ABI (i386, arm32): refused
         (0x20, 0, 0, 0), (0x54, 0, 0, 0xBFFFFFFF),  # ld nr; without x32's bit
-        (0x15, 3, 0, first), (0x15, 2, 0, first + 1), (0x15, 1, 0, first + 2),  # add_key, request_key, keyctl
+        *((0x15, len(refused) - i, 0, nr) for i, nr in enumerate(refused)),  # one of them: to the last rule
         (0x06, 0, 0, allow), (0x06, 0, 0, deny),
     ]  # fmt: skip
     filters = (ctypes.c_uint64 * len(rules))(*(c | t << 16 | f << 24 | k << 32 for c, t, f, k in rules))
@@ -67,7 +70,7 @@ def _no_keyrings(ctypes, os, prctl) -> None:
         return
     if os.getuid() >= 1_790_000_000:
         for ring in (-4, -5):  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
-            syscall(first + 2, 7, ring)  # KEYCTL_CLEAR
+            syscall(refused[2], 7, ring)  # KEYCTL_CLEAR
 
 
 def _exit_after(sys, os, status: list[int]) -> None:

@@ -53,6 +53,36 @@ def test_keyctl_under_other_numberings_never_runs(any_mode):
     assert getpid == "True"
 
 
+@needs_filter
+def test_memory_outside_the_address_space_limit_is_refused(any_mode):
+    """memfd_create and SysV shared memory held pages RLIMIT_AS does not count: 320 MB and 384 MB under a 128 MB
+    ``memory_mb``, and as much more as the deadline let it write. Refused (EPERM) in the run and in a child of it."""
+    probe = textwrap.dedent(
+        """
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        def probe():
+            try:
+                os.close(os.memfd_create("m"))
+                memfd = 0
+            except OSError as e:
+                memfd = e.errno
+            shm = libc.shmget(0, 1 << 20, 0o1600)
+            return f"{memfd} {shm} {ctypes.get_errno() if shm < 0 else 0}"
+        print(probe())
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.write(w, probe().encode())
+            os._exit(0)
+        os.wait()
+        print(os.read(r, 100).decode())
+        """
+    )
+    r = run_python(probe, limits=Limits(memory_mb=128))
+    assert r.ok, r.stderr
+    assert r.stdout.splitlines() == [f"{errno.EPERM} -1 {errno.EPERM}"] * 2
+
+
 def _i386_program() -> bytes:
     """A static i386 ELF: keyctl(KEYCTL_GET_KEYRING_ID, session) by ``int 0x80``, then exit(its result); ``hlt``
     (SIGSEGV in user mode) if exit returns."""
