@@ -169,10 +169,10 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
         finally:
             for fd in (out_r, err_r):
                 os.close(fd)
-        if mode == "uid":
-            host.remove_strays(uid)
         return Result(*collected, duration_s=time.monotonic() - start)
     finally:
+        if mode == "uid":
+            host.remove_strays(uid)
         host.rmtree(root)
         uids.release(handle)
 

@@ -177,6 +177,29 @@ def test_fork_loop_is_capped_and_nothing_survives_the_run(any_mode):
     assert _wait_gone(pids) == []
 
 
+def test_a_run_deaf_to_signals_without_its_descriptors_ends_at_the_deadline_with_all_it_started(any_mode):
+    """Every catchable signal ignored, stdin/stdout/stderr and the rest closed, a child in a session of its own doing
+    the same: nothing it can do delays the deadline or outlives it (its supervisor sends SIGKILL)."""
+    marker = _marker()
+    code = NAME_ME.format(marker=marker) + textwrap.dedent(
+        """
+        import os, signal, time
+        for s in set(signal.Signals) - {signal.SIGKILL, signal.SIGSTOP}:
+            signal.signal(s, signal.SIG_IGN)
+        if os.fork() == 0:
+            os.setsid()
+        os.closerange(0, 1024)
+        time.sleep(60)
+        """
+    )
+    r = run_python(code, limits=Limits(wall_seconds=1))
+    assert r.timed_out and r.returncode is None and r.duration_s < 3
+    left = _marked(marker)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
+
+
 def test_ten_gigabyte_allocation_fails_inside_the_child():
     r = run_python("x = bytearray(10 * 1024**3)\nprint('allocated')", limits=Limits(memory_mb=256))
     assert not r.ok and "MemoryError" in r.stderr and "allocated" not in r.stdout
