@@ -703,6 +703,25 @@ def test_the_interpreter_probe_runs_on_a_uid_slot_no_run_holds():
     assert out.split()[0] == "True", out  # a killed probe made every later run fall back to the shared nobody uid
 
 
+@needs_root
+def test_a_tree_deeper_than_pythons_recursion_limit_is_removed(mode):
+    """1,500 nested folders in /dev/shm (tmpfs: fast to make and remove): ``shutil.rmtree`` recursed past Python's
+    limit, so the run raised RecursionError out of ``run_python`` ("uid"), left the tree behind, and every later
+    grpo-trl process failed at its first run, removing the dead run's folder."""
+    top = f"/dev/shm/grpo-deep-{secrets.token_hex(4)}"
+    code = (
+        f"import os\nos.mkdir({top!r})\nos.chdir({top!r})\n"
+        + "for _ in range(1500):\n    os.mkdir('d')\n    os.chdir('d')"
+    )
+    try:
+        r = run_python(code)
+        assert r.ok, r.stderr
+        assert not os.path.lexists(top)
+    finally:
+        if os.path.lexists(top):
+            subprocess.run(["rm", "-rf", top], check=False)
+
+
 def test_cleanup_never_changes_modes_through_a_link(tmp_path):
     """What grpo-trl removes after a run (its directory; as root what its uid left in /tmp) may be swapped for a link
     by a process of the run: removing it never chmods the link's target nor the folder holding it (it made them
