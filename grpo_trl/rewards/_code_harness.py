@@ -2,7 +2,8 @@
 """The assert harness of ``code_tests`` (read as text by ``rewards/code.py``, run as ``main.py`` in the sandbox).
 
 All it uses after the solution runs is bound before; each passed test prints "<token>:<i>" to its own copy of stdout
-(what the solution prints goes to /dev/null); an audit hook refuses what reaches another frame or raw memory, new programs, and /proc, /dev (docs/safety.md).
+(what the solution prints goes to /dev/null); an audit hook refuses what reaches another frame or raw memory, new
+programs, and /proc, /dev (docs/safety.md).
 """
 
 
