@@ -43,11 +43,11 @@ def _limit(argv: list[str]) -> None:
 def _no_keyrings(ctypes, os, prctl) -> None:
     """Leave grpo-trl's session keyring for a new empty one (else the run possesses its keys), then a seccomp filter
     refuses add_key, request_key and keyctl (EPERM), and every syscall of another ABI: no run reads grpo-trl's keys
-    or leaves one for the next run under the same uid; and memfd_create and shmget, memory outside RLIMIT_AS. Where
-    seccomp is refused, a per-run uid's user keyrings are emptied instead."""
-    arch, refused = {  # add_key, request_key, keyctl, memfd_create, shmget
-        "x86_64": (0xC000003E, (248, 249, 250, 319, 29)),
-        "aarch64": (0xC00000B7, (217, 218, 219, 279, 194)),
+    or leaves one for the next run under the same uid; and memfd_create, shmget, msgget and semget: memory outside
+    RLIMIT_AS (GBs). Where seccomp is refused, a per-run uid's user keyrings are emptied instead."""
+    arch, refused = {  # add_key, request_key, keyctl, memfd_create, shmget, msgget, semget
+        "x86_64": (0xC000003E, (248, 249, 250, 319, 29, 68, 64)),
+        "aarch64": (0xC00000B7, (217, 218, 219, 279, 194, 186, 190)),
     }.get(os.uname().machine, (0, ()))
     if not arch:
         return
