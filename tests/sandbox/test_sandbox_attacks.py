@@ -192,7 +192,7 @@ def test_a_run_deaf_to_signals_without_its_descriptors_ends_at_the_deadline_with
         time.sleep(60)
         """
     )
-    r = run_python(code, limits=Limits(wall_seconds=1))
+    r = run_python(code, limits=Limits(wall_seconds=0.5))
     assert r.timed_out and r.returncode is None and r.duration_s < 3
     left = _marked(marker)
     for pid in left:
