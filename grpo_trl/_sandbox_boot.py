@@ -23,6 +23,9 @@ def _limit(argv: list[str]) -> None:
         (resource.RLIMIT_NPROC, (mine - 1 + nproc,) * 2),
         (resource.RLIMIT_CORE, (0, 0)),
         (resource.RLIMIT_NOFILE, (nofile, nofile)),
+        # no POSIX message queue (Linux): one outlives its processes, and without an IPC namespace of the run's own
+        # nothing lists it to remove it ("uid": left behind, under its uid, for every later run on that slot)
+        (getattr(resource, "RLIMIT_MSGQUEUE", resource.RLIMIT_CORE), (0, 0)),
     ):
         resource.setrlimit(res, value)
     try:
@@ -40,19 +43,27 @@ def _limit(argv: list[str]) -> None:
 def _no_keyrings(ctypes, os, prctl) -> None:
     """Leave grpo-trl's session keyring for a new empty one (else the run possesses its keys), then a seccomp filter
     refuses add_key, request_key and keyctl (EPERM), and every syscall of another ABI: no run reads grpo-trl's keys
-    or leaves one for the next run under the same uid. Where seccomp is refused, a per-run uid's user keyrings are
-    emptied instead."""
-    arch, first = {"x86_64": (0xC000003E, 248), "aarch64": (0xC00000B7, 217)}.get(os.uname().machine, (0, 0))
+    or leaves one for the next run under the same uid; memfd_create, shmget, msgget and semget: memory outside
+    RLIMIT_AS (GBs); a user namespace (unshare, clone with CLONE_NEWUSER; clone3, whose flags it cannot read, says
+    ENOSYS: libc falls back to clone): root in one mounts a tmpfs of any size. Where seccomp is refused, a per-run
+    uid's user keyrings are emptied instead."""
+    arch, clone, refused = {  # add_key, request_key, keyctl, memfd_create, shmget, msgget, semget, unshare
+        "x86_64": (0xC000003E, 56, (248, 249, 250, 319, 29, 68, 64, 272)),
+        "aarch64": (0xC00000B7, 220, (217, 218, 219, 279, 194, 186, 190, 97)),
+    }.get(os.uname().machine, (0, 0, ()))
     if not arch:
         return
     syscall = ctypes.CDLL(None).syscall
-    syscall(first + 2, 1, None)  # KEYCTL_JOIN_SESSION_KEYRING, anonymous
-    deny, allow = 0x00050001, 0x7FFF0000  # SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_ALLOW
+    syscall(refused[2], 1, None)  # KEYCTL_JOIN_SESSION_KEYRING, anonymous
+    deny, allow, absent = 0x00050001, 0x7FFF0000, 0x00050026  # SECCOMP_RET_ERRNO | EPERM, ALLOW, ERRNO | ENOSYS
+    n = len(refused)
     rules = [  # (code, jump if true, jump if false, k): classic BPF over struct seccomp_data
         (0x20, 0, 0, 4), (0x15, 1, 0, arch), (0x06, 0, 0, deny),  # ld arch; another ABI (i386, arm32): refused
         (0x20, 0, 0, 0), (0x54, 0, 0, 0xBFFFFFFF),  # ld nr; without x32's bit
-        (0x15, 3, 0, first), (0x15, 2, 0, first + 1), (0x15, 1, 0, first + 2),  # add_key, request_key, keyctl
-        (0x06, 0, 0, allow), (0x06, 0, 0, deny),
+        *((0x15, n + 4 - i, 0, nr) for i, nr in enumerate(refused)),  # one of them: to deny
+        (0x15, 5, 0, 435),  # clone3: to absent
+        (0x15, 0, 2, clone), (0x20, 0, 0, 16), (0x45, 1, 0, 0x10000000),  # clone: ld flags; CLONE_NEWUSER: to deny
+        (0x06, 0, 0, allow), (0x06, 0, 0, deny), (0x06, 0, 0, absent),
     ]  # fmt: skip
     filters = (ctypes.c_uint64 * len(rules))(*(c | t << 16 | f << 24 | k << 32 for c, t, f, k in rules))
 
@@ -64,7 +75,7 @@ def _no_keyrings(ctypes, os, prctl) -> None:
         return
     if os.getuid() >= 1_790_000_000:
         for ring in (-4, -5):  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
-            syscall(first + 2, 7, ring)  # KEYCTL_CLEAR
+            syscall(refused[2], 7, ring)  # KEYCTL_CLEAR
 
 
 def _exit_after(sys, os, status: list[int]) -> None:

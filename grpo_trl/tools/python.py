@@ -25,7 +25,7 @@ def python(code: str, timeout_s: float = 5.0) -> str:
     out = result.stdout.strip()[-MAX_REPLY_CHARS:]
     if result.timed_out:
         return f"timed out after {seconds:g} s" + (f"; output so far:\n{out}" if out else "")
-    if result.truncated:  # killed for printing too much
+    if result.truncated:  # printed more than the sandbox keeps (the rest was dropped)
         return out + "\n[output cut]"
     if result.returncode != 0:
         err = result.stderr.strip()[-MAX_REPLY_CHARS:]

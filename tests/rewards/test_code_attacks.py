@@ -21,7 +21,7 @@ ATTACKS = {
     "fork_loop": "import os\nfor _ in range(200):\n    try:\n        os.fork()\n    except OSError:\n        break\n"
     "def f(): return 0",
     "ten_gb": "x = bytearray(10 * 1024**3)\ndef f(): return 1",
-    "print_flood": "import sys\nfor _ in range(1024):\n    sys.stdout.write('x' * (1 << 20))\ndef f(): return 1",
+    "print_flood": "import sys\nwhile True:\n    sys.stdout.write('x' * (1 << 20))\ndef f(): return 1",
     "exit_early": "import sys\nsys.exit(0)\ndef f(): return 1",
     "kill_parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\ndef f(): return 0",
     "secrets": "import os\nassert 'GRPO_TRL_TEST_SECRET' not in os.environ\ndef f(): return 0",

@@ -177,6 +177,29 @@ def test_fork_loop_is_capped_and_nothing_survives_the_run(any_mode):
     assert _wait_gone(pids) == []
 
 
+def test_a_run_deaf_to_signals_without_its_descriptors_ends_at_the_deadline_with_all_it_started(any_mode):
+    """Every catchable signal ignored, stdin/stdout/stderr and the rest closed, a child in a session of its own doing
+    the same: nothing it can do delays the deadline or outlives it (its supervisor sends SIGKILL)."""
+    marker = _marker()
+    code = NAME_ME.format(marker=marker) + textwrap.dedent(
+        """
+        import os, signal, time
+        for s in set(signal.Signals) - {signal.SIGKILL, signal.SIGSTOP}:
+            signal.signal(s, signal.SIG_IGN)
+        if os.fork() == 0:
+            os.setsid()
+        os.closerange(0, 1024)
+        time.sleep(60)
+        """
+    )
+    r = run_python(code, limits=Limits(wall_seconds=0.5))
+    assert r.timed_out and r.returncode is None and r.duration_s < 3
+    left = _marked(marker)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
+
+
 def test_ten_gigabyte_allocation_fails_inside_the_child():
     r = run_python("x = bytearray(10 * 1024**3)\nprint('allocated')", limits=Limits(memory_mb=256))
     assert not r.ok and "MemoryError" in r.stderr and "allocated" not in r.stdout
@@ -314,13 +337,43 @@ def test_every_process_of_a_run_stays_in_this_process_tree(any_mode):
     assert chain[-1] == os.getpid(), chain
 
 
-def test_printing_a_gigabyte_is_cut_at_the_output_bound():
-    code = "import sys\nblock = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(block)"
-    start = time.monotonic()
-    r = run_python(code, limits=Limits(max_output_bytes=100_000))
-    assert r.truncated and not r.ok
-    assert len(r.stdout) == 100_000
-    assert time.monotonic() - start < 5
+BOUND = Limits().max_output_bytes
+EVERY_BYTE = bytes(range(256)) * 4  # invalid UTF-8 too
+
+
+def _bytes(n: int) -> bytes:
+    return (EVERY_BYTE * (n // len(EVERY_BYTE) + 1))[:n]
+
+
+@pytest.mark.parametrize(
+    ("out", "err"), [(0, 10 << 20), (BOUND - 1, BOUND + 1), (BOUND, BOUND), (BOUND + 1, BOUND - 1), (10 << 20, 0)]
+)
+@pytest.mark.parametrize("status", [0, 1])
+def test_output_past_the_bound_is_read_and_dropped_and_the_run_ends_as_it_would(out, err, status):
+    """Each stream keeps its first ``max_output_bytes``, the rest is drained: a run that prints 10 MB ends with its
+    own status (it was killed at the bound, -9, so a passing program failed); ``truncated`` says stdout was cut."""
+    code = textwrap.dedent(
+        f"""
+        import sys
+        every = bytes(range(256)) * 4
+        for stream, n in ((sys.stdout, {out}), (sys.stderr, {err})):
+            stream.buffer.write((every * (n // len(every) + 1))[:n])
+            stream.flush()
+        raise SystemExit({status})
+        """
+    )
+    r = run_python(code)
+    assert (r.returncode, r.timed_out, r.truncated) == (status, False, out > BOUND)
+    assert r.stdout == _bytes(min(out, BOUND)).decode("utf-8", "replace")
+    assert r.stderr == _bytes(min(err, BOUND)).decode("utf-8", "replace")
+
+
+def test_printing_forever_is_ended_by_the_deadline_its_output_kept_to_the_bound():
+    code = "import os\nwhile True:\n    os.write(1, b'x' * 65536)"
+    r = run_python(code, limits=Limits(max_output_bytes=100_000, wall_seconds=1, cpu_seconds=30))
+    assert r.timed_out and r.returncode is None and not r.ok and r.truncated
+    assert r.stdout == "x" * 100_000
+    assert r.duration_s < 3
 
 
 def test_runs_die_with_the_process_that_started_them():
@@ -539,10 +592,66 @@ def test_sysv_ipc_objects_do_not_outlive_the_run(mode):
     code = f"import ctypes\nlibc = ctypes.CDLL(None)\nprint(libc.shmget({key}, 4096, {flags}) >= 0, "
     code += f"libc.msgget({key}, {flags}) >= 0, libc.semget({key}, 1, {flags}) >= 0)"
     r = run_python(code)
-    assert r.stdout.split() == ["True"] * 3, r.stdout + r.stderr  # all three created
+    assert r.stdout.split() == ["False"] * 3, r.stdout + r.stderr  # refused (seccomp); none outlives it either way
     for kind in ("shm", "msg", "sem"):
         keys = [line.split()[0] for line in Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]]
         assert str(key) not in keys, kind
+
+
+MQ_OPEN = textwrap.dedent(
+    """
+    import ctypes, ctypes.util, os
+    rt = ctypes.CDLL(ctypes.util.find_library("rt"), use_errno=True)
+    tiny = (ctypes.c_long * 8)(0, 1, 1)  # struct mq_attr: flags, maxmsg 1, msgsize 1
+    for attr in (None, tiny):
+        fd = rt.mq_open({name!r}, os.O_CREAT | os.O_RDWR, 0o600, attr)
+        print(fd, ctypes.get_errno() if fd < 0 else 0)
+    """
+)
+
+
+def _message_queue_exists(name: bytes) -> bool:
+    """Whether this (the host's) IPC namespace holds the POSIX message queue ``name`` (removed if it does)."""
+    import ctypes.util
+
+    rt = ctypes.CDLL(ctypes.util.find_library("rt"), use_errno=True)
+    fd = rt.mq_open(name, os.O_RDONLY)
+    if fd < 0:
+        assert ctypes.get_errno() == errno.ENOENT
+        return False
+    rt.mq_close(fd)
+    rt.mq_unlink(name)
+    return True
+
+
+def test_posix_message_queues_are_refused_so_none_outlives_the_run(any_mode):
+    """A POSIX message queue outlives its processes, and without an IPC namespace of the run's own nothing lists it
+    ("uid": one was left under the run's uid after every run that made one). Its creation is refused instead."""
+    name = f"/grpo-mq-{secrets.token_hex(4)}".encode()
+    try:
+        r = run_python(MQ_OPEN.format(name=name))
+    finally:
+        left = _message_queue_exists(name)
+    assert r.ok and r.stdout.split() == ["-1", str(errno.EMFILE)] * 2, r.stdout + r.stderr
+    assert not left
+
+
+@needs_root
+def test_posix_shared_memory_and_semaphores_do_not_outlive_the_run(mode):
+    """Named ones (``shm_open``, ``sem_open``, never unlinked) and multiprocessing's, all files in /dev/shm."""
+    name = f"grpo-shm-{secrets.token_hex(4)}"
+    code = textwrap.dedent(
+        f"""
+        import _multiprocessing, _posixshmem, multiprocessing, os
+        os.close(_posixshmem.shm_open("/{name}", os.O_CREAT | os.O_RDWR, 0o600))
+        kept = _multiprocessing.SemLock(1, 1, 1, "/{name}", False)
+        lock, queue = multiprocessing.Lock(), multiprocessing.Queue()
+        print(*sorted(n for n in os.listdir("/dev/shm") if "{name}" in n))
+        """
+    )
+    r = run_python(code)
+    assert r.ok and r.stdout.split() == [name, f"sem.{name}"], r.stdout + r.stderr
+    assert [n for n in os.listdir("/dev/shm") if name in n] == []
 
 
 @pytest.mark.skipif(isolation() != "namespaces", reason="needs namespaces")
@@ -592,6 +701,25 @@ def test_the_interpreter_probe_runs_on_a_uid_slot_no_run_holds():
         uids.release(handle)
     assert probe.returncode == 0, err[-2000:]
     assert out.split()[0] == "True", out  # a killed probe made every later run fall back to the shared nobody uid
+
+
+@needs_root
+def test_a_tree_deeper_than_pythons_recursion_limit_is_removed(mode):
+    """1,500 nested folders in /dev/shm (tmpfs: fast to make and remove): ``shutil.rmtree`` recursed past Python's
+    limit, so the run raised RecursionError out of ``run_python`` ("uid"), left the tree behind, and every later
+    grpo-trl process failed at its first run, removing the dead run's folder."""
+    top = f"/dev/shm/grpo-deep-{secrets.token_hex(4)}"
+    code = (
+        f"import os\nos.mkdir({top!r})\nos.chdir({top!r})\n"
+        + "for _ in range(1500):\n    os.mkdir('d')\n    os.chdir('d')"
+    )
+    try:
+        r = run_python(code)
+        assert r.ok, r.stderr
+        assert not os.path.lexists(top)
+    finally:
+        if os.path.lexists(top):
+            subprocess.run(["rm", "-rf", top], check=False)
 
 
 def test_cleanup_never_changes_modes_through_a_link(tmp_path):

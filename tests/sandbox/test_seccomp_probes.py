@@ -53,6 +53,58 @@ def test_keyctl_under_other_numberings_never_runs(any_mode):
     assert getpid == "True"
 
 
+@needs_filter
+def test_memory_outside_the_address_space_limit_is_refused(any_mode):
+    """memfd files and SysV IPC objects hold memory RLIMIT_AS does not count: under a 128 MB ``memory_mb``, 320 MB of
+    memfd files, 384 MB of shared memory, 600 MB of message queues and 800 MB of semaphores in 2 s (a semaphore
+    limit of 10^9 allowed tens of GB). Each is refused (EPERM), in the run and in a child of it."""
+    probe = textwrap.dedent(
+        """
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        def probe():
+            try:
+                os.close(os.memfd_create("m"))
+                said = [0]
+            except OSError as e:
+                said = [e.errno]
+            for made in (libc.shmget(0, 1 << 20, 0o1600), libc.msgget(0, 0o1600), libc.semget(0, 1, 0o1600)):
+                said.append(ctypes.get_errno() if made < 0 else 0)
+            return " ".join(map(str, said))
+        print(probe())
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.write(w, probe().encode())
+            os._exit(0)
+        os.wait()
+        print(os.read(r, 100).decode())
+        """
+    )
+    r = run_python(probe, limits=Limits(memory_mb=128))
+    assert r.ok, r.stderr
+    assert r.stdout.splitlines() == [" ".join([str(errno.EPERM)] * 4)] * 2
+
+
+@needs_filter
+def test_a_user_namespace_cannot_be_made(any_mode):
+    """A run exec'ing a fresh interpreter (dumpable again) became root of a user namespace of its own and mounted a
+    tmpfs there: 300 MB under a 128 MB ``memory_mb``, and the kernel's whole namespaced-root surface. unshare and
+    clone with CLONE_NEWUSER are refused (EPERM); clone3 (its flags out of the filter's reach) is absent (ENOSYS)."""
+    clone = {"x86_64": 56, "aarch64": 220}[os.uname().machine]
+    inner = textwrap.dedent(
+        f"""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        print(libc.unshare(0x10000000), ctypes.get_errno())  # CLONE_NEWUSER
+        print(libc.syscall({clone}, 0x10000011, 0, 0, 0, 0), ctypes.get_errno())  # and SIGCHLD
+        print(libc.syscall(435, 0, 0), ctypes.get_errno())
+        """
+    )
+    r = run_python(f"import os, sys\nos.execv(sys.executable, [sys.executable, '-c', {inner!r}])")
+    assert r.ok, r.stderr
+    assert r.stdout.split() == ["-1", str(errno.EPERM)] * 2 + ["-1", str(errno.ENOSYS)]
+
+
 def _i386_program() -> bytes:
     """A static i386 ELF: keyctl(KEYCTL_GET_KEYRING_ID, session) by ``int 0x80``, then exit(its result); ``hlt``
     (SIGSEGV in user mode) if exit returns."""
