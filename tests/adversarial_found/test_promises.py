@@ -40,9 +40,12 @@ def _recipe(tmp_path: Path, **trainer) -> Path:
 SECRET_KEYS = ["x-api-key", "access-token", "Authorization", "hmac_key"]
 
 
-@pytest.mark.xfail(strict=True, reason="secret keys spelled with '-' (x-api-key, access-token), Authorization and "
-                   "hmac_key are not secret keys: check passes them; train copies them into recipe.yaml, README.md "
-                   "and training_args.bin in clear (api_key is refused)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="secret keys spelled with '-' (x-api-key, access-token), Authorization and "
+    "hmac_key are not secret keys: check passes them; train copies them into recipe.yaml, README.md "
+    "and training_args.bin in clear (api_key is refused)",
+)
 @pytest.mark.parametrize("key", SECRET_KEYS)
 def test_check_refuses_a_secret_under_any_secret_key_spelling(tmp_path, capsys, key):
     recipe = _recipe(tmp_path, chat_template_kwargs={key: "SEKRIT_VALUE_123"})
@@ -51,7 +54,99 @@ def test_check_refuses_a_secret_under_any_secret_key_spelling(tmp_path, capsys, 
     assert "SEKRIT" not in err and "a secret" in err, err
 
 
-@pytest.mark.xfail(strict=True, reason="redact keeps what follows an '@' inside the password: "
-                   "'https://bob:p@ss-SEKRIT@host' -> 'https://<redacted>@ss-SEKRIT@host' (httpx takes the last '@')")
+@pytest.mark.xfail(
+    strict=True,
+    reason="redact keeps what follows an '@' inside the password: "
+    "'https://bob:p@ss-SEKRIT@host' -> 'https://<redacted>@ss-SEKRIT@host' (httpx takes the last '@')",
+)
 def test_redact_hides_a_password_holding_an_at_sign():
     assert "SEKRIT" not in redact("base_url https://bob:p@ss-SEKRIT@judge.example/v1 failed")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="`grpo-trl import` copies hub_token and a user:password@ URL from a TRL "
+    "config into the recipe it writes, in clear (it only warns that check will refuse them)",
+)
+def test_import_writes_no_secret(tmp_path, capsys):
+    config = tmp_path / "trl.yaml"
+    config.write_text(
+        "model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: trl-lib/tldr\nreward_funcs: [accuracy_reward]\n"
+        "hub_token: hf_SEKRITsekritSEKRITsekritSEKRIT12\nvllm_server_base_url: http://bob:SEKRITPW@localhost:8000\n"
+    )
+    out = tmp_path / "recipe.yaml"
+    cli_main(["import", str(config), "-o", str(out)])
+    written = out.read_text() if out.exists() else ""
+    captured = capsys.readouterr()
+    assert "SEKRIT" not in written + captured.out + captured.err, written
+
+
+# ------------------------------------------------------------------------------------------------ (a) overwrite
+def _judge(cache: Path):
+    from grpo_trl.rewards.judge import Judge
+
+    return Judge(base_url="http://127.0.0.1:9/v1", model="m", prompt="Rate {{ completion }}", cache=str(cache))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the judge's SQLite cache is opened with sqlite3.connect: through a symlink "
+    "(writes its table into the file linked to) and into an empty file the user made",
+)
+@pytest.mark.parametrize("planted", ["symlink", "empty_user_file"])
+def test_judge_cache_never_writes_through_a_symlink_or_into_a_user_file(tmp_path, planted):
+    import sqlite3
+
+    from grpo_trl.errors import GrpoTrlError
+
+    cache = tmp_path / "judge_cache.sqlite"
+    if planted == "symlink":
+        other = tmp_path / "mine.db"
+        sqlite3.connect(other).execute("create table mine(x)").connection.commit()
+        cache.symlink_to(other)
+    else:
+        other = cache
+        other.write_bytes(b"")
+    before = other.read_bytes()
+    try:
+        _judge(cache)
+    except GrpoTrlError:
+        pass  # refused: what the promise asks
+    assert other.read_bytes() == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="check does not try the judge's cache: a text file there passes check, then "
+    "train fails after loading the model ('DatabaseError: file is not a database')",
+)
+def test_check_refuses_a_judge_cache_that_train_cannot_open(tmp_path, capsys):
+    from tests.fake_openai import FakeOpenAI
+
+    cache = tmp_path / "notes.txt"
+    cache.write_text("my notes\n")
+    with FakeOpenAI(models=["m"]) as server:
+        data = yaml.safe_load(_recipe(tmp_path).read_text())
+        args = {"base_url": server.base_url, "model": "m", "prompt": "Rate {{ completion }}", "cache": str(cache)}
+        data["rewards"] = [{"name": "judge", "args": args}]
+        recipe = tmp_path / "judge.yaml"
+        recipe.write_text(yaml.safe_dump(data))
+        assert cli_main(["check", str(recipe)]) == 1
+    assert "cache" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="train --resume with save_total_limit: transformers' checkpoint rotation "
+    "removes checkpoint-1/ whole, with the user's file inside it (--overwrite keeps such a file in "
+    ".grpo-trl/previous/)",
+)
+def test_resume_rotation_keeps_a_user_file_inside_an_old_checkpoint(tmp_path):
+    recipe = _recipe(tmp_path, save_steps=1, logging_steps=1)
+    assert cli_main(["train", str(recipe)]) == 0
+    notes = tmp_path / "run" / "checkpoint-1" / "my_notes.txt"
+    notes.write_text("mine\n")
+    sets = ["--set", "trainer.max_steps=2", "--set", "trainer.save_total_limit=1"]
+    cli_main(["train", str(recipe), "--resume", *sets])
+    assert notes.exists()
