@@ -245,3 +245,25 @@ def test_endpoint_error_never_prints_the_key_the_server_echoes(tmp_path, capsys,
         server.shutdown()
     err = capsys.readouterr().err
     assert rc == 1 and "SEKRIT" not in err, err
+
+
+# ------------------------------------------------------------------------------------------------ (c) bounded reads
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="read_jsonl (report, resume: completions.jsonl, alerts.jsonl) has a line cap "
+    "but no total cap: it reads a sparse file to its end (4 GiB: report 66 s; 1 TiB: hours)",
+)
+def test_log_reader_gives_up_on_a_huge_sparse_log(tmp_path):
+    from grpo_trl.io import MAX_LINE, read_jsonl
+
+    def bytes_read() -> int:  # this process's read() total, machine-independent (unlike a time bound)
+        return int(Path("/proc/self/io").read_text().split("rchar:")[1].split()[0])
+
+    log = tmp_path / "completions.jsonl"
+    with open(log, "wb") as fh:
+        fh.write(b'{"step": 1}\n')
+        fh.truncate(2**28)  # 256 MiB of NULs, no disk used
+    before = bytes_read()
+    read_jsonl(log)
+    assert bytes_read() - before < 4 * MAX_LINE
