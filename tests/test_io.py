@@ -389,3 +389,33 @@ def test_a_name_that_only_starts_like_a_token_is_not_refused(make_recipe, tmp_pa
     value = str(tmp_path / "runs" / name) if field != "run_name" else name
     problems = validate(load_recipe(make_recipe(trainer={"max_steps": 1, field: value}), validate=False))
     assert not [p for p in problems if p.key == f"trainer.{field}"], problems
+
+
+# ------------------------------------------------------------------------------------- a file flag naming a folder
+FOLDER_FORMS = ("{}/", "{}//", "{}/.", "{}/..", "{}/sub/", ".", "..", "")  # Path() drops the slash: 'new/' -> 'new'
+PEER = "model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: trl-lib/DeepMath-103K\nreward_funcs: [accuracy_reward]\n"
+FILE_FLAGS = {"schema": "--output", "import": "-o", "filter": "--output"}  # each --help: a file
+
+
+@pytest.mark.parametrize("command", ["schema", "import", pytest.param("filter", marks=pytest.mark.slow)])  # a model
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=NAMES, form=st.sampled_from(FOLDER_FORMS), exists=st.booleans())
+def test_a_file_flag_naming_a_folder_is_one_error_line_never_a_file(make_recipe, tmp_path, capsys, command, name,
+                                                                    form, exists):  # fmt: skip
+    """``schema --output new/`` wrote a FILE named ``new`` and exited 0: every flag that names a file refuses a name
+    that ends in a separator (or ``.``/``..``, or is empty), whether that folder exists or not, and writes nothing."""
+    work = tmp_path / f"w{time.monotonic_ns()}"
+    (work / name).mkdir(parents=True) if exists else work.mkdir()
+    given_name = "" if not form else f"{work}/{form.format(name)}"
+    config = tmp_path / "peer.yaml"
+    config.write_text(PEER)
+    argv = {
+        "schema": ["schema", "--output", given_name],
+        "import": ["import", str(config), "-o", given_name, "--force"],
+        "filter": ["filter", str(make_recipe()), "--n", "1", "--limit", "1", "--max-new-tokens", "2"],
+    }[command]
+    argv += ["--output", given_name] if command == "filter" else []
+    assert cli_main(argv) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("error: ") and f": {FILE_FLAGS[command]}: " in err[0], err
+    assert [p for p in work.rglob("*") if not p.is_dir()] == []
