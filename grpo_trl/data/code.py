@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.data.registry import DataError, load_hub_or_file, register_builder
+from grpo_trl.errors import names
 
 SYSTEM = (
     "You are a careful Python programmer. Think step by step, then give your complete solution as one Python code "
@@ -55,13 +56,14 @@ def code(
         raise DataError(
             f"{where}: needs a test_list column (MBPP: assert statements), a verification_info column (open-r1: "
             f"stdin/stdout test_cases) or prompt, test and entry_point (HumanEval); the data has: "
-            f"{', '.join(ds.column_names)}"
+            f"{names(ds.column_names)}"
         )
     column = problem_column or next((c for c in PROBLEM_COLUMNS if c in ds.column_names), None)
     if column is None or column not in ds.column_names:
+        looked = names([problem_column] if problem_column else PROBLEM_COLUMNS)
         raise DataError(
-            f"{where}: no problem column (looked for {problem_column or ', '.join(PROBLEM_COLUMNS)}); set "
-            f"data.problem_column to one of: {', '.join(ds.column_names)}"
+            f"{where}: no problem column (looked for {looked}); set data.problem_column to one of: "
+            f"{names(ds.column_names)}"
         )
 
     def to_row(row: dict) -> dict:
