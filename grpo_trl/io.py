@@ -32,7 +32,9 @@ def _kind(mode: int) -> str:
     return next((what for is_, what in KINDS.items() if is_(mode)), "not a regular file")
 
 
-def _why(exc: BaseException) -> str:
+def _why(exc: BaseException) -> str:  # mkdir over a file says 'File exists'
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        return "a folder on its way is a file, a pipe or a dangling link"
     return str(getattr(exc, "strerror", None) or exc)
 
 
@@ -138,6 +140,8 @@ def append_lines(path: str | Path, lines: list[str], *, where: str = "") -> None
 
 def open_regular(path: str | Path, what: str = "file", pipe: bool = False) -> BinaryIO:
     """``path`` opened for reading: a regular file (or with ``pipe``, a FIFO), else refused without blocking."""
+    if "\0" in os.fspath(path):  # os.open: ValueError, which a caller reading a user's path takes for a bug
+        raise GrpoTrlError("the name holds a NUL byte: no file is named so", file=str(path), fix=f"name the {what}")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     mode = os.fstat(fd).st_mode
     if not (stat.S_ISREG(mode) or (pipe and stat.S_ISFIFO(mode))):
