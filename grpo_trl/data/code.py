@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.data.registry import DataError, load_hub_or_file, register_builder
-from grpo_trl.errors import names
 
 SYSTEM = (
     "You are a careful Python programmer. Think step by step, then give your complete solution as one Python code "
@@ -50,6 +49,8 @@ def code(
 ):
     """Coding problems: ``user`` (the problem, with MBPP's asserts when ``show_tests``) and ``tests`` (JSON)."""
     ds = load_hub_or_file(source, "full" if config is None and source == MBPP else config, split, path, base_dir)
+    from grpo_trl.errors import names
+
     where = f"code data ({path or source})"
     humaneval = {"entry_point", "test", "prompt"} <= set(ds.column_names)
     if not humaneval and "test_list" not in ds.column_names and "verification_info" not in ds.column_names:
