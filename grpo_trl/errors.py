@@ -35,6 +35,22 @@ def suggest(word: object, choices: Iterable[object], cutoff: float = 0.6) -> str
     return f" (did you mean {match!r}?)" if (match := closest(word, choices, cutoff)) else ""
 
 
+def shown(name: object) -> str:
+    """A user-given name (column, key, reward, file) as an error line shows it: as it is, unless it is empty, starts
+    or ends blank or holds what does not print (``\\n``, ``\\x1b``...): then quoted, so it is never invisible.
+
+    >>> [shown(n) for n in ("answer", "my col", "", " ", "a\\nb")]
+    ['answer', 'my col', "''", "' '", "'a\\\\nb'"]
+    """
+    text = str(name)
+    return text if text and text.strip() == text and text.isprintable() else repr(text)
+
+
+def names(values: Iterable[object]) -> str:
+    """``values`` as a comma-separated list of ``shown`` names."""
+    return ", ".join(map(shown, values))
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong: ``file`` and dotted ``key`` say where, ``message`` what, ``fix`` what to do."""
@@ -50,7 +66,8 @@ class Problem:
         return f"{self.message} ({self.fix})" if self.fix else self.message
 
     def __str__(self) -> str:
-        where = ": ".join(part for part in (self.file, self.key) if part)
+        key = ".".join(map(shown, self.key.split("."))) if self.key else ""  # trainer.'' for a key named ''
+        where = ": ".join(part for part in (self.file and shown(self.file), key) if part)
         return f"{where}: {self.text}" if where else self.text
 
 

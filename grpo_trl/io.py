@@ -24,15 +24,17 @@ STATE_BYTES = 2**28  # a trainer_state.json, a manifest, a config: larger is not
 MAX_LINE = 2**24  # one logged row (a batch of completions) is far smaller; a longer line is skipped unread
 _WRITTEN: dict[str, str] = {}  # path -> sha256 of what this process wrote there
 Mine = bool | Callable[[Path], bool]  # the caller owns the file there (e.g. by its manifest)
-KINDS = {stat.S_ISDIR: "a folder", stat.S_ISFIFO: "a named pipe", stat.S_ISSOCK: "a socket", stat.S_ISCHR: "a device"}
-KINDS[stat.S_ISBLK] = "a device"
+KINDS = {stat.S_ISDIR: "a folder", stat.S_ISFIFO: "a named pipe", stat.S_ISSOCK: "a socket", stat.S_ISCHR: "a device",
+         stat.S_ISBLK: "a device"}  # fmt: skip
 
 
 def _kind(mode: int) -> str:
     return next((what for is_, what in KINDS.items() if is_(mode)), "not a regular file")
 
 
-def _why(exc: BaseException) -> str:
+def _why(exc: BaseException) -> str:  # mkdir over a file says 'File exists'
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        return "a folder on its way is a file, a pipe or a dangling link"
     return str(getattr(exc, "strerror", None) or exc)
 
 
@@ -69,7 +71,11 @@ def _atomic(path: Path, data: bytes) -> None:
 def writable(path: str | Path, *, flag: str = "", where: str = "", mine: Mine = False, folder: bool = False) -> Path:
     """``path`` when ``write`` may write it, else one ``GrpoTrlError`` naming it and ``flag``: refused are a symlink,
     anything but a regular file, and a file grpo-trl did not write (unless ``mine``)."""
-    path, other = Path(path), f"move it away or choose another {flag or 'path'}"
+    text, other = os.fspath(path), f"move it away or choose another {flag or 'path'}"
+    if os.path.basename(text) in ("", ".", ".."):  # 'new/', '.', '': Path() would drop the slash or mean the cwd
+        why = f"{text!r} names a folder, not a file" if text else "is empty"
+        raise GrpoTrlError([Problem(where, flag, why, f"{flag or 'it'} names a file: give the file's own name")])
+    path = Path(text)
     try:  # folder: made now and a file tried there, so long work (eval's generation) never ends unwritable
         if folder:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -90,17 +96,8 @@ def writable(path: str | Path, *, flag: str = "", where: str = "", mine: Mine = 
     raise GrpoTrlError([Problem(where, flag, f"{str(path)!r} {what}", other)])
 
 
-def write(
-    path: str | Path,
-    data: str | bytes,
-    *,
-    flag: str = "",
-    where: str = "",
-    mine: Mine = False,
-    ledger: bool = False,
-    parents: bool = True,
-    hide: bool = False,
-) -> Path:
+def write(path: str | Path, data: str | bytes, *, flag: str = "", where: str = "", mine: Mine = False,
+          ledger: bool = False, parents: bool = True, hide: bool = False) -> Path:  # fmt: skip
     """Write ``data`` to ``path`` whole or not at all, where ``writable`` allows. ``ledger``: record its sha256 in
     ``.grpo-trl/written.json`` so a later command may replace it while unchanged; ``hide``: redact secrets."""
     path = writable(path, flag=flag, where=where, mine=mine)
@@ -143,6 +140,8 @@ def append_lines(path: str | Path, lines: list[str], *, where: str = "") -> None
 
 def open_regular(path: str | Path, what: str = "file", pipe: bool = False) -> BinaryIO:
     """``path`` opened for reading: a regular file (or with ``pipe``, a FIFO), else refused without blocking."""
+    if "\0" in os.fspath(path):  # os.open: ValueError, which a caller reading a user's path takes for a bug
+        raise GrpoTrlError("the name holds a NUL byte: no file is named so", file=str(path), fix=f"name the {what}")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     mode = os.fstat(fd).st_mode
     if not (stat.S_ISREG(mode) or (pipe and stat.S_ISFIFO(mode))):

@@ -389,3 +389,75 @@ def test_a_name_that_only_starts_like_a_token_is_not_refused(make_recipe, tmp_pa
     value = str(tmp_path / "runs" / name) if field != "run_name" else name
     problems = validate(load_recipe(make_recipe(trainer={"max_steps": 1, field: value}), validate=False))
     assert not [p for p in problems if p.key == f"trainer.{field}"], problems
+
+
+# ------------------------------------------------------------------------------------- a file flag naming a folder
+FOLDER_FORMS = ("{}/", "{}//", "{}/.", "{}/..", "{}/sub/", ".", "..", "")  # Path() drops the slash: 'new/' -> 'new'
+PEER = "model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: trl-lib/DeepMath-103K\nreward_funcs: [accuracy_reward]\n"
+FILE_FLAGS = {"schema": "--output", "import": "-o", "filter": "--output"}  # each --help: a file
+
+
+@pytest.mark.parametrize("command", ["schema", "import", pytest.param("filter", marks=pytest.mark.slow)])  # a model
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=NAMES, form=st.sampled_from(FOLDER_FORMS), exists=st.booleans())
+def test_a_file_flag_naming_a_folder_is_one_error_line_never_a_file(make_recipe, tmp_path, capsys, command, name,
+                                                                    form, exists):  # fmt: skip
+    """``schema --output new/`` wrote a FILE named ``new`` and exited 0: every flag that names a file refuses a name
+    that ends in a separator (or ``.``/``..``, or is empty), whether that folder exists or not, and writes nothing."""
+    work = tmp_path / f"w{time.monotonic_ns()}"
+    (work / name).mkdir(parents=True) if exists else work.mkdir()
+    given_name = "" if not form else f"{work}/{form.format(name)}"
+    config = tmp_path / "peer.yaml"
+    config.write_text(PEER)
+    argv = {
+        "schema": ["schema", "--output", given_name],
+        "import": ["import", str(config), "-o", given_name, "--force"],
+        "filter": ["filter", str(make_recipe()), "--n", "1", "--limit", "1", "--max-new-tokens", "2"],
+    }[command]
+    argv += ["--output", given_name] if command == "filter" else []
+    assert cli_main(argv) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("error: ") and f": {FILE_FLAGS[command]}: " in err[0], err
+    assert [p for p in work.rglob("*") if not p.is_dir()] == []
+
+
+HOSTILE_PATHS = {  # each: one error line naming the flag, exit 1; never a traceback, never exit 70
+    "a pipe as a folder": lambda tmp: tmp / "fifo" / "x",
+    "a dangling link as a folder": lambda tmp: tmp / "dangling" / "x",
+    "a file as a folder": lambda tmp: tmp / "file.txt" / "x",
+    "a name too long": lambda tmp: tmp / ("n" * 300),
+    "a NUL byte": lambda tmp: tmp / "a\x00b",  # no shell passes one; the API and --set values can
+}
+WRITERS = {
+    "schema": lambda p, r: ["schema", "-o", p],
+    "import": lambda p, r: ["import", str(r.parent / "peer.yaml"), "-o", p],
+    "filter": lambda p, r: ["filter", str(r), "--output", p, "--limit", "1", "--n", "1", "--max-new-tokens", "2"],
+    "eval": lambda p, r: ["eval", str(r), "--split", "train", "--output-dir", p, "--limit", "1", "--n", "1"],
+}
+SLOW = pytest.mark.slow  # a model loaded
+
+
+@pytest.mark.parametrize("form", sorted(HOSTILE_PATHS))
+@pytest.mark.parametrize(
+    "command", ["schema", "import", pytest.param("filter", marks=SLOW), pytest.param("eval", marks=SLOW)]
+)
+def test_a_hostile_output_path_is_one_error_line_naming_the_flag(make_recipe, tmp_path, capsys, command, form):
+    """A folder on the way that is a pipe, a dangling link or a file said 'File exists' (mkdir's words for it)."""
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "file.txt").write_text("the user's own")
+    (tmp_path / "peer.yaml").write_text(PEER)
+    path = str(HOSTILE_PATHS[form](tmp_path))
+    assert cli_main(WRITERS[command](path, make_recipe())) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith(("note: ", "warning: "))]
+    assert len(err) == 1 and err[0].startswith("error: ") and "File exists" not in err[0], err
+    assert {"import": ": -o: ", "eval": ": --output-dir: "}.get(command, ": --output: ") in err[0], err
+    assert (tmp_path / "file.txt").read_text() == "the user's own" and not (tmp_path / "nowhere").exists()
+
+
+def test_the_reader_refuses_a_name_holding_a_nul_as_one_error_line(tmp_path, capsys):
+    """``os.open`` raises ValueError for a NUL, which a command reading a user's path took for a bug (exit 70)."""
+    with pytest.raises(GrpoTrlError, match="NUL byte"):
+        io.read_text(tmp_path / "a\x00b.yaml", 100)
+    assert cli_main(["import", str(tmp_path / "a\x00b.yaml")]) == 1
+    assert capsys.readouterr().err.startswith("error: ")

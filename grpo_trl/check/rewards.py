@@ -9,7 +9,7 @@ from dataclasses import replace
 from grpo_trl.data.rows import reward_columns
 from grpo_trl.data.shape import check_rows, dataset_columns
 from grpo_trl.environments.registry import owns_reward
-from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, RewardError, located
+from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, RewardError, located, names
 from grpo_trl.fields import signature_model, validate_value
 from grpo_trl.recipe.core import Recipe
 from grpo_trl.recipe.schema import REWARDS_HINT
@@ -144,15 +144,15 @@ def column_problems(recipe: Recipe, rewards: list, columns: typing.Iterable[str]
         found: list[tuple[str, str]] = []  # (why, fix)
         if extra := unaccepted_columns(reward, columns):
             why = "has no **kwargs parameter, and TRL passes it every dataset column by keyword: column(s) "
-            why += f"{', '.join(extra)} would make every call fail (unexpected keyword argument)"
+            why += f"{names(extra)} would make every call fail (unexpected keyword argument)"
             found.append((why, "add **kwargs to its parameters, or leave those columns out of the data"))
         missing = [c for c in required_columns(reward) if c not in columns]
         if never := [c for c in missing if c in NOT_PASSED]:
-            why = f"reads {', '.join(never)}, which TRL never passes to rewards (it drops those dataset columns)"
+            why = f"reads {names(never)}, which TRL never passes to rewards (it drops those dataset columns)"
             found.append((why, "read prompts=, completions= and completion_ids= (the generated ones) instead"))
         if missing := [c for c in missing if c not in NOT_PASSED] if complete else []:  # else rollout_func gives them
-            given = ", ".join(sorted(columns)) or "nothing"
-            why = f"reads column(s) {', '.join(missing)} that data ({source}) does not provide (it gives: {given})"
+            given = names(sorted(columns)) or "nothing"
+            why = f"reads column(s) {names(missing)} that data ({source}) does not provide (it gives: {given})"
             found.append((why, fix))
         problems += [Problem(recipe.file, f"rewards.{i}", f"reward {reward.__name__!r} {w}", f) for w, f in found]
     return problems

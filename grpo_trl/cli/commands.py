@@ -49,7 +49,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from grpo_trl.recipe.schema import write_schema
 
     text = write_schema(args.output)
-    if not args.output:
+    if args.output is None:
         print(text, end="")
     else:
         print(
@@ -216,11 +216,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     from grpo_trl.io import writable, write
     from grpo_trl.recipe import Recipe
 
-    out = Path(args.output) if args.output else None
+    out = None if args.output is None else writable(args.output, where=args.output, flag="-o", mine=True)
     if out is not None:  # before translating: never through a link, nor onto a folder
         if out.exists() and not args.force:
             raise GrpoTrlError(f"{out}: -o: exists; choose another path or pass --force to replace it")
-        writable(out, where=str(out), flag="-o", mine=args.force)
         if out.resolve() == Path(args.config).resolve():
             raise GrpoTrlError(f"{out}: -o: is the config being imported; write the recipe elsewhere")
     where = out.resolve().parent if out else Path.cwd()  # a RecipeError: its lines, exit 1

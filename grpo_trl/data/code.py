@@ -49,19 +49,22 @@ def code(
 ):
     """Coding problems: ``user`` (the problem, with MBPP's asserts when ``show_tests``) and ``tests`` (JSON)."""
     ds = load_hub_or_file(source, "full" if config is None and source == MBPP else config, split, path, base_dir)
+    from grpo_trl.errors import names
+
     where = f"code data ({path or source})"
     humaneval = {"entry_point", "test", "prompt"} <= set(ds.column_names)
     if not humaneval and "test_list" not in ds.column_names and "verification_info" not in ds.column_names:
         raise DataError(
             f"{where}: needs a test_list column (MBPP: assert statements), a verification_info column (open-r1: "
             f"stdin/stdout test_cases) or prompt, test and entry_point (HumanEval); the data has: "
-            f"{', '.join(ds.column_names)}"
+            f"{names(ds.column_names)}"
         )
     column = problem_column or next((c for c in PROBLEM_COLUMNS if c in ds.column_names), None)
     if column is None or column not in ds.column_names:
+        looked = names([problem_column] if problem_column else PROBLEM_COLUMNS)
         raise DataError(
-            f"{where}: no problem column (looked for {problem_column or ', '.join(PROBLEM_COLUMNS)}); set "
-            f"data.problem_column to one of: {', '.join(ds.column_names)}"
+            f"{where}: no problem column (looked for {looked}); set data.problem_column to one of: "
+            f"{names(ds.column_names)}"
         )
 
     def to_row(row: dict) -> dict:

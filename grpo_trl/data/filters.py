@@ -16,7 +16,7 @@ from grpo_trl.data.image_tokens import IMAGE_COLUMNS, is_processor, prompt_lengt
 from grpo_trl.data.render import Rendering
 from grpo_trl.data.sources import column_names
 from grpo_trl.data.token_count import byte_bound_mode, token_lengths
-from grpo_trl.errors import DataError, GrpoTrlError
+from grpo_trl.errors import DataError, GrpoTrlError, shown
 from grpo_trl.io import read_json, write
 
 logger = logging.getLogger(__name__)
@@ -179,7 +179,7 @@ def filter_by_tokens(
     sol_col = cfg.get("solution_column", "solution")
     names = column_names(ds)
     if max_s and sol_col not in names:
-        raise DataError(f"data.max_solution_tokens: no column {sol_col!r}; columns: {', '.join(names)}")
+        raise DataError(f"data.max_solution_tokens: no column {sol_col!r}; columns: {', '.join(map(shown, names))}")
     columns = (["prompt"] if max_p else []) + ([sol_col] if max_s else [])
     rendering = rendering or Rendering()
     if rendering.per_row and max_p and ENV_COLUMN in names and ENV_COLUMN not in columns:

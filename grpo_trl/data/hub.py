@@ -13,6 +13,7 @@ from grpo_trl.data.registry import DataError, register_builder, to_conversation
 from grpo_trl.data.rows import missing
 from grpo_trl.data.sources import column_names, first_row, load_file, load_hub_or_file, require_columns
 from grpo_trl.environments import verifiers_env
+from grpo_trl.errors import shown
 from grpo_trl.rewards.text import extract_boxed
 
 logger = logging.getLogger(__name__)
@@ -128,7 +129,7 @@ def files(
         if positional:
             raise DataError(
                 f"has a positional field {{{positional[0]}}}; name the column instead, e.g. {{{question_column}}} "
-                f"(columns: {', '.join(ds.column_names)})",
+                f"(columns: {', '.join(map(shown, ds.column_names))})",
                 key="data.user_template",
             )
         fields = [f.split(".")[0].split("[")[0] for f in fields]

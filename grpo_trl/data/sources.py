@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.errors import DataError
+from grpo_trl.errors import DataError, names
 
 logger = logging.getLogger(__name__)
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines", ".json")  # JSON Lines goes by all three names
@@ -161,11 +161,9 @@ def _keep_mixed_columns(ds: Any, path: Path) -> Any:
 
 def require_columns(ds: Any, columns: list[str], what: str, key: str = "") -> None:
     """One ``DataError`` (naming the option ``key`` that asked for them) when ``ds`` lacks some of ``columns``."""
-    names = column_names(ds)
-    if missing := [c for c in columns if c not in names]:
-        raise DataError(
-            f"{what}: missing column(s) {', '.join(map(str, missing))}; the data has: {', '.join(names)}", key=key
-        )
+    have = column_names(ds)
+    if missing := [c for c in columns if c not in have]:
+        raise DataError(f"{what}: missing column(s) {names(missing)}; the data has: {names(have)}", key=key)
 
 
 def column_names(ds: Any) -> list[str]:

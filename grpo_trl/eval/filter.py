@@ -45,11 +45,12 @@ def filter_prompts(recipe: Recipe, model: str | None = None, split: str | None =
     """Score the recipe's training prompts (``data.limit`` ignored; ``limit``: the first N) and write their pass
     rates; returns the file, the counts per band and the recipe snippet. ``options`` as ``evaluate``'s."""
     setup = prepare_recipe(recipe, WHERE, model, **options)
-    path = Path(output) if output else default_path(recipe)
-    if path.is_file() and not path.is_symlink() and _rates(path) is None:  # data or notes named by mistake
+    # before generating; never via a link; the name as given ('new/' is a folder, not the file new)
+    path = writable(output if output is not None else default_path(recipe), flag="--output", where=WHERE, mine=True,
+                    folder=True)  # fmt: skip
+    if path.is_file() and _rates(path) is None:  # data or notes named by mistake
         why = f"{str(path)!r} exists and is not a pass-rate file (JSON with 'rates')"
         raise RecipeError([Problem(WHERE, "--output", why, "name a new file, or move this one away")])
-    writable(path, flag="--output", where=WHERE, mine=True, folder=True)  # before generating; never via a link
     ds = prompts_for(recipe, split, setup.tokenizer, options.get("limit"), data=_without_band(recipe.dataset))
     gens, scored = generate_and_score(recipe, ds, setup)
     rates: dict[str, dict[str, Any]] = {}

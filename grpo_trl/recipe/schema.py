@@ -212,10 +212,10 @@ def recipe_json_schema() -> dict:
     return out
 
 
-def write_schema(path: str | None) -> str:
+def write_schema(path: str | None = None) -> str:
     """Write the schema to ``path`` (the writer replaces only a schema this command wrote); returns the text."""
     text = json.dumps(recipe_json_schema(), indent=1, sort_keys=True) + "\n"
-    if path:  # the one writer: refuses a folder, a link, a user's file
+    if path is not None:  # the one writer: refuses a folder, a link, a user's file
         write(path, text, flag="--output", mine=_is_our_schema, parents=False)
     return text
 
