@@ -21,7 +21,8 @@ STATE = ".grpo-trl"
 MAX_YAML_NODES = 100_000  # YAML values after alias expansion (a 447-byte "billion laughs" expands to ~10^9)
 MAX_YAML_DEPTH = 64
 STATE_BYTES = 2**28  # a trainer_state.json, a manifest, a config: larger is not one
-MAX_LINE = 2**24  # one logged row (a batch of completions) is far smaller; a longer line is skipped unread
+MAX_LINE = 2**24  # one logged row (a batch of completions) is far smaller; a longer line ends a log
+MAX_LOG = 2**31  # a log read whole (report, resume): 2 GiB of rows, far past what they show
 _WRITTEN: dict[str, str] = {}  # path -> sha256 of what this process wrote there
 Mine = bool | Callable[[Path], bool]  # the caller owns the file there (e.g. by its manifest)
 KINDS = {stat.S_ISDIR: "a folder", stat.S_ISFIFO: "a named pipe", stat.S_ISSOCK: "a socket", stat.S_ISCHR: "a device",
@@ -195,17 +196,14 @@ def read_json_head(path: str | Path, limit: int) -> Any:
         return None
 
 
-def read_jsonl(path: str | Path, max_line: int = MAX_LINE) -> list[dict]:
-    """The rows of a JSON-lines log, read a line at a time; a bad or cut line (a kill) costs that line."""
+def read_jsonl(path: str | Path, max_line: int = MAX_LINE, limit: int = MAX_LOG) -> list[dict]:
+    """The rows of a JSON-lines log, a line at a time, up to ``limit`` bytes: a bad or cut line (a kill) costs that
+    line; a line over ``max_line`` (no row grpo-trl logs is: a hole of NULs, another file) ends the read."""
     rows: list[dict] = []
     if not Path(path).is_file():
         return rows
     with open_regular(path) as fh:
-        while line := fh.readline(max_line + 1):
-            if len(line) > max_line:  # skip the rest of an over-long line without holding it
-                while line and not line.endswith(b"\n"):
-                    line = fh.readline(max_line)
-                continue
+        while (line := fh.readline(max_line + 1)) and len(line) <= max_line and fh.tell() <= limit:
             try:
                 row = json.loads(line.decode(errors="replace"))
             except (ValueError, RecursionError):

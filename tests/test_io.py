@@ -461,3 +461,29 @@ def test_the_reader_refuses_a_name_holding_a_nul_as_one_error_line(tmp_path, cap
         io.read_text(tmp_path / "a\x00b.yaml", 100)
     assert cli_main(["import", str(tmp_path / "a\x00b.yaml")]) == 1
     assert capsys.readouterr().err.startswith("error: ")
+
+
+def _bytes_read() -> int:  # this process's read() total: machine-independent, unlike a time bound
+    return int(Path("/proc/self/io").read_text().split("rchar:")[1].split()[0])
+
+
+@pytest.mark.parametrize("hole", [2**28, 2**40])  # 256 MiB, 1 TiB of NULs after a row (sparse: no disk used)
+def test_a_log_with_a_hole_is_read_to_the_hole_not_to_its_end(tmp_path, hole):
+    log = tmp_path / "completions.jsonl"
+    with open(log, "wb") as fh:
+        fh.write(b'{"step": 1}\n')
+        fh.truncate(hole)
+    before = _bytes_read()
+    assert io.read_jsonl(log) == [{"step": 1}]
+    assert _bytes_read() - before < 4 * io.MAX_LINE
+
+
+@given(rows=st.lists(st.integers(0, 10**6), min_size=1, max_size=40), limit=st.integers(1, 400))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_log_is_read_up_to_its_byte_limit_and_no_further(tmp_path, rows, limit):
+    text = "".join(json.dumps({"step": r}) + "\n" for r in rows)
+    log = tmp_path / "alerts.jsonl"
+    log.write_text(text)
+    got = io.read_jsonl(log, limit=limit)
+    ends = [sum(len(json.dumps({"step": r})) + 1 for r in rows[: i + 1]) for i in range(len(rows))]
+    assert got == [{"step": r} for r, end in zip(rows, ends) if end <= limit]

@@ -135,7 +135,7 @@ def resolve_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         why = f"must be the path of another recipe (a string), got {type(parent).__name__}"
         raise _error(str(path), "extends", why)
     parent_path = path.parent / parent
-    if not os.path.isfile(parent_path):  # False too where it cannot be looked at (a loop)
+    if not os.path.lexists(parent_path):  # the reader says what else it is (a pipe, a folder, a loop)
         raise _error(str(path), "extends", f"{parent!r} not found (looked at {parent_path})")
     return deep_merge(resolve_extends(parent_path, (*seen, path)), data)
 

@@ -285,3 +285,21 @@ def test_scale_rewards_takes_the_bools_trl_takes(tmp_path, value):
     recipe = load_recipe(write(tmp_path, {**BASE, "trainer": {**BASE["trainer"], "scale_rewards": value}}))
     trl_value = GRPOConfig(output_dir=str(tmp_path), scale_rewards=value, **BASE["trainer"]).scale_rewards
     assert recipe.to_grpo_config().scale_rewards == trl_value
+
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda p: __import__("os").mkfifo(p), "named pipe"),
+        (lambda p: p.mkdir(), "folder"),
+        (lambda p: p.symlink_to(p.name), "symbolic links"),
+        (lambda p: None, "not found"),
+    ],
+    ids=["fifo", "folder", "symlink-loop", "missing"],
+)
+def test_extends_naming_what_is_not_a_recipe_says_what_it_is(tmp_path, capsys, make, says):
+    make(tmp_path / "parent.yaml")
+    (tmp_path / "r.yaml").write_text("extends: parent.yaml\n")
+    assert cli_main(["check", str(tmp_path / "r.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1, err
