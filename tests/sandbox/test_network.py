@@ -26,7 +26,7 @@ pytestmark = [
 # every mode this machine runs: both root modes where namespaces work; as root the not-root ones too (the run is root)
 MODES = ["namespaces", "uid"] if isolation() == "namespaces" else [isolation()]
 MODES += ["subreaper", "none"] if os.geteuid() == 0 else ["none"] if "subreaper" in MODES else []
-SOCKET_NR = {"x86_64": 41, "aarch64": 198}[os.uname().machine]
+SOCKET_NR, SOCKETPAIR_NR = {"x86_64": (41, 53), "aarch64": (198, 199)}[os.uname().machine]
 
 
 @pytest.fixture(params=MODES)
@@ -101,6 +101,8 @@ for family in range(64):  # every address family but AF_UNIX, every socket type
         if family != socket.AF_UNIX:
             fd = libc.syscall(SOCKET_NR, family, kind, 0)
             said.add(ctypes.get_errno() if fd < 0 else "OPEN")
+            fd = libc.syscall(SOCKETPAIR_NR, family, kind, 0, ctypes.create_string_buffer(8))
+            said.add(ctypes.get_errno() if fd < 0 else "OPEN")
 for nr, family in ((SOCKET_NR, (1 << 32) | 2), (SOCKET_NR | 0x40000000, 2)):  # AF_INET in the upper half, x32
     fd = libc.syscall(ctypes.c_long(nr), ctypes.c_long(family), 1, 0)
     said.add(ctypes.get_errno() if fd < 0 else "OPEN")
@@ -121,7 +123,8 @@ WORKS = ["socketpair unix", "pool 6", "subprocess 5", "asyncio 7"]
 
 
 def _probe(port: int, network: bool) -> dict[str, str]:
-    code = PROBE.replace("SOCKET_NR", str(SOCKET_NR)).replace("PORT", str(port))
+    code = PROBE.replace("SOCKETPAIR_NR", str(SOCKETPAIR_NR)).replace("SOCKET_NR", str(SOCKET_NR))
+    code = code.replace("PORT", str(port))
     r = run_python(code, limits=Limits(cpu_seconds=20, wall_seconds=60, network=network))
     assert r.ok, r.stderr
     lines = r.stdout.splitlines()
@@ -130,9 +133,10 @@ def _probe(port: int, network: bool) -> dict[str, str]:
 
 
 def test_no_socket_but_af_unix_and_nothing_reaches_a_listener(mode):
-    """Every family but AF_UNIX, every type, AF_INET in a register's upper half and through x32's bit: EPERM (x32
-    may answer ENOSYS); io_uring (which makes sockets itself) too; TCP, UDP, create_connection and urlopen to a live
-    127.0.0.1 listener fail and it receives nothing; a socketpair, a Pool, a subprocess and asyncio still work."""
+    """Every family but AF_UNIX, every type, by socket and socketpair; AF_INET in a register's upper half and through
+    x32's bit: EPERM (x32 may answer ENOSYS); io_uring (which makes sockets itself) too; TCP, UDP, create_connection
+    and urlopen to a live 127.0.0.1 listener fail and it receives nothing; an AF_UNIX socketpair, a Pool, a
+    subprocess and asyncio still work."""
     with _listeners() as (port, got):
         said = _probe(port, network=False)
     eperm = str(errno.EPERM)
