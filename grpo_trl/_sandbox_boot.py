@@ -1,6 +1,7 @@
 """Runs in the sandboxed child (``python -I -c``) before the user's code: binds the limits (soft = hard),
-death signal, ``no_new_privs``, no keyrings (seccomp); runs ``main.py`` as ``__main__``; exits without teardown.
-argv: cpu_seconds memory_bytes file_bytes max_processes max_open_files. Importing this module does nothing.
+death signal, ``no_new_privs``, a seccomp filter (no keyrings, no network); runs ``main.py`` as ``__main__``; exits
+without teardown. argv: cpu_seconds memory_bytes file_bytes max_processes max_open_files network (1: allowed).
+Importing this module does nothing.
 """
 
 
@@ -37,32 +38,35 @@ def _limit(argv: list[str]) -> None:
     prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG = 1, SIGKILL = 9
     if prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS = 38
         raise SystemExit("sandbox: cannot set no_new_privs")
-    _no_keyrings(ctypes, os, prctl)
+    _seccomp(ctypes, os, prctl, argv[6] == "1")
 
 
-def _no_keyrings(ctypes, os, prctl) -> None:
+def _seccomp(ctypes, os, prctl, network: bool) -> None:
     """Leave grpo-trl's session keyring for a new empty one (else the run possesses its keys), then a seccomp filter
     refuses add_key, request_key and keyctl (EPERM), and every syscall of another ABI: no run reads grpo-trl's keys
     or leaves one for the next run under the same uid; memfd_create, shmget, msgget and semget: memory outside
     RLIMIT_AS (GBs); a user namespace (unshare, clone with CLONE_NEWUSER; clone3, whose flags it cannot read, says
-    ENOSYS: libc falls back to clone): root in one mounts a tmpfs of any size. Where seccomp is refused, a per-run
-    uid's user keyrings are emptied instead."""
-    arch, clone, refused = {  # add_key, request_key, keyctl, memfd_create, shmget, msgget, semget, unshare
-        "x86_64": (0xC000003E, 56, (248, 249, 250, 319, 29, 68, 64, 272)),
-        "aarch64": (0xC00000B7, 220, (217, 218, 219, 279, 194, 186, 190, 97)),
-    }.get(os.uname().machine, (0, 0, ()))
+    ENOSYS: libc falls back to clone): root in one mounts a tmpfs of any size; io_uring (its operations, sockets
+    included, pass no filter); unless ``network``, a socket or socketpair of any family but AF_UNIX. Where seccomp
+    is refused, a per-run uid's user keyrings are emptied instead, and the network stays reachable."""
+    arch, clone, sockets, refused = {  # add_key request_key keyctl memfd_create shmget msgget semget unshare io_uring
+        "x86_64": (0xC000003E, 56, (41, 53), (248, 249, 250, 319, 29, 68, 64, 272, 425)),
+        "aarch64": (0xC00000B7, 220, (198, 199), (217, 218, 219, 279, 194, 186, 190, 97, 425)),
+    }.get(os.uname().machine, (0, 0, (), ()))
     if not arch:
         return
     syscall = ctypes.CDLL(None).syscall
     syscall(refused[2], 1, None)  # KEYCTL_JOIN_SESSION_KEYRING, anonymous
     deny, allow, absent = 0x00050001, 0x7FFF0000, 0x00050026  # SECCOMP_RET_ERRNO | EPERM, ALLOW, ERRNO | ENOSYS
-    n = len(refused)
+    n, (sock, pair) = len(refused), (0xFFFFFFFF,) * 2 if network else sockets  # no syscall number has bit 30 left
     rules = [  # (code, jump if true, jump if false, k): classic BPF over struct seccomp_data
         (0x20, 0, 0, 4), (0x15, 1, 0, arch), (0x06, 0, 0, deny),  # ld arch; another ABI (i386, arm32): refused
         (0x20, 0, 0, 0), (0x54, 0, 0, 0xBFFFFFFF),  # ld nr; without x32's bit
-        *((0x15, n + 4 - i, 0, nr) for i, nr in enumerate(refused)),  # one of them: to deny
-        (0x15, 5, 0, 435),  # clone3: to absent
-        (0x15, 0, 2, clone), (0x20, 0, 0, 16), (0x45, 1, 0, 0x10000000),  # clone: ld flags; CLONE_NEWUSER: to deny
+        *((0x15, n + 8 - i, 0, nr) for i, nr in enumerate(refused)),  # one of them: to deny
+        (0x15, 9, 0, 435),  # clone3: to absent
+        (0x15, 0, 2, clone), (0x20, 0, 0, 16), (0x45, 5, 4, 0x10000000),  # clone: ld flags; CLONE_NEWUSER: to deny
+        (0x15, 1, 0, sock), (0x15, 0, 2, pair),  # socket, socketpair: ld the family; AF_UNIX: to allow, else deny
+        (0x20, 0, 0, 16), (0x15, 0, 1, 1),
         (0x06, 0, 0, allow), (0x06, 0, 0, deny), (0x06, 0, 0, absent),
     ]  # fmt: skip
     filters = (ctypes.c_uint64 * len(rules))(*(c | t << 16 | f << 24 | k << 32 for c, t, f, k in rules))
@@ -100,7 +104,7 @@ if __name__ == "__main__":
         _code = compile(_f.read(), "main.py", "exec")
     _status = [1]  # Python's exit status after an uncaught exception
     atexit.register(_exit_after, sys, os, _status)
-    del atexit, os, _f, _limit, _no_keyrings, _exit_after
+    del atexit, os, _f, _limit, _seccomp, _exit_after
     try:
         # popped, not kept in this module (sys.modules["__main__"]), where main.py's code and constants stay reachable
         exec(globals().pop("_code"), {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__})

@@ -43,6 +43,7 @@ class Limits:
     max_processes: int = 32
     max_output_bytes: int = 65536  # kept per stream; the rest is read and dropped (stdout: marked truncated)
     disk_mb: int = 64  # all its files together (namespaces mode: a private tmpfs, so memory); else file_size_mb each
+    network: bool = False  # sockets other than AF_UNIX (seccomp): off, a run cannot reach 127.0.0.1 or beyond
 
 
 @dataclass
@@ -150,6 +151,7 @@ def _run(code: str, stdin: str, limits: Limits, files: dict[str, str], mode: str
         (root / "main.py").write_text(code, encoding="utf-8", errors="surrogatepass")
         cpu = max(1, int(limits.cpu_seconds + 0.999))
         bounds = [cpu, limits.memory_mb << 20, limits.file_size_mb << 20, limits.max_processes, MAX_OPEN_FILES]
+        bounds.append(int(bool(limits.network)))
         job = {"mode": mode, "uid": uid, "dir": str(root), "limits": bounds}
         if mode == "namespaces":  # the launcher (root) copies the inputs into the run's tmpfs
             job.update(mnt=str(base_dir() / "mnt"), disk=limits.disk_mb << 20, inodes=MAX_INODES)

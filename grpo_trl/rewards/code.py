@@ -89,15 +89,21 @@ def _passed_asserts(stdout: str, token: str, total: int) -> int:
 @register_reward("code_tests")
 class CodeTests:
     """Fraction of the row's tests the last Python block passes (``binary=True``: 1.0 only if all pass); 0.0 without
-    a block; None for a row without tests. Asserts run in one sandboxed process, each stdin/stdout pair in its own."""
+    a block; None for a row without tests. Asserts run in one sandboxed process, each stdin/stdout pair in its own;
+    ``network: true`` lets the code open sockets (off: AF_UNIX only)."""
 
     def __init__(
-        self, binary: bool = False, timeout: float = 10.0, memory_mb: int = 512, max_workers: int | None = None
+        self,
+        binary: bool = False,
+        timeout: float = 10.0,
+        memory_mb: int = 512,
+        max_workers: int | None = None,
+        network: bool = False,
     ):
         if timeout <= 0 or memory_mb < 64 or (max_workers is not None and max_workers < 1):
             raise ValueError("code_tests needs timeout > 0, memory_mb >= 64 and max_workers >= 1 (or unset)")
         self.binary = binary
-        self.limits = Limits(cpu_seconds=timeout, wall_seconds=timeout, memory_mb=memory_mb)
+        self.limits = Limits(cpu_seconds=timeout, wall_seconds=timeout, memory_mb=memory_mb, network=network)
         self.max_workers = max_workers or 2 * len(os.sched_getaffinity(0))
 
     def __call__(self, completions: list, **columns) -> list[float | None]:

@@ -126,3 +126,13 @@ def test_passed_asserts_counts_each_test_at_most_once(lines, total):
     counted = [x[33:] for x in lines if x[:33] == "a" * 32 + ":" and x[33:].isascii() and x[33:].isdigit()]
     expected = {int(x) for x in counted if len(x) < 10}
     assert passed == len({i for i in expected if i < total})
+
+
+@pytest.mark.parametrize("value", ["maybe", 1.5, None, [True]])
+def test_check_refuses_a_network_arg_that_is_not_a_bool(value):
+    """``network`` reaches recipes as ``memory_mb`` does (code_tests' signature), so ``check`` types it."""
+    from grpo_trl.check.rewards import typed_args_problems
+
+    (problem,) = typed_args_problems("code_tests", {"network": value}, "r.yaml", "rewards.0.args")
+    assert problem.key == "rewards.0.args.network" and "bool" in str(problem), problem
+    assert typed_args_problems("code_tests", {"network": True, "memory_mb": 256}, "r.yaml", "rewards.0.args") == []

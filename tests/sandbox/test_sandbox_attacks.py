@@ -257,15 +257,21 @@ def test_environment_secrets_are_not_visible(monkeypatch):
         assert r.stdout.count("denied") == 2
 
 
-def test_network_is_not_isolated_loopback_connect_succeeds():
-    """Documents the limit the README states: a local sandbox does not isolate the network."""
+def test_network_is_off_by_default_and_loopback_connects_only_when_opted_in():
+    """What docs/safety.md states: no connection to 127.0.0.1 by default; ``Limits(network=True)`` allows it (all
+    modes and kinds of socket: tests/sandbox/test_network.py)."""
     with _loopback_server(10) as (server, port):
         code = f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=5)\ns.sendall(b'hi')"
         r = run_python(code)
-        conn, _ = server.accept()
+        assert not r.ok and "PermissionError" in r.stderr, r.stderr
+        r = run_python(code, limits=Limits(network=True))
+        conn, _ = server.accept()  # the refused run's connection would be the first
         with conn:
             conn.settimeout(5)
             assert conn.recv(2) == b"hi"
+        server.settimeout(0.1)
+        with pytest.raises(TimeoutError):
+            server.accept()
     assert r.ok
 
 
@@ -384,9 +390,8 @@ def test_runs_die_with_the_process_that_started_them():
             f"import os, socket, time\ns = socket.create_connection(('127.0.0.1', {port}))\n"
             "s.sendall(str(os.getpid()).encode())\ntime.sleep(60)"
         )
-        child = (
-            f"from grpo_trl.sandbox import Limits, run_python\nrun_python({code!r}, limits=Limits(wall_seconds=60))"
-        )
+        limits = "Limits(wall_seconds=60, network=True)"  # it says its pid over the socket
+        child = f"from grpo_trl.sandbox import Limits, run_python\nrun_python({code!r}, limits={limits})"
         starter = subprocess.Popen([sys.executable, "-c", child], env={**os.environ})
         try:
             conn, _ = server.accept()
