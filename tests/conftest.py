@@ -155,6 +155,9 @@ FAULT_PROBES = {
 # loadgroup), so one worker builds it and runs them while the other goes on with other tests instead of waiting idle
 # on the build's lock
 GROUPED_FIXTURES = ("tool_model",)
+# Module fixtures that train or score for 5-30 s: their users share an xdist group too (not ranked first), so the
+# fixture is built once per run, not once in each worker that gets one of its tests
+GROUPED_MODULE_FIXTURES = ("rigged_run", "lora_run", "sampled")
 # make test's longest units first (its --no-loadscope-reorder keeps this order), then the other slow tests, then the
 # rest: the workers end together instead of one finishing a demo alone
 LONG_FIRST = ("demo-countdown", "demo-gsm8k", "two-process-launch", *GROUPED_FIXTURES)
@@ -178,7 +181,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.fault)
         elif Path(str(item.path)).is_relative_to(e2e):
             item.add_marker(pytest.mark.slow)
-        for name in GROUPED_FIXTURES:
+        for name in (*GROUPED_FIXTURES, *GROUPED_MODULE_FIXTURES):
             if name in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(name))
     if WORKER:  # the order xdist hands the tests out in (one process: file order, module fixtures built once)

@@ -130,7 +130,7 @@ def test_train_beside_other_work_says_passive_wait_once_and_trains(tmp_path):
     """The CLI end to end: the policy is set before anything loads torch, the line is printed once, and the tuner
     runs as a Trainer callback (3 steps: the third a probe of 1 thread on the 2-core machine)."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")}
-    sets = ["trainer.max_steps=3", f"trainer.output_dir={tmp_path}", "trainer.save_strategy=no"]
+    sets = ["trainer.max_steps=3", f"trainer.output_dir={tmp_path / 'out'}", "trainer.save_strategy=no"]
     cmd = [
         sys.executable,
         "-m",
@@ -139,16 +139,26 @@ def test_train_beside_other_work_says_passive_wait_once_and_trains(tmp_path):
         "recipes/demo/tiny-cpu.yaml",
         *sum((["--set", s] for s in sets), []),
     ]
-    # one spinning process is a core's worth of other work (BUSY_CORES is 0.5): a second only took CPU from the suite
-    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(1)]
+    # one spinning process is a core's worth of other work (BUSY_CORES is 0.5): a second only took CPU from the suite.
+    # It spins until the CPU line is out (the policy was chosen at start, before torch): not through the training
+    log = (tmp_path / "stderr.txt").open("w")  # a file: a pipe not read while stdout is could fill and block
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
     try:
-        out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        train = subprocess.Popen(cmd, cwd=ROOT, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+                                 stderr=log, text=True)  # fmt: skip
+        first = []
+        for line in train.stdout:
+            first.append(line)
+            if line.startswith("grpo-trl: CPU:"):
+                break
+        spin.kill()
+        stdout, _ = train.communicate(timeout=600)
     finally:
-        for p in spin:
-            p.kill()
-            p.wait()
-    assert out.returncode == 0, out.stderr[-2000:]
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("grpo-trl: CPU:")]
+        spin.kill()
+        spin.wait()
+        log.close()
+    assert train.returncode == 0, (tmp_path / "stderr.txt").read_text()[-2000:]
+    lines = [ln for ln in ("".join(first) + stdout).splitlines() if ln.startswith("grpo-trl: CPU:")]
     assert len(lines) == 1 and "passive OpenMP wait" in lines[0] and "set OMP_NUM_THREADS to choose" in lines[0]
 
 

@@ -65,15 +65,15 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path, make_recipe):
         extra={"plugins": ["slow.py"], "logging": {"alert_patience": 3, "completions_every": 3}},
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    # the reference: the same recipe, uninterrupted
-    ref = subprocess.run(
-        _cmd(path, "--set", f"trainer.output_dir={tmp_path / 'ref'}"),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert ref.returncode == 0, ref.stderr[-2000:]
+    # the reference: the same recipe, uninterrupted, in this process (only the kill and the resume need their own)
+    from grpo_trl.cli import train_main
+    from grpo_trl.rewards import unregister_reward
+
+    try:
+        assert train_main([str(path), "--set", f"trainer.output_dir={tmp_path / 'ref'}"]) == 0
+    finally:  # the plugin's rewards, registered in this process
+        unregister_reward("t_slow_zero")
+        unregister_reward("t_late_zero")
 
     out = tmp_path / "out"
     proc = subprocess.Popen(
