@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import zipfile
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +56,7 @@ def _weights_problem(ckpt: Path) -> str | None:
             return f"weight shard {missing[0]} is missing"
     for f in files:
         try:
-            with safe_open(str(f), "pt"):
+            with safe_open(str(f), "np"):  # the header and sizes, without importing torch
                 pass
         except (OSError, SafetensorError) as exc:
             return f"{f.name} does not load ({exc})"
@@ -98,29 +100,50 @@ def read_state(path: Path) -> tuple[dict | None, str | None]:
     return state, None
 
 
-def saved_by(ckpt: Path) -> int:
-    """How many processes saved ``ckpt``: transformers writes one RNG state file per process (0: none written)."""
-    return len(list(ckpt.glob("rng_state*.pth")))
+def _rng(rank: int, processes: int) -> str:
+    return "rng_state.pth" if processes <= 1 else f"rng_state_{rank}.pth"
+
+
+def saved_by(ckpt: Path) -> tuple[int, str | None]:
+    """``(processes that saved ckpt, None)``, or ``(0, why it cannot be resumed)``. Transformers writes the RNG state
+    of each process unless ``save_only_model`` (``rng_state.pth`` alone, else ``rng_state_<rank>.pth``); DeepSpeed
+    names each rank's shards: every rank either names must have all its files, else the save was cut."""
+    rng = {p.name for p in ckpt.glob("rng_state*.pth")}
+    if not rng:
+        return 0, (
+            "no RNG state (rng_state*.pth): saved with trainer.save_only_model: true, which transformers cannot "
+            "resume (no optimizer, scheduler or RNG state; set it to false to save resumable checkpoints), or killed "
+            "while saving"
+        )
+    ranks = {int(m[1]) for name in rng if (m := re.fullmatch(r"rng_state_(\d+)\.pth", name))}
+    shards: dict[tuple[str, str], set[int]] = {}  # a DeepSpeed shard's path around its rank -> the ranks written
+    for path in ckpt.glob("global_step*/*"):
+        if m := re.search(r"zero_pp_rank_(\d+)_", name := str(path.relative_to(ckpt))):
+            shards.setdefault((name[: m.start(1)], name[m.end(1) :]), set()).add(int(m[1]))
+    seen = ranks.union(*shards.values())
+    n = max(max(seen, default=0) + 1, 2 if ranks else 1)  # indexed names: transformers under 2 or more processes
+    files = chain((_rng(i, n) for i in range(n)), (f"{head}{i}{tail}" for head, tail in shards for i in range(n)))
+    if missing := next((name for name in files if not (ckpt / name).is_file()), None):  # lazy: a rank of 10**9
+        return 0, f"saved by {n} process(es), but {missing} is missing (killed while saving)"
+    if problem := next(filter(None, (_whole_zip(ckpt / _rng(i, n)) for i in range(n))), None):
+        return 0, problem
+    return n, None
 
 
 def checkpoint_problem(ckpt: str | Path, world_size: int = 1) -> str | None:
-    """Why ``ckpt`` cannot be resumed from, or ``None`` when it is complete."""
+    """Why ``ckpt`` cannot be resumed from by ``world_size`` processes, or ``None`` when it is complete."""
     ckpt = Path(ckpt)
-    state, problem = read_state(ckpt / "trainer_state.json")
-    if problem:
+    n, problem = saved_by(ckpt)
+    if problem := read_state(ckpt / "trainer_state.json")[1] or _weights_problem(ckpt) or problem:
         return problem
-    if problem := _weights_problem(ckpt):
-        return problem
-    if any(ckpt.glob("global_step*")) or any(ckpt.glob("*_fsdp_*")):
-        return None  # DeepSpeed / FSDP keep optimizer and RNG state in their own layout
-    needed = ["optimizer.pt", "scheduler.pt"]
-    needed += ["rng_state.pth"] if world_size <= 1 else [f"rng_state_{i}.pth" for i in range(world_size)]
-    for name in needed:
+    needed = (_rng(i, world_size) for i in range(world_size))
+    if missing := next((name for name in needed if not (ckpt / name).is_file()), None):  # more: compare_recipe refuses
+        return f"saved by {n} process(es), this launch has {world_size} (no {missing}): launch {n}"
+    if any(ckpt.glob("global_step*")):  # DeepSpeed keeps optimizer and scheduler state in its own layout
+        return None if (ckpt / "latest").is_file() else "no DeepSpeed 'latest' file (killed while saving)"
+    for name in [] if any(ckpt.glob("*_fsdp_*")) else ["optimizer.pt", "scheduler.pt"]:
         if not (ckpt / name).is_file():
-            if name.startswith("rng") and (n := saved_by(ckpt)):
-                return f"saved by {n} process(es), this launch has {world_size} (no {name}): launch {n}"
-            what = "RNG" if name.startswith("rng") else name.split(".")[0]
-            return f"no {what} state ({name}; saved with save_only_model, or killed while saving)"
+            return f"no {name.split('.')[0]} state ({name}; saved with save_only_model, or killed while saving)"
         if problem := _whole_zip(ckpt / name):
             return problem
     return None
@@ -207,7 +230,7 @@ def compare_recipe(recipe: Any, folder: Path, m: Any, ckpt: Path, world_size: in
         for prefix, why in BLOCKING.items()
         if key == prefix or key.startswith(prefix + ".")
     ]
-    if (n := saved_by(ckpt)) and n != world_size:
+    if (n := saved_by(ckpt)[0]) != world_size:
         problems.append(Problem(recipe.file, "launch", f"{n} -> {world_size} processes: batch"))
     if problems:
         fix = (

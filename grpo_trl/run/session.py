@@ -178,7 +178,10 @@ class RunSession:
             return
         if ckpt is None:
             if skipped:
-                reasons = "; ".join(f"{p.name}: {why}" for p, why in skipped)
+                grouped: dict[str, list[str]] = {}  # each reason once (save_only_model: every checkpoint's)
+                for p, why in skipped:
+                    grouped.setdefault(why, []).append(p.name)
+                reasons = "; ".join(f"{', '.join(names)}: {why}" for why, names in grouped.items())
                 raise self._error(
                     f"has no complete checkpoint to resume from ({reasons}); nothing was deleted: move the broken "
                     "ones away or pass --overwrite to start from step 0"
