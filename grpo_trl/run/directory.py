@@ -142,7 +142,8 @@ class Manifest:
 
 
 def aside_folder(folder: Path) -> Path:
-    """The first unused ``.grpo-trl/previous``, ``previous-2``, ...: where ``--overwrite`` moves a run."""
+    """The first unused ``.grpo-trl/previous``, ``previous-2``, ...: where ``--overwrite`` moves a run (and
+    ``--resume`` the checkpoints it skipped)."""
     state, n = Path(folder) / STATE, 1
     while os.path.lexists(path := state / ("previous" if n == 1 else f"previous-{n}")):
         n += 1

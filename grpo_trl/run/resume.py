@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import zipfile
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError
+from safetensors import SafetensorError, safe_open
 
 from grpo_trl.errors import Problem, RecipeError, redact
-from grpo_trl.io import read_json, read_jsonl, read_yaml, write
+from grpo_trl.io import open_regular, read_json, read_jsonl, read_yaml, write
 from grpo_trl.trl_adapter import checkpoint_step
 
 logger = logging.getLogger("grpo_trl")
@@ -32,36 +35,32 @@ BLOCKING = {
 }
 
 
-def _whole_zip(path: Path) -> str | None:
+def _opens(path: Path, load: Any = None) -> str | None:
+    """Why ``load`` (else reading a torch.save zip) fails on the regular file ``path`` (a FIFO: never a wait)."""
     try:
-        with zipfile.ZipFile(path):
-            return None
-    except (OSError, zipfile.BadZipFile) as exc:
-        return f"{path.name} is truncated or unreadable ({exc})"
+        with open_regular(path, path.name) as fh:
+            load(str(path)) if load else zipfile.ZipFile(fh).close()
+    except (OSError, ValueError, zipfile.BadZipFile, SafetensorError) as exc:
+        return f"{path.name} {'does not load' if load else 'is truncated or unreadable'} ({exc})"
+    return None
 
 
 def _weights_problem(ckpt: Path) -> str | None:
-    from safetensors import SafetensorError, safe_open
-
     files = sorted(ckpt.glob("*.safetensors"))
     index = next(iter(ckpt.glob("*.safetensors.index.json")), None)
     if index is not None:
         try:
-            shards = set(read_json(index)["weight_map"].values())
-        except (OSError, ValueError, KeyError, AttributeError) as exc:
+            shards = set(read_json(index, pipe=False)["weight_map"].values())
+        except (OSError, ValueError, KeyError, AttributeError, TypeError) as exc:
             return f"{index.name} is unreadable ({exc})"
-        if missing := sorted(s for s in shards if not (ckpt / s).is_file()):
+        if missing := sorted(str(s) for s in shards if not (ckpt / str(s)).is_file()):
             return f"weight shard {missing[0]} is missing"
-    for f in files:
-        try:
-            with safe_open(str(f), "pt"):
-                pass
-        except (OSError, SafetensorError) as exc:
-            return f"{f.name} does not load ({exc})"
-    bins = sorted(ckpt.glob("pytorch_model*.bin")) + sorted(ckpt.glob("adapter_model.bin"))
-    for f in bins:
-        if problem := _whole_zip(f):
+    for f in files:  # the header and sizes, without importing torch
+        if problem := _opens(f, lambda name: safe_open(name, "np").keys()):
             return problem
+    bins = sorted(ckpt.glob("pytorch_model*.bin")) + sorted(ckpt.glob("adapter_model.bin"))
+    if problem := next(filter(None, map(_opens, bins)), None):
+        return problem
     sharded = any(ckpt.glob("global_step*")) or any(ckpt.glob("*_fsdp_*"))
     if not files and not bins and not sharded:
         return "no model weights (model.safetensors or adapter_model.safetensors)"
@@ -75,13 +74,13 @@ class _State(BaseModel, strict=True):
     max_steps: int = Field(0, ge=0)
     epoch: float | None = Field(0, ge=0)
     best_global_step: int | None = Field(None, ge=0)
-    log_history: list = []
+    log_history: list[dict] = []
 
 
 def read_state(path: Path) -> tuple[dict | None, str | None]:
     """``(state, None)`` from a ``trainer_state.json`` fit to resume from, else ``(None, why not)``."""
     try:
-        state = read_json(path)
+        state = read_json(path, pipe=False)
     except FileNotFoundError:
         return None, "no trainer_state.json (killed while saving)"
     except (OSError, ValueError) as exc:
@@ -98,30 +97,54 @@ def read_state(path: Path) -> tuple[dict | None, str | None]:
     return state, None
 
 
-def saved_by(ckpt: Path) -> int:
-    """How many processes saved ``ckpt``: transformers writes one RNG state file per process (0: none written)."""
-    return len(list(ckpt.glob("rng_state*.pth")))
+def _rng(rank: int, processes: int) -> str:
+    return "rng_state.pth" if processes <= 1 else f"rng_state_{rank}.pth"
+
+
+def saved_by(ckpt: Path) -> tuple[int, str | None]:
+    """``(processes that saved ckpt, None)``, or ``(0, why it cannot be resumed)``. Transformers writes the RNG state
+    of each process unless ``save_only_model`` (``rng_state.pth`` alone, else ``rng_state_<rank>.pth``); DeepSpeed
+    names each rank's shards: every rank either names must have all its files, else the save was cut."""
+    rng = {p.name for p in ckpt.glob("rng_state*.pth")}
+    if not rng:
+        return 0, (
+            "no RNG state (rng_state*.pth): saved with trainer.save_only_model: true, which transformers cannot "
+            "resume (no optimizer, scheduler or RNG state; set it to false to save resumable checkpoints), or killed "
+            "while saving"
+        )
+    ranks = {int(m[1]) for name in rng if (m := re.fullmatch(r"rng_state_(\d+)\.pth", name))}
+    shards: dict[tuple[str, str], set[int]] = {}  # a DeepSpeed shard's path around its rank -> the ranks written
+    for path in ckpt.glob("global_step*/*"):
+        if m := re.search(r"zero_pp_rank_(\d+)_", name := str(path.relative_to(ckpt))):
+            shards.setdefault((name[: m.start(1)], name[m.end(1) :]), set()).add(int(m[1]))
+    seen = ranks.union(*shards.values())
+    n = max(max(seen, default=0) + 1, 2 if ranks else 1)  # indexed names: transformers under 2 or more processes
+    files = chain((_rng(i, n) for i in range(n)), (f"{head}{i}{tail}" for head, tail in shards for i in range(n)))
+    if missing := next((name for name in files if not (ckpt / name).is_file()), None):  # lazy: a rank of 10**9
+        return 0, f"saved by {n} process(es), but {missing} is missing (killed while saving)"
+    if problem := next(filter(None, (_opens(ckpt / _rng(i, n)) for i in range(n))), None):
+        return 0, problem
+    return n, None
 
 
 def checkpoint_problem(ckpt: str | Path, world_size: int = 1) -> str | None:
-    """Why ``ckpt`` cannot be resumed from, or ``None`` when it is complete."""
+    """Why ``ckpt`` cannot be resumed from by ``world_size`` processes, or ``None`` when it is complete."""
     ckpt = Path(ckpt)
-    state, problem = read_state(ckpt / "trainer_state.json")
-    if problem:
+    state, why = read_state(ckpt / "trainer_state.json")
+    if state and (step := checkpoint_step(ckpt.name)) is not None and state["global_step"] != step:
+        why = f"trainer_state.json is of step {state['global_step']}, not {step}"  # copied from another checkpoint
+    n, problem = saved_by(ckpt)
+    if problem := why or _weights_problem(ckpt) or problem:
         return problem
-    if problem := _weights_problem(ckpt):
-        return problem
-    if any(ckpt.glob("global_step*")) or any(ckpt.glob("*_fsdp_*")):
-        return None  # DeepSpeed / FSDP keep optimizer and RNG state in their own layout
-    needed = ["optimizer.pt", "scheduler.pt"]
-    needed += ["rng_state.pth"] if world_size <= 1 else [f"rng_state_{i}.pth" for i in range(world_size)]
-    for name in needed:
+    needed = (_rng(i, world_size) for i in range(world_size))
+    if missing := next((name for name in needed if not (ckpt / name).is_file()), None):  # more: compare_recipe refuses
+        return f"saved by {n} process(es), this launch has {world_size} (no {missing}): launch {n}"
+    if any(ckpt.glob("global_step*")):  # DeepSpeed keeps optimizer and scheduler state in its own layout
+        return None if (ckpt / "latest").is_file() else "no DeepSpeed 'latest' file (killed while saving)"
+    for name in [] if any(ckpt.glob("*_fsdp_*")) else ["optimizer.pt", "scheduler.pt"]:
         if not (ckpt / name).is_file():
-            if name.startswith("rng") and (n := saved_by(ckpt)):
-                return f"saved by {n} process(es), this launch has {world_size} (no {name}): launch {n}"
-            what = "RNG" if name.startswith("rng") else name.split(".")[0]
-            return f"no {what} state ({name}; saved with save_only_model, or killed while saving)"
-        if problem := _whole_zip(ckpt / name):
+            return f"no {name.split('.')[0]} state ({name}; saved with save_only_model, or killed while saving)"
+        if problem := _opens(ckpt / name):
             return problem
     return None
 
@@ -207,7 +230,7 @@ def compare_recipe(recipe: Any, folder: Path, m: Any, ckpt: Path, world_size: in
         for prefix, why in BLOCKING.items()
         if key == prefix or key.startswith(prefix + ".")
     ]
-    if (n := saved_by(ckpt)) and n != world_size:
+    if (n := saved_by(ckpt)[0]) != world_size:
         problems.append(Problem(recipe.file, "launch", f"{n} -> {world_size} processes: batch"))
     if problems:
         fix = (

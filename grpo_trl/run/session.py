@@ -15,7 +15,7 @@ from grpo_trl.io import write
 from grpo_trl.models.builtin import folder_name
 from grpo_trl.recipe import Problem, Recipe, RecipeError
 from grpo_trl.run import writes
-from grpo_trl.run.directory import STATE, Manifest, RunLock, describe, predictable
+from grpo_trl.run.directory import STATE, Manifest, RunLock, aside_folder, describe, predictable
 from grpo_trl.run.resume import compare_recipe, continue_callbacks, newest_complete, read_state
 from grpo_trl.trl_adapter import checkpoint_step, save_model_only
 
@@ -178,7 +178,12 @@ class RunSession:
             return
         if ckpt is None:
             if skipped:
-                reasons = "; ".join(f"{p.name}: {why}" for p, why in skipped)
+                grouped: dict[str, list[str]] = {}  # each reason once (save_only_model: every checkpoint's)
+                for p, why in skipped:
+                    grouped.setdefault(why, []).append(p.name)
+                reasons = "; ".join(
+                    f"{n[0]}: {why}" + (f" (also {', '.join(n[1:])})" if n[1:] else "") for why, n in grouped.items()
+                )
                 raise self._error(
                     f"has no complete checkpoint to resume from ({reasons}); nothing was deleted: move the broken "
                     "ones away or pass --overwrite to start from step 0"
@@ -195,6 +200,13 @@ class RunSession:
         if self.main:
             logger.info("resuming from %s", ckpt)
             compare_recipe(self.recipe, self.folder, m, ckpt, self.config.world_size)
+            if skipped:  # the trainer saves their steps again: into new folders, not over what they left
+                (aside := aside_folder(self.folder)).mkdir(parents=True)
+                for path, _ in skipped:
+                    os.replace(path, aside / path.name)
+                    m.entries.pop(path.name, None)
+                m.save()
+                logger.warning("moved the skipped %s into %s", describe([p.name for p, _ in skipped], aside), aside)
 
     def save_final(self, trainer: Any) -> None:
         """The trainer's final save (``save_model`` and ``save_state``), whole before any of it is in place
