@@ -191,8 +191,8 @@ def keep_until(path: Path, step: int) -> list[dict]:
         return []
     rows = read_jsonl(path)
     kept = [r for r in rows if _step(r) <= step]
-    if len(kept) != len(rows) or not path.read_bytes().endswith(b"\n") and path.stat().st_size:
-        write(path, "".join(json.dumps(r) + "\n" for r in kept), mine=True)  # the run's own log
+    write(path, "".join(json.dumps(r) + "\n" for r in kept), mine=True)  # the run's own log, a cut last row gone
+    if len(kept) != len(rows):
         logger.info("%s: dropped %d rows logged after step %d", path.name, len(rows) - len(kept), step)
     return kept
 

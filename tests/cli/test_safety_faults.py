@@ -341,3 +341,14 @@ def test_resume_with_a_saved_recipe_that_is_not_utf8(run_copy):
     (out / "recipe.yaml").write_bytes(b"\xff\xfe cut or overwritten")
     assert train_main([str(path), "--resume"]) == 0  # was UnicodeDecodeError (exit 70) comparing the recipes
     assert (out / "checkpoint-5").is_dir() and "trainer:" in (out / "recipe.yaml").read_text()
+
+
+@pytest.mark.parametrize("tail", [b"", b'{"step": 2, "te', b'{"step": 2}\n' + b"\0" * 100])
+def test_resumed_log_keeps_whole_rows_and_ends_a_line(tmp_path, tail):
+    log = tmp_path / "completions.jsonl"
+    log.write_bytes(b'{"step": 1}\n' + tail)
+    keep_until(log, 5)
+    assert log.read_bytes().endswith(b"\n") and b'{"step": 3}' not in log.read_bytes()
+    with open(log, "a") as fh:  # the resumed run appends
+        fh.write('{"step": 3}\n')
+    assert [r["step"] for r in read_jsonl(log)][-1] == 3
