@@ -4,9 +4,11 @@ helpers whether a tokenizer's template can carry tool calls in GRPO."""
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 
 from grpo_trl.errors import suggest
+from grpo_trl.io import read_text
 
 PREFIX = "trl:"
 TOOL_TEMPLATES = ("qwen2_5", "qwen3", "llama3_1", "qwen3_5_nothink", "gemma4", "gptoss", "glm4moe")
@@ -29,9 +31,12 @@ def resolve_template(value: str, base_dir: Path | None = None) -> str:
     if "{" in value:
         return value
     path = (base_dir or Path.cwd()) / value
-    if not path.is_file():
+    if not os.path.lexists(path):  # anything else there is the bounded reader's to name (a pipe, a folder)
         raise ValueError(f"file {value!r} not found (relative to the recipe; a template's text has {{ }} in it)")
-    return path.read_text()
+    try:
+        return read_text(path, 2**22, "chat template")
+    except OSError as exc:  # a loop, no right to read
+        raise ValueError(f"cannot read {value!r}: {exc.strerror or exc}") from None
 
 
 def template_problems(tokenizer) -> list[str]:

@@ -161,3 +161,22 @@ def test_reward_model_check_never_goes_online(tmp_path, monkeypatch):
     assert time.perf_counter() - start < 10
     missing = errors_for(tmp_path, {"rewards": [{"model": "./no-such-folder"}]})  # a path, not a Hub id
     assert any("cannot read the config" in e for e in missing), missing
+
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda p: __import__("os").mkfifo(p), "named pipe"),
+        (lambda p: p.mkdir(), "folder"),
+        (lambda p: open(p, "wb").truncate(2**40), "too large"),  # sparse: no disk used
+        (lambda p: p.symlink_to(p.name), "symbolic links"),
+        (lambda p: None, "not found"),
+    ],
+    ids=["fifo", "folder", "1-TiB", "symlink-loop", "missing"],
+)
+def test_a_chat_template_file_is_read_bounded_and_says_what_else_is_there(tmp_path, make, says):
+    make(tmp_path / "t.jinja")
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=says):
+        resolve_template("t.jinja", tmp_path)
+    assert time.monotonic() - started < 5
