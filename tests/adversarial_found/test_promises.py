@@ -216,55 +216,6 @@ def test_log_reader_gives_up_on_a_huge_sparse_log(tmp_path):
     assert bytes_read() - before < 4 * MAX_LINE
 
 
-# ------------------------------------------------------------------------------------------------ (c)/(d) export
-@pytest.fixture(scope="module")
-def lora_run(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("lora")
-    recipe = _recipe(tmp, save_strategy="no")
-    assert cli_main(["train", str(recipe), "--set", "model.lora={r: 4}"]) == 0
-    return tmp / "run"
-
-
-def _lora_copy(lora_run: Path, tmp_path: Path, config: bytes | None) -> Path:
-    import shutil
-
-    folder = tmp_path / "l2"
-    shutil.copytree(lora_run, folder, ignore=shutil.ignore_patterns(".grpo-trl"))
-    (folder / "adapter_config.json").unlink()
-    if config is None:
-        with open(folder / "adapter_config.json", "wb") as fh:
-            fh.truncate(STATE_BYTES + 1)  # sparse: no disk used
-    else:
-        (folder / "adapter_config.json").write_bytes(config)
-    return folder
-
-
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="export of a run whose adapter_config.json is {} or []: 'internal error "
-    "(KeyError: 'peft_type')' / (TypeError: list indices ...), exit 70",
-)
-@pytest.mark.parametrize("config", [b"{}", b"[]"])
-def test_export_bad_adapter_config_is_one_error_line(lora_run, tmp_path, capsys, config):
-    folder = _lora_copy(lora_run, tmp_path, config)
-    rc = cli_main(["export", str(folder), "--to", str(tmp_path / "merged")])
-    err = capsys.readouterr().err
-    assert rc == 1 and "internal error" not in err, err
-
-
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="export reads adapter_config.json whole, unbounded (3 GB sparse: 6.6 GB RSS, "
-    "30 s, then 'JSONDecodeError'); the one reader would refuse it unread",
-)
-def test_export_adapter_config_read_is_bounded(lora_run, tmp_path, capsys):
-    folder = _lora_copy(lora_run, tmp_path, None)
-    assert cli_main(["export", str(folder), "--to", str(tmp_path / "merged")]) == 1
-    assert "too large" in capsys.readouterr().err
-
-
 @pytest.mark.xfail(
     strict=True,
     reason="extends naming a named pipe or a device says \"'ff.yaml' not found\" though "
