@@ -91,11 +91,15 @@ def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | 
     return ds.select(range(min(limit, len(ds)))) if limit else ds
 
 
-def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tuple[str, Any, Sampling, dict | None]:
+def model_and_tokenizer(
+    recipe: Recipe, model: str | None, backend: str, where: str = WHERE
+) -> tuple[str, Any, Sampling, dict | None]:
     """The local model path (the served name for an endpoint), the recipe's tokenizer for rendering prompts, and the
-    trainer's sampling and chat template kwargs."""
+    trainer's sampling and chat template kwargs. The local model is refused as check and train refuse it (its config
+    built on the meta device; a LoRA adapter's config by peft), before anything loads."""
+    from grpo_trl.check.model import meta_model
     from grpo_trl.models.load import load_processing_class, resolve_model
-    from grpo_trl.run.export import is_adapter
+    from grpo_trl.run.export import adapter_config, is_adapter
 
     c = recipe.to_grpo_config()
     output_dir = c.output_dir
@@ -104,9 +108,15 @@ def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tupl
         path, source = str(model), output_dir if trained else resolve_model(recipe.model)
     else:
         path = source = model or (output_dir if trained else resolve_model(recipe.model))  # builtin:*: from the cache
+    if is_adapter(source):
+        adapter_config(source)
+    else:
+        key = "--model" if source == model else "trainer.output_dir" if trained else "model.name"
+        if problems := meta_model(recipe, str(source), (where, key))[1]:
+            raise RecipeError(problems)
     if backend == "vllm" and is_adapter(path):
         why = f"{path!r} is a LoRA adapter; the vllm backend loads whole models"
-        raise RecipeError([Problem(WHERE, "--model", why, f"merge it first: grpo-trl export {path}")])
+        raise RecipeError([Problem(where, "--model", why, f"merge it first: grpo-trl export {path}")])
     tokenizer = load_processing_class(recipe.model, source, recipe.file, recipe.base_dir)  # a VLM: its processor
     return path, tokenizer, Sampling.of_trainer(c, n=8), c.chat_template_kwargs
 
@@ -146,7 +156,7 @@ def prepare(
 
 def prepare_recipe(recipe: Recipe, where: str, model: str | None, then: Any = None, **args: Any) -> Setup:
     """``prepare`` for a recipe's model (trained, else its base) and trainer."""
-    resolve = lambda: model_and_tokenizer(recipe, model, args.get("backend", "transformers"))  # noqa: E731
+    resolve = lambda: model_and_tokenizer(recipe, model, args.get("backend", "transformers"), where)  # noqa: E731
     return prepare(where, model, resolve, then, **args)
 
 

@@ -99,61 +99,6 @@ def test_resume_rotation_keeps_a_user_file_inside_an_old_checkpoint(tmp_path):
     assert notes.exists()
 
 
-# ------------------------------------------------------------------------------------------------ (c)/(d) eval --model
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    """One tiny trained run (the model folder eval --model and filter --model take)."""
-    tmp = tmp_path_factory.mktemp("trained")
-    assert cli_main(["train", str(_recipe(tmp, save_strategy="no"))]) == 0
-    return tmp / "run"
-
-
-def _model_copy(trained: Path, tmp_path: Path, config: bytes | None) -> Path:
-    import shutil
-
-    folder = tmp_path / "model"
-    shutil.copytree(trained, folder, ignore=shutil.ignore_patterns(".grpo-trl", "checkpoint-*", "tiny-model"))
-    (folder / "config.json").unlink()
-    if config is None:
-        with open(folder / "config.json", "wb") as fh:
-            fh.truncate(STATE_BYTES + 1)  # sparse: no disk used
-    else:
-        (folder / "config.json").write_bytes(config)
-    return folder
-
-
-STATE_BYTES = 2**28
-
-
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="eval/filter --model FOLDER whose config.json lacks a known model_type: "
-    "'internal error (ValueError: Unrecognized model in ...)', exit 70 (train/check: one error line)",
-)
-@pytest.mark.parametrize("command", ["eval", "filter"])
-@pytest.mark.parametrize("config", [b"{}", b'{"model_type": "nosuch"}'])
-def test_eval_and_filter_model_folder_with_a_bad_config_is_one_error_line(trained, tmp_path, capsys, command, config):
-    folder = _model_copy(trained, tmp_path, config)
-    args = [command, str(_recipe(tmp_path)), "--split", "train", "--limit", "1", "--n", "1", "--model", str(folder)]
-    rc = cli_main(args + (["--output-dir", str(tmp_path / "ev")] if command == "eval" else []))
-    err = capsys.readouterr().err
-    assert rc == 1 and "internal error" not in err, err
-
-
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="eval --model FOLDER reads its config.json whole, unbounded (a 2 GB sparse "
-    "file: 6.7 GB RSS, 32 s); check/train refuse it unread ('too large for a JSON file')",
-)
-def test_eval_model_folder_config_read_is_bounded(trained, tmp_path, capsys):
-    folder = _model_copy(trained, tmp_path, None)
-    args = ["eval", str(_recipe(tmp_path)), "--split", "train", "--limit", "1", "--n", "1", "--model", str(folder)]
-    assert cli_main(args + ["--output-dir", str(tmp_path / "ev")]) == 1
-    assert "too large" in capsys.readouterr().err
-
-
 # ------------------------------------------------------------------------------------------------ (b) an echoed key
 @pytest.mark.slow
 @pytest.mark.xfail(
