@@ -95,11 +95,9 @@ def model_and_tokenizer(
     recipe: Recipe, model: str | None, backend: str, where: str = WHERE
 ) -> tuple[str, Any, Sampling, dict | None]:
     """The local model path (the served name for an endpoint), the recipe's tokenizer for rendering prompts, and the
-    trainer's sampling and chat template kwargs. The local model is refused as check and train refuse it (its config
-    built on the meta device; a LoRA adapter's config by peft), before anything loads."""
-    from grpo_trl.check.model import meta_model
+    trainer's sampling and chat template kwargs."""
     from grpo_trl.models.load import load_processing_class, resolve_model
-    from grpo_trl.run.export import adapter_config, is_adapter
+    from grpo_trl.run.export import is_adapter
 
     c = recipe.to_grpo_config()
     output_dir = c.output_dir
@@ -108,17 +106,25 @@ def model_and_tokenizer(
         path, source = str(model), output_dir if trained else resolve_model(recipe.model)
     else:
         path = source = model or (output_dir if trained else resolve_model(recipe.model))  # builtin:*: from the cache
-    if is_adapter(source):
-        adapter_config(source)
-    else:
-        key = "--model" if source == model else "trainer.output_dir" if trained else "model.name"
-        if problems := meta_model(recipe, str(source), (where, key))[1]:
-            raise RecipeError(problems)
+    key = "--model" if source == model else "trainer.output_dir" if trained else "model.name"
+    refuse_unloadable(source, where, key, recipe)
     if backend == "vllm" and is_adapter(path):
         why = f"{path!r} is a LoRA adapter; the vllm backend loads whole models"
         raise RecipeError([Problem(where, "--model", why, f"merge it first: grpo-trl export {path}")])
     tokenizer = load_processing_class(recipe.model, source, recipe.file, recipe.base_dir)  # a VLM: its processor
     return path, tokenizer, Sampling.of_trainer(c, n=8), c.chat_template_kwargs
+
+
+def refuse_unloadable(model: str, where: str, key: str, recipe: Recipe | None = None) -> None:
+    """``model`` refused as check and train refuse one, before anything loads: its config.json read bounded and built
+    on the meta device (``check.model.meta_model``), a LoRA adapter's config built by peft."""
+    from grpo_trl.check.model import meta_model
+    from grpo_trl.run.export import adapter_config, is_adapter
+
+    if is_adapter(model):
+        adapter_config(model)
+    elif problems := meta_model(recipe or Recipe({}), str(model), (where, key))[1]:
+        raise RecipeError(problems)
 
 
 @dataclass

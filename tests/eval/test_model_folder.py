@@ -1,7 +1,7 @@
-"""``eval``/``filter --model FOLDER`` resolve the model as check and train do (``check.model.meta_model``: its
-config.json through the bounded reader, built on the meta device), so every folder train refuses is one ``error:``
-line naming ``--model``, exit 1, before anything loads. No training: a copy of the tiny model with its config.json
-replaced."""
+"""``eval``, ``filter`` and ``eval --benchmark`` resolve ``--model FOLDER`` as check and train do
+(``check.model.meta_model``: its config.json through the bounded reader, built on the meta device), so every folder
+train refuses is one ``error:`` line naming ``--model``, exit 1, before anything loads. No training: a copy of the
+tiny model with its config.json replaced."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from grpo_trl.cli import main as cli_main
 from grpo_trl.io import STATE_BYTES
 from tests.conftest import tiny_recipe
+from tests.eval.test_benchmarks import GSM8K, _write
 
 CONFIGS = {
     "empty object": b"{}",
@@ -41,14 +42,16 @@ def _rchar() -> int:  # this process's read() total
     return int(Path("/proc/self/io").read_text().split("rchar:")[1].split()[0])
 
 
-@pytest.mark.parametrize("command", ["eval", "filter"])
+@pytest.mark.parametrize("command", ["eval", "filter", "benchmark"])
 @pytest.mark.parametrize("kind", list(CONFIGS))
 def test_a_model_folder_train_refuses_is_one_error_line_naming_model(tiny_model, tmp_path, capsys, command, kind):
     folder = _folder(tiny_model, tmp_path, CONFIGS[kind])
     recipe = tiny_recipe(tmp_path, tiny_model)
     args = [command, str(recipe), "--split", "train", "--limit", "1", "--n", "1", "--model", str(folder)]
+    if command == "benchmark":
+        args = ["eval", "--benchmark", "gsm8k", "--data", _write(tmp_path, "gsm8k", GSM8K), "--model", str(folder)]
     before = _rchar()
-    rc = cli_main(args + (["--output-dir", str(tmp_path / "ev")] if command == "eval" else []))
+    rc = cli_main(args + (["--output-dir", str(tmp_path / "ev")] if command != "filter" else []))
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert rc == 1 and len(errors) == 1 and "internal error" not in err, err
