@@ -68,3 +68,19 @@ def test_check_refuses_the_same_folders(tiny_model, tmp_path, capsys):
         assert cli_main(["check", str(tiny_recipe(tmp_path / str(i), str(folder)))]) == 1
         assert "model.name: " in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "ev")
+
+
+@pytest.mark.parametrize("command", ["eval", "filter"])
+@pytest.mark.parametrize("config", [b"{}", b"[]", b'{"peft_type": "NOSUCH"}', None])
+def test_a_lora_folder_peft_refuses_is_one_error_line(tiny_model, tmp_path, capsys, command, config):
+    """A LoRA run's folder (adapter_config.json): built by peft before anything loads, as export builds it."""
+    from tests.run.test_export_adapter_config import _adapter
+
+    folder = _adapter(tmp_path / "lora", config, tiny_model)
+    args = [command, str(tiny_recipe(tmp_path, tiny_model)), "--split", "train", "--limit", "1", "--n", "1"]
+    rc = cli_main(
+        [*args, "--model", str(folder)] + (["--output-dir", str(tmp_path / "ev")] if command == "eval" else [])
+    )
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert rc == 1 and len(errors) == 1 and "adapter_config.json" in errors[0] and "internal error" not in err, err
