@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,26 +62,32 @@ def model_problems(recipe: Recipe) -> list[Problem]:
     return out + found + lora_problems(recipe, meta) + quant + merged_generation_problems(recipe)
 
 
-def meta_model(recipe: Recipe) -> tuple[Any, list[Problem]]:
-    """``(model on the meta device or None when its config is not here offline, problems)``."""
+def meta_model(recipe: Recipe, name: str | None = None, where: tuple[str, str] | None = None) -> tuple[Any, list]:
+    """``(model on the meta device or None when its config is not here offline, problems)``; ``name``: another model
+    than the recipe's (eval's ``--model``, a run's output_dir), its problems at ``where`` (file, key)."""
     from grpo_trl.models.shape import fresh_meta_model, model_config
 
-    model = recipe.model
+    model, own = recipe.model, name is None
+    name, tiny, kwargs = (
+        (model["name"], model.get("tiny"), {"revision": model.get("revision")}) if own else (name, None, {})
+    )
+    file, key = where or (recipe.file, "model.name")
     try:
-        config = model_config(model["name"], model.get("tiny"), recipe.base_dir, revision=model.get("revision"))
-    except GrpoTrlError as exc:  # a misspelt builtin: name
-        return None, exc.located(recipe.file, "model.name")
+        config = model_config(name, tiny, recipe.base_dir, **kwargs)
+    except GrpoTrlError as exc:  # a misspelt builtin: name, a config.json too large or not JSON
+        fix = "give a model folder whose config.json transformers wrote"
+        return None, [replace(p, fix=p.fix or fix) for p in exc.located(file, key)]
     except OSError as exc:  # a Hub id not cached here: built at train (check says so in its machine warnings)
-        logger.info("model %s: %s", model["name"], exc)
+        logger.info("model %s: %s", name, exc)
         return None, []
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return fresh_meta_model(config), []
     except Exception as exc:  # noqa: BLE001 - whatever transformers raises building it, train would raise too
-        key = "model.tiny" if model.get("tiny") else "model.name"
         why = f"transformers cannot build this model from its config: {first_line(exc)}"
-        return None, [Problem(recipe.file, key, why, "fix the model's sizes")]
+        fix = "fix the model's sizes" if own else "give a model folder transformers saved, or a Hub id"
+        return None, [Problem(file, "model.tiny" if tiny else key, why, fix)]
 
 
 def lora_problems(recipe: Recipe, meta: Any) -> list[Problem]:

@@ -16,7 +16,7 @@ import yaml
 
 from grpo_trl.errors import DataError, Problem, RecipeError
 from grpo_trl.eval.backends import Generations, Sampling
-from grpo_trl.eval.run import prepare, writable_results, write_results
+from grpo_trl.eval.run import prepare, refuse_unloadable, writable_results, write_results
 from grpo_trl.eval.score import Scored, score
 from grpo_trl.io import load_yaml, read_text
 
@@ -193,6 +193,8 @@ def _tokenizer(model: str, backend: str, endpoint: dict | None) -> Any:
     folder holds its own); an endpoint's chat API needs none."""
     from grpo_trl.models.load import load_processing_class
 
+    if backend != "endpoint":  # the local model, refused as train refuses it
+        refuse_unloadable(model, WHERE, "--model")
     try:
         return load_processing_class({}, model, WHERE)
     except RecipeError as exc:

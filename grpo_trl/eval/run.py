@@ -91,7 +91,9 @@ def prompts_for(recipe: Recipe, split: str | None, tokenizer: Any, limit: int | 
     return ds.select(range(min(limit, len(ds)))) if limit else ds
 
 
-def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tuple[str, Any, Sampling, dict | None]:
+def model_and_tokenizer(
+    recipe: Recipe, model: str | None, backend: str, where: str = WHERE
+) -> tuple[str, Any, Sampling, dict | None]:
     """The local model path (the served name for an endpoint), the recipe's tokenizer for rendering prompts, and the
     trainer's sampling and chat template kwargs."""
     from grpo_trl.models.load import load_processing_class, resolve_model
@@ -104,11 +106,25 @@ def model_and_tokenizer(recipe: Recipe, model: str | None, backend: str) -> tupl
         path, source = str(model), output_dir if trained else resolve_model(recipe.model)
     else:
         path = source = model or (output_dir if trained else resolve_model(recipe.model))  # builtin:*: from the cache
+    key = "--model" if source == model else "trainer.output_dir" if trained else "model.name"
+    refuse_unloadable(source, where, key, recipe)
     if backend == "vllm" and is_adapter(path):
         why = f"{path!r} is a LoRA adapter; the vllm backend loads whole models"
-        raise RecipeError([Problem(WHERE, "--model", why, f"merge it first: grpo-trl export {path}")])
+        raise RecipeError([Problem(where, "--model", why, f"merge it first: grpo-trl export {path}")])
     tokenizer = load_processing_class(recipe.model, source, recipe.file, recipe.base_dir)  # a VLM: its processor
     return path, tokenizer, Sampling.of_trainer(c, n=8), c.chat_template_kwargs
+
+
+def refuse_unloadable(model: str, where: str, key: str, recipe: Recipe | None = None) -> None:
+    """``model`` refused as check and train refuse one, before anything loads: its config.json read bounded and built
+    on the meta device (``check.model.meta_model``), a LoRA adapter's config built by peft."""
+    from grpo_trl.check.model import meta_model
+    from grpo_trl.run.export import adapter_config, is_adapter
+
+    if is_adapter(model):
+        adapter_config(model)
+    elif problems := meta_model(recipe or Recipe({}), str(model), (where, key))[1]:
+        raise RecipeError(problems)
 
 
 @dataclass
@@ -146,7 +162,7 @@ def prepare(
 
 def prepare_recipe(recipe: Recipe, where: str, model: str | None, then: Any = None, **args: Any) -> Setup:
     """``prepare`` for a recipe's model (trained, else its base) and trainer."""
-    resolve = lambda: model_and_tokenizer(recipe, model, args.get("backend", "transformers"))  # noqa: E731
+    resolve = lambda: model_and_tokenizer(recipe, model, args.get("backend", "transformers"), where)  # noqa: E731
     return prepare(where, model, resolve, then, **args)
 
 

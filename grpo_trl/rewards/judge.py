@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.endpoint import Endpoint, EndpointError, probe
+from grpo_trl.errors import GrpoTrlError
+from grpo_trl.io import open_regular, writable
 from grpo_trl.rewards.registry import RewardError, register_reward
 from grpo_trl.rewards.results import report_fault
 from grpo_trl.rewards.text import completion_text
@@ -25,6 +27,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_REGEX = r"(-?\d+(?:\.\d+)?)"
 MAX_ANSWER_CHARS = 20_000  # a judge answer longer than this is read only at its end
+APPLICATION_ID = 0x67727074  # "grpt": SQLite's header field that marks a cache grpo-trl made (PRAGMA application_id)
 
 
 def _template(source: str) -> Any:
@@ -43,16 +46,39 @@ def _template(source: str) -> Any:
         ) from None
 
 
+def _made_here(path: Path) -> bool:
+    """An SQLite file whose header carries grpo-trl's ``application_id`` (offset 68): a cache made earlier."""
+    try:
+        with open_regular(path) as fh:
+            head = fh.read(100)
+    except (OSError, ValueError):
+        return False
+    return head.startswith(b"SQLite format 3\0") and int.from_bytes(head[68:72], "big") == APPLICATION_ID
+
+
+def cache_path(path: str | Path, make: bool = False) -> Path:
+    """``args.cache`` where the one writer's rules allow it (no symlink, no FIFO or folder, no file grpo-trl did not
+    make): new, or a cache made earlier. What check runs and train opens; ``make``: its folder made and tried."""
+    try:
+        return writable(Path(path).expanduser(), flag="args.cache", mine=_made_here, folder=make)
+    except GrpoTrlError as exc:  # a RewardError: check and build_rewards name the entry
+        raise RewardError(exc.problems) from None
+
+
 class _Cache:
     """Judge answers on disk, keyed by a hash of the request (model, messages, sampling parameters)."""
 
     def __init__(self, path: str | Path):
-        self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        self.path = cache_path(path, make=True)
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            with self._db:  # the connection as a context: committed at the end of the block
+                self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT NOT NULL)")
+        except sqlite3.Error as exc:
+            why = f"reward 'judge': cannot use {str(self.path)!r} as its cache ({exc})"
+            raise RewardError(why, key="args.cache", fix="move it away or choose another args.cache") from None
         self._lock = threading.Lock()
-        with self._db:  # the connection as a context: committed at the end of the block
-            self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT NOT NULL)")
 
     def get(self, key: str) -> str | None:
         with self._lock:
@@ -141,6 +167,8 @@ class Judge:
             raise RewardError(
                 f"reward 'judge': args.score_range must be [low, high] with low < high, got {rng!r}", key="args"
             )
+        if args.get("cache"):
+            cache_path(args["cache"])
         if probe_endpoint and args.get("base_url") and args.get("model"):
             try:
                 probe(args["base_url"], args["model"], timeout=5.0, api_key_env=args.get("api_key_env"))

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import yaml
 
-from grpo_trl.errors import Problem, RecipeError, one_line
+from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
 from grpo_trl.io import read_json, read_yaml
 from grpo_trl.models.builtin import folder_name
 
 WHERE = "grpo-trl export"
 ADAPTER = "adapter_config.json"
+PEFT_ERRORS = (OSError, ValueError, TypeError, KeyError, AttributeError, RuntimeError)  # what peft raises on bad input
 
 
 def _error(key: str, message: str, fix: str = "") -> RecipeError:
@@ -39,7 +40,28 @@ def _run_model(folder: Path) -> dict | None:
     return None
 
 
-def adapter_base(adapter: str | Path) -> tuple[str, dict]:
+def adapter_config(adapter: str | Path):
+    """The folder's ``adapter_config.json`` read by the bounded reader and built by peft as ``PeftModel`` builds it
+    (``check_kwargs``, ``from_peft_type``): whatever either refuses is one error naming the file."""
+    from peft.mapping import PEFT_TYPE_TO_CONFIG_MAPPING
+
+    path, fix = Path(adapter) / ADAPTER, "give a run whose save finished (its output_dir or a checkpoint)"
+    try:
+        data = read_json(path, pipe=False)
+        kind = data.get("peft_type") if isinstance(data, dict) else f"a JSON {type(data).__name__}"
+        if kind not in PEFT_TYPE_TO_CONFIG_MAPPING:
+            raise GrpoTrlError(f"has no peft_type peft knows (got {kind!r})")
+        data.pop("runtime_config", None)  # as peft's from_json_file
+        cls = PEFT_TYPE_TO_CONFIG_MAPPING[kind]
+        return cls.from_peft_type(**cls.check_kwargs(**data))
+    except GrpoTrlError as exc:  # too large, not a regular file, no peft_type
+        raise RecipeError([Problem(str(path), "OUTPUT_DIR", p.message, p.fix or fix) for p in exc.problems]) from None
+    except PEFT_ERRORS as exc:
+        why = f"peft cannot read it ({type(exc).__name__}: {one_line(str(exc))[:200]})"
+        raise RecipeError([Problem(str(path), "OUTPUT_DIR", why, fix)]) from None
+
+
+def adapter_base(adapter: str | Path, config=None) -> tuple[str, dict]:
     """The base model an adapter folder was trained on, and the ``from_pretrained`` keywords to load it with."""
     folder = Path(adapter)
     model = _run_model(folder) or {}
@@ -51,10 +73,7 @@ def adapter_base(adapter: str | Path) -> tuple[str, dict]:
         if not (built / "config.json").is_file():
             raise _error("OUTPUT_DIR", f"the base model {name} is not in {built}", "train the run again to rebuild it")
         return str(built), kwargs
-    try:
-        recorded = read_json(folder / ADAPTER).get("base_model_name_or_path")
-    except (OSError, ValueError, AttributeError):
-        recorded = None
+    recorded = None if name else (config or adapter_config(folder)).base_model_name_or_path
     if not (name or recorded):
         raise _error("OUTPUT_DIR", f"{str(folder)!r}: cannot tell the base model (no recipe.yaml, none in {ADAPTER})")
     return name or str(recorded), kwargs
@@ -69,15 +88,16 @@ def load_adapter_model(adapter: str | Path):
     if not any((Path(adapter) / f"adapter_model.{ext}").is_file() for ext in ("safetensors", "bin")):
         why = f"{str(adapter)!r} has {ADAPTER} but no adapter weights (adapter_model.safetensors)"
         raise _error("OUTPUT_DIR", why, "give a run whose save finished (its output_dir or a checkpoint)")
-    base, kwargs = adapter_base(adapter)
+    config = adapter_config(adapter)
+    base, kwargs = adapter_base(adapter, config)
     try:
         model = AutoModelForCausalLM.from_pretrained(base, **kwargs)
     except (OSError, ValueError) as exc:
         why = f"cannot load the base model {base!r} ({type(exc).__name__}: {str(exc)[:200]})"
         raise _error("OUTPUT_DIR", why, "make it reachable (a local folder, or the Hub)") from exc
     try:
-        return PeftModel.from_pretrained(model, str(adapter)).eval()
-    except (OSError, ValueError, RuntimeError, SafetensorError) as exc:  # a half-written or damaged adapter
+        return PeftModel.from_pretrained(model, str(adapter), config=config).eval()
+    except (*PEFT_ERRORS, SafetensorError) as exc:  # a half-written adapter, or a config value peft cannot use
         why = f"cannot load the adapter in {str(adapter)!r} ({type(exc).__name__}: {one_line(str(exc))[:200]})"
         raise _error("OUTPUT_DIR", why, "give a run whose save finished (its output_dir or a checkpoint)") from exc
 
