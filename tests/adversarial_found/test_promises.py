@@ -81,24 +81,6 @@ def test_import_writes_no_secret(tmp_path, capsys):
     assert "SEKRIT" not in written + captured.out + captured.err, written
 
 
-# ------------------------------------------------------------------------------------------------ (a) overwrite
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="train --resume with save_total_limit: transformers' checkpoint rotation "
-    "removes checkpoint-1/ whole, with the user's file inside it (--overwrite keeps such a file in "
-    ".grpo-trl/previous/)",
-)
-def test_resume_rotation_keeps_a_user_file_inside_an_old_checkpoint(tmp_path):
-    recipe = _recipe(tmp_path, save_steps=1, logging_steps=1)
-    assert cli_main(["train", str(recipe)]) == 0
-    notes = tmp_path / "run" / "checkpoint-1" / "my_notes.txt"
-    notes.write_text("mine\n")
-    sets = ["--set", "trainer.max_steps=2", "--set", "trainer.save_total_limit=1"]
-    cli_main(["train", str(recipe), "--resume", *sets])
-    assert notes.exists()
-
-
 # ------------------------------------------------------------------------------------------------ (b) an echoed key
 @pytest.mark.slow
 @pytest.mark.xfail(
