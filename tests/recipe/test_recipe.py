@@ -285,3 +285,30 @@ def test_scale_rewards_takes_the_bools_trl_takes(tmp_path, value):
     recipe = load_recipe(write(tmp_path, {**BASE, "trainer": {**BASE["trainer"], "scale_rewards": value}}))
     trl_value = GRPOConfig(output_dir=str(tmp_path), scale_rewards=value, **BASE["trainer"]).scale_rewards
     assert recipe.to_grpo_config().scale_rewards == trl_value
+
+
+# ------------------------------------------------------------------------------------------------ secrets
+@pytest.mark.parametrize("key", ["x-api-key", "access-token", "Authorization", "hmac_key", "api_key"])
+def test_check_refuses_a_secret_under_any_secret_key_spelling(tmp_path, capsys, key):
+    trainer = {**BASE["trainer"], "chat_template_kwargs": {key: "SEKRIT_VALUE_123"}}
+    assert cli_main(["check", str(write(tmp_path, {**BASE, "trainer": trainer}))]) == 1
+    err = capsys.readouterr().err
+    assert "SEKRIT" not in err and "a secret" in err and f"trainer.chat_template_kwargs.{key}" in err, err
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        ["--set", "trainer.hub_token=*SEKRITVAL"],  # a --set value under a secret key
+        ["--set", "trainer.seed=!SEKRITTAG x"],  # under any key: PyYAML's quoted text is left out
+        ["file", "model:\n  name: builtin:tiny\ntrainer:\n  hub_token:\n    *SEKRITVAL\n"],  # the alias a line below
+    ],
+)
+def test_a_yaml_error_never_echoes_the_value(tmp_path, capsys, source):
+    path = write(tmp_path, BASE)
+    if source[0] == "file":
+        path.write_text(source[1])
+    args = ["check", str(path)] + ([] if source[0] == "file" else source)
+    assert cli_main(args) == 1
+    err = capsys.readouterr().err
+    assert "SEKRIT" not in err and "not valid YAML at line" in err, err
