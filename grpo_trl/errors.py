@@ -65,7 +65,7 @@ class GrpoTrlError(ValueError):
         if isinstance(problems, str) or problems is None:
             problems = [Problem(file, key, problems or type(self).__name__, fix)]
         self.problems: list[Problem] = list(problems)
-        super().__init__("\n".join(str(p) for p in self.problems))
+        super().__init__(redact("\n".join(str(p) for p in self.problems)))  # str(exc) shows no secret either
 
     def located(self, file: str, key: str = "") -> list[Problem]:
         return located(self.problems, file, key)
@@ -107,10 +107,10 @@ def one_line(text: str) -> str:
 # ------------------------------------------------------------------------------------------------ the one redaction
 HIDDEN = "<redacted>"
 # THE secret-key rule, on the name case-folded with '-', '.', ' ' as '_': a last word token (hub_token, access-token),
-# key (api_key, x-api-key, hmac_key; not keys, monkey, key_column), secret, password, auth(orization), cookie...
+# _key (api_key, x-api-key, hmac_key; not key, keys, monkey, key_column), secret, password, auth(orization), cookie...
 SECRET_KEY = re.compile(
-    r"(^|_)(\w*token|key|(api|access|secret|private)key|\w*secrets?|passwords?|passwd|passphrase|auth|authorization"
-    r"|cookies?|credentials?)$"
+    r"(^|_)(\w*token|(api|access|secret|private)key|\w*secrets?|passwords?|passwd|passphrase|auth|authorization"
+    r"|cookies?|credentials?)$|._key$"
 )
 SECRET_TEXT = [
     (re.compile(r"\b(hf_|sk-|sk_|ghp_|gho_|github_pat_|xox[abpr]-|glpat-|AKIA)[A-Za-z0-9_\-]{8,}"), r"\1" + HIDDEN),
@@ -153,9 +153,11 @@ def _secret_name(name: str) -> bool:
 
 
 def keep_secret(value: Any) -> None:
-    """Remember a secret value (6 characters or more) so that ``redact`` hides it in any text from now on."""
+    """Remember a secret value (its strings of 6 characters or more) so that ``redact`` hides it from now on."""
     if isinstance(value, str) and len(value.strip()) >= 6:
         KNOWN.add(value.strip())
+    for inner in value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ():
+        keep_secret(inner)
 
 
 def holds_secret(value: Any) -> bool:

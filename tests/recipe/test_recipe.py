@@ -12,7 +12,7 @@ from grpo_trl.check.plan import make_plan
 from grpo_trl.check.rewards import reward_args
 from grpo_trl.check.validate import validate
 from grpo_trl.cli import main as cli_main
-from grpo_trl.recipe import RecipeError
+from grpo_trl.recipe import Recipe, RecipeError
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p for p in (ROOT / "recipes").rglob("*.yaml") if "accelerate" not in p.parts)
@@ -312,3 +312,10 @@ def test_a_yaml_error_never_echoes_the_value(tmp_path, capsys, source):
     assert cli_main(args) == 1
     err = capsys.readouterr().err
     assert "SEKRIT" not in err and "not valid YAML at line" in err, err
+
+
+@pytest.mark.parametrize("value", [["SEKRIT1234"], {"a": "SEKRIT1234"}])
+def test_a_python_recipe_error_never_shows_a_secret_keyed_value(value):
+    recipe = Recipe(data={**BASE, "trainer": {**BASE["trainer"], "hub_token": value}})
+    shown = str(RecipeError(validate(recipe)))
+    assert "trainer.hub_token" in shown and "SEKRIT" not in shown, shown
