@@ -120,7 +120,7 @@ SECRET_TEXT = [
     ),  # user:pw@, to the last @
     (re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + HIDDEN),
 ]
-KEY_VALUE = re.compile(r"\b([A-Za-z_][\w.-]*=)(?!<redacted>)([^\s'\",;&]+)")  # token=..., x-api-key=...
+KEY_VALUE = re.compile(r"\b([A-Za-z_][\w.-]*=['\"]?)(?!<redacted>)[^\s'\",;&]+")  # token=..., x-api-key='...'
 SECRET_FIX = "put it in the environment: HF_TOKEN (huggingface_hub reads it) for the Hub, api_key_env for endpoints"
 KNOWN: set[str] = set()  # secret values this process holds (an endpoint's key, a recipe's secret): never shown
 # a token as issued (hf_ + 34 letters and digits...), not a name that merely starts so (outputs/hf_baseline_run)
@@ -163,7 +163,7 @@ def keep_secret(value: Any) -> None:
 def holds_secret(value: Any) -> bool:
     """Whether ``value`` holds an issued token, a ``user:password@`` URL or a secret-keyed entry."""
     if isinstance(value, str):
-        pairs = (is_secret_key(m[1][:-1]) for m in KEY_VALUE.finditer(value))
+        pairs = (is_secret_key(m[1].rstrip("'\"")[:-1]) for m in KEY_VALUE.finditer(value))
         return bool(ISSUED_TOKEN.search(value)) or any(p.search(value) for p, _ in SECRET_TEXT[1:]) or any(pairs)
     return isinstance(value, (dict, list, tuple)) and redact(value) != value
 
@@ -198,7 +198,7 @@ def redact(value: Any) -> Any:
             value = value.replace(known, HIDDEN)
         for pattern, hidden in SECRET_TEXT:
             value = pattern.sub(hidden, value)
-        return KEY_VALUE.sub(lambda m: m[1] + HIDDEN if is_secret_key(m[1][:-1]) else m[0], value)
+        return KEY_VALUE.sub(lambda m: m[1] + HIDDEN if is_secret_key(m[1].rstrip("'\"")[:-1]) else m[0], value)
     if isinstance(value, dict):
         return {k: HIDDEN if is_secret_key(k) and v not in (None, "") else redact(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

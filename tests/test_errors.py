@@ -51,9 +51,10 @@ def test_redact_keeps_urls_without_a_password():
         assert redact(text) == text
 
 
-@pytest.mark.parametrize("name", ["x-api-key", "access-token", "hmac_key", "HUB_TOKEN", "client.secret"])
+@pytest.mark.parametrize("name", ["x-api-key", "access-token", "hmac_key", "HUB_TOKEN", "client.secret", "e2b_key"])
 def test_redact_hides_key_value_pairs_under_any_secret_name(name):
     assert redact(f"call with {name}=SEKRIT1 seed=3") == f"call with {name}={HIDDEN} seed=3"
+    assert redact(f"does not take {name}='SEKRIT1' yet") == f"does not take {name}='{HIDDEN}' yet"
 
 
 def test_redact_hides_every_secret_value_the_process_knows(monkeypatch):
