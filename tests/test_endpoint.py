@@ -291,7 +291,7 @@ class _EchoKey(BaseHTTPRequestHandler):
 @pytest.fixture
 def echo_url():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoKey)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     yield f"http://127.0.0.1:{server.server_port}/v1"
     server.shutdown()
 
