@@ -10,7 +10,7 @@ import importlib
 import os
 from typing import Any
 
-from grpo_trl.errors import GrpoTrlError, Problem
+from grpo_trl.errors import GrpoTrlError, Problem, keep_secret
 
 EXTRA_HINT = "pip install 'grpo-trl[endpoint]' (the openai client)"
 MAX_RESPONSE_BYTES = 16 * 2**20  # one answer (a judge's score, a batch of completions) is far smaller
@@ -102,6 +102,7 @@ def api_key(api_key_env: str | None, where: str = "endpoint", key: str = "api_ke
         )
     if not (value := os.environ.get(api_key_env)):
         raise EndpointError(f"environment variable {api_key_env} is not set (export it first)", where=where, key=key)
+    keep_secret(value)  # a server may quote it back ("Incorrect API key provided: ..."): redact hides it
     return value
 
 

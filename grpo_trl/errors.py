@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import logging
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -80,7 +82,7 @@ class GrpoTrlError(ValueError):
         if isinstance(problems, str) or problems is None:
             problems = [Problem(file, key, problems or type(self).__name__, fix)]
         self.problems: list[Problem] = list(problems)
-        super().__init__("\n".join(str(p) for p in self.problems))
+        super().__init__(redact("\n".join(str(p) for p in self.problems)))  # str(exc) shows no secret either
 
     def located(self, file: str, key: str = "") -> list[Problem]:
         return located(self.problems, file, key)
@@ -121,15 +123,23 @@ def one_line(text: str) -> str:
 
 # ------------------------------------------------------------------------------------------------ the one redaction
 HIDDEN = "<redacted>"
-SECRET_KEY = re.compile(  # hub_token, api_key, password...; not max_new_tokens or tokenizer
-    r"(^|_)(\w*token|secrets?|passwords?|passwd|api_?key|access_?key|private_?key|secret_?key|credentials?)$", re.I
+# THE secret-key rule, on the name case-folded with '-', '.', ' ' as '_': a last word token (hub_token, access-token),
+# _key (api_key, x-api-key, hmac_key; not key, keys, monkey, key_column), secret, password, auth(orization), cookie...
+SECRET_KEY = re.compile(
+    r"(^|_)(\w*token|(api|access|secret|private)key|\w*secrets?|passwords?|passwd|passphrase|auth|authorization"
+    r"|cookies?|credentials?)$|._key$"
 )
 SECRET_TEXT = [
     (re.compile(r"\b(hf_|sk-|sk_|ghp_|gho_|github_pat_|xox[abpr]-|glpat-|AKIA)[A-Za-z0-9_\-]{8,}"), r"\1" + HIDDEN),
-    (re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s:@'\"]*:[^/\s@'\"]*@"), r"\1" + HIDDEN + "@"),  # user:password@
+    (
+        re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s:'\"]*:[^\s'\"]*@"),
+        r"\1" + HIDDEN + "@",
+    ),  # user:pw@, to the last @
     (re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + HIDDEN),
-    (re.compile(r"(?i)\b(\w*(?:token|secret|password|passwd|api_?key)=)(?!<redacted>)[^\s'\",;&]+"), r"\1" + HIDDEN),
 ]
+KEY_VALUE = re.compile(r"\b([A-Za-z_][\w.-]*=['\"]?)(?!<redacted>)[^\s'\",;&]+")  # token=..., x-api-key='...'
+SECRET_FIX = "put it in the environment: HF_TOKEN (huggingface_hub reads it) for the Hub, api_key_env for endpoints"
+KNOWN: set[str] = set()  # secret values this process holds (an endpoint's key, a recipe's secret): never shown
 # a token as issued (hf_ + 34 letters and digits...), not a name that merely starts so (outputs/hf_baseline_run)
 ISSUED_TOKEN = re.compile(
     r"\b(hf_[A-Za-z0-9]{30,}|sk-(?=[\w-]*\d)(?=[\w-]*[A-Z])[\w-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,}|glpat-[\w-]{20,}"
@@ -146,12 +156,33 @@ def redact_record(record: logging.LogRecord) -> bool:
 
 
 def is_secret_key(key: object) -> bool:
-    """A mapping key whose value is a secret.
+    """A mapping key whose value is a secret (the one rule: refused in recipes, redacted everywhere).
 
-    >>> [k for k in ("hub_token", "api_key", "password", "max_new_tokens", "tokenizer", "seed") if is_secret_key(k)]
-    ['hub_token', 'api_key', 'password']
+    >>> [k for k in ("hub_token", "x-api-key", "Authorization", "max_new_tokens", "keys", "seed") if is_secret_key(k)]
+    ['hub_token', 'x-api-key', 'Authorization']
     """
-    return bool(SECRET_KEY.search(str(key)))
+    return _secret_name(str(key))
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret_name(name: str) -> bool:
+    return bool(SECRET_KEY.search(re.sub(r"[-. ]", "_", name.casefold())))
+
+
+def keep_secret(value: Any) -> None:
+    """Remember a secret value (its strings of 6 characters or more) so that ``redact`` hides it from now on."""
+    if isinstance(value, str) and len(value.strip()) >= 6:
+        KNOWN.add(value.strip())
+    for inner in value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ():
+        keep_secret(inner)
+
+
+def holds_secret(value: Any) -> bool:
+    """Whether ``value`` holds an issued token, a ``user:password@`` URL or a secret-keyed entry."""
+    if isinstance(value, str):
+        pairs = (is_secret_key(m[1].rstrip("'\"")[:-1]) for m in KEY_VALUE.finditer(value))
+        return bool(ISSUED_TOKEN.search(value)) or any(p.search(value) for p, _ in SECRET_TEXT[1:]) or any(pairs)
+    return isinstance(value, (dict, list, tuple)) and redact(value) != value
 
 
 def config_secrets(config: Any, file: str = "") -> list[Problem]:
@@ -162,20 +193,16 @@ def config_secrets(config: Any, file: str = "") -> list[Problem]:
         value = getattr(config, field.name, None)
         if value in (None, "", False) or not isinstance(value, (str, dict, list, tuple)):
             continue
-        if isinstance(value, str):
-            secret = bool(ISSUED_TOKEN.search(value)) or any(p.search(value) for p, _ in SECRET_TEXT[1:])
-        else:
-            secret = redact(value) != value
-        if is_secret_key(field.name) or secret:
+        if is_secret_key(field.name) or holds_secret(value):
             why = "a secret here is saved in clear in every checkpoint's training_args.bin and sent to trackers"
-            fix = "put it in the environment: HF_TOKEN (huggingface_hub reads it); a server's key: its api_key_env"
-            found.append(Problem(file, f"trainer.{field.name}", why, fix))
+            found.append(Problem(file, f"trainer.{field.name}", why, SECRET_FIX))
     return found
 
 
 def redact(value: Any) -> Any:
-    """``value`` with every secret hidden: issued tokens, ``user:password@`` in URLs, ``token=...``, and in mappings
-    the values of keys named like secrets.
+    """``value`` with every secret hidden: the values this process knows (``keep_secret``, variables named like
+    secrets: HF_TOKEN), issued tokens, ``user:password@`` in URLs, ``token=...``, and in mappings the values of keys
+    named like secrets.
 
     >>> redact("https://bob:hunter2@judge.example/v1 with hf_abcdefghijkl")
     'https://<redacted>@judge.example/v1 with hf_<redacted>'
@@ -183,9 +210,12 @@ def redact(value: Any) -> Any:
     {'trainer': {'hub_token': '<redacted>', 'seed': 1}}
     """
     if isinstance(value, str):
+        env = (v.strip() for k, v in os.environ.items() if len(v.strip()) >= 6 and is_secret_key(k))
+        for known in sorted({*KNOWN, *env}, key=len, reverse=True):
+            value = value.replace(known, HIDDEN)
         for pattern, hidden in SECRET_TEXT:
             value = pattern.sub(hidden, value)
-        return value
+        return KEY_VALUE.sub(lambda m: m[1] + HIDDEN if is_secret_key(m[1].rstrip("'\"")[:-1]) else m[0], value)
     if isinstance(value, dict):
         return {k: HIDDEN if is_secret_key(k) and v not in (None, "") else redact(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

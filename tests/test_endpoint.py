@@ -6,14 +6,18 @@ loop is bounded by the script length and the timeouts."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from grpo_trl.endpoint import Endpoint, EndpointError, api_key, probe
+from grpo_trl.errors import format_error_lines
 from tests.fake_openai import FakeOpenAI
 
 pytest.importorskip("openai")
@@ -264,3 +268,51 @@ def test_missing_openai_names_the_extra(monkeypatch):
         Endpoint("http://127.0.0.1:1/v1", "m")
     with pytest.raises(EndpointError, match=r"grpo-trl\[endpoint\]"):
         probe("http://127.0.0.1:1/v1", "m")
+
+
+class _EchoKey(BaseHTTPRequestHandler):
+    """A server that quotes the key back in its 401 body, as OpenAI does ("Incorrect API key provided: KEY")."""
+
+    def _echo(self):
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        body = json.dumps({"error": {"message": f"Incorrect API key provided: {key}"}}).encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _echo
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def echo_url():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoKey)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/v1"
+    server.shutdown()
+
+
+def test_an_error_line_never_shows_the_key_the_server_echoes(echo_url, monkeypatch):
+    monkeypatch.setenv("GRPO_ECHO_VAR", "mykey-SEKRIT-2f9c81d0")  # a name redact would not guess: the value is known
+    ep = Endpoint(echo_url, "m", api_key_env="GRPO_ECHO_VAR", retries=0)
+    errors = ep.run([ep.chat(MSG)])
+    with pytest.raises(EndpointError) as probed:
+        probe(echo_url, "m", api_key_env="GRPO_ECHO_VAR")
+    lines = format_error_lines(errors[0]) + format_error_lines(probed.value)
+    assert all("SEKRIT" not in line for line in lines) and "<redacted>" in " ".join(lines), lines
+
+
+@pytest.mark.slow
+def test_eval_endpoint_error_never_prints_the_key_the_server_echoes(echo_url, tmp_path, capsys, monkeypatch):
+    from grpo_trl.cli import main as cli_main
+    from tests.recipe.test_recipe import BASE, write
+
+    monkeypatch.setenv("GRPO_ECHO_VAR", "mykey-SEKRIT-2f9c81d0")
+    args = ["eval", str(write(tmp_path, BASE)), "--split", "train", "--backend", "endpoint", "--base-url", echo_url]
+    rc = cli_main([*args, "--model", "m", "--api-key-env", "GRPO_ECHO_VAR", "--output-dir", str(tmp_path / "ev")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "SEKRIT" not in err, err

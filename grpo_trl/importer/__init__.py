@@ -11,11 +11,11 @@ from typing import Any
 import yaml
 
 from grpo_trl import tables as T
-from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line
+from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, one_line, redact
 from grpo_trl.importer import sections
 from grpo_trl.importer.rules import KEYS, Imported, Translation, carry, installed_fields, model
 from grpo_trl.io import load_yaml, read_text
-from grpo_trl.recipe.load import YamlLoader
+from grpo_trl.recipe.load import YamlLoader, yaml_problem
 
 __all__ = ["Imported", "import_config", "import_text"]
 
@@ -86,18 +86,20 @@ def _import(read, source: str, **options) -> Imported:
         data, loader = load_yaml(read(), source, YamlLoader)
     except OSError as exc:
         raise RecipeError([Problem(source, "-", f"cannot read the config: {exc.strerror or exc}")]) from exc
-    except (GrpoTrlError, yaml.YAMLError) as exc:
-        why = exc.problems[0].text if isinstance(exc, GrpoTrlError) else " ".join(str(exc).split())
+    except (GrpoTrlError, yaml.YAMLError) as exc:  # the recipe's one YAML formatter: no source line quoted
+        why = exc.problems[0].text if isinstance(exc, GrpoTrlError) else yaml_problem(exc)[0]
         raise RecipeError([Problem(source, "-", f"not a readable YAML config: {why}")]) from None
     imported = translate(data, file=source, **options)
     imported.warnings[:0] = [
-        f"repeated key {key} (lines {first} and {line}): the last value, {loader.construct_object(value, True)!r}, "
-        "is kept"
+        f"repeated key {key} (lines {first} and {line}): the last value, "
+        f"{redact({key: loader.construct_object(value, True)})[key]!r}, is kept"
         for key, first, line, value in loader.duplicates
     ]
     text = "\n".join([f"# {_comment_text(h)}" if h else "#" for h in _header(source, imported)])
     imported.text = text + "\n" + "\n".join(_block(imported.recipe, (), imported.comments)) + "\n"
-    imported.warnings += [f"{k}: not mapped: {why}" for k, why in imported.unmapped]
+    imported.warnings = [
+        one_line(w) for w in imported.warnings + [f"{k}: not mapped: {w}" for k, w in imported.unmapped]
+    ]
     return imported
 
 

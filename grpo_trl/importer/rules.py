@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from grpo_trl import tables as T
-from grpo_trl.errors import Problem
+from grpo_trl.errors import SECRET_FIX, Problem, holds_secret, is_secret_key, keep_secret
 from grpo_trl.recipe.schema import DTYPES
 
 KEYS = yaml.safe_load((Path(__file__).parent / "keys.yaml").read_text())
@@ -64,6 +64,10 @@ class Translation:
         self.out.unmapped.append((key, why))
 
     def put(self, path: tuple, value: Any, comment: str | None = None) -> None:
+        if is_secret_key(path[-1]) or holds_secret(value):  # check refuses it; train would copy it into the run
+            keep_secret(value)
+            source = path[-1] if path[-1] in self.data else re.split(r"[^\w.]", comment or "", maxsplit=1)[0]
+            return self.unmapped(source or path[-1], f"a secret, not written: {SECRET_FIX}")
         node = self.out.recipe
         for part in path[:-1]:
             node = node.setdefault(part, {})

@@ -148,7 +148,7 @@ def rewards(t: Translation) -> None:
         entries.insert(0, {"model": model, **({"weight": float(weights[0])} if weights is not None else {})})
         t.out.comments[("rewards", 0)] = "reward_model_name_or_path (a sequence classifier, as TRL loads it)"
     if entries:
-        t.out.recipe["rewards"] = entries
+        t.put(("rewards",), entries)  # the one gate: an argument holding a secret is not written
         t.carried |= {"reward_funcs", "reward_weights", "reward_model_name_or_path"} & set(t.data)
     for key in T.REWARD_SETTINGS:
         if key in t.data and key not in used:

@@ -13,7 +13,7 @@ import yaml
 from grpo_trl.errors import Problem, suggest
 from grpo_trl.fields import Hints, validate_value
 from grpo_trl.recipe import schema
-from grpo_trl.recipe.load import read_recipe
+from grpo_trl.recipe.load import read_recipe, secrets
 from grpo_trl.recipe.trl_schema import BACKENDS, BOUND_REASONS, GENERATION_FIELDS, MANAGED_FIELDS
 from grpo_trl.tables import REMOVED_FIELDS, peer_config_problems, top_level_hint
 
@@ -76,6 +76,7 @@ class Recipe:
 
     def __post_init__(self) -> None:
         raw = self.data if isinstance(self.data, dict) else {}
+        secrets(raw)  # the values of its secret keys: never shown from now on (errors.redact)
         coerced, problems = coerce(raw, self.file)
         object.__setattr__(self, "data", coerced)
         object.__setattr__(self, "problems", tuple(problems))

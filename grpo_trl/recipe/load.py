@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from grpo_trl.errors import GrpoTrlError, Problem, RecipeError, is_secret_key
+from grpo_trl.errors import SECRET_FIX, GrpoTrlError, Problem, RecipeError, is_secret_key, keep_secret
 from grpo_trl.io import load_yaml, read_text
 
 MAX_BYTES = 1_000_000  # a recipe is a few KB; anything over 1 MB is not one
@@ -69,14 +70,20 @@ def parse_yaml(text: str, file: str) -> Any:
             why = f"duplicate key in one mapping (line {line}; the first is on line {first})"
             raise _error(file, key, why, "keep one of them")
         return data
-    except yaml.YAMLError as exc:  # a control character (a NUL byte) fails before any line is read
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).split("\n")[0]
-        fix = "" if mark else "remove the control characters"
-        raise _error(file, "", f"not valid YAML{where}: {str(problem)[:200]}", fix) from None
+    except yaml.YAMLError as exc:
+        raise _error(file, "", *yaml_problem(exc)) from None
     except GrpoTrlError as exc:  # a duplicate key, an unreadable value, the bounds of the one reader
         raise RecipeError(exc.problems) from None
+
+
+def yaml_problem(exc: yaml.YAMLError) -> tuple[str, str]:
+    """What is wrong, and the fix: line, column and PyYAML's problem with the text it quotes (an alias, a tag: maybe a
+    secret's value) left out; a control character (a NUL byte) fails before any line is read."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = str(getattr(exc, "problem", None) or str(exc).split("\n")[0])[:200]
+    problem = re.sub(r"'(?!<)(?:[^'\\]|\\.){2,}'", "'...'", problem)  # keep '\t', ':' and '<scalar>'
+    return f"not valid YAML{where}: {problem}", "" if mark else "remove the control characters"
 
 
 def read_yaml(path: Path) -> dict:
@@ -103,6 +110,7 @@ def secrets(data: Any, prefix: str = "") -> list[str]:
     for key, value in items:
         if isinstance(key, str) and is_secret_key(key) and value not in (None, "", False):
             found.append(f"{prefix}{key}")
+            keep_secret(value)  # never shown from now on, whatever echoes it
         else:
             found += secrets(value, f"{prefix}{key}.")
     return found
@@ -196,6 +204,5 @@ def read_recipe(path: str | Path, overrides: tuple[str, ...] | list[str] = ()) -
         data = apply_override(data, assignment)
     if found := secrets(data):
         why = "a secret in a recipe is copied into the run folder and its card"
-        fix = "put it in the environment: HF_TOKEN (huggingface_hub reads it) for the Hub, api_key_env for endpoints"
-        raise RecipeError([Problem(str(path), key, why, fix) for key in found])
+        raise RecipeError([Problem(str(path), key, why, SECRET_FIX) for key in found])
     return data

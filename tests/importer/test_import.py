@@ -546,3 +546,30 @@ def test_an_older_trl_config_is_read_as_trl_with_its_vllm_fields_explained(tmp_p
     unmapped = dict(result.unmapped)
     assert set(unmapped) == {"vllm_dtype", "vllm_enable_prefix_caching"}
     assert all("grpo-trl serve" in why for why in unmapped.values())
+
+
+# ------------------------------------------------------------------------------------------------ secrets
+def test_import_writes_no_secret_and_says_where_it_goes(tmp_path, capsys):
+    config = tmp_path / "trl.yaml"
+    config.write_text(
+        "model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: trl-lib/tldr\nreward_funcs: [accuracy_reward]\n"
+        "hub_token: hf_SEKRITsekritSEKRITsekritSEKRIT12\nvllm_server_base_url: http://bob:SEKRITPW@localhost:8000\n"
+        "model_init_kwargs: {token: SEKRIT_MODEL}\nhub_token: SEKRIT_AGAIN\n"  # a repeated key's warning: no value
+    )
+    out = tmp_path / "recipe.yaml"
+    assert cli_main(["import", str(config), "-o", str(out)]) == 0
+    written, captured = out.read_text(), capsys.readouterr()
+    assert "SEKRIT" not in written + captured.out + captured.err, written + captured.err
+    for key in ("hub_token", "vllm_server_base_url"):
+        assert f"{key}: not mapped: a secret, not written: put it in the environment: HF_TOKEN" in captured.err
+
+
+@pytest.mark.parametrize(
+    "text", ["hub_token: SEKRITVAL: x\n", "hub_token: *SEKRITVAL\n", "x: 1\n  hub_token: 'SEKRIT"]
+)
+def test_import_yaml_error_names_line_and_column_only(tmp_path, capsys, text):
+    config = tmp_path / "trl.yaml"
+    config.write_text("model_name_or_path: x\n" + text)
+    assert cli_main(["import", str(config), "-o", str(tmp_path / "out.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert "SEKRIT" not in err and "not a readable YAML config: not valid YAML at line" in err, err

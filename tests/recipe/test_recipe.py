@@ -12,7 +12,7 @@ from grpo_trl.check.plan import make_plan
 from grpo_trl.check.rewards import reward_args
 from grpo_trl.check.validate import validate
 from grpo_trl.cli import main as cli_main
-from grpo_trl.recipe import RecipeError
+from grpo_trl.recipe import Recipe, RecipeError
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p for p in (ROOT / "recipes").rglob("*.yaml") if "accelerate" not in p.parts)
@@ -303,3 +303,37 @@ def test_extends_naming_what_is_not_a_recipe_says_what_it_is(tmp_path, capsys, m
     assert cli_main(["check", str(tmp_path / "r.yaml")]) == 1
     err = capsys.readouterr().err
     assert says in err and len(err.strip().splitlines()) == 1, err
+
+
+# ------------------------------------------------------------------------------------------------ secrets
+@pytest.mark.parametrize("key", ["x-api-key", "access-token", "Authorization", "hmac_key", "api_key"])
+def test_check_refuses_a_secret_under_any_secret_key_spelling(tmp_path, capsys, key):
+    trainer = {**BASE["trainer"], "chat_template_kwargs": {key: "SEKRIT_VALUE_123"}}
+    assert cli_main(["check", str(write(tmp_path, {**BASE, "trainer": trainer}))]) == 1
+    err = capsys.readouterr().err
+    assert "SEKRIT" not in err and "a secret" in err and f"trainer.chat_template_kwargs.{key}" in err, err
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        ["--set", "trainer.hub_token=*SEKRITVAL"],  # a --set value under a secret key
+        ["--set", "trainer.seed=!SEKRITTAG x"],  # under any key: PyYAML's quoted text is left out
+        ["file", "model:\n  name: builtin:tiny\ntrainer:\n  hub_token:\n    *SEKRITVAL\n"],  # the alias a line below
+    ],
+)
+def test_a_yaml_error_never_echoes_the_value(tmp_path, capsys, source):
+    path = write(tmp_path, BASE)
+    if source[0] == "file":
+        path.write_text(source[1])
+    args = ["check", str(path)] + ([] if source[0] == "file" else source)
+    assert cli_main(args) == 1
+    err = capsys.readouterr().err
+    assert "SEKRIT" not in err and "not valid YAML at line" in err, err
+
+
+@pytest.mark.parametrize("value", [["SEKRIT1234"], {"a": "SEKRIT1234"}])
+def test_a_python_recipe_error_never_shows_a_secret_keyed_value(value):
+    recipe = Recipe(data={**BASE, "trainer": {**BASE["trainer"], "hub_token": value}})
+    shown = str(RecipeError(validate(recipe)))
+    assert "trainer.hub_token" in shown and "SEKRIT" not in shown, shown
