@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_trl.data.build import build_one, join_parts, mixture_parts
+from grpo_trl.data.pass_rate import band_rates
 from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 from grpo_trl.data.rows import needing
 from grpo_trl.data.sources import column_names, load_file
@@ -73,8 +74,13 @@ def _first_row(cfg: dict, base: Path | None) -> Any:
 
 
 def check_rows(cfg: dict, base_dir: str | Path | None, needed: list[str]) -> None:
-    """``check``: each local file built and scanned as ``train`` will (no plugin's builder run) for bad rows."""
+    """``check``: each local file built, scanned and banded (``data.pass_rate``) as ``train`` will (no plugin's
+    builder run); any other part's pass-rate file read as train reads it, whatever the model."""
+    base = Path(base_dir) if base_dir else None
     for part in mixture_parts(cfg) if cfg.get("mixture") else [cfg]:
+        band = {"pass_rate": part.get("pass_rate")}
         if part.get("path") and not from_plugin(get_builder(part.get("builder"))):
             with needing(needed):
-                build_one({**part, **UNFILTERED}, None, Path(base_dir) if base_dir else None)
+                build_one({**part, **UNFILTERED, **band}, None, base)  # a band that keeps no row fails here too
+        elif band["pass_rate"]:
+            band_rates(band["pass_rate"], base)
