@@ -118,8 +118,10 @@ def _mixture(cfg: dict, tokenizer: Any, base: Path | None, rendering: Rendering 
     weights = [float(p.get("weight", 1.0)) for p in cfg["mixture"]]
     total_w = sum(w / max(weights) for w in weights)  # scaled first: weights near 1e308 must not sum to inf
     shares = [w / max(weights) / total_w for w in weights]
-    size = cfg.get("size") or int(min(len(ds) / s for ds, s in zip(built, shares)))
+    size = cfg.get("size") or int(min(len(ds) / s for ds, s in zip(built, shares) if s))  # 1e-308 / 1e308: 0
     counts = [round(size * s) for s in shares]
+    if not any(counts):
+        raise DataError(f"{size} row(s) shared by the weights give each part 0 rows", key="data.size", fix="raise it")
     for ds, c, part in zip(built, counts, cfg["mixture"]):
         if c > len(ds):
             raise DataError(f"data.mixture: builder {part['builder']!r} has {len(ds)} rows, the mixture asks for {c}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.data.build import build_one, join_parts, mixture_parts
+from grpo_trl.data.build import build_dataset, build_one, join_parts, mixture_parts
 from grpo_trl.data.pass_rate import band_rates
 from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 from grpo_trl.data.rows import needing
@@ -73,14 +73,26 @@ def _first_row(cfg: dict, base: Path | None) -> Any:
     return build_one({**cfg, **UNFILTERED, "bad_rows": "drop", "limit": 1}, None, base)[0]
 
 
+def built_here(part: dict) -> bool:
+    """Whether ``check`` builds ``part`` as train does: a local file or generated rows (no download, no plugin)."""
+    builder = get_builder(part["builder"])
+    loads = "source" in builder_params(builder) and not part.get("path") and part.get("source") != "generate"
+    return not (from_plugin(builder) or loads or (builder.local_copy and not part.get("path")))
+
+
 def check_rows(cfg: dict, base_dir: str | Path | None, needed: list[str]) -> None:
-    """``check``: each local file built, scanned and banded (``data.pass_rate``) as ``train`` will (no plugin's
-    builder run); any other part's pass-rate file read as train reads it, whatever the model."""
+    """``check``: each local file built, scanned and banded (``data.pass_rate``) as ``train`` will, a mixture of
+    parts built here joined as train joins them (sizes, weights, columns); any other pass-rate file read."""
     base = Path(base_dir) if base_dir else None
-    for part in mixture_parts(cfg) if cfg.get("mixture") else [cfg]:
-        band = {"pass_rate": part.get("pass_rate")}
-        if part.get("path") and not from_plugin(get_builder(part.get("builder"))):
-            with needing(needed):
+    parts = mixture_parts(cfg) if cfg.get("mixture") else [cfg]
+    with needing(needed):
+        if cfg.get("mixture") and all(built_here(part) for part in parts):
+            mixture = [{**part, **UNFILTERED, "pass_rate": part.get("pass_rate")} for part in cfg["mixture"]]
+            build_dataset({**cfg, "mixture": mixture, "eval_size": None}, None, base)  # eval_size: step_problems
+            return
+        for part in parts:
+            band = {"pass_rate": part.get("pass_rate")}
+            if part.get("path") and not from_plugin(get_builder(part.get("builder"))):
                 build_one({**part, **UNFILTERED, **band}, None, base)  # a band that keeps no row fails here too
-        elif band["pass_rate"]:
-            band_rates(band["pass_rate"], base)
+            elif band["pass_rate"]:
+                band_rates(band["pass_rate"], base)
