@@ -174,15 +174,15 @@ def draw(rng: random.Random, image_size: int, max_squares: int) -> tuple[bytes, 
     counts = {c: rng.randint(0 if c != "red" else 1, max_squares) for c in COLOURS}
     image = Image.new("RGB", (image_size, image_size), "white")
     pen = ImageDraw.Draw(image)
+    drawn = dict.fromkeys(COLOURS, 0)  # a small picture may hold fewer squares than were drawn at random
     for colour, n in counts.items():
-        for _ in range(n):
-            if not cells:
-                break
+        for _ in range(min(n, len(cells))):
             x, y = cells.pop()
             pen.rectangle([x + 1, y + 1, x + side - 2, y + side - 2], fill=COLOURS[colour])
+            drawn[colour] += 1
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
-    return buffer.getvalue(), counts
+    return buffer.getvalue(), drawn
 
 
 @register_builder("squares", system_prompt=None, columns=("images", "solution", "colour"))
@@ -195,9 +195,10 @@ def squares(split: str = "train", *, size: int = 1000, seed: int = 0, image_size
     """
     from datasets import Dataset, Image, List
 
-    if image_size < 8 or max_squares < 1:
-        key, got = ("data.image_size", image_size) if image_size < 8 else ("data.max_squares", max_squares)
-        raise DataError(f"must be at least {8 if image_size < 8 else 1}, got {got}", key=key)
+    if not 8 <= image_size <= 1024:  # 100,000 pixels a side: 30 GB a picture
+        raise DataError(f"must be at least 8 and at most 1024, got {image_size}", key="data.image_size")
+    if max_squares < 1:
+        raise DataError(f"must be at least 1, got {max_squares}", key="data.max_squares")
     rng = random.Random(zlib.crc32(f"{split}:{seed}".encode()))
     rows = []
     for _ in range(size):

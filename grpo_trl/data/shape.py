@@ -81,8 +81,8 @@ def built_here(part: dict) -> bool:
 
 
 def check_rows(cfg: dict, base_dir: str | Path | None, needed: list[str]) -> None:
-    """``check``: each local file built, scanned and banded (``data.pass_rate``) as ``train`` will, a mixture of
-    parts built here joined as train joins them (sizes, weights, columns); any other pass-rate file read."""
+    """``check``, whatever the model: each local file built, scanned and banded (``data.pass_rate``) as ``train``
+    will, generated rows built (one), a mixture of such parts joined as train joins them; any pass-rate file read."""
     base = Path(base_dir) if base_dir else None
     parts = mixture_parts(cfg) if cfg.get("mixture") else [cfg]
     with needing(needed):
@@ -91,8 +91,9 @@ def check_rows(cfg: dict, base_dir: str | Path | None, needed: list[str]) -> Non
             build_dataset({**cfg, "mixture": mixture, "eval_size": None}, None, base)  # eval_size: step_problems
             return
         for part in parts:
-            band = {"pass_rate": part.get("pass_rate")}
-            if part.get("path") and not from_plugin(get_builder(part.get("builder"))):
-                build_one({**part, **UNFILTERED, **band}, None, base)  # a band that keeps no row fails here too
-            elif band["pass_rate"]:
-                band_rates(band["pass_rate"], base)
+            local, band = part.get("path"), part.get("pass_rate")
+            if built_here(part):  # a local file whole (a band that keeps no row fails here too), generated: one row
+                one = {} if local or "size" not in builder_params(get_builder(part["builder"])) else {"size": 1}
+                build_one({**part, **UNFILTERED, "pass_rate": band if local else None, **one}, None, base)
+            if band and not (local and built_here(part)):
+                band_rates(band, base)

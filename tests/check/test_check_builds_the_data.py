@@ -27,6 +27,8 @@ CASES = {
     "files: width from a column": {"builder": "files", "path": "qa.jsonl", "user_template": "{question:{problem}}"},
     "files: a width past the bound": {"builder": "files", "path": "qa.jsonl", "user_template": "{question:>20000}"},
     "files: a fine template": {"builder": "files", "path": "qa.jsonl", "user_template": "{question:.1} {solution!r}"},
+    "countdown: min_numbers above max_numbers": {**GENERATED, "min_numbers": 5, "max_numbers": 3},
+    "squares: a picture past 1024 pixels": {"builder": "squares", "size": 2, "image_size": 5000},
     "mixture: larger than its parts": {"size": 100, "mixture": [GENERATED, GSM]},
     "mixture: a size that rounds every part to 0": {"size": 1, "mixture": [GENERATED, GSM]},
     "mixture: weights 1e308 apart": {"mixture": [{**GENERATED, "weight": 1e308}, {**GSM, "weight": 1e-308}]},
@@ -47,11 +49,12 @@ def _files(folder: Path) -> None:
     (folder / "mbpp.jsonl").write_text(lines([{"text": "t", "test_list": 5}] * 4))
 
 
+@pytest.mark.parametrize("model", ["builtin:tiny", "no-such-org/no-such-model"])  # not local: still checked
 @pytest.mark.parametrize("case", CASES)
-def test_check_says_ok_exactly_when_the_data_train_builds_builds(tmp_path, capsys, case):
+def test_check_says_ok_exactly_when_the_data_train_builds_builds(tmp_path, capsys, case, model):
     _files(tmp_path)
     recipe = {
-        "model": {"name": "builtin:tiny", "dtype": "float32"},
+        "model": {"name": model, "dtype": "float32"},
         "data": CASES[case],
         "rewards": [{"name": "xml_format"}],
         "trainer": {"output_dir": str(tmp_path / "out"), "max_steps": 1, "report_to": "none"},
