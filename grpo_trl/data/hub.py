@@ -105,7 +105,7 @@ def hub(
     return ds.map(to_row, with_indices=True, remove_columns=drop)
 
 
-@register_builder("files", system_prompt=None)
+@register_builder("files", system_prompt=None, local_copy=True)  # path: the rows, counted by check
 def files(
     split: str = "train",
     *,

@@ -5,6 +5,7 @@ a mixture whose size, weights or columns cannot be met) are one ``error:`` line 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ CASES = {
     "files: a fine template": {"builder": "files", "path": "qa.jsonl", "user_template": "{question:.1} {solution!r}"},
     "countdown: min_numbers above max_numbers": {**GENERATED, "min_numbers": 5, "max_numbers": 3},
     "squares: a picture past 1024 pixels": {"builder": "squares", "size": 2, "image_size": 5000},
+    "files: eval_size as large as the file": {"builder": "files", "path": "qa.jsonl", "eval_size": 8},
     "mixture: larger than its parts": {"size": 100, "mixture": [GENERATED, GSM]},
     "mixture: a size that rounds every part to 0": {"size": 1, "mixture": [GENERATED, GSM]},
     "mixture: weights 1e308 apart": {"mixture": [{**GENERATED, "weight": 1e308}, {**GSM, "weight": 1e-308}]},
@@ -67,7 +69,8 @@ def test_check_says_ok_exactly_when_the_data_train_builds_builds(tmp_path, capsy
             build_dataset(CASES[case], base_dir=tmp_path)  # what train builds (its tokenizer only filters rows)
     except DataError as exc:
         (problem,) = exc.problems
-        assert rc == 1 and len(err) == 1 and f"{problem.key}: " * bool(problem.key) + problem.message in err[0], err
+        key = problem.key or re.match(r"data[\w.]*", problem.message)[0]  # "data.mixture: ..." names it itself
+        assert rc == 1 and len(err) == 1 and f": {key}: " in err[0], err  # one line, at the key train names
         return
     assert rc == 0 and case in FINE, err
 
