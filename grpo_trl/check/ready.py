@@ -12,8 +12,8 @@ from grpo_trl.check.plan import make_plan
 from grpo_trl.data.build import build_one, mixture_parts
 from grpo_trl.data.image_tokens import IMAGE_COLUMNS
 from grpo_trl.data.refill import IMAGES, IMAGES_FIX
-from grpo_trl.data.registry import builder_params, from_plugin, get_builder
-from grpo_trl.data.shape import dataset_columns, expected_rows
+from grpo_trl.data.registry import builder_params, get_builder
+from grpo_trl.data.shape import built_here, dataset_columns, expected_rows
 from grpo_trl.data.sources import first_row
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
 from grpo_trl.io import read_json_head, read_text
@@ -108,14 +108,12 @@ def chat_template(recipe: Recipe) -> tuple[str, str] | None:
 def first_prompt(recipe: Recipe) -> list[dict] | None:
     """The first prompt of the data as the trainer will see it, when it can be built offline (else None)."""
     cfg = mixture_parts(recipe.dataset)[0] if recipe.dataset.get("mixture") else recipe.dataset
-    builder = get_builder(cfg["builder"])
-    loads = "source" in builder_params(builder) and not cfg.get("path") and cfg.get("source") != "generate"
-    if from_plugin(builder) or loads or (builder.local_copy and not cfg.get("path")):
+    if not built_here(cfg):
         return None  # a plugin's builder is the user's code; load_dataset (Hub or local folder) a download or a copy
     from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
 
     one = {**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None, "eval_size": None}
-    if "size" in builder_params(builder):  # a generated dataset: its first row, not all of them
+    if "size" in builder_params(get_builder(cfg["builder"])):  # a generated dataset: its first row, not all of them
         one["size"] = 1
     shown = is_progress_bar_enabled()
     disable_progress_bar()  # a check of one row: no "Map: 100%" bars before the command's own output

@@ -15,7 +15,7 @@ from grpo_trl.data.pass_rate import keep_band
 from grpo_trl.data.registry import get_builder, to_conversation
 from grpo_trl.data.render import Rendering
 from grpo_trl.data.rows import drop_bad_rows
-from grpo_trl.data.sources import column_names, first_row
+from grpo_trl.data.sources import column_names, decoding, first_row
 from grpo_trl.errors import DataError, Problem
 
 STREAM_REFUSES = ("mixture", "eval_size", "pass_rate", "sampler", "dynamic_sampling")  # they need every row at once
@@ -74,7 +74,7 @@ def build_one(
     options |= {k: v for k, v in {**asked, "streaming": stream}.items() if k in params}
     ds = builder.func(split=cfg.get(split_key) or "train", **options)
     if stream and hasattr(ds, "to_iterable_dataset"):  # built in memory: streamed from there, mapped lazily
-        ds = ds.to_iterable_dataset()
+        ds = decoding(ds, True).to_iterable_dataset()
     columns = column_names(ds)
     if "user" not in columns and "prompt" not in columns:  # pragma: no cover - a builder bug
         raise DataError(f"builder {builder.name!r} returned no 'user' (or 'prompt') column")
@@ -98,7 +98,7 @@ def build_one(
             f"the dataset is empty after filtering ({DataResult(ds, None, loaded, dropped).summary()}); raise "
             "data.max_prompt_tokens / max_solution_tokens, fill in the rows without a value, or check the source"
         )
-    return ds, loaded, dropped
+    return decoding(ds, True), loaded, dropped  # read undecoded (sources.py): an image opens when a row is read
 
 
 def mixture_parts(cfg: dict) -> list[dict]:
@@ -118,8 +118,10 @@ def _mixture(cfg: dict, tokenizer: Any, base: Path | None, rendering: Rendering 
     weights = [float(p.get("weight", 1.0)) for p in cfg["mixture"]]
     total_w = sum(w / max(weights) for w in weights)  # scaled first: weights near 1e308 must not sum to inf
     shares = [w / max(weights) / total_w for w in weights]
-    size = cfg.get("size") or int(min(len(ds) / s for ds, s in zip(built, shares)))
+    size = cfg.get("size") or int(min(len(ds) / s for ds, s in zip(built, shares) if s))  # 1e-308 / 1e308: 0
     counts = [round(size * s) for s in shares]
+    if not any(counts):
+        raise DataError(f"{size} row(s) shared by the weights give each part 0 rows", key="data.size", fix="raise it")
     for ds, c, part in zip(built, counts, cfg["mixture"]):
         if c > len(ds):
             raise DataError(f"data.mixture: builder {part['builder']!r} has {len(ds)} rows, the mixture asks for {c}")

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.data.registry import DataError, load_hub_or_file, register_builder
+from grpo_trl.data.registry import DataError, load_hub_or_file, map_rows, register_builder
 
 SYSTEM = (
     "You are a careful Python programmer. Think step by step, then give your complete solution as one Python code "
@@ -76,5 +76,5 @@ def code(
             user += "\nYour code should pass these tests:\n" + "\n".join(tests["asserts"])
         return {"user": user, "tests": json.dumps(tests)}
 
-    out = ds.map(to_row, remove_columns=ds.column_names)
+    out = map_rows(ds, to_row, str(path or source), remove_columns=ds.column_names)
     return out.filter(lambda row: bool(json.loads(row["tests"])["asserts"] or json.loads(row["tests"])["io"]))

@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 
 from grpo_trl.data.countdown import split_seed
-from grpo_trl.data.registry import load_hub_or_file, register_builder, require_columns
+from grpo_trl.data.registry import load_hub_or_file, map_rows, register_builder, require_columns
 from grpo_trl.rewards.text import extract_hash_answer
 
 NAMES = {"Natalia": "she", "Tom": "he", "Maya": "she", "Ben": "he", "Lena": "she", "Omar": "he", "Sara": "she"}
@@ -90,7 +90,9 @@ def gsm8k(
     else:
         ds = load_hub_or_file(source, config, split, path, base_dir)
     require_columns(ds, ["question", "answer"], f"gsm8k data ({path or source})")
-    return ds.map(
+    return map_rows(
+        ds,
         lambda row: {"user": row["question"], "solution": gsm8k_solution(row["answer"]), "reasoning": row["answer"]},
+        str(path or source),
         remove_columns=ds.column_names,
     )

@@ -5,11 +5,12 @@ that owns its data), ``verifiers`` (a verifiers taskset's prompts, ``grpo_trl.en
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from string import Formatter
 from typing import Any, Literal
 
-from grpo_trl.data.registry import DataError, register_builder, to_conversation
+from grpo_trl.data.registry import DataError, map_rows, register_builder, to_conversation
 from grpo_trl.data.rows import missing
 from grpo_trl.data.sources import column_names, first_row, load_file, load_hub_or_file, require_columns
 from grpo_trl.environments import verifiers_env
@@ -18,6 +19,7 @@ from grpo_trl.rewards.text import extract_boxed
 
 logger = logging.getLogger(__name__)
 
+MAX_WIDTH = 10_000  # a user_template field's width or precision: {q:>999999999} is a GB per row
 ROUTE = "environment"  # TRL's column naming each row's environment when there are several
 
 
@@ -104,7 +106,7 @@ def hub(
     return ds.map(to_row, with_indices=True, remove_columns=drop)
 
 
-@register_builder("files", system_prompt=None)
+@register_builder("files", system_prompt=None, local_copy=True)  # path: the rows, counted by check
 def files(
     split: str = "train",
     *,
@@ -121,10 +123,14 @@ def files(
     fields = [question_column]
     if user_template is not None:
         try:
-            fields = [f for _, f, _, _ in Formatter().parse(user_template) if f is not None]
+            parsed = [(f, spec or "") for _, f, spec, _ in Formatter().parse(user_template) if f is not None]
         except ValueError as exc:
             why = f"not a valid template ({exc}); write {{column}} fields"
             raise DataError(why, key="data.user_template") from None
+        fields = [f for f, _ in parsed]
+        if wide := [s for _, s in parsed if "{" in s or any(int(n) > MAX_WIDTH for n in re.findall(r"\d+", s))]:
+            why = f"format spec {wide[0]!r} pads each prompt to any length (a GB per row: out of memory)"
+            raise DataError(why, key="data.user_template", fix=f"use widths up to {MAX_WIDTH}, without {{column}}")
         positional = [f for f in fields if not f or f.isdigit()]
         if positional:
             raise DataError(
@@ -140,7 +146,8 @@ def files(
             return {"user": None}
         return {"user": user_template.format(**row) if user_template else str(row[question_column])}
 
-    return ds.map(to_row, remove_columns=[c for c in ds.column_names if c not in keep])
+    key = "data.user_template" if user_template else "data"
+    return map_rows(ds, to_row, str(path), key, remove_columns=[c for c in ds.column_names if c not in keep])
 
 
 @register_builder(
@@ -159,12 +166,14 @@ def math(
     """Competition math: columns ``user`` (the problem), ``solution`` (boxed answer), ``worked_solution``."""
     ds = load_hub_or_file(source, config, split, path, base_dir)
     require_columns(ds, [problem_column, solution_column_in], f"math data ({path or source})")
-    return ds.map(
+    return map_rows(
+        ds,
         lambda row: {
             "user": row[problem_column],
             "solution": extract_boxed(row[solution_column_in]) or row[solution_column_in].strip(),
             "worked_solution": row[solution_column_in],
         },
+        str(path or source),
         remove_columns=ds.column_names,
     )
 

@@ -19,18 +19,6 @@ KEY = "data.image_column"
 PARTS = ("image", "text")
 
 
-def _decodes_not(ds: Any, column: str) -> Any:
-    """``column`` as undecoded ``{"bytes", "path"}`` mappings, so each image is opened once, by ``load_image``."""
-    from datasets import Image, List
-
-    feature = ds.features[column]
-    if isinstance(feature, Image):
-        return ds.cast_column(column, Image(decode=False))
-    if isinstance(feature, List) and isinstance(feature.feature, Image):  # Sequence(...) is a List too
-        return ds.cast_column(column, List(Image(decode=False)))
-    return ds
-
-
 def load_image(value: Any, folders: list[Path]) -> dict:
     """One image as ``{"bytes": ..., "path": ...}`` after opening it; ``ValueError`` saying why it cannot be used.
 
@@ -75,10 +63,12 @@ def load_image(value: Any, folders: list[Path]) -> dict:
 
 
 def images_of(value: Any, folders: list[Path]) -> list[dict]:
-    """A cell of the image column as a list of opened images (a list cell: several, none when empty)."""
-    value = _json(value, ("[", "{"))
-    values = list(value) if isinstance(value, (list, tuple)) else [value]
-    return [load_image(v, folders) for v in values]
+    """A cell of the image column as a list of opened images (a list cell, nested or not: several; none when empty)."""
+    return [load_image(v, folders) for v in _flat(_json(value, ("[", "{")))]
+
+
+def _flat(value: Any) -> list:
+    return [x for v in value for x in _flat(v)] if isinstance(value, (list, tuple)) else [value]
 
 
 def _json(value: Any, openers: tuple[str, ...] = ("[",)) -> Any:
@@ -143,7 +133,6 @@ def images(
     where = f"dataset {path or name!r}"
     for key, column in (("image", image_column), ("question", question_column), ("answer", answer_column)):
         require_columns(ds, [column], where, f"data.{key}_column")
-    ds = _decodes_not(ds, image_column)
     local = Path(path).expanduser() if path else None
     if local is not None and not local.is_absolute() and base_dir is not None and not local.exists():
         local = base_dir / local
@@ -168,7 +157,7 @@ def images(
         c for c in (image_column, question_column, answer_column) if c not in ("user", IMAGES, "solution", "prompt")
     ]
     out = ds.map(to_row, with_indices=True, remove_columns=drop, desc="opening images")
-    return out.cast_column(IMAGES, List(Image()))
+    return out.cast_column(IMAGES, List(Image(decode=False)))  # opened once above; decoded when a row is read
 
 
 COLOURS = {"red": (220, 30, 30), "green": (30, 160, 60), "blue": (30, 60, 220)}
@@ -185,15 +174,15 @@ def draw(rng: random.Random, image_size: int, max_squares: int) -> tuple[bytes, 
     counts = {c: rng.randint(0 if c != "red" else 1, max_squares) for c in COLOURS}
     image = Image.new("RGB", (image_size, image_size), "white")
     pen = ImageDraw.Draw(image)
+    drawn = dict.fromkeys(COLOURS, 0)  # a small picture may hold fewer squares than were drawn at random
     for colour, n in counts.items():
-        for _ in range(n):
-            if not cells:
-                break
+        for _ in range(min(n, len(cells))):
             x, y = cells.pop()
             pen.rectangle([x + 1, y + 1, x + side - 2, y + side - 2], fill=COLOURS[colour])
+            drawn[colour] += 1
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
-    return buffer.getvalue(), counts
+    return buffer.getvalue(), drawn
 
 
 @register_builder("squares", system_prompt=None, columns=("images", "solution", "colour"))
@@ -206,9 +195,10 @@ def squares(split: str = "train", *, size: int = 1000, seed: int = 0, image_size
     """
     from datasets import Dataset, Image, List
 
-    if image_size < 8 or max_squares < 1:
-        key, got = ("data.image_size", image_size) if image_size < 8 else ("data.max_squares", max_squares)
-        raise DataError(f"must be at least {8 if image_size < 8 else 1}, got {got}", key=key)
+    if not 8 <= image_size <= 1024:  # 100,000 pixels a side: 30 GB a picture
+        raise DataError(f"must be at least 8 and at most 1024, got {image_size}", key="data.image_size")
+    if max_squares < 1:
+        raise DataError(f"must be at least 1, got {max_squares}", key="data.max_squares")
     rng = random.Random(zlib.crc32(f"{split}:{seed}".encode()))
     rows = []
     for _ in range(size):

@@ -26,8 +26,10 @@ def load_rates(path: Path) -> dict[str, dict]:
     """``{prompt hash: {"p": rate, "passed": c, "n": n}}`` from a file ``grpo-trl filter`` wrote."""
     try:
         rates = read_json(path)["rates"]  # the one bounded reader: a FIFO of that name was waited on forever
-        if not isinstance(rates, dict) or not all(isinstance(v["p"], int | float) for v in rates.values()):
+        if not isinstance(rates, dict):
             raise ValueError("rates must map prompt hashes to {p, passed, n}")  # not an assert: python -O drops those
+        if (bad := next((k for k, v in rates.items() if not _is_rate(v)), None)) is not None:
+            raise ValueError(f"rates[{bad[:20]!r}] is {str(rates[bad])[:40]}, not {{p: a rate in [0, 1], passed, n}}")
     except FileNotFoundError:
         raise DataError(
             f"{path} does not exist", key="data.pass_rate.file", fix="write it with `grpo-trl filter`"
@@ -38,10 +40,20 @@ def load_rates(path: Path) -> dict[str, dict]:
     return rates
 
 
+def _is_rate(entry: Any) -> bool:
+    p = entry.get("p") if isinstance(entry, dict) else None
+    return isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p <= 1
+
+
+def band_rates(option: dict, base_dir: Path | None) -> dict[str, dict]:
+    """The rates of ``data.pass_rate.file`` (relative to the recipe's folder): train and check read it alike."""
+    path = Path(option["file"]).expanduser()
+    return load_rates(path if path.is_absolute() or base_dir is None else Path(base_dir) / path)
+
+
 def keep_band(ds: Any, option: dict, base_dir: Path | None, dropped: dict[str, int]) -> Any:
     """Rows of ``ds`` inside the band; drops counted by reason in ``dropped``."""
-    path = Path(option["file"])
-    rates = load_rates(path if path.is_absolute() or base_dir is None else Path(base_dir) / path)
+    rates = band_rates(option, base_dir)
     low, high = option.get("above", 0.0), option.get("below", 1.0)
     keep_unscored = option.get("unscored", "keep") == "keep"
 

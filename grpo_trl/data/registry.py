@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grpo_trl.data.rows import place
 from grpo_trl.data.sources import load_file, load_hub_or_file, require_columns  # noqa: F401 (builders use them)
-from grpo_trl.errors import DataError
+from grpo_trl.errors import DataError, GrpoTrlError
 from grpo_trl.registry import Registry, source_of
 from grpo_trl.registry import from_plugin as _defined_by_plugin
 
-__all__ = ["Builder", "DataError", "get_builder", "list_builders", "register_builder", "to_conversation"]
+__all__ = ["Builder", "DataError", "get_builder", "list_builders", "map_rows", "register_builder", "to_conversation"]
+BAD_VALUE = (ValueError, TypeError, AttributeError, KeyError, IndexError)  # what a value of the wrong type raises
 
 
 @dataclass(eq=False)
@@ -69,3 +71,19 @@ def to_conversation(user: str, system_prompt: str | None) -> list[dict[str, str]
     """The ``prompt`` column: an optional system turn and the user turn."""
     turns = [{"role": "system", "content": system_prompt}] if system_prompt else []
     return turns + [{"role": "user", "content": user}]
+
+
+def map_rows(ds: Any, to_row: Callable[[dict], dict], where: str, key: str = "data", **kwargs: Any) -> Any:
+    """``ds.map(to_row)``; a value ``to_row`` cannot take (a number where text belongs) is one ``DataError`` naming
+    its row and ``key``, not a crash: check (which builds local files) and train refuse it alike."""
+
+    def guarded(row: dict, index: int) -> dict:
+        try:
+            return to_row(row)
+        except GrpoTrlError:
+            raise
+        except BAD_VALUE as exc:
+            why = f"{place(index, where)} cannot be read ({type(exc).__name__}: {str(exc)[:160]})"
+            raise DataError(why, key=key, fix="give each column the type the builder reads") from None
+
+    return ds.map(guarded, with_indices=True, **kwargs)

@@ -47,7 +47,7 @@ def _bad(column: str, value: Any) -> bool:
     return value is None if column in PROMPT_COLUMNS else missing(value)
 
 
-def _place(index: int, where: str) -> str:
+def place(index: int, where: str) -> str:
     """``line N of FILE`` for a JSONL / CSV file (a header line first), else ``row N``."""
     lower = where.lower().removesuffix(".gz")
     if lower.endswith((".jsonl", ".ndjson", ".jsonlines", ".csv")):
@@ -68,7 +68,7 @@ def drop_bad_rows(
 
     def refuse(index: int, count: str) -> DataError:
         return DataError(
-            f"{count} with {what}, the first at {_place(index, where)}",
+            f"{count} with {what}, the first at {place(index, where)}",
             key="data.bad_rows",
             fix="fill in or remove such rows, or set data.bad_rows: drop to train without them",
         )
@@ -83,7 +83,7 @@ def drop_bad_rows(
                 raise refuse(index, "a row")
             if not seen and told is not None:
                 seen.append(index)
-                _warn(f"dropping rows with {what} (first: {_place(index, where)})")
+                _warn(f"dropping rows with {what} (first: {place(index, where)})")
             return False
 
         return ds.filter(keep, with_indices=True), {}
@@ -93,7 +93,7 @@ def drop_bad_rows(
         return ds, {}
     if how == "error":
         raise refuse(bad[0], f"{len(bad)} row(s)")
-    first = _place(bad[0], where)
+    first = place(bad[0], where)
     if told is not None:
         _warn(f"dropped {len(bad)} row(s) with {what} (first: {first}); data.bad_rows: error refuses them")
     drop = set(bad)

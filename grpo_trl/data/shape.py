@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from grpo_trl.data.build import build_one, join_parts, mixture_parts
+from grpo_trl.data.build import build_dataset, build_one, join_parts, mixture_parts
+from grpo_trl.data.pass_rate import band_rates
 from grpo_trl.data.registry import builder_params, from_plugin, get_builder
 from grpo_trl.data.rows import needing
 from grpo_trl.data.sources import column_names, load_file
@@ -72,9 +73,27 @@ def _first_row(cfg: dict, base: Path | None) -> Any:
     return build_one({**cfg, **UNFILTERED, "bad_rows": "drop", "limit": 1}, None, base)[0]
 
 
+def built_here(part: dict) -> bool:
+    """Whether ``check`` builds ``part`` as train does: a local file or generated rows (no download, no plugin)."""
+    builder = get_builder(part["builder"])
+    loads = "source" in builder_params(builder) and not part.get("path") and part.get("source") != "generate"
+    return not (from_plugin(builder) or loads or (builder.local_copy and not part.get("path")))
+
+
 def check_rows(cfg: dict, base_dir: str | Path | None, needed: list[str]) -> None:
-    """``check``: each local file built and scanned as ``train`` will (no plugin's builder run) for bad rows."""
-    for part in mixture_parts(cfg) if cfg.get("mixture") else [cfg]:
-        if part.get("path") and not from_plugin(get_builder(part.get("builder"))):
-            with needing(needed):
-                build_one({**part, **UNFILTERED}, None, Path(base_dir) if base_dir else None)
+    """``check``, whatever the model: each local file built, scanned and banded (``data.pass_rate``) as ``train``
+    will, generated rows built (one), a mixture of such parts joined as train joins them; any pass-rate file read."""
+    base = Path(base_dir) if base_dir else None
+    parts = mixture_parts(cfg) if cfg.get("mixture") else [cfg]
+    with needing(needed):
+        if cfg.get("mixture") and all(built_here(part) for part in parts):
+            mixture = [{**part, **UNFILTERED, "pass_rate": part.get("pass_rate")} for part in cfg["mixture"]]
+            build_dataset({**cfg, "mixture": mixture, "eval_size": None}, None, base)  # eval_size: step_problems
+            return
+        for part in parts:
+            local, band = part.get("path"), part.get("pass_rate")
+            if built_here(part):  # a local file whole (a band that keeps no row fails here too), generated: one row
+                one = {} if local or "size" not in builder_params(get_builder(part["builder"])) else {"size": 1}
+                build_one({**part, **UNFILTERED, "pass_rate": band if local else None, **one}, None, base)
+            if band and not (local and built_here(part)):
+                band_rates(band, base)

@@ -38,6 +38,21 @@ def _read(kind: str, p: Path, streaming: bool = False) -> Any:
         return load_dataset(kind, data_files=str(p), split="train", cache_dir=scratch, keep_in_memory=True)
 
 
+def decoding(ds: Any, decode: bool) -> Any:
+    """``ds`` with every image feature (alone, in lists, large lists or structs) set to ``decode``: read undecoded,
+    so building and filtering open no image; ``build_one`` turns decoding on for training to read rows."""
+    from dataclasses import replace
+
+    from datasets import Image
+    from datasets.features.features import _visit  # datasets' own walk over nested features
+
+    for column, feature in (getattr(ds, "features", None) or {}).items():
+        flipped = _visit(feature, lambda f: replace(f, decode=decode) if isinstance(f, Image) else f)
+        if flipped != feature:
+            ds = ds.cast_column(column, flipped)
+    return ds
+
+
 def load_hub_or_file(
     source: str,
     config: str | None,
@@ -53,13 +68,14 @@ def load_hub_or_file(
     if path is not None:
         return load_file(path, base_dir, streaming)
     try:
-        return load_dataset(source, config, split=split, streaming=streaming)
+        ds = load_dataset(source, config, split=split, streaming=streaming)
     except Exception as exc:  # noqa: BLE001 - offline, missing split, gated...
         raise DataError(
             f"cannot load dataset {source!r} (config {config!r}, split {split!r}): {type(exc).__name__}: "
             f"{str(exc)[:200]}. Offline? Download it elsewhere and set {local} to a local JSONL/Parquet/CSV file "
             "with the same columns."
         ) from exc
+    return ds if streaming else decoding(ds, False)  # a stream opens each image as it is read
 
 
 def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = False) -> Any:
@@ -106,7 +122,9 @@ def load_file(path: str | Path, base_dir: Path | None = None, streaming: bool = 
         raise DataError(f"data file {str(path)!r} cannot be read: {why}", fix=fix) from None
     finally:
         datasets_logging.set_verbosity(level)
-    return _keep_mixed_columns(ds, p) if kind == "json" and not streaming else ds
+    if streaming:
+        return ds  # a stream opens each image as it is read
+    return decoding(_keep_mixed_columns(ds, p) if kind == "json" else ds, False)
 
 
 def _check_text(p: Path, shown: str, chunk: int = 1 << 20) -> None:

@@ -255,7 +255,7 @@ def test_set_text_with_colon_stays_text(tmp_path):
     """`--set data.user_template='Q: {question}'` is a template, not the YAML mapping {Q: {question: null}}."""
     from grpo_trl.check import load_recipe
 
-    (tmp_path / "p.jsonl").write_text('{"question": "1+1?", "solution": "2"}\n')
+    (tmp_path / "p.jsonl").write_text('{"question": "1+1?", "solution": "2"}\n' * 8)  # rows for a step
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump({**GOOD, "data": {"builder": "files", "path": "p.jsonl"}}))
     recipe = load_recipe(path, ["data.user_template=Q: {question}", "rewards=[think_format]"])

@@ -145,13 +145,19 @@ def test_a_missing_column_names_its_option(tmp_path, missing, key):
     assert err.value.problems[0].key == key and f"missing column(s) {missing};" in err.value.problems[0].message
 
 
-def test_squares_are_seeded_split_apart_and_count_what_they_draw():
+def test_squares_are_seeded_split_apart():
     a, b, test = squares(size=6, seed=1), squares(size=6, seed=1), squares("test", size=6, seed=1)
     assert a["solution"] == b["solution"] and a["images"] != test["images"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(max_squares=st.integers(1, 40), image_size=st.integers(8, 96), seed=st.integers(0, 9))
+def test_squares_count_what_they_draw_even_when_the_picture_holds_fewer(max_squares, image_size, seed):
+    a = squares(size=4, seed=seed, image_size=image_size, max_squares=max_squares)
     colours = {"red": (220, 30, 30), "green": (30, 160, 60), "blue": (30, 60, 220)}
     for row in a:
         image = row["images"][0].convert("RGB")
-        side = image.width // 8
+        side = max(4, image.width // 8)  # as draw() cuts the picture
         seen = sum(  # each square's centre pixel
             image.getpixel((x + side // 2, y + side // 2)) == colours[row["colour"]]
             for x in range(0, image.width - side + 1, side)
