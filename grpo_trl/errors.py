@@ -129,6 +129,13 @@ SECRET_KEY = re.compile(
     r"(^|_)(\w*token|(api|access|secret|private)key|\w*secrets?|passwords?|passwd|passphrase|auth|authorization"
     r"|cookies?|credentials?)$|._key$"
 )
+# a field of the data (verl's prompt_key, image_key, reward_fn_key; a reward's answer_key) or a tokenizer's token
+DATA_KEY = re.compile(
+    r"(^|_)(prompt|answer|solution|label|image|images|video|audio|text|reward_fn|reward|sort|cache|dict|group|primary"
+    r"|column|field|id|input|output|target|result|json|data|completion|messages|question|problem|response|query"
+    r"|context|source|split|index|sample|category|tag|name|type|feature|gold|reference|metric|task)_key$"
+    r"|(^|_)(pad|eos|bos|unk|mask|sep|cls|stop|end|start|think|answer|image|video|audio|vision|tool|reasoning)_token$"
+)
 SECRET_TEXT = [
     (re.compile(r"\b(hf_|sk-|sk_|ghp_|gho_|github_pat_|xox[abpr]-|glpat-|AKIA)[A-Za-z0-9_\-]{8,}"), r"\1" + HIDDEN),
     (
@@ -166,7 +173,8 @@ def is_secret_key(key: object) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _secret_name(name: str) -> bool:
-    return bool(SECRET_KEY.search(re.sub(r"[-. ]", "_", name.casefold())))
+    name = re.sub(r"[-. ]", "_", name.casefold())
+    return bool(SECRET_KEY.search(name)) and not DATA_KEY.search(name)
 
 
 def keep_secret(value: Any) -> None:

@@ -17,6 +17,8 @@ from grpo_trl.errors import HIDDEN, is_secret_key, keep_secret, redact
 
 WORDS = ["token", "key", "apikey", "secret", "password", "passwd", "auth", "authorization", "cookie", "credentials"]
 PLAIN = ["max_new_tokens", "tokenizer", "keys", "monkey", "key_column", "keyword", "seed", "tokens", "author"]
+PLAIN += ["prompt_key", "image_key", "reward_fn_key", "answer_key", "solution_key"]  # fields of the data
+PLAIN += ["pad_token", "eos_token", "think_token"]  # a tokenizer's tokens
 
 
 @settings(max_examples=200, deadline=None)

@@ -337,3 +337,9 @@ def test_a_python_recipe_error_never_shows_a_secret_keyed_value(value):
     recipe = Recipe(data={**BASE, "trainer": {**BASE["trainer"], "hub_token": value}})
     shown = str(RecipeError(validate(recipe)))
     assert "trainer.hub_token" in shown and "SEKRIT" not in shown, shown
+
+
+@pytest.mark.parametrize("key", ["prompt_key", "image_key", "answer_key", "reward_fn_key", "pad_token", "think_token"])
+def test_a_field_of_the_data_or_a_tokenizer_token_is_not_taken_for_a_secret(tmp_path, capsys, key):
+    trainer = {**BASE["trainer"], "chat_template_kwargs": {key: "visible_value"}}
+    assert cli_main(["check", str(write(tmp_path, {**BASE, "trainer": trainer}))]) == 0, capsys.readouterr().err
