@@ -73,11 +73,18 @@ def meta_model(recipe: Recipe) -> tuple[Any, list[Problem]]:
     except OSError as exc:  # a Hub id not cached here: built at train (check says so in its machine warnings)
         logger.info("model %s: %s", model["name"], exc)
         return None, []
+    if attn := model.get("attn_implementation"):  # transformers checks it (and its package) building the model
+        config = {**config, "attn_implementation": attn}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return fresh_meta_model(config), []
     except Exception as exc:  # noqa: BLE001 - whatever transformers raises building it, train would raise too
+        if attn and (isinstance(exc, ImportError) or re.search("attn|attention", str(exc), re.I)):
+            fix = (
+                "install its package (flash_attention_2: pip install flash-attn, on a CUDA GPU), or use sdpa or eager"
+            )
+            return None, [Problem(recipe.file, "model.attn_implementation", first_line(exc), fix)]
         key = "model.tiny" if model.get("tiny") else "model.name"
         why = f"transformers cannot build this model from its config: {first_line(exc)}"
         return None, [Problem(recipe.file, key, why, "fix the model's sizes")]
