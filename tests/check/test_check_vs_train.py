@@ -102,3 +102,23 @@ def test_check_refuses_flash_attention_without_flash_attn(tmp_path, capsys, tiny
     rc = cli_main(["check", str(path)])
     err = capsys.readouterr().err
     assert rc == 1 and "model.attn_implementation" in err and "sdpa" in err, err
+
+
+@pytest.mark.parametrize("args", [{"max_completion_len": -5}, {"max_completion_len": 0}])
+def test_check_refuses_a_length_that_is_not_positive(tmp_path, capsys, args):
+    """Lengths are positive wherever they are typed (fields.name_bounds): reward args as trainer fields."""
+    path = tiny_recipe(tmp_path, "no-such-org/no-such-model", rewards=[{"name": "soft_overlong", "args": args}])
+    rc = cli_main(["check", str(path)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "rewards.0.args.max_completion_len: must be a positive integer" in err, err
+
+
+@pytest.mark.parametrize("cache", [-1, 11, 20])
+def test_soft_overlong_refuses_a_cache_outside_its_length(cache):
+    """TRL's ramp starts at max_completion_len - soft_punish_cache: outside [0, max] it punishes every completion."""
+    from grpo_trl.errors import RewardError
+    from grpo_trl.rewards.registry import get_reward
+
+    with pytest.raises(RewardError, match="soft_punish_cache"):
+        get_reward("soft_overlong", max_completion_len=10, soft_punish_cache=cache)
+    get_reward("soft_overlong", max_completion_len=10, soft_punish_cache=10)  # a ramp from length 0 (the demo)
