@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,8 @@ def optimizer_problems(recipe: Recipe, config: Any) -> list[Problem]:
         return [Problem(recipe.file, "trainer.optim", first_line(exc), "install it, or drop optim")]
     except (ValueError, TypeError, KeyError) as exc:
         why = first_line(exc)
+        if re.search(r"pass a `?model", why):  # GaLore, Apollo, LOMO: built around the model's layers at train
+            return []
     except Exception as exc:  # noqa: BLE001 - one that needs a GPU or the model (galore...): built at train
         _log.info("the optimizer is built when training starts (%s)", first_line(exc))
         return []
@@ -209,8 +212,6 @@ def generation_config_problems(recipe: Recipe, config: Any) -> list[Problem]:
     """The ``GenerationConfig`` TRL builds for transformers' generate (no vLLM): its unknown keys and refusals."""
     if config.use_vllm:  # generation_kwargs go to vLLM's SamplingParams instead
         return []
-    import re
-
     from transformers import GenerationConfig
 
     from grpo_trl.trl_adapter import GENERATION_CONFIG_FIELDS, generation_config
