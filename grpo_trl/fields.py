@@ -97,9 +97,9 @@ def name_bounds(name: str, hint: Any = None) -> dict[str, Any]:
         return {"ge": 1, "le": 65535}
     if "timeout" in name:
         return {"gt": 0, "le": MAX_SECONDS}
-    if name in ("size", "limit", "n", "max_workers") or name.endswith("_size"):  # sizes and pools are positive
-        return {"gt": 0, "le": MAX_COUNT}
-    if name.endswith(("_rows", "_samples", "_steps", "_length")):
+    if name in ("size", "limit", "n", "max_workers") or name.endswith(("_size", "_length", "_len")):  # positive
+        return {"gt": 0, "le": MAX_COUNT}  # sizes, pools, lengths (in tokens or characters: 0 trains on nothing)
+    if name.endswith(("_rows", "_samples", "_steps")):
         return {"le": MAX_COUNT}
     return {}
 

@@ -230,3 +230,18 @@ def vllm_completions(generation: Any, prompts: list[list[int]], fixed: dict) -> 
     params = SamplingParams(**{**knobs, **extra, **fixed})
     outputs = generation.llm.generate([{"prompt_token_ids": ids} for ids in prompts], params, use_tqdm=False)
     return [[list(o.token_ids) for o in out.outputs] for out in outputs]
+
+
+# GRPOConfig field -> the GenerationConfig keyword GRPOTrainer gives it (transformers' generate, without vLLM)
+GENERATION_CONFIG_FIELDS = {"max_completion_length": "max_new_tokens", "temperature": "temperature"}
+GENERATION_CONFIG_FIELDS |= {k: k for k in ("top_p", "top_k", "min_p", "repetition_penalty", "cache_implementation")}
+
+
+def generation_config(args: Any, tokens: dict[str, Any] | None = None) -> Any:
+    """The ``GenerationConfig`` GRPOTrainer builds from ``args`` without vLLM (``tokens``: pad/bos/eos ids), then
+    ``args.generation_kwargs`` over it; raises what transformers raises there."""
+    from transformers import GenerationConfig
+
+    kwargs = {key: getattr(args, name) for name, key in GENERATION_CONFIG_FIELDS.items()}
+    kwargs |= {"do_sample": True, **(tokens or {}), **(args.generation_kwargs or {})}
+    return GenerationConfig(**kwargs, disable_compile=True)

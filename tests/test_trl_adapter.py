@@ -167,7 +167,23 @@ def test_adapter_on_a_real_trainer(make_recipe, tmp_path):
         run(recipe, extra_callbacks=[grab])
     finally:
         trl.GRPOTrainer = saved
+    built = grab.trainer.generation_config  # the one check builds (trl_adapter.generation_config) is TRL's own
+    tokens = {k: getattr(built, k) for k in ("pad_token_id", "bos_token_id", "eos_token_id")}
+    assert trl_adapter.generation_config(grab.trainer.args, tokens).to_dict() == built.to_dict()
     batch = captured["batch"]
     assert batch and len(batch["prompt"]) == len(batch["completion"]) == len(batch["advantages"]) > 0
     assert set(batch["rewards"]) == {"xml_format"}
     assert captured["logs"]["timing/generation_s"] > 0, f"TRL {trl_adapter.trl_version()}: generation not timed"
+
+
+def test_generation_config_is_built_as_trl_builds_it():
+    """What check builds (``generation_config``) reads the GRPOConfig fields GRPOTrainer gives GenerationConfig."""
+    import inspect
+
+    from trl import GRPOTrainer
+
+    source = inspect.getsource(GRPOTrainer.__init__)
+    assert "GenerationConfig(**generation_kwargs, disable_compile=True)" in source
+    assert "generation_kwargs.update(args.generation_kwargs)" in source
+    for name, key in trl_adapter.GENERATION_CONFIG_FIELDS.items():
+        assert f'"{key}": self.{name}' in source or f'"{key}": args.{name}' in source, (name, key)

@@ -80,11 +80,18 @@ def meta_model(recipe: Recipe, name: str | None = None, where: tuple[str, str] |
     except OSError as exc:  # a Hub id not cached here: built at train (check says so in its machine warnings)
         logger.info("model %s: %s", name, exc)
         return None, []
+    if own and (attn := model.get("attn_implementation")):  # transformers checks it (and its package) on build
+        config = {**config, "attn_implementation": attn}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return fresh_meta_model(config), []
     except Exception as exc:  # noqa: BLE001 - whatever transformers raises building it, train would raise too
+        if own and attn and (isinstance(exc, ImportError) or re.search("attn|attention", str(exc), re.I)):
+            fix = (
+                "install its package (flash_attention_2: pip install flash-attn, on a CUDA GPU), or use sdpa or eager"
+            )
+            return None, [Problem(recipe.file, "model.attn_implementation", first_line(exc), fix)]
         why = f"transformers cannot build this model from its config: {first_line(exc)}"
         fix = "fix the model's sizes" if own else "give a model folder transformers saved, or a Hub id"
         return None, [Problem(file, "model.tiny" if tiny else key, why, fix)]

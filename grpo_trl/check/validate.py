@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
+from typing import Any
 
 from grpo_trl.check.model import first_line, model_problems
 from grpo_trl.check.rewards import columns_check, reward_problems
@@ -148,11 +150,84 @@ def trl_problems(recipe: Recipe, world_size: int) -> list[Problem]:
             "trainer.gradient_accumulation_steps or trainer.num_generations"
         )
         return [Problem(recipe.file, "trainer", msg, fix if "divisible" in msg or "num_generations" in msg else "")]
-    if "optim" in recipe.trainer:  # the optimizer as the Trainer picks it when training starts (bnb, torchao...)
-        from transformers import Trainer
-
-        try:
-            Trainer.get_optimizer_cls_and_kwargs(config)
-        except (ImportError, ValueError) as exc:  # a package missing here (bitsandbytes, torchao, galore...)
-            return [Problem(recipe.file, "trainer.optim", first_line(exc), "install it, or drop optim")]
+    if problems := optimizer_problems(recipe, config) + generation_config_problems(recipe, config):
+        return problems
     return config_secrets(config, recipe.file)  # as training refuses it (RunSession): no secret in training_args.bin
+
+
+# the trainer keys the Trainer's optimizer and LR scheduler are built from
+OPTIMIZER_KEYS = ("optim", "optim_args", "optim_target_modules", "learning_rate", "weight_decay", "adam_beta1")
+OPTIMIZER_KEYS += ("adam_beta2", "adam_epsilon", "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps")
+OPTIMIZER_KEYS += ("warmup_ratio", "max_steps")
+
+
+def build_optimizer(config: Any) -> None:
+    """The optimizer and LR scheduler the Trainer builds from ``config``, around one dummy parameter."""
+    import torch
+    from transformers import Trainer, get_scheduler
+
+    cls, kwargs = Trainer.get_optimizer_cls_and_kwargs(config)
+    optimizer = cls([torch.nn.Parameter(torch.zeros(1))], **kwargs)
+    steps = config.max_steps if config.max_steps > 0 else 1000
+    warmup = config.get_warmup_steps(steps)
+    get_scheduler(config.lr_scheduler_type, optimizer, warmup, steps, config.lr_scheduler_kwargs)
+
+
+def optimizer_problems(recipe: Recipe, config: Any) -> list[Problem]:
+    """The optimizer and scheduler train builds, built here: what torch/transformers refuse, naming the key(s)."""
+    import copy
+    import dataclasses
+
+    try:
+        build_optimizer(config)
+        return []
+    except ImportError as exc:  # a package missing here (bitsandbytes, torchao, galore...)
+        return [Problem(recipe.file, "trainer.optim", first_line(exc), "install it, or drop optim")]
+    except (ValueError, TypeError, KeyError) as exc:
+        why = first_line(exc)
+        if re.search(r"pass a `?model", why):  # GaLore, Apollo, LOMO: built around the model's layers at train
+            return []
+    except Exception as exc:  # noqa: BLE001 - one that needs a GPU or the model (galore...): built at train
+        _log.info("the optimizer is built when training starts (%s)", first_line(exc))
+        return []
+    given = [k for k in OPTIMIZER_KEYS if k in recipe.trainer]
+    defaults = {f.name: f.default for f in dataclasses.fields(config) if f.name in given}
+    culprits = []
+    for key in given:  # the keys that fail on their own (the others at TRL's defaults)
+        alone = copy.copy(config)
+        for other in given:
+            if other != key and defaults[other] is not dataclasses.MISSING:
+                setattr(alone, other, defaults[other])
+        try:
+            build_optimizer(alone)
+        except Exception:  # noqa: BLE001 - fails with this key alone
+            culprits.append(key)
+    keys = culprits or given or ["optim"]
+    where = ", ".join(f"trainer.{k}={recipe.trainer.get(k)!r}" for k in keys)
+    fix = f"change {' or '.join(f'trainer.{k}' for k in keys)}"
+    return [Problem(recipe.file, f"trainer.{keys[0]}", f"the optimizer/scheduler refuses {where}: {why}", fix)]
+
+
+def generation_config_problems(recipe: Recipe, config: Any) -> list[Problem]:
+    """The ``GenerationConfig`` TRL builds for transformers' generate (no vLLM): its unknown keys and refusals."""
+    if config.use_vllm:  # generation_kwargs go to vLLM's SamplingParams instead
+        return []
+    from transformers import GenerationConfig
+
+    from grpo_trl.trl_adapter import GENERATION_CONFIG_FIELDS, generation_config
+
+    extra, file = config.generation_kwargs or {}, recipe.file
+    known = sorted(GenerationConfig().to_dict())
+    if unknown := [k for k in extra if k not in known]:
+        why = "is not a keyword transformers' GenerationConfig takes"
+        return [Problem(file, f"trainer.generation_kwargs.{k}", f"{why}{suggest(k, known)}") for k in unknown]
+    try:
+        generation_config(config)
+        return []
+    except (ValueError, TypeError) as exc:
+        why = first_line(exc)
+    names = re.findall(r"`(\w+)`", why)
+    fields = {v: k for k, v in GENERATION_CONFIG_FIELDS.items()}
+    key = next((f"generation_kwargs.{n}" for n in names if n in extra), None)
+    key = key or next((fields[n] for n in names if fields.get(n) in recipe.trainer), "generation_kwargs")
+    return [Problem(file, f"trainer.{key}", f"transformers' GenerationConfig refuses it: {why}", "fix or remove it")]

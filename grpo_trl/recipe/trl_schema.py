@@ -36,6 +36,17 @@ TRAINER_BOUNDS: dict[str, dict[str, float]] = {
     "top_k": {"ge": -1},  # 0 disables it; -1 too in vLLM only (generation_problems), below both refuse it
     "seed": {"ge": 0, "le": 2**32 - 1},  # numpy's seed range (transformers.set_seed); -1 passed TRL, failed in train
     "data_seed": {"ge": 0, "le": 2**32 - 1},
+    # bounds TRL's docstrings state and its dataclass does not enforce (train crashes or trains something else):
+    "steps_per_generation": {"ge": 1},  # steps per generation: 0 makes a batch of size 0
+    "ref_model_sync_steps": {"ge": 1},  # TR-DPO's tau, a step period: 0 divides by zero in TRL's callback
+    "ref_model_mixup_alpha": {"ge": 0, "le": 1},  # TR-DPO's alpha, a mix weight of the two policies
+    "delta": {"gt": 0},  # the ratio's upper clip (two-sided GRPO, "greater than 1 + eps"): <= 0 flips the loss
+    "top_entropy_quantile": {"ge": 0, "le": 1},  # rho, a quantile: "Range: [0.0-1.0]"
+    "vllm_importance_sampling_clip_max": {"gt": 0},  # C_max, an upper bound on a ratio (always positive)
+    "vllm_importance_sampling_clip_min": {"ge": 0},  # C_min, a lower bound on a ratio
+    "vllm_importance_sampling_cap": {"gt": 0},  # deprecated name of vllm_importance_sampling_clip_max
+    "off_policy_mask_threshold": {"gt": 0},  # "It expects a positive value"
+    "weight_decay": {"ge": 0},  # torch's AdamW refuses < 0; the Trainer sets it per parameter group, unchecked there
 }
 BOUND_REASONS = {  # the fix printed with a bound error, by dotted key
     "trainer.temperature": "sampling divides the logits by it; use 1.0 for GRPO (0.6-1.0 are common)",
@@ -45,6 +56,8 @@ BOUND_REASONS = {  # the fix printed with a bound error, by dotted key
     "trainer.per_device_train_batch_size": "completions per device per step",
     "trainer.seed": "numpy takes seeds from 0 to 4294967295",
     "trainer.data_seed": "numpy takes seeds from 0 to 4294967295",
+    "trainer.delta": "TRL clamps the policy ratio at delta; TRL recommends more than 1 + epsilon (e.g. 1.5)",
+    "trainer.top_entropy_quantile": "a quantile: 0.2 keeps the top 20% tokens by entropy, 1.0 keeps all",
 }
 
 

@@ -88,4 +88,8 @@ def soft_overlong(max_completion_len: int, soft_punish_cache: int = 0) -> Callab
     ramp to -1. ``max_completion_len`` defaults to the recipe's ``trainer.max_completion_length``."""
     from trl.rewards import get_soft_overlong_punishment
 
+    if not 0 <= soft_punish_cache <= max_completion_len:  # the ramp starts at max_completion_len - soft_punish_cache
+        raise ValueError(
+            f"soft_punish_cache must be 0 to max_completion_len ({max_completion_len}), not {soft_punish_cache}"
+        )
     return _on_ids(get_soft_overlong_punishment(max_completion_len, soft_punish_cache))
