@@ -69,7 +69,7 @@ def test_output_flood_ends_before_the_deadline():
 
     start = time.monotonic()
     result = run_python("while True: print('y' * 1000)", limits=Limits(cpu_seconds=1, wall_seconds=1.5))
-    assert result.truncated and time.monotonic() - start < 1.0
+    assert result.truncated and time.monotonic() - start < 0.5  # f3d860e: ~0.05 s; now >= 1 s (RLIMIT_CPU)
 
 
 # a judge cache written by f3d860e (same table, no application_id) is now refused as "not written by grpo-trl"
