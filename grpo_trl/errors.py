@@ -123,28 +123,28 @@ def one_line(text: str) -> str:
 
 # ------------------------------------------------------------------------------------------------ the one redaction
 HIDDEN = "<redacted>"
-# THE secret-key rule, on the name case-folded with '-', '.', ' ' as '_': a last word token (hub_token, access-token),
-# _key (api_key, x-api-key, hmac_key; not key, keys, monkey, key_column), secret, password, auth(orization), cookie...
+# THE secret-key rule, on the name case-folded with '-', '.', ' ' as '_': a last word token (hub_token, access-token;
+# not a tokenizer's pad_token), a key after a word that makes it one (api_key, x-api-key, hmac_key; not answer_key,
+# a field of the data), secret, password, authorization, cookie, credentials; a bool or number under one is no secret
 SECRET_KEY = re.compile(
-    r"(^|_)(\w*token|(api|access|secret|private)key|\w*secrets?|passwords?|passwd|passphrase|auth|authorization"
-    r"|cookies?|credentials?)$|._key$"
+    r"(^|_)(\w*token|(access|auth|api|hf|hub|id|refresh|bearer)_tokens|\w*secrets?|passwords?|passwd|pwd|passphrase"
+    r"|authorization|cookies?|credentials?|((api|access|auth|secret|private|public|hmac|client|signing|encryption"
+    r"|master|license|session|ssh|service|account|app|e2b|hf|hub|openai|anthropic|wandb|aws|azure|gcp)_?keys?))$"
 )
-# a field of the data (verl's prompt_key, image_key, reward_fn_key; a reward's answer_key) or a tokenizer's token
-DATA_KEY = re.compile(
-    r"(^|_)(prompt|answer|solution|label|image|images|video|audio|text|reward_fn|reward|sort|cache|dict|group|primary"
-    r"|column|field|id|input|output|target|result|json|data|completion|messages|question|problem|response|query"
-    r"|context|source|split|index|sample|category|tag|name|type|feature|gold|reference|metric|task)_key$"
-    r"|(^|_)(pad|eos|bos|unk|mask|sep|cls|stop|end|start|think|answer|image|video|audio|vision|tool|reasoning)_token$"
-)
+TOKENIZER_TOKEN = re.compile(r"(^|_)(pad|eos|bos|unk|mask|sep|cls|stop|end|start|think|answer|image|video|audio|vision"
+                             r"|tool|reasoning)_token$")  # fmt: skip
 SECRET_TEXT = [
     (re.compile(r"\b(hf_|sk-|sk_|ghp_|gho_|github_pat_|xox[abpr]-|glpat-|AKIA)[A-Za-z0-9_\-]{8,}"), r"\1" + HIDDEN),
     (
-        re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s:'\"]*:[^\s'\"]*@"),
+        re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s:'\"]*:[^/\s'\"]*@"),
         r"\1" + HIDDEN + "@",
-    ),  # user:pw@, to the last @
-    (re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + HIDDEN),
+    ),  # user:pw@, to the last @ before the path
+    (re.compile(r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + HIDDEN),
 ]
-KEY_VALUE = re.compile(r"\b([A-Za-z_][\w.-]*=['\"]?)(?!<redacted>)[^\s'\",;&]+")  # token=..., x-api-key='...'
+KEY_VALUES = [  # token=..., x-api-key='...'; a mapping's repr or JSON: 'hub_token': '...', "api_key": "..."
+    re.compile(r"\b(?P<head>(?P<name>[A-Za-z_][\w.-]*)=['\"]?)(?!<redacted>)[^\s'\",;&]+"),
+    re.compile(r"(?P<head>(?P<q>['\"])(?P<name>[A-Za-z_][\w.-]*)(?P=q)\s*:\s*['\"]?)(?!<redacted>)[^\s'\",;&}]+"),
+]
 SECRET_FIX = "put it in the environment: HF_TOKEN (huggingface_hub reads it) for the Hub, api_key_env for endpoints"
 KNOWN: set[str] = set()  # secret values this process holds (an endpoint's key, a recipe's secret): never shown
 # a token as issued (hf_ + 34 letters and digits...), not a name that merely starts so (outputs/hf_baseline_run)
@@ -174,7 +174,7 @@ def is_secret_key(key: object) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _secret_name(name: str) -> bool:
     name = re.sub(r"[-. ]", "_", name.casefold())
-    return bool(SECRET_KEY.search(name)) and not DATA_KEY.search(name)
+    return bool(SECRET_KEY.search(name)) and not TOKENIZER_TOKEN.search(name)
 
 
 def keep_secret(value: Any) -> None:
@@ -188,7 +188,7 @@ def keep_secret(value: Any) -> None:
 def holds_secret(value: Any) -> bool:
     """Whether ``value`` holds an issued token, a ``user:password@`` URL or a secret-keyed entry."""
     if isinstance(value, str):
-        pairs = (is_secret_key(m[1].rstrip("'\"")[:-1]) for m in KEY_VALUE.finditer(value))
+        pairs = (is_secret_key(m["name"]) for pattern in KEY_VALUES for m in pattern.finditer(value))
         return bool(ISSUED_TOKEN.search(value)) or any(p.search(value) for p, _ in SECRET_TEXT[1:]) or any(pairs)
     return isinstance(value, (dict, list, tuple)) and redact(value) != value
 
@@ -223,7 +223,9 @@ def redact(value: Any) -> Any:
             value = value.replace(known, HIDDEN)
         for pattern, hidden in SECRET_TEXT:
             value = pattern.sub(hidden, value)
-        return KEY_VALUE.sub(lambda m: m[1] + HIDDEN if is_secret_key(m[1].rstrip("'\"")[:-1]) else m[0], value)
+        for pattern in KEY_VALUES:
+            value = pattern.sub(lambda m: m["head"] + HIDDEN if is_secret_key(m["name"]) else m[0], value)
+        return value
     if isinstance(value, dict):
         return {k: HIDDEN if is_secret_key(k) and v not in (None, "") else redact(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

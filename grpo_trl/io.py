@@ -21,7 +21,7 @@ STATE = ".grpo-trl"
 MAX_YAML_NODES = 100_000  # YAML values after alias expansion (a 447-byte "billion laughs" expands to ~10^9)
 MAX_YAML_DEPTH = 64
 STATE_BYTES = 2**28  # a trainer_state.json, a manifest, a config: larger is not one
-MAX_LINE = 2**24  # one logged row (a batch of completions) is far smaller; a longer line ends a log
+MAX_LINE = 2**24  # one logged row (a batch of completions) is far smaller; a longer line is skipped unread
 MAX_LOG = 2**31  # a log read whole (report, resume): 2 GiB of rows, far past what they show
 _WRITTEN: dict[str, str] = {}  # path -> sha256 of what this process wrote there
 Mine = bool | Callable[[Path], bool]  # the caller owns the file there (e.g. by its manifest)
@@ -197,15 +197,18 @@ def read_json_head(path: str | Path, limit: int) -> Any:
 
 
 def read_jsonl(path: str | Path, max_line: int = MAX_LINE, limit: int = MAX_LOG) -> list[dict]:
-    """The rows of a JSON-lines log, a line at a time, up to ``limit`` bytes: a bad or cut line (a kill) costs that
-    line; a line over ``max_line`` (no row grpo-trl logs is: a hole of NULs, another file) ends the read."""
-    rows: list[dict] = []
+    """The rows of a JSON-lines log, a line at a time, up to ``limit`` bytes: a bad, cut (a kill) or over-long line
+    costs that line; past ``4 * max_line`` bytes of over-long lines (a hole of NULs, another file) the read ends."""
     if not Path(path).is_file():
-        return rows
+        return []
+    rows, skipped = [], 0
     with open_regular(path) as fh:
-        while (line := fh.readline(max_line + 1)) and len(line) <= max_line and fh.tell() <= limit:
+        while (line := fh.readline(max_line + 1)) and fh.tell() <= limit and skipped <= 4 * max_line:
+            long = len(line) > max_line  # skipped a piece at a time, never held whole
+            while long and not line.endswith(b"\n") and (skipped := skipped + len(line)) <= 4 * max_line:
+                line = fh.readline(max_line)
             try:
-                row = json.loads(line.decode(errors="replace"))
+                row = None if long else json.loads(line.decode(errors="replace"))
             except (ValueError, RecursionError):
                 continue
             if isinstance(row, dict):

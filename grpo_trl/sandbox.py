@@ -25,6 +25,7 @@ from grpo_trl._sandbox_host import SandboxError, base_dir, interpreter, uids  # 
 
 MAX_OPEN_FILES = 256
 MAX_INODES = 8192  # files and directories a run may hold at once (namespaces mode)
+FLOOD = 256  # a run that prints this many times its output bound is ended: a print loop, not an answer
 ENV_NAMESPACES = "GRPO_TRL_SANDBOX_NAMESPACES"  # "0": do not use namespaces even where they work ("uid" mode)
 
 logger = logging.getLogger(__name__)
@@ -184,16 +185,16 @@ def _collect(
 ) -> tuple[int | None, str, str, bool, bool]:
     """Read both pipes until the run exits (status on ``control``, sent once all it started is gone) or the deadline
     (then say so on ``control`` and wait until its supervisor, having killed all, closes it). Each stream keeps its
-    first ``bound`` bytes and drops the rest: printing much costs a run nothing but the time it takes."""
+    first ``bound`` bytes and drops the rest: printing much costs a run only its time, up to a flood (``FLOOD`` times
+    the bound, 16 MiB by default), which ends it as the deadline would."""
     bufs = {out: bytearray(), err: bytearray(), control.fileno(): bytearray()}
-    returncode = None
-    truncated = False
+    returncode, truncated, seen = None, False, 0
     with selectors.DefaultSelector() as sel:
         for fd in bufs:
             sel.register(fd, selectors.EVENT_READ)
         while returncode is None or sel.get_map():
             now = time.monotonic()
-            if now >= deadline:
+            if now >= deadline or seen > FLOOD * max(bound, 1):
                 break
             ready = sel.select(timeout=min(0.05, deadline - now))
             if returncode is not None and not ready:
@@ -211,6 +212,7 @@ def _collect(
                 elif not chunk:
                     sel.unregister(key.fd)
                 else:
+                    seen += len(chunk)
                     truncated = truncated or (key.fd == out and len(buf) + len(chunk) > bound)
                     buf += chunk[: bound - len(buf)]
     if returncode is None:  # the deadline: its supervisor kills all the run started
@@ -220,7 +222,8 @@ def _collect(
             while control.recv(64):  # until they close it (1 s at most)
                 pass
     out_text, err_text = (bytes(bufs[fd]).decode("utf-8", errors="replace") for fd in (out, err))
-    return returncode, out_text, err_text, returncode is None, truncated
+    flood = returncode is None and seen > FLOOD * max(bound, 1)  # killed, not timed out
+    return -9 if flood else returncode, out_text, err_text, returncode is None and not flood, truncated or flood
 
 
 def run_many(jobs: list[dict], *, max_workers: int) -> list[Result]:

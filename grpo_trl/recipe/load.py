@@ -108,7 +108,7 @@ def secrets(data: Any, prefix: str = "") -> list[str]:
     items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
     found = []
     for key, value in items:
-        if isinstance(key, str) and is_secret_key(key) and value not in (None, "", False):
+        if isinstance(key, str) and is_secret_key(key) and isinstance(value, (str, dict, list)) and value:
             found.append(f"{prefix}{key}")
             keep_secret(value)  # never shown from now on, whatever echoes it
         else:

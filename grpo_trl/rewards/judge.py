@@ -1,12 +1,11 @@
 """``judge``: an LLM behind an OpenAI-compatible endpoint scores each completion (async: TRL overlaps it with the
 other rewards). A Jinja ``prompt`` is rendered per row; the answer read with ``score_regex`` or ``score_field`` and
-mapped from ``score_range`` onto [0, 1]; a failure costs its row (``report_fault``); answers cached in SQLite
-(``cache``). docs/rewards.md has a recipe entry.
-"""
+mapped from ``score_range`` onto [0, 1]; a failure costs its row; answers cached in SQLite (``cache``)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -28,6 +27,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_REGEX = r"(-?\d+(?:\.\d+)?)"
 MAX_ANSWER_CHARS = 20_000  # a judge answer longer than this is read only at its end
 APPLICATION_ID = 0x67727074  # "grpt": SQLite's header field that marks a cache grpo-trl made (PRAGMA application_id)
+SCHEMA = "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT NOT NULL)"
 
 
 def _template(source: str) -> Any:
@@ -47,13 +47,17 @@ def _template(source: str) -> Any:
 
 
 def _made_here(path: Path) -> bool:
-    """An SQLite file whose header carries grpo-trl's ``application_id`` (offset 68): a cache made earlier."""
+    """An SQLite cache grpo-trl made: its ``application_id`` (header offset 68) is grpo-trl's, or (older) its table."""
     try:
         with open_regular(path) as fh:
             head = fh.read(100)
-    except (OSError, ValueError):
+        if not head.startswith(b"SQLite format 3\0") or int.from_bytes(head[68:72], "big") == APPLICATION_ID:
+            return head.startswith(b"SQLite format 3\0")
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            tables = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table'").fetchall()
+        return tables == [(SCHEMA.replace(" IF NOT EXISTS", ""),)]
+    except (OSError, ValueError, sqlite3.Error):
         return False
-    return head.startswith(b"SQLite format 3\0") and int.from_bytes(head[68:72], "big") == APPLICATION_ID
 
 
 def cache_path(path: str | Path, make: bool = False) -> Path:
@@ -74,7 +78,7 @@ class _Cache:
             self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
             with self._db:  # the connection as a context: committed at the end of the block
                 self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT NOT NULL)")
+                self._db.execute(SCHEMA)
         except sqlite3.Error as exc:
             why = f"reward 'judge': cannot use {str(self.path)!r} as its cache ({exc})"
             raise RewardError(why, key="args.cache", fix="move it away or choose another args.cache") from None
