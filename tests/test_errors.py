@@ -145,3 +145,36 @@ def test_a_name_on_an_error_line_is_visible_and_never_splits_it(tmp_path, capsys
         assert f": {KINDS[kind]}: " in line and f"{visible(name)}" in line, line
         shown = line.rsplit("the data has: ", 1)[1] if kind == "data column" else line
         assert visible(name) in shown.split(", ") or f"missing column(s) {visible(name)};" in shown, line
+
+
+# a custom reward's arguments named like a field (choices_key) or a switch (use_auth) are no secrets: refused, their
+# value ('options') would also be redacted from every later message
+@pytest.mark.parametrize("name", ["choices_key", "model_key", "chosen_key", "ground_truth_key", "use_auth"])
+def test_custom_reward_argument_named_key_is_not_a_secret(name):
+    from grpo_trl.recipe.load import secrets
+
+    assert secrets({"rewards": [{"name": "mylib:mcq", "args": {name: "options"}}]}) == []
+
+
+def test_refused_non_secret_value_is_not_hidden_from_later_messages():
+    from grpo_trl.recipe.load import secrets
+
+    secrets({"rewards": [{"name": "mylib:mcq", "args": {"choices_key": "choices"}}]})
+    assert "choices" in str(errors.GrpoTrlError("data: missing column choices"))
+
+
+# a URL without credentials keeps its host and port even when its path holds an '@'
+def test_url_without_credentials_keeps_host_and_port():
+    url = "http://localhost:8000/v1/models/org@rev"
+    assert errors.redact(url) == url
+
+
+# holes in the one rule: a secret quoted as a dict/JSON (a repr in a log line or error), plural or short names
+@pytest.mark.parametrize("text", ["{'hub_token': 'abcdef123456'}", '{"api_key": "abcdef123456"}'])
+def test_secret_in_a_mapping_repr_is_redacted(text):
+    assert "abcdef123456" not in errors.redact(text)
+
+
+@pytest.mark.parametrize("name", ["api_keys", "access_tokens", "pwd"])
+def test_secret_names_plural_or_short(name):
+    assert errors.is_secret_key(name)

@@ -487,3 +487,11 @@ def test_a_log_is_read_up_to_its_byte_limit_and_no_further(tmp_path, rows, limit
     got = io.read_jsonl(log, limit=limit)
     ends = [sum(len(json.dumps({"step": r})) + 1 for r in rows[: i + 1]) for i in range(len(rows))]
     assert got == [{"step": r} for r, end in zip(rows, ends) if end <= limit]
+
+
+def test_over_long_line_costs_that_line_only(tmp_path):
+    from grpo_trl.io import read_jsonl
+
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"step": 1}\n{"step": 2, "c": "' + "x" * 200 + '"}\n{"step": 3}\n')
+    assert [r["step"] for r in read_jsonl(path, max_line=100)] == [1, 3]

@@ -83,3 +83,15 @@ def test_check_refuses_the_cache_train_cannot_open(tmp_path, capsys, kind):
         assert cli_main(["check", str(path)]) == 1
     err = capsys.readouterr().err
     assert "rewards.0.args.cache:" in err and "internal error" not in err, err
+
+
+# a judge cache written before the application_id mark (the same table) is adopted, not refused
+def test_judge_cache_of_the_previous_version_is_usable(tmp_path):
+    from grpo_trl.rewards.judge import cache_path
+
+    path = tmp_path / "judge.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT NOT NULL)")
+        db.execute("INSERT INTO answers VALUES ('k', '7')")
+    db.close()
+    assert cache_path(path) == path
