@@ -127,7 +127,7 @@ HIDDEN = "<redacted>"
 # not a tokenizer's pad_token), a key after a word that makes it one (api_key, x-api-key, hmac_key; not answer_key,
 # a field of the data), secret, password, authorization, cookie, credentials; a bool or number under one is no secret
 SECRET_KEY = re.compile(
-    r"(^|_)(\w*token|(access|auth|api|hf|hub|id|refresh|bearer)_tokens|\w*secrets?|passwords?|passwd|pwd|passphrase"
+    r"(^|_)(\w*token|(access|auth|api|hf|hub|id|refresh|bearer)_tokens|\w*secrets?|passwords?|passwd|passphrase"
     r"|authorization|cookies?|credentials?|((api|access|auth|secret|private|public|hmac|client|signing|encryption"
     r"|master|license|session|ssh|service|account|app|e2b|hf|hub|openai|anthropic|wandb|aws|azure|gcp)_?keys?))$"
 )
@@ -139,7 +139,8 @@ SECRET_TEXT = [
         re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s:'\"]*:[^/\s'\"]*@"),
         r"\1" + HIDDEN + "@",
     ),  # user:pw@, to the last @ before the path
-    (re.compile(r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + HIDDEN),
+    (re.compile(r"(?i)(\bbearer\s+)(?=[\w.~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + HIDDEN),  # a token has a digit
+    (re.compile(r"(?i)(\bauthorization['\"]?\s*[:=]\s*['\"]?(?:basic\s+|bearer\s+)?)[^\s'\",;}]+"), r"\1" + HIDDEN),
 ]
 KEY_VALUES = [  # token=..., x-api-key='...'; a mapping's repr or JSON: 'hub_token': '...', "api_key": "..."
     re.compile(r"\b(?P<head>(?P<name>[A-Za-z_][\w.-]*)=['\"]?)(?!<redacted>)[^\s'\",;&]+"),

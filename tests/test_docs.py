@@ -357,7 +357,7 @@ def run_yaml(page: Page, block: Block, index: int) -> None:
         base = ROOT / options.get("base", DEFAULT_BASE)
         (page.work / name).write_text(f"extends: {base}\n{block.text}\n")
     if "pass_rates" in options:
-        (page.work / options["pass_rates"]).write_text("{}")
+        (page.work / options["pass_rates"]).write_text('{"rates": {}}')
     if "fake_openai" in options:
         from tests.fake_openai import FakeOpenAI
 

@@ -15,10 +15,10 @@ from grpo_trl import errors
 from grpo_trl.cli import main as cli_main
 from grpo_trl.errors import HIDDEN, is_secret_key, keep_secret, redact
 
-WORDS = ["token", "key", "apikey", "secret", "password", "passwd", "pwd", "authorization", "cookie", "credentials"]
+WORDS = ["token", "key", "apikey", "secret", "password", "passwd", "authorization", "cookie", "credentials"]
 PLAIN = ["max_new_tokens", "tokenizer", "keys", "monkey", "key_column", "keyword", "seed", "tokens", "author"]
 PLAIN += ["prompt_key", "image_key", "reward_fn_key", "answer_key", "choices_key", "model_key", "use_auth"]  # data
-PLAIN += ["pad_token", "eos_token", "think_token"]  # a tokenizer's tokens
+PLAIN += ["pad_token", "eos_token", "think_token", "pwd", "oldpwd"]  # a tokenizer's tokens; the shell's PWD
 
 
 @settings(max_examples=200, deadline=None)
@@ -175,6 +175,27 @@ def test_secret_in_a_mapping_repr_is_redacted(text):
     assert "abcdef123456" not in errors.redact(text)
 
 
-@pytest.mark.parametrize("name", ["api_keys", "access_tokens", "pwd"])
+@pytest.mark.parametrize("name", ["api_keys", "access_tokens", "db_password"])
 def test_secret_names_plural_or_short(name):
     assert errors.is_secret_key(name)
+
+
+def test_the_shells_working_folder_is_no_secret(monkeypatch, tmp_path):
+    monkeypatch.setenv("PWD", str(tmp_path))
+    monkeypatch.setenv("OLDPWD", str(tmp_path))
+    assert redact(f"defined at {tmp_path}/reward.py:3") == f"defined at {tmp_path}/reward.py:3"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["You can use basic arithmetic operations", "bearer instruments", "the authorization process", "Basic Usage"],
+)
+def test_prose_that_mentions_auth_words_is_not_redacted(text):
+    assert redact(text) == text  # a prompt or completion saying so (eval_completions.jsonl is written redacted)
+
+
+@pytest.mark.parametrize(
+    "text", ["Authorization: Basic dXNlcjpwYXNzMQ==", "Bearer abcdef123456", '{"Authorization": "Bearer eyJ0.a1.b2"}']
+)
+def test_an_authorization_header_is_redacted(text):
+    assert not any(part in redact(text) for part in ("dXNlcjpwYXNzMQ", "abcdef123456", "eyJ0.a1.b2")), redact(text)

@@ -13,7 +13,7 @@ from grpo_trl.data.build import build_one, mixture_parts
 from grpo_trl.data.image_tokens import IMAGE_COLUMNS
 from grpo_trl.data.refill import IMAGES, IMAGES_FIX
 from grpo_trl.data.registry import builder_params, get_builder
-from grpo_trl.data.shape import built_here, dataset_columns, expected_rows
+from grpo_trl.data.shape import built_here, dataset_columns, expected_rows, no_bars
 from grpo_trl.data.sources import first_row
 from grpo_trl.errors import GrpoTrlError, Problem, suggest
 from grpo_trl.io import read_json_head, read_text
@@ -110,18 +110,11 @@ def first_prompt(recipe: Recipe) -> list[dict] | None:
     cfg = mixture_parts(recipe.dataset)[0] if recipe.dataset.get("mixture") else recipe.dataset
     if not built_here(cfg):
         return None  # a plugin's builder is the user's code; load_dataset (Hub or local folder) a download or a copy
-    from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
-
     one = {**cfg, "limit": 1, "max_prompt_tokens": None, "max_solution_tokens": None, "eval_size": None}
     if "size" in builder_params(get_builder(cfg["builder"])):  # a generated dataset: its first row, not all of them
         one["size"] = 1
-    shown = is_progress_bar_enabled()
-    disable_progress_bar()  # a check of one row: no "Map: 100%" bars before the command's own output
-    try:
+    with no_bars():
         ds, _, _ = build_one(one, None, recipe.base_dir)
-    finally:
-        if shown:
-            enable_progress_bar()
     return (first_row(ds) or {}).get("prompt")  # a streamed dataset (data.streaming) is read up to its first row
 
 

@@ -7,6 +7,8 @@ the plan read these; only local files are read, nothing is downloaded.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,12 +82,26 @@ def built_here(part: dict) -> bool:
     return not (from_plugin(builder) or loads or (builder.local_copy and not part.get("path")))
 
 
+@contextlib.contextmanager
+def no_bars() -> Iterator[None]:
+    """datasets' progress bars off while check builds a few rows (no "Map: 100%" before a command's own output)."""
+    from datasets.utils.logging import disable_progress_bar, enable_progress_bar, is_progress_bar_enabled
+
+    shown = is_progress_bar_enabled()
+    disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            enable_progress_bar()
+
+
 def check_rows(cfg: dict, base_dir: str | Path | None, needed: list[str]) -> None:
     """``check``, whatever the model: each local file built, scanned and banded (``data.pass_rate``) as ``train``
     will, generated rows built (one), a mixture of such parts joined as train joins them; any pass-rate file read."""
     base = Path(base_dir) if base_dir else None
     parts = mixture_parts(cfg) if cfg.get("mixture") else [cfg]
-    with needing(needed):
+    with needing(needed), no_bars():
         if cfg.get("mixture") and all(built_here(part) for part in parts):
             mixture = [{**part, **UNFILTERED, "pass_rate": part.get("pass_rate")} for part in cfg["mixture"]]
             build_dataset({**cfg, "mixture": mixture, "eval_size": None}, None, base)  # eval_size: step_problems
