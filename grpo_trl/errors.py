@@ -140,7 +140,7 @@ SECRET_TEXT = [
         r"\1" + HIDDEN + "@",
     ),  # user:pw@, to the last @ before the path
     (re.compile(r"(?i)(\bbearer\s+)(?=[\w.~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + HIDDEN),  # a token has a digit
-    (re.compile(r"(?i)(\bauthorization['\"]?\s*[:=]\s*['\"]?(?:basic\s+|bearer\s+)?)[^\s'\",;}]+"), r"\1" + HIDDEN),
+    (re.compile(r"(?i)(\bauthorization['\"]?\s*[:=]\s*['\"]?(?:basic|bearer)\s+)[^\s'\",;}]+"), r"\1" + HIDDEN),
 ]
 KEY_VALUES = [  # token=..., x-api-key='...'; a mapping's repr or JSON: 'hub_token': '...', "api_key": "..."
     re.compile(r"\b(?P<head>(?P<name>[A-Za-z_][\w.-]*)=['\"]?)(?!<redacted>)[^\s'\",;&]+"),

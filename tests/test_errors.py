@@ -188,7 +188,7 @@ def test_the_shells_working_folder_is_no_secret(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize(
     "text",
-    ["You can use basic arithmetic operations", "bearer instruments", "the authorization process", "Basic Usage"],
+    ["You can use basic arithmetic operations", "bearer instruments", "Basic Usage", "k.Authorization: a secret in"],
 )
 def test_prose_that_mentions_auth_words_is_not_redacted(text):
     assert redact(text) == text  # a prompt or completion saying so (eval_completions.jsonl is written redacted)
