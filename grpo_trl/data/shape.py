@@ -107,9 +107,9 @@ def check_rows(cfg: dict, base_dir: str | Path | None, needed: list[str]) -> Non
             build_dataset({**cfg, "mixture": mixture, "eval_size": None}, None, base)  # eval_size: step_problems
             return
         for part in parts:
-            local, band = part.get("path"), part.get("pass_rate")
-            if built_here(part):  # a local file whole (a band that keeps no row fails here too), generated: one row
+            local, band, here = part.get("path"), part.get("pass_rate"), built_here(part)
+            if here:  # a local file whole (a band that keeps no row fails here too), generated: one row
                 one = {} if local or "size" not in builder_params(get_builder(part["builder"])) else {"size": 1}
                 build_one({**part, **UNFILTERED, "pass_rate": band if local else None, **one}, None, base)
-            if band and not (local and built_here(part)):
+            if band and not (local and here):
                 band_rates(band, base)
